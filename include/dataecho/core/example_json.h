@@ -1,0 +1,16 @@
+// The JSON view of an element that `dataecho pipe` prints, one line per element:
+//   {"ids": [...], "echo": [...], "fields": {"value": {"dtype": "int64", "shape": []}}}
+// `ids` and `echo` have one entry per row. With values, each field also has "values":
+// its elements flattened in row-major order (a bare number for a scalar).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/core/example.h"
+
+namespace dataecho {
+
+nlohmann::json tensor_values_json(const Tensor& t);
+nlohmann::ordered_json example_to_json(const Example& e, bool with_values);
+
+}  // namespace dataecho

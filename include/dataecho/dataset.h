@@ -1,0 +1,89 @@
+// Dataset and Iterator: the pull-iterator contract every pipeline node follows.
+//
+// A Dataset is an immutable description of a node (an operator and its options, with
+// its input datasets); make_iterator() starts one pass over it. An Iterator has one
+// blocking next() that returns the next Example or nullopt at the end of the stream,
+// and throws dataecho::Error naming the node and the input position on failure.
+// Iterators that own threads stop and join them in their destructor, whatever state
+// they are in; the cancellation token in the IteratorContext wakes them.
+//
+// Thread-safety: Datasets are immutable and safe to share. An Iterator is used by one
+// consumer thread at a time (its own worker threads are its business).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataecho/core/cancellation.h"
+#include "dataecho/core/error.h"
+#include "dataecho/core/example.h"
+#include "dataecho/core/state.h"
+#include "dataecho/core/stats.h"
+
+namespace dataecho {
+
+struct IteratorContext {
+  std::shared_ptr<CancellationToken> cancel = CancellationToken::make();
+  // The pass over the data this iterator serves: `repeat` counts its passes here so
+  // that a seeded shuffle below it reshuffles each epoch.
+  int64_t epoch = 0;
+};
+
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+
+  // The next element, or nullopt at the end. Counts the element in the node's stats.
+  std::optional<Example> next();
+
+  // The iterator's position, such that restore() on a fresh iterator of the same
+  // dataset continues with exactly the elements this one would have produced next.
+  virtual void save(StateWriter& writer) = 0;
+  virtual void restore(StateReader& reader) = 0;
+
+ protected:
+  virtual std::optional<Example> next_impl() = 0;
+
+  // The node's label for errors ("3:shuffle"), set by Dataset::make_iterator.
+  const std::string& label() const { return *label_; }
+  NodeStats* stats() const { return stats_; }
+
+ private:
+  friend class Dataset;
+  NodeStats* stats_ = nullptr;
+  const std::string* label_ = nullptr;
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  // The operator's name ("shuffle"); the node's label adds its position in the pipeline.
+  virtual std::string op_name() const = 0;
+  // True for nodes that run their own threads (their stats measure busy time themselves).
+  virtual bool owns_threads() const { return false; }
+  // For a source over several shards (files): one dataset per shard, in a stable order,
+  // for `interleave` and file-level `shard`. Empty for every other node.
+  virtual std::vector<std::shared_ptr<const Dataset>> shards() const { return {}; }
+
+  std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const;
+
+  // Gives the node its label and its stats; called once while a pipeline is assembled.
+  // A source with shards passes both on to its shards, so they share the source's stats.
+  virtual void attach(std::string label, std::shared_ptr<NodeStats> stats);
+  const std::string& label() const { return label_; }
+  const std::shared_ptr<NodeStats>& node_stats() const { return stats_; }
+
+ protected:
+  virtual std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const = 0;
+
+ private:
+  std::string label_ = "dataset";
+  std::shared_ptr<NodeStats> stats_;
+};
+
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+}  // namespace dataecho

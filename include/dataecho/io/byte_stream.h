@@ -1,0 +1,59 @@
+// ByteStream: the bytes of one file or URL, read front to back. Every file-based
+// source (tfrecord, tar, idx) reads through this, so a local path and an http(s) URL
+// behave the same. Not thread-safe: one reader per stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataecho/core/stats.h"
+
+namespace dataecho {
+
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Reads up to `n` bytes into `dst`; returns how many, 0 only at the end of the data.
+  // Throws dataecho::Error (stage "io" or "http") naming the URI on failure.
+  virtual size_t read(void* dst, size_t n) = 0;
+  // Bytes delivered so far (the offset of the next byte read() returns).
+  virtual uint64_t position() const = 0;
+  // Continues from absolute byte `offset` (used by restore()): a local file seeks, an
+  // HTTP stream asks for a Range.
+  virtual void seek(uint64_t offset) = 0;
+  // Total size when known (a local file, an HTTP response with Content-Length); -1 otherwise.
+  virtual int64_t size() const = 0;
+  virtual const std::string& uri() const = 0;
+
+  // Reads exactly `n` bytes unless the data ends first; returns how many were read.
+  size_t read_fully(void* dst, size_t n);
+};
+
+struct StreamOptions {
+  size_t buffer_bytes = 1 << 20;  // read-ahead buffer of a stream
+  // HTTP only: see http_stream.h.
+  double connect_timeout_s = 10;
+  double low_speed_time_s = 30;  // a transfer slower than 1 byte/s for this long is retried
+  int max_retries = 8;
+  double backoff_initial_s = 0.1;
+  double backoff_max_s = 5;
+  // Counters (bytes, requests, retries, resumed) are added to this node when given.
+  std::shared_ptr<NodeStats> stats;
+};
+
+// Opens a local path, a file:// URL, or an http:// / https:// URL.
+std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOptions& options = {});
+
+bool is_http_uri(const std::string& uri);
+
+// Turns the `uri` list of a spec into the ordered list of shards: each entry may be a
+// path, a glob (`train-*.tfrecord`), a brace range (`train-{00000..00007}.tfrecord`),
+// or an http(s) URL (brace ranges expand there too). Local globs are sorted. Relative
+// local paths are taken relative to `base_dir` when it is not empty. An entry that
+// matches nothing is an error naming it.
+std::vector<std::string> expand_uris(const std::vector<std::string>& patterns, const std::string& base_dir = "");
+
+}  // namespace dataecho

@@ -1,0 +1,40 @@
+// map: applies a function to every element, on `parallelism` threads.
+// Buffers at most `parallelism + buffer` elements (in flight plus finished but not yet
+// taken); a slow consumer blocks the workers. Ordered by default: outputs come in input
+// order whatever the thread timing; `deterministic = false` emits each as it finishes.
+// A function that throws fails the stream at that element: the consumer's next()
+// throws an Error naming this node, the function and the element id, after every
+// element before it (ordered mode), and the stream then ends.
+// With parallelism 1 no thread is started: the function runs inside next().
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dataecho/core/cancellation.h"
+#include "dataecho/core/rng.h"
+#include "dataecho/dataset.h"
+
+namespace dataecho {
+
+// What a map function may use besides its element. Randomness must come from
+// rng_for(element), so that each copy of each element gets its own reproducible stream.
+struct MapContext {
+  uint64_t seed = 0;  // the node's seed
+  const CancellationToken* cancel = nullptr;
+  Rng rng_for(const Example& e) const { return Rng(element_seed(seed, e.id(), e.echo())); }
+};
+using MapFn = std::function<Example(Example, const MapContext&)>;
+
+struct MapOptions {
+  std::string name = "fn";  // shown in stats and errors
+  MapFn fn;
+  int parallelism = 1;
+  bool deterministic = true;
+  int64_t buffer = 0;  // finished elements waiting for the consumer; 0: `parallelism`
+  uint64_t seed = 0;
+};
+DatasetPtr make_map(DatasetPtr input, MapOptions options);
+
+}  // namespace dataecho

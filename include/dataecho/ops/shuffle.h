@@ -1,0 +1,19 @@
+// shuffle: a seeded shuffle buffer (tf.data's algorithm). Buffers at most `buffer`
+// elements: it fills the buffer, then emits a uniformly chosen element and refills
+// its slot from the input. No threads; input errors pass through unchanged.
+// With `reshuffle_each_iteration`, each epoch (pass of an enclosing `repeat`) uses
+// another permutation; the order is a function of the seed and the epoch alone.
+#pragma once
+
+#include "dataecho/dataset.h"
+
+namespace dataecho {
+
+struct ShuffleOptions {
+  int64_t buffer = 1000;
+  uint64_t seed = 0;
+  bool reshuffle_each_iteration = true;
+};
+DatasetPtr make_shuffle(DatasetPtr input, const ShuffleOptions& options);
+
+}  // namespace dataecho

@@ -1,0 +1,51 @@
+// Pipeline: a built chain of nodes with one iterator over it, its stats and its state.
+// Thread-safety: next(), save() and restore() from one thread at a time; stats() and
+// cancel() from any thread. Destroying a Pipeline cancels it first, so every thread
+// inside returns promptly and is joined, whatever it was blocked on.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataecho/dataset.h"
+
+namespace dataecho {
+
+class Pipeline {
+ public:
+  // `nodes` are the chain's datasets in order, source first (for stats); `fingerprint`
+  // identifies the spec, so that a state saved from another pipeline is refused.
+  Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint = "");
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // The next element, or nullopt at the end. After an error has been thrown, the
+  // stream is over: later calls return nullopt.
+  std::optional<Example> next();
+
+  // The position after the elements returned so far, as bytes; restore() on a fresh
+  // pipeline built from the same spec continues with the same elements (deterministic mode).
+  std::string save();
+  void restore(std::string_view state);
+
+  int64_t elements_returned() const { return returned_; }
+  PipelineStats stats() const;
+  void cancel();
+  const std::vector<DatasetPtr>& nodes() const { return nodes_; }
+
+ private:
+  DatasetPtr root_;
+  std::vector<DatasetPtr> nodes_;
+  std::string fingerprint_;
+  std::shared_ptr<CancellationToken> token_;
+  std::unique_ptr<Iterator> it_;
+  int64_t returned_ = 0;
+  int64_t start_ns_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace dataecho

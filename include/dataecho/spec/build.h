@@ -1,0 +1,24 @@
+// Building a Pipeline from its JSON spec (DESIGN.md section 3). The whole spec is
+// validated before any node runs; an error names the JSON path and what was expected.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/pipeline.h"
+
+namespace dataecho {
+
+struct BuildOptions {
+  std::string base_dir;  // for relative paths in the spec; "" = current directory
+};
+
+std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec, const BuildOptions& options = {});
+// Parses JSON text ("-" reads standard input when given as a path below).
+nlohmann::json parse_spec_text(const std::string& text, const std::string& origin);
+nlohmann::json load_spec_file(const std::string& path);
+std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path);
+
+}  // namespace dataecho

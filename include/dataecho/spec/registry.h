@@ -1,0 +1,48 @@
+// The names a spec may use: source kinds, stage ops, map functions and filter
+// predicates, each with a builder. Every layer registers its own in one function
+// (register_core_builders, register_echo_builders, ...), called once by registry().
+// Thread-safety: filled once on first use, read-only afterwards.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/dataset.h"
+#include "dataecho/ops/basic.h"
+#include "dataecho/ops/map.h"
+#include "dataecho/spec/spec_reader.h"
+
+namespace dataecho {
+
+// What a builder knows about the pipeline it is part of.
+struct BuildContext {
+  uint64_t seed = 0;           // the spec's seed
+  bool deterministic = true;   // the spec's default for parallel stages
+  std::string base_dir;        // relative paths in the spec are relative to this
+  int64_t node_index = 0;      // position of the node being built
+  uint64_t node_seed() const;  // a seed of its own for this node
+};
+
+using SourceBuilder = std::function<DatasetPtr(SpecObject& spec, BuildContext& ctx)>;
+using StageBuilder = std::function<DatasetPtr(SpecObject& spec, DatasetPtr input, BuildContext& ctx)>;
+// `args` is the stage's "args" object: read every option from it, then it is finished.
+using MapFnBuilder = std::function<MapFn(SpecObject& args)>;
+using PredicateBuilder = std::function<Predicate(SpecObject& args)>;
+
+struct Registry {
+  std::map<std::string, SourceBuilder> sources;
+  std::map<std::string, StageBuilder> stages;
+  std::map<std::string, MapFnBuilder> map_fns;
+  std::map<std::string, PredicateBuilder> predicates;
+};
+
+const Registry& registry();
+
+// Registration functions of each layer.
+void register_core_builders(Registry& r);
+void register_builtin_functions(Registry& r);
+
+}  // namespace dataecho

@@ -1,0 +1,53 @@
+// SpecObject: typed, validated access to one JSON object of a pipeline spec. Every
+// error names the JSON path of the field and what was expected:
+//   spec: $.stages[2].size: expected an integer >= 1, got -3
+// finish() refuses fields nobody asked for (a typo is an error, not a silent default).
+// Not thread-safe; used while a pipeline is being built.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/core/error.h"
+
+namespace dataecho {
+
+[[noreturn]] void throw_spec_error(const std::string& path, const std::string& message);
+
+class SpecObject {
+ public:
+  // `json` must outlive this object. Throws if it is not an object.
+  SpecObject(const nlohmann::json& json, std::string path);
+
+  const std::string& path() const { return path_; }
+  std::string field_path(const std::string& key) const { return path_ + "." + key; }
+  bool has(const std::string& key) const { return json_.contains(key); }
+  const nlohmann::json* raw(const std::string& key);  // marks the field used; null if absent
+
+  int64_t get_int(const std::string& key, std::optional<int64_t> fallback = std::nullopt, int64_t min = INT64_MIN,
+                  int64_t max = INT64_MAX);
+  double get_number(const std::string& key, std::optional<double> fallback = std::nullopt,
+                    double min = -1e308, double max = 1e308);
+  bool get_bool(const std::string& key, std::optional<bool> fallback = std::nullopt);
+  std::string get_string(const std::string& key, std::optional<std::string> fallback = std::nullopt,
+                         const std::vector<std::string>& allowed = {});
+  // A string or a list of strings.
+  std::vector<std::string> get_strings(const std::string& key);
+  // A nested object (or an empty one when absent and optional).
+  SpecObject get_object(const std::string& key, bool required = false);
+
+  // Throws for the first field not read by any getter above.
+  void finish() const;
+
+ private:
+  [[noreturn]] void fail(const std::string& key, const std::string& expected, const nlohmann::json& got) const;
+  const nlohmann::json& json_;
+  std::string path_;
+  std::set<std::string> used_;
+};
+
+}  // namespace dataecho

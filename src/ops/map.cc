@@ -1,0 +1,263 @@
+#include "dataecho/ops/map.h"
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dataecho/core/clock.h"
+
+namespace dataecho {
+namespace {
+
+// Runs the map function and turns whatever it throws into an Error naming the node,
+// the function and the element.
+Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::string& label) {
+  std::string where = e.describe();
+  try {
+    return o.fn(std::move(e), ctx);
+  } catch (const Error& err) {
+    if (err.code() == ErrorCode::kCancelled) throw;
+    throw Error(err.code(), label, "function '" + o.name + "' failed: " + err.what(), where);
+  } catch (const std::exception& ex) {
+    throw Error(ErrorCode::kInvalidArgument, label, "function '" + o.name + "' failed: " + ex.what(), where);
+  }
+}
+
+class MapDataset : public Dataset {
+ public:
+  MapDataset(DatasetPtr input, MapOptions o) : input_(std::move(input)), o_(std::move(o)) {}
+  std::string op_name() const override { return "map(" + o_.name + ")"; }
+  bool owns_threads() const override { return o_.parallelism > 1; }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    if (o_.parallelism <= 1) return std::make_unique<SyncIt>(input_->make_iterator(ctx), this, ctx);
+    return std::make_unique<ParallelIt>(input_, this, ctx);
+  }
+
+ private:
+  class SyncIt : public Iterator {
+   public:
+    SyncIt(std::unique_ptr<Iterator> in, const MapDataset* ds, const IteratorContext& ctx)
+        : in_(std::move(in)), ds_(ds), token_(ctx.cancel) {}
+    void save(StateWriter& w) override {
+      w.begin("map");
+      w.write_u64(0);
+      in_->save(w);
+    }
+    void restore(StateReader& r) override {
+      r.expect("map");
+      if (r.read_u64() != 0) throw_error(ErrorCode::kInvalidArgument, label(), "saved state has buffered elements");
+      in_->restore(r);
+    }
+
+   protected:
+    std::optional<Example> next_impl() override {
+      auto e = in_->next();
+      if (!e) return e;
+      MapContext mc{ds_->o_.seed, token_.get()};
+      return apply(ds_->o_, mc, std::move(*e), label());
+    }
+
+   private:
+    std::unique_ptr<Iterator> in_;
+    const MapDataset* ds_;
+    std::shared_ptr<CancellationToken> token_;
+  };
+
+  // Workers take a sequence number with each input element (under the input lock, so
+  // numbers follow input order) and file the result under it. Ordered mode emits by
+  // sequence number; unordered mode emits the oldest finished result. A worker takes a
+  // new element only while fewer than `capacity` are in flight or waiting, and never
+  // during save(), which waits until no worker holds an element outside `done_`.
+  class ParallelIt : public Iterator {
+   public:
+    ParallelIt(DatasetPtr input, const MapDataset* ds, const IteratorContext& ctx)
+        : ds_(ds), token_(ctx.cancel->child()) {
+      IteratorContext c = ctx;
+      c.cancel = token_;
+      in_ = input->make_iterator(c);
+      capacity_ = static_cast<size_t>(ds_->o_.parallelism) + static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : ds_->o_.parallelism);
+      registration_ = token_->on_cancel([this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        cv_.notify_all();
+      });
+    }
+    ~ParallelIt() override {
+      token_->cancel();
+      for (auto& t : workers_) t.join();
+      registration_.reset();
+    }
+
+    void save(StateWriter& w) override {
+      std::unique_lock<std::mutex> lock(mu_);
+      quiesce(lock);
+      if (error_seq_ >= 0) throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
+      w.begin("map");
+      w.write_u64(done_.size());
+      for (const auto& [seq, e] : done_) w.write_example(*e.value);
+      w.write_bool(input_done_);
+      in_->save(w);
+      paused_ = false;
+      cv_.notify_all();
+    }
+    void restore(StateReader& r) override {
+      std::unique_lock<std::mutex> lock(mu_);
+      quiesce(lock);
+      r.expect("map");
+      uint64_t n = r.read_u64();
+      done_.clear();
+      emit_seq_ = 0;
+      for (uint64_t i = 0; i < n; ++i) done_[static_cast<int64_t>(i)] = Result{r.read_example(), nullptr};
+      next_seq_ = static_cast<int64_t>(n);
+      input_done_ = r.read_bool();
+      end_seq_ = input_done_ ? next_seq_ : -1;
+      in_->restore(r);
+      paused_ = false;
+      cv_.notify_all();
+    }
+
+   protected:
+    std::optional<Example> next_impl() override {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (running_ == 0 && !input_done_) start();
+      while (true) {
+        if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
+        auto it = ds_->o_.deterministic ? done_.find(emit_seq_) : done_.begin();
+        if (it != done_.end()) {
+          Result res = std::move(it->second);
+          done_.erase(it);
+          ++emit_seq_;
+          cv_.notify_all();
+          if (res.error) {
+            finished_ = true;
+            std::rethrow_exception(res.error);
+          }
+          return std::move(*res.value);
+        }
+        if (finished_ || (end_seq_ >= 0 && emit_seq_ >= end_seq_)) return std::nullopt;
+        cv_.wait(lock);
+      }
+    }
+
+   private:
+    struct Result {
+      std::optional<Example> value;
+      std::exception_ptr error;
+    };
+
+    // Called with the lock held; also restarts workers that ended before a restore().
+    void start() {
+      for (auto& t : workers_) t.join();
+      workers_.clear();
+      running_ = ds_->o_.parallelism;
+      for (int i = 0; i < ds_->o_.parallelism; ++i) {
+        workers_.emplace_back([this] {
+          run();
+          std::lock_guard<std::mutex> lock(mu_);
+          --running_;
+        });
+      }
+    }
+
+    void quiesce(std::unique_lock<std::mutex>& lock) {
+      paused_ = true;
+      cv_.wait(lock, [this] { return busy_ == 0; });
+    }
+
+    void run() {
+      NodeStats* st = ds_->node_stats().get();
+      MapContext mc{ds_->o_.seed, token_.get()};
+      std::unique_lock<std::mutex> lock(mu_);
+      while (true) {
+        int64_t t0 = now_ns();
+        cv_.wait(lock, [this] {
+          return token_->cancelled() || input_done_ ||
+                 (!paused_ && !input_busy_ && static_cast<size_t>(next_seq_ - emit_seq_) < capacity_);
+        });
+        if (st) st->wait_output_ns += now_ns() - t0;
+        if (token_->cancelled() || input_done_) return;
+        // Take the next input element; only this worker reads the input now.
+        input_busy_ = true;
+        ++busy_;
+        lock.unlock();
+        std::optional<Example> e;
+        std::exception_ptr err;
+        int64_t t1 = now_ns();
+        try {
+          e = in_->next();
+        } catch (...) {
+          err = std::current_exception();
+        }
+        int64_t t2 = now_ns();
+        if (st) st->wait_input_ns += t2 - t1;
+        lock.lock();
+        input_busy_ = false;
+        int64_t seq = next_seq_;
+        if (err || !e) {
+          input_done_ = true;
+          if (err) {
+            done_[next_seq_++] = Result{std::nullopt, err};
+            error_seq_ = seq;
+          }
+          end_seq_ = next_seq_;
+          --busy_;
+          cv_.notify_all();
+          return;
+        }
+        ++next_seq_;
+        cv_.notify_all();
+        lock.unlock();
+        Result res;
+        try {
+          res.value = apply(ds_->o_, mc, std::move(*e), label());
+        } catch (...) {
+          res.error = std::current_exception();
+        }
+        if (st) st->busy_ns += now_ns() - t2;
+        lock.lock();
+        done_[seq] = std::move(res);
+        --busy_;
+        cv_.notify_all();
+      }
+    }
+
+    const MapDataset* ds_;
+    std::shared_ptr<CancellationToken> token_;
+    std::unique_ptr<Iterator> in_;
+    size_t capacity_ = 0;
+    CancellationToken::Registration registration_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::map<int64_t, Result> done_;
+    int64_t next_seq_ = 0;   // sequence number of the next input element
+    int64_t emit_seq_ = 0;   // elements handed to the consumer
+    int64_t end_seq_ = -1;   // once the input ended: the number of elements in all
+    int64_t error_seq_ = -1;
+    int busy_ = 0;           // workers holding an element outside done_
+    int running_ = 0;        // workers that have not returned
+    bool input_busy_ = false;
+    bool input_done_ = false;
+    bool paused_ = false;
+    bool finished_ = false;
+    std::vector<std::thread> workers_;
+  };
+
+  DatasetPtr input_;
+  MapOptions o_;
+};
+
+}  // namespace
+
+DatasetPtr make_map(DatasetPtr input, MapOptions o) {
+  if (!o.fn) throw_error(ErrorCode::kInvalidArgument, "map", "no function given");
+  if (o.parallelism < 1) throw_error(ErrorCode::kInvalidArgument, "map", "parallelism must be >= 1, got " + std::to_string(o.parallelism));
+  if (o.buffer < 0) throw_error(ErrorCode::kInvalidArgument, "map", "buffer must be >= 0, got " + std::to_string(o.buffer));
+  return std::make_shared<MapDataset>(std::move(input), std::move(o));
+}
+
+}  // namespace dataecho

@@ -1,0 +1,88 @@
+// Map functions and predicates that need no data format: for tests, benchmarks and
+// simple pipelines over `range`.
+#include <chrono>
+#include <set>
+
+#include "dataecho/spec/registry.h"
+
+namespace dataecho {
+namespace {
+
+int64_t value_of(const Example& e) {
+  const Tensor& t = e.get("value");
+  if (t.dtype() == DType::kInt64) return t.item<int64_t>();
+  if (t.dtype() == DType::kInt32) return t.item<int32_t>();
+  throw_error(ErrorCode::kInvalidArgument, "", std::string("field 'value' must be an integer scalar, is ") + dtype_name(t.dtype()));
+}
+
+}  // namespace
+
+void register_builtin_functions(Registry& r) {
+  r.map_fns["identity"] = [](SpecObject&) -> MapFn { return [](Example e, const MapContext&) { return e; }; };
+
+  // value -> value * value
+  r.map_fns["square"] = [](SpecObject&) -> MapFn {
+    return [](Example e, const MapContext&) {
+      int64_t v = value_of(e);
+      e.set("value", Tensor::scalar<int64_t>(v * v));
+      return e;
+    };
+  };
+
+  // CPU-bound work: `iterations` rounds of a hash on the value (for benchmarks).
+  r.map_fns["burn"] = [](SpecObject& a) -> MapFn {
+    int64_t iterations = a.get_int("iterations", 10000, 0);
+    return [iterations](Example e, const MapContext&) {
+      uint64_t x = static_cast<uint64_t>(value_of(e));
+      for (int64_t i = 0; i < iterations; ++i) x = mix64(x);
+      e.set("hash", Tensor::scalar<int64_t>(static_cast<int64_t>(x)));
+      return e;
+    };
+  };
+
+  // Waits `ms` milliseconds without using the CPU, as a network read does.
+  r.map_fns["sleep"] = [](SpecObject& a) -> MapFn {
+    double ms = a.get_number("ms", std::nullopt, 0);
+    return [ms](Example e, const MapContext& ctx) {
+      auto d = std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6));
+      if (ctx.cancel && !ctx.cancel->sleep_for(d)) throw_error(ErrorCode::kCancelled, "", "cancelled");
+      return e;
+    };
+  };
+
+  // Adds a float32 field "noise" drawn from the element's own random stream: the
+  // smallest stand-in for a random augmentation.
+  r.map_fns["random_noise"] = [](SpecObject&) -> MapFn {
+    return [](Example e, const MapContext& ctx) {
+      Rng rng = ctx.rng_for(e);
+      e.set("noise", Tensor::scalar<float>(static_cast<float>(rng.uniform01())));
+      return e;
+    };
+  };
+
+  // Fails on the listed ids (for testing error paths).
+  r.map_fns["fail_on"] = [](SpecObject& a) -> MapFn {
+    const nlohmann::json* ids = a.raw("ids");
+    if (!ids || !ids->is_array()) throw_spec_error(a.field_path("ids"), "expected a list of ids");
+    std::set<int64_t> bad;
+    for (const auto& i : *ids) {
+      if (!i.is_number_integer()) throw_spec_error(a.field_path("ids"), "expected integers");
+      bad.insert(i.get<int64_t>());
+    }
+    return [bad](Example e, const MapContext&) {
+      if (bad.count(e.id())) throw std::runtime_error("asked to fail on id " + std::to_string(e.id()));
+      return e;
+    };
+  };
+
+  r.predicates["even"] = [](SpecObject&) -> Predicate { return [](const Example& e) { return e.id() % 2 == 0; }; };
+  r.predicates["odd"] = [](SpecObject&) -> Predicate { return [](const Example& e) { return e.id() % 2 != 0; }; };
+  // id % mod == eq
+  r.predicates["id_mod"] = [](SpecObject& a) -> Predicate {
+    int64_t mod = a.get_int("mod", std::nullopt, 1);
+    int64_t eq = a.get_int("eq", 0, 0, mod - 1);
+    return [mod, eq](const Example& e) { return e.id() % mod == eq; };
+  };
+}
+
+}  // namespace dataecho

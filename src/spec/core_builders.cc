@@ -1,0 +1,100 @@
+// Spec builders for the engine's own source and operators.
+#include "dataecho/ops/batch.h"
+#include "dataecho/ops/basic.h"
+#include "dataecho/ops/interleave.h"
+#include "dataecho/ops/map.h"
+#include "dataecho/ops/prefetch.h"
+#include "dataecho/ops/shuffle.h"
+#include "dataecho/ops/sources.h"
+#include "dataecho/spec/registry.h"
+
+namespace dataecho {
+namespace {
+
+std::string known_names(const auto& map) {
+  std::string s;
+  for (const auto& [k, v] : map) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+template <class Builder>
+auto function_builder(SpecObject& st, const std::map<std::string, Builder>& known, const char* what) {
+  std::string name = st.get_string("fn");
+  auto it = known.find(name);
+  if (it == known.end()) {
+    throw_spec_error(st.field_path("fn"), std::string("unknown ") + what + " \"" + name + "\" (known: " + known_names(known) + ")");
+  }
+  SpecObject args = st.get_object("args");
+  auto fn = it->second(args);
+  args.finish();
+  return std::make_pair(name, fn);
+}
+
+}  // namespace
+
+void register_core_builders(Registry& r) {
+  r.sources["range"] = [](SpecObject& s, BuildContext&) {
+    RangeOptions o;
+    o.count = s.get_int("count", std::nullopt, 0);
+    o.shards = s.get_int("shards", 1, 1);
+    return make_range(o);
+  };
+
+  r.stages["map"] = [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+    MapOptions o;
+    auto [name, fn] = function_builder(s, registry().map_fns, "map function");
+    o.name = name;
+    o.fn = fn;
+    o.parallelism = static_cast<int>(s.get_int("parallelism", 1, 1, 256));
+    o.deterministic = s.get_bool("deterministic", ctx.deterministic);
+    o.buffer = s.get_int("buffer", 0, 0);
+    o.seed = ctx.node_seed();
+    return make_map(std::move(in), std::move(o));
+  };
+  r.stages["filter"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    auto [name, fn] = function_builder(s, registry().predicates, "predicate");
+    return make_filter(std::move(in), name, fn);
+  };
+  r.stages["interleave"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    InterleaveOptions o;
+    o.cycle = s.get_int("cycle", 4, 1, 1024);
+    o.parallelism = s.get_int("parallelism", -1, -1, 1024);
+    o.buffer_per_shard = s.get_int("buffer_per_shard", 2, 1);
+    if (in->shards().empty()) {
+      throw_spec_error(s.path(), "interleave needs an input with shards: put it right after a source over several files (or a range with \"shards\")");
+    }
+    return make_interleave(std::move(in), o);
+  };
+  r.stages["shuffle"] = [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+    ShuffleOptions o;
+    o.buffer = s.get_int("buffer", std::nullopt, 1);
+    o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
+    o.reshuffle_each_iteration = s.get_bool("reshuffle_each_iteration", true);
+    return make_shuffle(std::move(in), o);
+  };
+  r.stages["batch"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    BatchOptions o;
+    o.size = s.get_int("size", std::nullopt, 1);
+    o.drop_remainder = s.get_bool("drop_remainder", false);
+    return make_batch(std::move(in), o);
+  };
+  r.stages["prefetch"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    return make_prefetch(std::move(in), PrefetchOptions{s.get_int("buffer", 2, 1)});
+  };
+  r.stages["repeat"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    return make_repeat(std::move(in), s.get_int("count", -1, -1));
+  };
+  r.stages["take"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    return make_take(std::move(in), s.get_int("count", std::nullopt, 0));
+  };
+  r.stages["skip"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    return make_skip(std::move(in), s.get_int("count", std::nullopt, 0));
+  };
+  r.stages["shard"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
+    int64_t n = s.get_int("num_shards", std::nullopt, 1);
+    int64_t index = s.get_int("index", std::nullopt, 0, n - 1);
+    return make_shard(std::move(in), n, index);
+  };
+}
+
+}  // namespace dataecho

@@ -1,0 +1,123 @@
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <unistd.h>
+
+#include "dataecho/core/example_json.h"
+#include "dataecho/spec/build.h"
+
+namespace dataecho::testing {
+
+std::vector<Example> drain(Iterator& it) {
+  std::vector<Example> out;
+  while (auto e = it.next()) out.push_back(std::move(*e));
+  return out;
+}
+
+std::vector<Example> drain(Pipeline& p, int64_t limit) {
+  std::vector<Example> out;
+  while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
+    auto e = p.next();
+    if (!e) break;
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+std::vector<int64_t> ids(const std::vector<Example>& elements) {
+  std::vector<int64_t> out;
+  for (const auto& e : elements)
+    for (size_t i = 0; i < e.num_rows(); ++i) out.push_back(e.row(i).id);
+  return out;
+}
+
+std::vector<int32_t> echoes(const std::vector<Example>& elements) {
+  std::vector<int32_t> out;
+  for (const auto& e : elements)
+    for (size_t i = 0; i < e.num_rows(); ++i) out.push_back(e.row(i).echo);
+  return out;
+}
+
+std::vector<int64_t> values(const std::vector<Example>& elements, const std::string& field) {
+  std::vector<int64_t> out;
+  for (const auto& e : elements) {
+    const Tensor& t = e.get(field);
+    for (int64_t i = 0; i < t.num_elements(); ++i) out.push_back(t.data<int64_t>()[i]);
+  }
+  return out;
+}
+
+std::vector<int64_t> iota(int64_t n, int64_t start) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + i;
+  return v;
+}
+
+std::unique_ptr<Pipeline> build(const std::string& json_text) {
+  return build_pipeline(parse_spec_text(json_text, "test"));
+}
+
+std::vector<Example> run(const std::string& json_text, int64_t limit) {
+  auto p = build(json_text);
+  return drain(*p, limit);
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a dataecho::Error";
+  return "";
+}
+
+std::string temp_dir() {
+  static std::mutex mu;
+  static int counter = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  auto base = std::filesystem::temp_directory_path() /
+              ("dataecho-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::create_directories(base);
+  static std::vector<std::filesystem::path> made;
+  if (made.empty()) {
+    std::atexit([] {
+      for (auto& p : made) {
+        std::error_code ec;
+        std::filesystem::remove_all(p, ec);
+      }
+    });
+  }
+  made.push_back(base);
+  return base.string();
+}
+
+void expect_save_restore_identical(const std::string& json_text, const std::vector<int64_t>& save_points) {
+  auto full = run(json_text);
+  std::vector<std::string> expected;
+  for (const auto& e : full) expected.push_back(example_to_json(e, true).dump());
+  for (int64_t k : save_points) {
+    SCOPED_TRACE("save after " + std::to_string(k) + " elements");
+    std::string state;
+    {
+      auto p = build(json_text);
+      auto head = drain(*p, k);
+      ASSERT_EQ(static_cast<int64_t>(head.size()), std::min<int64_t>(k, static_cast<int64_t>(full.size())));
+      state = p->save();
+    }
+    auto p2 = build(json_text);
+    p2->restore(state);
+    auto rest = drain(*p2);
+    std::vector<std::string> got;
+    for (const auto& e : rest) got.push_back(example_to_json(e, true).dump());
+    std::vector<std::string> want(expected.begin() + std::min<size_t>(static_cast<size_t>(k), expected.size()), expected.end());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << (k + static_cast<int64_t>(i));
+  }
+}
+
+}  // namespace dataecho::testing
