@@ -7,6 +7,16 @@ int main(int argc, char** argv) {
   CLI::App app{"dataecho: an input pipeline for neural-network training, with data echoing"};
   app.require_subcommand(1);
   dataecho::cli::add_pipe_command(app);
+  dataecho::cli::add_convert_command(app);
+  dataecho::cli::add_serve_command(app);
+#ifdef DATAECHO_HAVE_TRAINER
+  dataecho::cli::add_train_command(app);
+  dataecho::cli::add_profile_command(app);
+#endif
+  CLI::App* bench = app.add_subcommand("bench", "measure throughput (see README, Performance)");
+  bench->require_subcommand(1);
+  dataecho::cli::add_bench_echo_command(*bench);
+  dataecho::cli::add_bench_read_command(*bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,9 @@ const Registry& registry() {
     Registry reg;
     register_core_builders(reg);
     register_builtin_functions(reg);
+    // register_echo_builders(reg);
+    // register_format_builders(reg);
+    // register_image_functions(reg);
     return reg;
   }();
   return r;

@@ -1,0 +1,8 @@
+// Placeholder until this subcommand lands; its owner replaces this file.
+#include "commands.h"
+
+namespace dataecho::cli {
+
+void add_bench_read_command(CLI::App& bench) { (void)bench; }
+
+}  // namespace dataecho::cli
