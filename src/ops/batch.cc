@@ -1,5 +1,6 @@
 #include "dataecho/ops/batch.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dataecho {
@@ -99,14 +100,35 @@ class BatchDataset : public Dataset {
       }
       Example b = collate(pending_, label());
       pending_.clear();
+      count_rows(b);
       return b;
     }
 
    private:
+    // Stats: "fresh_rows" (echo index 0) and "duplicate_rows" (rows whose source id
+    // already appeared earlier in the same batch: what a shuffle after echo reduces).
+    void count_rows(const Example& b) {
+      if (!stats()) return;
+      if (!fresh_rows_) {
+        fresh_rows_ = &stats()->counter("fresh_rows");
+        duplicate_rows_ = &stats()->counter("duplicate_rows");
+      }
+      ids_.clear();
+      for (size_t i = 0; i < b.num_rows(); ++i) ids_.push_back(b.row(i).id);
+      std::sort(ids_.begin(), ids_.end());
+      int64_t dups = 0;
+      for (size_t i = 1; i < ids_.size(); ++i) dups += ids_[i] == ids_[i - 1];
+      fresh_rows_->fetch_add(static_cast<int64_t>(b.fresh_rows()), std::memory_order_relaxed);
+      duplicate_rows_->fetch_add(dups, std::memory_order_relaxed);
+    }
+
     std::unique_ptr<Iterator> in_;
     BatchOptions o_;
     std::vector<Example> pending_;
     bool done_ = false;
+    std::vector<int64_t> ids_;
+    std::atomic<int64_t>* fresh_rows_ = nullptr;
+    std::atomic<int64_t>* duplicate_rows_ = nullptr;
   };
 
   DatasetPtr input_;

@@ -11,7 +11,7 @@ const Registry& registry() {
     Registry reg;
     register_core_builders(reg);
     register_builtin_functions(reg);
-    // register_echo_builders(reg);
+    register_echo_builders(reg);
     // register_format_builders(reg);
     // register_image_functions(reg);
     return reg;

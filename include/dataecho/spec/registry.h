@@ -44,5 +44,6 @@ const Registry& registry();
 // Registration functions of each layer.
 void register_core_builders(Registry& r);
 void register_builtin_functions(Registry& r);
+void register_echo_builders(Registry& r);
 
 }  // namespace dataecho

@@ -1,0 +1,70 @@
+// echo: data echoing (Choi et al. 2019, "Faster Neural Network Training with Data
+// Echoing"). Re-emits the elements of the stage before it, so that the stages after it
+// (and the trainer) get more elements than the stages before it had to produce. Where
+// it is placed chooses the paper's variant: after decode and before a shuffle and the
+// augment map (example echoing before augmentation: each copy is augmented on its own,
+// because random map functions draw from (seed, id, echo index)); after augmentation
+// (identical copies); after `batch` (batch echoing: the same batch again, every row's
+// echo index raised). Copies share their tensors' buffers: a copy costs a pointer.
+//
+// Each copy carries its echo index: the input's own index plus k for its k-th repeat
+// (0 for the element as it came in), so a batch knows how many of its rows are fresh.
+//
+// Fixed mode (`adaptive = false`): each input element is emitted floor(factor) times,
+// plus once more with probability factor - floor(factor), drawn from a seeded Rng, so
+// the mean number of copies is `factor`. Deterministic: the output is a function of the
+// input and the seed (and the epoch, under `repeat`). Buffers one element (the one being
+// repeated); no threads; input errors pass through unchanged. save()/restore() keep the
+// held element, the repeats left and the Rng state.
+//
+// Adaptive mode (`adaptive = true`): a background thread runs the input ahead into a
+// queue of at most `buffer` fresh elements. next() returns the oldest fresh element if
+// one is ready. If none is ready, it re-emits an element already emitted, out of a pool
+// of the `buffer` most recent fresh elements: the one emitted the fewest times so far
+// (ties broken by the seeded Rng). An element is emitted at most floor(max_factor) times
+// in all (echo index < floor(max_factor)); it leaves the pool when it reaches that, or
+// when a newer fresh element needs its slot (the most-repeated, then oldest, goes). If
+// the pool is empty, next() blocks for the next fresh element. A repeat is never
+// emitted while a fresh element is waiting, and nothing is repeated after the input
+// has ended. So with a fast input there are (almost) no repeats, and with an input R
+// times slower than the consumer the achieved factor tracks R, capped at max_factor.
+// This mode DEPENDS ON TIMING: which elements are repeated, and how often, varies from
+// run to run; use fixed mode when the stream must be reproducible. Buffers at most
+// 2 * `buffer` elements (queue plus pool) plus the one the thread is fetching.
+// An input error is delivered in order, after the fresh elements queued before it, and
+// ends the stream. Destroying the iterator cancels and joins the thread, whether it is
+// waiting for room or inside the input's next(). save() pauses the thread and writes
+// the queue, the pool with each element's copy count and the Rng; restore() resumes
+// with no fresh element lost or duplicated (the repeats that follow depend on timing).
+//
+// Stats, per echo node: counters "fresh" (rows emitted as copy 0) and "echoed" (rows
+// emitted as repeats), and the value "achieved_factor" = (fresh + echoed) / fresh.
+//
+// Thread-safety: like every iterator, one consumer thread at a time.
+#pragma once
+
+#include <cstdint>
+
+#include "dataecho/dataset.h"
+
+namespace dataecho {
+
+struct EchoOptions {
+  double factor = 2;      // fixed mode: mean copies per element, >= 1 (1: the identity)
+  bool adaptive = false;  // adaptive mode: `factor` is ignored
+  double max_factor = 4;  // adaptive mode: at most floor(max_factor) copies per element, >= 1
+  int64_t buffer = 8;     // adaptive mode: fresh elements queued ahead, and repeat candidates kept
+  uint64_t seed = 0;      // fractional repeats (fixed), tie-breaking (adaptive)
+};
+
+// Largest factor / max_factor accepted (echo indices are 32-bit).
+inline constexpr double kMaxEchoFactor = 1e6;
+
+// Fixed or adaptive echo, as `options.adaptive` says. Throws kInvalidArgument for a
+// factor or max_factor below 1, above kMaxEchoFactor or not finite, or a buffer < 1.
+DatasetPtr make_echo(DatasetPtr input, const EchoOptions& options);
+
+// The adaptive mode alone (make_echo calls it); options validated by the caller.
+DatasetPtr make_adaptive_echo(DatasetPtr input, const EchoOptions& options);
+
+}  // namespace dataecho

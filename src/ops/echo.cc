@@ -1,0 +1,156 @@
+// echo, fixed and fractional mode (see include/dataecho/ops/echo.h); the adaptive mode
+// lives in adaptive_echo.cc. make_echo validates the options for both.
+#include "dataecho/ops/echo.h"
+
+#include <cmath>
+
+#include "dataecho/core/rng.h"
+
+namespace dataecho {
+namespace {
+
+// The node's echo counters, looked up once per iterator (NodeStats::counter takes a lock).
+class EchoCounters {
+ public:
+  explicit EchoCounters(NodeStats* node)
+      : node_(node),
+        fresh_(node ? &node->counter("fresh") : nullptr),
+        echoed_(node ? &node->counter("echoed") : nullptr) {}
+  void fresh(int64_t rows) {
+    if (fresh_) fresh_->fetch_add(rows, std::memory_order_relaxed);
+  }
+  void echoed(int64_t rows) {
+    if (echoed_) echoed_->fetch_add(rows, std::memory_order_relaxed);
+  }
+  // Sets "achieved_factor" from the counters (a lock and a map lookup: not per element).
+  void publish() {
+    if (!node_) return;
+    int64_t f = fresh_->load(std::memory_order_relaxed);
+    int64_t e = echoed_->load(std::memory_order_relaxed);
+    if (f > 0)
+      node_->set_value("achieved_factor", static_cast<double>(f + e) / static_cast<double>(f));
+  }
+
+ private:
+  NodeStats* node_;
+  std::atomic<int64_t>* fresh_;
+  std::atomic<int64_t>* echoed_;
+};
+
+class EchoDataset : public Dataset {
+ public:
+  EchoDataset(DatasetPtr input, EchoOptions o) : input_(std::move(input)), o_(o) {}
+  std::string op_name() const override { return "echo"; }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    // Under `repeat`, each epoch draws other fractional repeats, as a shuffle reshuffles.
+    uint64_t seed = mix_seed(o_.seed, static_cast<uint64_t>(ctx.epoch));
+    return std::make_unique<It>(input_->make_iterator(ctx), o_.factor, seed, node_stats().get());
+  }
+
+ private:
+  // Holds the element being repeated and how many copies of it are still due. The
+  // copy handed out first is a copy of the input; the last repeat moves the held
+  // element out, so an integer factor e costs e - 1 Example copies per input element.
+  class It : public Iterator {
+   public:
+    It(std::unique_ptr<Iterator> in, double factor, uint64_t seed, NodeStats* node)
+        : in_(std::move(in)),
+          whole_(static_cast<int64_t>(std::floor(factor))),
+          fraction_(factor - std::floor(factor)),
+          rng_(seed),
+          counters_(node) {}
+    ~It() override { counters_.publish(); }
+
+    void save(StateWriter& w) override {
+      w.begin("echo");
+      w.write_rng(rng_);
+      w.write_i64(remaining_);
+      w.write_i64(next_copy_);
+      if (remaining_ > 0) w.write_example(held_);
+      in_->save(w);
+    }
+    void restore(StateReader& r) override {
+      r.expect("echo");
+      r.read_rng(rng_);
+      int64_t remaining = r.read_i64();
+      int64_t next_copy = r.read_i64();
+      if (remaining < 0 || next_copy < 0 || remaining + next_copy > whole_ + 1) {
+        throw_error(
+            ErrorCode::kDataLoss, label(), "saved state does not fit this echo factor",
+            "remaining " + std::to_string(remaining) + ", next copy " + std::to_string(next_copy));
+      }
+      held_ = remaining > 0 ? r.read_example() : Example();
+      remaining_ = remaining;
+      next_copy_ = next_copy;
+      in_->restore(r);
+    }
+
+   protected:
+    std::optional<Example> next_impl() override {
+      if (remaining_ > 0) {
+        Example out = --remaining_ == 0 ? std::move(held_) : held_;
+        out.add_echo(static_cast<int32_t>(next_copy_++));
+        counters_.echoed(static_cast<int64_t>(out.num_rows()));
+        if ((++emitted_ & 63) == 0) counters_.publish();
+        return out;
+      }
+      auto e = in_->next();
+      if (!e) {
+        counters_.publish();
+        return e;
+      }
+      int64_t copies = whole_;
+      if (fraction_ > 0 && rng_.bernoulli(fraction_)) ++copies;
+      counters_.fresh(static_cast<int64_t>(e->num_rows()));
+      if (copies > 1) {
+        held_ = *e;
+        remaining_ = copies - 1;
+        next_copy_ = 1;
+      }
+      if ((++emitted_ & 63) == 0) counters_.publish();
+      return e;
+    }
+
+   private:
+    std::unique_ptr<Iterator> in_;
+    const int64_t whole_;
+    const double fraction_;
+    Rng rng_;
+    EchoCounters counters_;
+    Example held_;
+    int64_t remaining_ = 0;  // copies of held_ still due
+    int64_t next_copy_ = 0;  // echo index of the next copy of held_
+    uint64_t emitted_ = 0;
+  };
+
+  DatasetPtr input_;
+  EchoOptions o_;
+};
+
+void check_factor(const char* name, double v) {
+  if (!std::isfinite(v) || v < 1 || v > kMaxEchoFactor) {
+    throw_error(ErrorCode::kInvalidArgument, "echo",
+                std::string(name) + " must be a number in [1, " +
+                    std::to_string(static_cast<int64_t>(kMaxEchoFactor)) + "], got " +
+                    std::to_string(v));
+  }
+}
+
+}  // namespace
+
+DatasetPtr make_echo(DatasetPtr input, const EchoOptions& o) {
+  if (!input) throw_error(ErrorCode::kInvalidArgument, "echo", "no input");
+  if (o.adaptive) {
+    check_factor("max_factor", o.max_factor);
+    if (o.buffer < 1)
+      throw_error(ErrorCode::kInvalidArgument, "echo",
+                  "buffer must be >= 1, got " + std::to_string(o.buffer));
+    return make_adaptive_echo(std::move(input), o);
+  }
+  check_factor("factor", o.factor);
+  return std::make_shared<EchoDataset>(std::move(input), o);
+}
+
+}  // namespace dataecho

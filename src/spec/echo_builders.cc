@@ -1,0 +1,64 @@
+// Spec builder for the `echo` stage:
+//   {"op": "echo", "factor": 2.5}                                  fixed / fractional
+//   {"op": "echo", "factor": "adaptive", "max_factor": 6, "buffer": 8}   adaptive
+// An optional "seed" overrides the node's seed derived from the spec's.
+#include <cmath>
+
+#include "dataecho/ops/echo.h"
+#include "dataecho/spec/registry.h"
+
+namespace dataecho {
+namespace {
+
+std::string describe(const nlohmann::json& j) {
+  std::string s = j.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return std::string(j.type_name()) + " " + s;
+}
+
+const std::string kRange = "[1, 1000000]";
+
+DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+  EchoOptions o;
+  o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
+  const nlohmann::json* factor = s.raw("factor");
+  const std::string fpath = s.field_path("factor");
+  if (!factor)
+    throw_spec_error(fpath, "missing; expected a number in " + kRange + " or \"adaptive\"");
+  if (factor->is_string()) {
+    std::string mode = factor->get<std::string>();
+    if (mode != "adaptive") {
+      throw_spec_error(fpath, "unknown echo mode \"" + mode + "\"; expected a number in " + kRange +
+                                  " or \"adaptive\"");
+    }
+    o.adaptive = true;
+    o.max_factor = s.get_number("max_factor", o.max_factor, 1, kMaxEchoFactor);
+    o.buffer = s.get_int("buffer", o.buffer, 1, 1 << 20);
+  } else {
+    if (!factor->is_number()) {
+      throw_spec_error(
+          fpath, "expected a number in " + kRange + " or \"adaptive\", got " + describe(*factor));
+    }
+    double f = factor->get<double>();
+    if (!std::isfinite(f) || f < 1 || f > kMaxEchoFactor) {
+      throw_spec_error(fpath, "expected a number in " + kRange + " (1 repeats nothing), got " +
+                                  describe(*factor));
+    }
+    o.factor = f;
+    if (s.has("max_factor")) {
+      throw_spec_error(s.field_path("max_factor"),
+                       "only for \"factor\": \"adaptive\"; a numeric factor is exact");
+    }
+    if (s.has("buffer")) {
+      throw_spec_error(s.field_path("buffer"),
+                       "only for \"factor\": \"adaptive\"; a fixed echo holds one element");
+    }
+  }
+  return make_echo(std::move(in), o);
+}
+
+}  // namespace
+
+void register_echo_builders(Registry& r) { r.stages["echo"] = build_echo; }
+
+}  // namespace dataecho
