@@ -45,5 +45,6 @@ const Registry& registry();
 void register_core_builders(Registry& r);
 void register_builtin_functions(Registry& r);
 void register_echo_builders(Registry& r);
+void register_format_builders(Registry& r);
 
 }  // namespace dataecho

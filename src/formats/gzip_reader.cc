@@ -1,0 +1,90 @@
+#include "gzip_reader.h"
+
+#include <cstring>
+
+#include "dataecho/core/error.h"
+
+namespace dataecho {
+
+namespace {
+constexpr size_t kChunk = 256 << 10;
+}
+
+GzipSniffingReader::GzipSniffingReader(std::unique_ptr<ByteStream> stream)
+    : stream_(std::move(stream)) {
+  in_.reserve(kChunk);
+  fill();
+  gzip_ = in_.size() >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+  if (gzip_) {
+    if (inflateInit2(&z_, 15 + 16) != Z_OK) {
+      throw Error(ErrorCode::kInternal, "gzip", "inflateInit2 failed", uri());
+    }
+    z_init_ = true;
+  }
+}
+
+GzipSniffingReader::~GzipSniffingReader() {
+  if (z_init_) inflateEnd(&z_);
+}
+
+bool GzipSniffingReader::fill() {
+  in_.resize(kChunk);
+  size_t got = stream_->read_fully(in_.data(), kChunk);
+  in_.resize(got);
+  in_pos_ = 0;
+  return got > 0;
+}
+
+size_t GzipSniffingReader::read(void* dst, size_t n) {
+  if (n == 0) return 0;
+  if (!gzip_) {
+    if (in_pos_ == in_.size() && !fill()) return 0;
+    size_t k = std::min(n, in_.size() - in_pos_);
+    std::memcpy(dst, in_.data() + in_pos_, k);
+    in_pos_ += k;
+    return k;
+  }
+  for (;;) {
+    if (in_pos_ == in_.size() && !fill()) {
+      if (!member_done_) {
+        throw Error(ErrorCode::kDataLoss, "gzip",
+                    "truncated gzip data (ends inside a compressed block)",
+                    uri() + " at byte " + std::to_string(stream_->position()));
+      }
+      return 0;
+    }
+    if (member_done_) {  // another gzip member follows
+      if (inflateReset(&z_) != Z_OK)
+        throw Error(ErrorCode::kInternal, "gzip", "inflateReset failed", uri());
+      member_done_ = false;
+    }
+    z_.next_in = in_.data() + in_pos_;
+    z_.avail_in = static_cast<uInt>(in_.size() - in_pos_);
+    z_.next_out = static_cast<Bytef*>(dst);
+    z_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    int rc = inflate(&z_, Z_NO_FLUSH);
+    in_pos_ = in_.size() - z_.avail_in;
+    size_t produced = std::min<size_t>(n, 1u << 30) - z_.avail_out;
+    if (rc == Z_STREAM_END) {
+      member_done_ = true;
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      throw Error(ErrorCode::kDataLoss, "gzip",
+                  std::string("corrupt gzip data: ") + (z_.msg ? z_.msg : "inflate error"),
+                  uri() + " at byte " + std::to_string(compressed_position()));
+    }
+    if (produced > 0) return produced;
+  }
+}
+
+size_t GzipSniffingReader::read_fully(void* dst, size_t n) {
+  auto* p = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    size_t got = read(p + done, n - done);
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
+}  // namespace dataecho

@@ -1,0 +1,43 @@
+// GzipSniffingReader: the bytes of a ByteStream, inflated when they start with the gzip
+// magic (1f 8b), passed through otherwise. Concatenated gzip members are read one after
+// another, as gzip(1) does. Buffers one 256 KiB input chunk. Errors: a dataecho::Error
+// (stage "gzip", kDataLoss) naming the stream's URI and the compressed byte offset.
+// Not thread-safe.
+#pragma once
+
+#include <zlib.h>
+
+#include <memory>
+#include <vector>
+
+#include "dataecho/io/byte_stream.h"
+
+namespace dataecho {
+
+class GzipSniffingReader {
+ public:
+  explicit GzipSniffingReader(std::unique_ptr<ByteStream> stream);
+  ~GzipSniffingReader();
+  GzipSniffingReader(const GzipSniffingReader&) = delete;
+  GzipSniffingReader& operator=(const GzipSniffingReader&) = delete;
+
+  // Up to n bytes of the (decompressed) data; 0 only at the end.
+  size_t read(void* dst, size_t n);
+  size_t read_fully(void* dst, size_t n);
+  bool compressed() const { return gzip_; }
+  const std::string& uri() const { return stream_->uri(); }
+  // Bytes of the underlying stream consumed so far.
+  uint64_t compressed_position() const { return stream_->position() - (in_.size() - in_pos_); }
+
+ private:
+  bool fill();
+  std::unique_ptr<ByteStream> stream_;
+  bool gzip_ = false;
+  bool z_init_ = false;
+  bool member_done_ = false;
+  z_stream z_{};
+  std::vector<unsigned char> in_;
+  size_t in_pos_ = 0;
+};
+
+}  // namespace dataecho
