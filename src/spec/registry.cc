@@ -13,7 +13,7 @@ const Registry& registry() {
     register_builtin_functions(reg);
     register_echo_builders(reg);
     register_format_builders(reg);
-    // register_image_functions(reg);
+    register_image_functions(reg);
     return reg;
   }();
   return r;

@@ -46,5 +46,6 @@ void register_core_builders(Registry& r);
 void register_builtin_functions(Registry& r);
 void register_echo_builders(Registry& r);
 void register_format_builders(Registry& r);
+void register_image_functions(Registry& r);
 
 }  // namespace dataecho

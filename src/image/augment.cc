@@ -1,0 +1,279 @@
+// Crops, flip, normalize and the fused augmentation (see transforms.h). Every geometric
+// step becomes a pair of Taps tables, so whatever the options, the pixels are read and
+// written once (twice with pad_crop, which materializes its padded crop first).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include "image/resample.h"
+
+namespace dataecho {
+
+ImageView ImageView::of(const Tensor& t, const char* what) {
+  if (!t.defined() || t.dtype() != DType::kUInt8 || (t.rank() != 3 && t.rank() != 2))
+    throw_error(
+        ErrorCode::kInvalidArgument, what,
+        std::string("expected a decoded uint8 [height, width, channels] image, got ") +
+            (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape())
+                         : std::string("an undefined tensor")));
+  const Shape& s = t.shape();
+  const int64_t c = t.rank() == 3 ? s[2] : 1;
+  if (s[0] <= 0 || s[1] <= 0 || c <= 0 || s[0] > INT_MAX / 4 || s[1] * c > INT_MAX / 4)
+    throw_error(ErrorCode::kInvalidArgument, what, "unusable image shape " + shape_to_string(s));
+  ImageView v;
+  v.data = reinterpret_cast<const uint8_t*>(t.raw_data());
+  v.height = static_cast<int>(s[0]);
+  v.width = static_cast<int>(s[1]);
+  v.channels = static_cast<int>(c);
+  v.stride = static_cast<int64_t>(v.width) * v.channels;
+  return v;
+}
+
+Rect random_resized_crop_rect(int height, int width, const RandomResizedCropOptions& o, Rng& rng) {
+  const double area = static_cast<double>(height) * width;
+  const double log_lo = std::log(o.ratio_min), log_hi = std::log(o.ratio_max);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * rng.uniform(o.scale_min, o.scale_max);
+    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    const int w = static_cast<int>(std::lround(std::sqrt(target * aspect)));
+    const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      const int y = static_cast<int>(rng.uniform(static_cast<uint64_t>(height - h + 1)));
+      const int x = static_cast<int>(rng.uniform(static_cast<uint64_t>(width - w + 1)));
+      return {y, x, h, w};
+    }
+  }
+  // Fallback: the central crop with the ratio closest to the allowed range.
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < o.ratio_min) {
+    h = std::max(1, static_cast<int>(std::lround(w / o.ratio_min)));
+  } else if (in_ratio > o.ratio_max) {
+    w = std::max(1, static_cast<int>(std::lround(h * o.ratio_max)));
+  }
+  return {(height - h) / 2, (width - w) / 2, h, w};
+}
+
+namespace {
+
+Tensor pad_crop_view(const ImageView& v, int pad, int dy, int dx) {
+  const int H = v.height, W = v.width, C = v.channels;
+  return Tensor::make(DType::kUInt8, {H, W, C}, [&](std::byte* out_bytes) {
+    auto* out = reinterpret_cast<uint8_t*>(out_bytes);
+    const int x_lo = std::clamp(pad - dx, 0, W), x_hi = std::clamp(W + pad - dx, x_lo, W);
+    const size_t row = static_cast<size_t>(W) * C;
+    for (int y = 0; y < H; ++y) {
+      uint8_t* o = out + static_cast<size_t>(y) * row;
+      const int sy = y + dy - pad;
+      if (sy < 0 || sy >= H || x_lo == x_hi) {
+        std::memset(o, 0, row);
+        continue;
+      }
+      std::memset(o, 0, static_cast<size_t>(x_lo) * C);
+      std::memcpy(o + static_cast<size_t>(x_lo) * C,
+                  v.data + sy * v.stride + static_cast<int64_t>(x_lo + dx - pad) * C,
+                  static_cast<size_t>(x_hi - x_lo) * C);
+      std::memset(o + static_cast<size_t>(x_hi) * C, 0, static_cast<size_t>(W - x_hi) * C);
+    }
+  });
+}
+
+struct Geometry {
+  detail::Taps ty, tx;
+  bool identity = false;  // no crop, no resize, no flip
+};
+
+Geometry plan(int H, int W, const AugmentOptions& o, Rng& rng) {
+  Rect r{0, 0, H, W};
+  int out_h = H, out_w = W;
+  if (o.random_resized_crop) {
+    r = random_resized_crop_rect(H, W, *o.random_resized_crop, rng);
+    out_h = o.random_resized_crop->height;
+    out_w = o.random_resized_crop->width;
+  } else if (o.resize_shorter > 0) {
+    // torchvision's Resize(int): the shorter side becomes the size, the longer one
+    // int(size * long / short).
+    if (H <= W) {
+      out_h = o.resize_shorter;
+      out_w = std::max(1, static_cast<int>(static_cast<int64_t>(o.resize_shorter) * W / H));
+    } else {
+      out_w = o.resize_shorter;
+      out_h = std::max(1, static_cast<int>(static_cast<int64_t>(o.resize_shorter) * H / W));
+    }
+  } else if (o.resize_height > 0) {
+    out_h = o.resize_height;
+    out_w = o.resize_width;
+  }
+  int wy = 0, wx = 0, wh = out_h, ww = out_w;
+  if (o.center_crop_height > 0) {
+    wh = o.center_crop_height;
+    ww = o.center_crop_width;
+    if (wh > out_h || ww > out_w)
+      throw_error(ErrorCode::kInvalidArgument, "augment",
+                  "center_crop " + std::to_string(ww) + "x" + std::to_string(wh) +
+                      " is larger than the " + std::to_string(out_w) + "x" + std::to_string(out_h) +
+                      " image");
+    wy = static_cast<int>(std::lround((out_h - wh) / 2.0));
+    wx = static_cast<int>(std::lround((out_w - ww) / 2.0));
+  }
+  const bool flip = o.flip_probability > 0 && rng.bernoulli(o.flip_probability);
+  Geometry g;
+  const bool same_y = r.height == out_h, same_x = r.width == out_w;
+  g.ty = same_y ? detail::identity_taps(r.y + wy, wh, false)
+                : detail::make_taps(r.y, r.height, out_h, wy, wh, o.antialias, false);
+  g.tx = same_x ? detail::identity_taps(r.x + wx, ww, flip)
+                : detail::make_taps(r.x, r.width, out_w, wx, ww, o.antialias, flip);
+  g.identity = !flip && same_y && same_x && wh == H && ww == W;
+  return g;
+}
+
+// scale/bias per channel for the normalization; false when the output stays uint8.
+bool normalization(const AugmentOptions& o, int channels, std::vector<float>& scale,
+                   std::vector<float>& bias) {
+  if (!o.normalize) return false;
+  const auto& mean = o.normalize->mean;
+  const auto& stdv = o.normalize->std;
+  auto pick = [&](const std::vector<float>& v, int c, float fallback, const char* name) {
+    if (v.empty()) return fallback;
+    if (v.size() == 1) return v[0];
+    if (static_cast<int>(v.size()) != channels)
+      throw_error(ErrorCode::kInvalidArgument, "normalize",
+                  std::string(name) + " has " + std::to_string(v.size()) +
+                      " values but the image has " + std::to_string(channels) + " channels");
+    return v[c];
+  };
+  scale.resize(channels);
+  bias.resize(channels);
+  for (int c = 0; c < channels; ++c) {
+    const float m = pick(mean, c, 0.0f, "mean"), s = pick(stdv, c, 1.0f, "std");
+    scale[c] = 1.0f / (255.0f * s);
+    bias[c] = -m / s;
+  }
+  return true;
+}
+
+Tensor finish(const ImageView& v, int origin_y, int origin_x, const Geometry& g,
+              const AugmentOptions& o) {
+  std::vector<float> scale, bias;
+  if (normalization(o, v.channels, scale, bias))
+    return detail::resample(v, origin_y, origin_x, g.ty, g.tx, scale.data(), bias.data());
+  return detail::resample(v, origin_y, origin_x, g.ty, g.tx, nullptr, nullptr);
+}
+
+}  // namespace
+
+Tensor pad_crop(const Tensor& hwc, int pad, int dy, int dx) {
+  ImageView v = ImageView::of(hwc, "pad_crop");
+  if (pad < 0 || dy < 0 || dx < 0 || dy > 2 * pad || dx > 2 * pad)
+    throw_error(ErrorCode::kInvalidArgument, "pad_crop",
+                "need 0 <= dy, dx <= 2 * pad, got pad " + std::to_string(pad) + ", dy " +
+                    std::to_string(dy) + ", dx " + std::to_string(dx));
+  Tensor out = pad_crop_view(v, pad, dy, dx);
+  return hwc.rank() == 2 ? out.reshaped(hwc.shape()) : out;
+}
+
+Tensor random_pad_crop(const Tensor& hwc, int pad, Rng& rng) {
+  const int dy = static_cast<int>(rng.uniform(static_cast<uint64_t>(2 * pad + 1)));
+  const int dx = static_cast<int>(rng.uniform(static_cast<uint64_t>(2 * pad + 1)));
+  return pad_crop(hwc, pad, dy, dx);
+}
+
+Tensor hflip(const Tensor& hwc) {
+  ImageView v = ImageView::of(hwc, "flip");
+  return detail::resample(v, 0, 0, detail::identity_taps(0, v.height, false),
+                          detail::identity_taps(0, v.width, true), nullptr, nullptr)
+      .reshaped(hwc.shape());
+}
+
+Tensor crop(const Tensor& hwc, const Rect& r) {
+  ImageView v = ImageView::of(hwc, "crop");
+  if (r.y < 0 || r.x < 0 || r.height <= 0 || r.width <= 0 || r.y + r.height > v.height ||
+      r.x + r.width > v.width)
+    throw_error(ErrorCode::kInvalidArgument, "crop",
+                "rect " + std::to_string(r.width) + "x" + std::to_string(r.height) + "+" +
+                    std::to_string(r.x) + "+" + std::to_string(r.y) + " is outside the " +
+                    std::to_string(v.width) + "x" + std::to_string(v.height) + " image");
+  return detail::resample(v, 0, 0, detail::identity_taps(r.y, r.height, false),
+                          detail::identity_taps(r.x, r.width, false), nullptr, nullptr);
+}
+
+Tensor normalize(const Tensor& hwc, const NormalizeOptions& options) {
+  ImageView v = ImageView::of(hwc, "normalize");
+  AugmentOptions o;
+  o.normalize = options;
+  Geometry g;
+  g.ty = detail::identity_taps(0, v.height, false);
+  g.tx = detail::identity_taps(0, v.width, false);
+  return finish(v, 0, 0, g, o);
+}
+
+void validate(const AugmentOptions& o) {
+  auto bad = [](const std::string& m) { throw_error(ErrorCode::kInvalidArgument, "augment", m); };
+  if (o.pad_crop < 0) bad("pad_crop must be >= 0, got " + std::to_string(o.pad_crop));
+  if (o.random_resized_crop) {
+    const auto& r = *o.random_resized_crop;
+    if (r.height <= 0 || r.width <= 0) bad("random_resized_crop size must be positive");
+    if (!(r.scale_min > 0 && r.scale_min <= r.scale_max && r.scale_max <= 1))
+      bad("random_resized_crop scale must satisfy 0 < min <= max <= 1");
+    if (!(r.ratio_min > 0 && r.ratio_min <= r.ratio_max))
+      bad("random_resized_crop ratio must satisfy 0 < min <= max");
+  }
+  const bool resize = o.resize_shorter != 0 || o.resize_height != 0 || o.resize_width != 0;
+  if (o.resize_shorter < 0 || o.resize_height < 0 || o.resize_width < 0 ||
+      (o.resize_shorter == 0 && (o.resize_height > 0) != (o.resize_width > 0)) ||
+      (o.resize_shorter > 0 && o.resize_height > 0))
+    bad("resize needs a positive shorter-side size or a positive height and width");
+  if (resize && o.random_resized_crop) bad("random_resized_crop and resize are exclusive");
+  if (o.center_crop_height < 0 || o.center_crop_width < 0 ||
+      (o.center_crop_height > 0) != (o.center_crop_width > 0))
+    bad("center_crop needs a positive height and width");
+  if (!(o.flip_probability >= 0 && o.flip_probability <= 1))
+    bad("flip probability must be in [0, 1]");
+  if (o.normalize) {
+    const auto& n = *o.normalize;
+    if (!n.mean.empty() && !n.std.empty() && n.mean.size() != n.std.size() && n.mean.size() != 1 &&
+        n.std.size() != 1)
+      bad("normalize mean and std have different lengths");
+    for (float s : n.std)
+      if (!(s > 0)) bad("normalize std values must be > 0");
+  }
+}
+
+Tensor augment(const Tensor& hwc, const AugmentOptions& o, Rng& rng) {
+  ImageView v = ImageView::of(hwc, "augment");
+  Tensor padded;
+  if (o.pad_crop > 0) {
+    const int dy = static_cast<int>(rng.uniform(static_cast<uint64_t>(2 * o.pad_crop + 1)));
+    const int dx = static_cast<int>(rng.uniform(static_cast<uint64_t>(2 * o.pad_crop + 1)));
+    padded = pad_crop_view(v, o.pad_crop, dy, dx);
+    v = ImageView::of(padded, "augment");
+  }
+  Geometry g = plan(v.height, v.width, o, rng);
+  if (g.identity && !o.normalize) {
+    const Tensor& out = padded.defined() ? padded : hwc;
+    return out.rank() == 3 ? out : out.reshaped({v.height, v.width, 1});
+  }
+  return finish(v, 0, 0, g, o);
+}
+
+Tensor decode_augment(std::string_view bytes, const DecodeOptions& decode, const AugmentOptions& o,
+                      Rng& rng) {
+  if (o.pad_crop > 0 || sniff_image_format(bytes) != ImageFormat::kJpeg)
+    return augment(decode_image(bytes, decode), o, rng);
+  JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
+  const ImageInfo info = dec.read_header(bytes, decode);
+  Geometry g = plan(info.height, info.width, o, rng);
+  if (g.identity && !o.normalize) return decode_jpeg(bytes, decode);
+  thread_local std::vector<uint8_t> scratch;
+  DecodedRegion r = dec.decode(g.ty.lo, g.tx.lo, g.ty.hi - g.ty.lo, g.tx.hi - g.tx.lo, scratch);
+  ImageView v;
+  v.data = r.data;
+  v.stride = r.stride;
+  v.height = r.height;
+  v.width = r.width;
+  v.channels = r.channels;
+  return finish(v, r.y, r.x, g, o);
+}
+
+}  // namespace dataecho

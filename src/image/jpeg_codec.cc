@@ -1,0 +1,291 @@
+// JPEG through libjpeg-turbo: TurboJPEG (tjDecompress2 / tjCompress2) for whole images,
+// and its libjpeg API for region decodes, where jpeg_crop_scanline and
+// jpeg_skip_scanlines avoid reconstructing pixels an augmentation throws away.
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+
+// clang-format off
+#include <jpeglib.h>
+#include <turbojpeg.h>
+// clang-format on
+
+#include "dataecho/image/codec.h"
+
+namespace dataecho {
+namespace {
+
+constexpr const char* kDecode = "decode_image";
+
+// One TurboJPEG handle per thread and direction: creating one costs allocations and a
+// few microseconds, which adds up at thousands of images per second.
+struct TjHandle {
+  tjhandle h;
+  explicit TjHandle(bool compress) : h(compress ? tjInitCompress() : tjInitDecompress()) {}
+  ~TjHandle() {
+    if (h) tjDestroy(h);
+  }
+};
+
+TjHandle& thread_decompressor_handle() {
+  thread_local TjHandle handle(false);
+  if (!handle.h) handle.h = tjInitDecompress();
+  if (!handle.h) throw_error(ErrorCode::kInternal, kDecode, "tjInitDecompress failed");
+  return handle;
+}
+tjhandle thread_decompressor() { return thread_decompressor_handle().h; }
+
+// libjpeg-turbo 2.1's tjDecompressHeader3 returns on an error without aborting the
+// decompressor, which then misreads the next image ("Bogus marker length"): such a
+// handle is replaced.
+void discard_thread_decompressor() {
+  TjHandle& handle = thread_decompressor_handle();
+  tjDestroy(handle.h);
+  handle.h = tjInitDecompress();
+}
+
+tjhandle thread_compressor() {
+  thread_local TjHandle handle(true);
+  if (!handle.h) throw_error(ErrorCode::kInternal, "encode_image", "tjInitCompress failed");
+  return handle.h;
+}
+
+int stored_channels(int tj_colorspace) { return tj_colorspace == TJCS_GRAY ? 1 : 3; }
+
+int output_channels(const DecodeOptions& o, int stored) {
+  if (o.channels != 0 && o.channels != 1 && o.channels != 3)
+    throw_error(ErrorCode::kInvalidArgument, kDecode,
+                "channels must be 0, 1 or 3, got " + std::to_string(o.channels));
+  return o.channels == 0 ? stored : o.channels;
+}
+
+void check_size(int width, int height, const DecodeOptions& o, const char* what) {
+  if (width <= 0 || height <= 0 || static_cast<int64_t>(width) * height > o.max_pixels)
+    throw_error(ErrorCode::kDataLoss, kDecode,
+                std::string(what) + " header gives a size of " + std::to_string(width) + "x" +
+                    std::to_string(height) + " (limit " + std::to_string(o.max_pixels) +
+                    " pixels)");
+}
+
+}  // namespace
+
+Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
+  tjhandle h = thread_decompressor();
+  auto* buf = reinterpret_cast<const unsigned char*>(bytes.data());
+  int width = 0, height = 0, subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(h, buf, bytes.size(), &width, &height, &subsamp, &colorspace) != 0) {
+    std::string message = std::string("bad JPEG header: ") + tjGetErrorStr2(h) + " (" +
+                          std::to_string(bytes.size()) + " bytes)";
+    discard_thread_decompressor();
+    throw_error(ErrorCode::kDataLoss, kDecode, message);
+  }
+  check_size(width, height, options, "JPEG");
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
+    throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");
+  const int channels = output_channels(options, stored_channels(colorspace));
+  const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
+  return Tensor::make(DType::kUInt8, {height, width, channels}, [&](std::byte* out) {
+    if (tjDecompress2(h, buf, bytes.size(), reinterpret_cast<unsigned char*>(out), width,
+                      width * channels, height, pf, 0) != 0) {
+      const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
+      if (warning && !options.strict) return;
+      throw_error(ErrorCode::kDataLoss, kDecode,
+                  std::string(warning ? "corrupt JPEG data: " : "JPEG decode failed: ") +
+                      tjGetErrorStr2(h));
+    }
+  });
+}
+
+std::string encode_jpeg(const Tensor& hwc, int quality) {
+  if (hwc.dtype() != DType::kUInt8 || hwc.rank() != 3 ||
+      (hwc.shape()[2] != 1 && hwc.shape()[2] != 3))
+    throw_error(ErrorCode::kInvalidArgument, "encode_image",
+                std::string("encode_jpeg needs uint8 [h, w, 1|3], got ") + dtype_name(hwc.dtype()) +
+                    " " + shape_to_string(hwc.shape()));
+  if (quality < 1 || quality > 100)
+    throw_error(ErrorCode::kInvalidArgument, "encode_image",
+                "JPEG quality must be 1..100, got " + std::to_string(quality));
+  const int height = static_cast<int>(hwc.shape()[0]), width = static_cast<int>(hwc.shape()[1]);
+  const int channels = static_cast<int>(hwc.shape()[2]);
+  tjhandle h = thread_compressor();
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  int rc = tjCompress2(h, reinterpret_cast<const unsigned char*>(hwc.raw_data()), width,
+                       width * channels, height, channels == 1 ? TJPF_GRAY : TJPF_RGB, &out, &size,
+                       channels == 1 ? TJSAMP_GRAY : TJSAMP_420, quality, 0);
+  if (rc != 0) {
+    if (out) tjFree(out);
+    throw_error(ErrorCode::kInternal, "encode_image",
+                std::string("JPEG encode failed: ") + tjGetErrorStr2(h));
+  }
+  std::string result(reinterpret_cast<const char*>(out), size);
+  tjFree(out);
+  return result;
+}
+
+// ---- region decoder (libjpeg API) ----
+
+namespace {
+
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  bool strict = true;
+  char message[JMSG_LENGTH_MAX] = {};
+};
+
+void on_error(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+void on_message(j_common_ptr cinfo, int level) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  if (level < 0 && err->strict) {  // a warning: corrupt or truncated data
+    (*cinfo->err->format_message)(cinfo, err->message);
+    std::longjmp(err->jump, 2);
+  }
+}
+
+}  // namespace
+
+struct JpegRegionDecoder::State {
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  bool header_ok = false;
+  int out_channels = 0;
+  int64_t max_pixels = 0;
+};
+
+JpegRegionDecoder::JpegRegionDecoder() : s_(new State) {
+  std::memset(&s_->cinfo, 0, sizeof(s_->cinfo));
+  s_->cinfo.err = jpeg_std_error(&s_->err.pub);
+  s_->err.pub.error_exit = on_error;
+  s_->err.pub.emit_message = on_message;
+  jpeg_create_decompress(&s_->cinfo);
+}
+
+JpegRegionDecoder::~JpegRegionDecoder() {
+  jpeg_destroy_decompress(&s_->cinfo);
+  delete s_;
+}
+
+JpegRegionDecoder& JpegRegionDecoder::thread_decoder() {
+  thread_local JpegRegionDecoder decoder;
+  return decoder;
+}
+
+namespace {
+
+// Kept free of C++ objects with destructors: longjmp must not skip any.
+int read_header_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigned char* data,
+                  unsigned long size) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return -1;
+  }
+  jpeg_abort_decompress(cinfo);
+  jpeg_mem_src(cinfo, data, size);
+  jpeg_read_header(cinfo, TRUE);
+  return 0;
+}
+
+int decode_region_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int y, int height,
+                    JDIMENSION* x, JDIMENSION* width,
+                    unsigned char* (*alloc)(void*, size_t, size_t), void* alloc_arg,
+                    size_t* stride_out) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return -1;
+  }
+  jpeg_start_decompress(cinfo);
+  if (*x != 0 || *width != cinfo->output_width) jpeg_crop_scanline(cinfo, x, width);
+  const size_t stride = static_cast<size_t>(*width) * cinfo->output_components;
+  unsigned char* out = alloc(alloc_arg, stride, static_cast<size_t>(height));
+  *stride_out = stride;
+  if (y > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y));
+  for (int row = 0; row < height;) {
+    JSAMPROW ptr = out + static_cast<size_t>(row) * stride;
+    JDIMENSION n = jpeg_read_scanlines(cinfo, &ptr, 1);
+    if (n == 0) {  // cannot happen with a memory source; never loop forever
+      std::snprintf(err->message, sizeof(err->message), "no scanline returned at row %d", y + row);
+      jpeg_abort_decompress(cinfo);
+      return -1;
+    }
+    row += static_cast<int>(n);
+  }
+  jpeg_abort_decompress(cinfo);
+  return 0;
+}
+
+unsigned char* alloc_scratch(void* arg, size_t stride, size_t rows) {
+  auto* v = static_cast<std::vector<uint8_t>*>(arg);
+  if (v->size() < stride * rows) v->resize(stride * rows);
+  return v->data();
+}
+
+}  // namespace
+
+ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOptions& options) {
+  State& s = *s_;
+  s.header_ok = false;
+  s.err.strict = options.strict;
+  if (read_header_c(&s.cinfo, &s.err, reinterpret_cast<const unsigned char*>(bytes.data()),
+                    bytes.size()) != 0)
+    throw_error(ErrorCode::kDataLoss, kDecode,
+                std::string("bad JPEG header: ") + s.err.message + " (" +
+                    std::to_string(bytes.size()) + " bytes)");
+  ImageInfo info;
+  info.format = ImageFormat::kJpeg;
+  info.width = static_cast<int>(s.cinfo.image_width);
+  info.height = static_cast<int>(s.cinfo.image_height);
+  check_size(info.width, info.height, options, "JPEG");
+  if (s.cinfo.jpeg_color_space == JCS_CMYK || s.cinfo.jpeg_color_space == JCS_YCCK)
+    throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");
+  info.channels = s.cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
+  s.out_channels = output_channels(options, info.channels);
+  // The settings TurboJPEG uses, so that pixels equal tjDecompress2's.
+  s.cinfo.out_color_space = s.out_channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+  s.cinfo.dct_method = JDCT_ISLOW;
+  s.cinfo.do_fancy_upsampling = TRUE;
+  s.header_ok = true;
+  return info;
+}
+
+DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
+                                        std::vector<uint8_t>& scratch) {
+  State& s = *s_;
+  if (!s.header_ok)
+    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::decode before read_header");
+  s.header_ok = false;
+  const int iw = static_cast<int>(s.cinfo.image_width), ih = static_cast<int>(s.cinfo.image_height);
+  if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > ih || x + width > iw)
+    throw_error(ErrorCode::kInvalidArgument, kDecode,
+                "region " + std::to_string(width) + "x" + std::to_string(height) + "+" +
+                    std::to_string(x) + "+" + std::to_string(y) + " is outside the " +
+                    std::to_string(iw) + "x" + std::to_string(ih) + " image");
+  // Fancy upsampling treats the edges of a cropped scanline as image edges, so the
+  // outermost columns of a region differ from a whole-image decode: decode a margin
+  // of up to two iMCUs (at most 2 x 32 pixels) beyond both sides and ignore it.
+  const int margin = 2 * 8 * std::max(1, s.cinfo.max_h_samp_factor);
+  const int lo = std::max(0, x - margin), hi = std::min(iw, x + width + margin);
+  JDIMENSION cx = static_cast<JDIMENSION>(lo), cw = static_cast<JDIMENSION>(hi - lo);
+  size_t stride = 0;
+  if (decode_region_c(&s.cinfo, &s.err, y, height, &cx, &cw, alloc_scratch, &scratch, &stride) != 0)
+    throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+  DecodedRegion r;
+  r.data = scratch.data();
+  r.stride = static_cast<int64_t>(stride);
+  r.y = y;
+  r.x = static_cast<int>(cx);
+  r.height = height;
+  r.width = static_cast<int>(cw);
+  r.channels = s.out_channels;
+  r.image_height = ih;
+  r.image_width = iw;
+  return r;
+}
+
+}  // namespace dataecho

@@ -1,0 +1,418 @@
+// Transforms against hand-computed values and a naive reference, and the augmentation's
+// randomness contract: reproducible per (seed, id, echo), different across echoes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "dataecho/image/codec.h"
+#include "dataecho/image/transforms.h"
+#include "dataecho/spec/registry.h"
+#include "image_test_util.h"
+#include "test_util.h"
+
+namespace dataecho {
+namespace {
+
+using testing::at;
+using testing::coordinate_image;
+using testing::error_of;
+using testing::synthetic_image;
+
+// ---- resize ----
+
+// The 1-D weights of PIL's bilinear filter, written out directly.
+std::vector<double> weights_1d(int in, int out, int o, bool antialias) {
+  double scale = static_cast<double>(in) / out;
+  double support = antialias && scale > 1 ? scale : 1.0;
+  double center = (o + 0.5) * scale;
+  std::vector<double> w(in, 0.0);
+  double total = 0;
+  for (int i = 0; i < in; ++i) {
+    double d = std::abs(i + 0.5 - center) / support;
+    if (d < 1) w[i] = 1 - d, total += w[i];
+  }
+  for (double& v : w) v /= total;
+  return w;
+}
+
+// A direct 2-D sum over every source pixel: no tables, no separable passes.
+Tensor naive_resize(const Tensor& img, int oh, int ow, bool antialias) {
+  const int h = static_cast<int>(img.shape()[0]), w = static_cast<int>(img.shape()[1]);
+  const int c = static_cast<int>(img.shape()[2]);
+  return Tensor::make(DType::kUInt8, {oh, ow, c}, [&](std::byte* b) {
+    auto* p = reinterpret_cast<uint8_t*>(b);
+    for (int oy = 0; oy < oh; ++oy) {
+      auto wy = weights_1d(h, oh, oy, antialias);
+      for (int ox = 0; ox < ow; ++ox) {
+        auto wx = weights_1d(w, ow, ox, antialias);
+        for (int ch = 0; ch < c; ++ch) {
+          double acc = 0;
+          for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) acc += wy[y] * wx[x] * at(img, y, x, ch);
+          *p++ = static_cast<uint8_t>(std::clamp(std::floor(acc + 0.5), 0.0, 255.0));
+        }
+      }
+    }
+  });
+}
+
+TEST(Resize, HandComputedBilinear) {
+  Tensor row = Tensor::from_vector<uint8_t>({0, 255}, {1, 2, 1});
+  Tensor up = resize(row, 1, 4);
+  ASSERT_EQ(up.shape(), (Shape{1, 4, 1}));
+  EXPECT_EQ(std::vector<uint8_t>(up.data<uint8_t>(), up.data<uint8_t>() + 4),
+            (std::vector<uint8_t>{0, 64, 191, 255}));
+  // 4 -> 2 with antialiasing: a triangle of radius 2 source pixels.
+  Tensor four = Tensor::from_vector<uint8_t>({0, 100, 200, 50}, {1, 4, 1});
+  Tensor down = resize(four, 1, 2);
+  EXPECT_EQ(down.data<uint8_t>()[0], 71);  // (0*.75 + 100*.75 + 200*.25) / 1.75
+  Tensor plain = resize(four, 1, 2, /*antialias=*/false);
+  EXPECT_EQ(plain.data<uint8_t>()[0], 50);   // halfway between 0 and 100
+  EXPECT_EQ(plain.data<uint8_t>()[1], 125);  // halfway between 200 and 50
+}
+
+TEST(Resize, MatchesNaiveReference) {
+  struct Case {
+    int h, w, c, oh, ow;
+    bool aa;
+  };
+  for (Case k :
+       {Case{13, 17, 3, 29, 31, true}, Case{40, 33, 3, 11, 7, true}, Case{40, 33, 1, 11, 7, false},
+        Case{9, 30, 3, 20, 10, true}, Case{16, 16, 3, 16, 16, true}, Case{5, 5, 2, 12, 3, true}}) {
+    Tensor img = synthetic_image(k.h, k.w, k.c, k.h * 100 + k.w);
+    Tensor got = resize(img, k.oh, k.ow, k.aa);
+    Tensor want = naive_resize(img, k.oh, k.ow, k.aa);
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.num_elements(); ++i)
+      ASSERT_NEAR(got.data<uint8_t>()[i], want.data<uint8_t>()[i], 1)
+          << k.h << "x" << k.w << " -> " << k.oh << "x" << k.ow << " at " << i;
+  }
+  Tensor img = synthetic_image(16, 16, 3);
+  EXPECT_TRUE(resize(img, 16, 16).equals(img)) << "same size is the identity";
+}
+
+// ---- pad_crop, flip, crop ----
+
+TEST(PadCrop, ShapeAndZeroBorders) {
+  Tensor img = coordinate_image(6, 7, 2);
+  for (int dy = 0; dy <= 4; ++dy)
+    for (int dx = 0; dx <= 4; ++dx) {
+      Tensor out = pad_crop(img, 2, dy, dx);
+      ASSERT_EQ(out.shape(), img.shape());
+      for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 7; ++x)
+          for (int c = 0; c < 2; ++c) {
+            int sy = y + dy - 2, sx = x + dx - 2;
+            bool inside = sy >= 0 && sy < 6 && sx >= 0 && sx < 7;
+            ASSERT_EQ(at(out, y, x, c), inside ? at(img, sy, sx, c) : 0)
+                << "dy " << dy << " dx " << dx << " at " << y << "," << x;
+          }
+    }
+  // Offset (0, 0): the first `pad` rows and columns are zero.
+  Tensor corner = pad_crop(
+      Tensor::make(DType::kUInt8, {5, 5, 1}, [](std::byte* b) { std::memset(b, 9, 25); }), 2, 0, 0);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(at(corner, 0, i, 0), 0);
+    EXPECT_EQ(at(corner, 1, i, 0), 0);
+    EXPECT_EQ(at(corner, i, 1, 0), 0);
+  }
+  EXPECT_EQ(at(corner, 2, 2, 0), 9);
+  EXPECT_EQ(at(corner, 4, 4, 0), 9);
+  EXPECT_NE(error_of([&] { pad_crop(img, 2, 5, 0); }).find("pad_crop"), std::string::npos);
+}
+
+TEST(Flip, MirrorsColumns) {
+  Tensor img = coordinate_image(5, 8, 3);
+  Tensor f = hflip(img);
+  ASSERT_EQ(f.shape(), img.shape());
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 8; ++x)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(at(f, y, x, c), at(img, y, 7 - x, c));
+  EXPECT_TRUE(hflip(f).equals(img));
+}
+
+TEST(Crop, TakesTheRect) {
+  Tensor img = coordinate_image(10, 12, 3);
+  Tensor c = crop(img, {2, 3, 4, 5});
+  ASSERT_EQ(c.shape(), (Shape{4, 5, 3}));
+  EXPECT_EQ(at(c, 0, 0, 0), at(img, 2, 3, 0));
+  EXPECT_EQ(at(c, 3, 4, 2), at(img, 5, 7, 2));
+  EXPECT_FALSE(error_of([&] { crop(img, {8, 0, 4, 1}); }).empty());
+}
+
+// ---- normalize ----
+
+TEST(Normalize, ValuesAndChwLayout) {
+  Tensor img = coordinate_image(3, 4, 3);
+  NormalizeOptions n;
+  n.mean = {0.485f, 0.456f, 0.406f};
+  n.std = {0.229f, 0.224f, 0.225f};
+  Tensor out = normalize(img, n);
+  ASSERT_EQ(out.dtype(), DType::kFloat32);
+  ASSERT_EQ(out.shape(), (Shape{3, 3, 4}));
+  const float* p = out.data<float>();
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 3; ++y)
+      for (int x = 0; x < 4; ++x) {
+        float want = (at(img, y, x, c) / 255.0f - n.mean[c]) / n.std[c];
+        ASSERT_NEAR(p[(c * 3 + y) * 4 + x], want, 1e-5);
+      }
+  Tensor unit = normalize(img);
+  EXPECT_NEAR(unit.data<float>()[(2 * 3 + 1) * 4 + 3], at(img, 1, 3, 2) / 255.0f, 1e-6);
+  NormalizeOptions wrong;
+  wrong.mean = {0.5f, 0.5f};
+  EXPECT_NE(error_of([&] { normalize(img, wrong); }).find("mean has 2 values"), std::string::npos);
+}
+
+// ---- random resized crop ----
+
+TEST(RandomResizedCrop, RectStaysInsideAndWithinScaleAndRatio) {
+  RandomResizedCropOptions o;
+  int fallbacks = 0;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    Rng rng(seed);
+    const int H = 180 + static_cast<int>(seed % 100), W = 256;
+    Rect r = random_resized_crop_rect(H, W, o, rng);
+    ASSERT_GE(r.y, 0);
+    ASSERT_GE(r.x, 0);
+    ASSERT_LE(r.y + r.height, H);
+    ASSERT_LE(r.x + r.width, W);
+    const double area = static_cast<double>(r.height) * r.width / (static_cast<double>(H) * W);
+    const double ratio = static_cast<double>(r.width) / r.height;
+    if (r.height == H && r.width == W) {
+      ++fallbacks;
+      continue;
+    }
+    // Rounding the sides to whole pixels moves area and ratio a little.
+    ASSERT_GE(area, 0.08 * 0.97) << "seed " << seed;
+    ASSERT_LE(area, 1.0);
+    ASSERT_GE(ratio, 0.75 * 0.97);
+    ASSERT_LE(ratio, 4.0 / 3.0 * 1.03);
+  }
+  EXPECT_LT(fallbacks, 300);
+}
+
+TEST(RandomResizedCrop, FallbackIsTheCentralCropInTheRatioRange) {
+  RandomResizedCropOptions o;
+  o.scale_min = 0.99;
+  o.ratio_min = o.ratio_max = 1.0;
+  Rng rng(3);
+  // A 10x1000 strip: no square of 99% of its area fits; the fallback is the centred 10x10.
+  Rect r = random_resized_crop_rect(10, 1000, o, rng);
+  EXPECT_EQ(r, (Rect{0, 495, 10, 10}));
+}
+
+TEST(RandomResizedCrop, ScaleBoundsHold) {
+  RandomResizedCropOptions o;
+  o.scale_min = 0.5;
+  o.scale_max = 0.6;
+  for (uint64_t seed = 0; seed < 500; ++seed) {
+    Rng rng(seed);
+    Rect r = random_resized_crop_rect(200, 200, o, rng);
+    double area = r.height * r.width / 40000.0;
+    ASSERT_GE(area, 0.5 * 0.98);
+    ASSERT_LE(area, 0.6 * 1.02);
+  }
+}
+
+// ---- the fused augmentation ----
+
+AugmentOptions imagenet_options(int size = 224) {
+  AugmentOptions o;
+  o.random_resized_crop = RandomResizedCropOptions{};
+  o.random_resized_crop->height = o.random_resized_crop->width = size;
+  o.flip_probability = 0.5;
+  o.normalize = NormalizeOptions{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
+  return o;
+}
+
+TEST(Augment, FusedEqualsTheStepsOneByOne) {
+  Tensor img = synthetic_image(120, 150, 3, 8);
+  AugmentOptions o = imagenet_options(64);
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    Rng a(seed), b(seed);
+    Tensor fused = augment(img, o, a);
+    ASSERT_EQ(fused.shape(), (Shape{3, 64, 64}));
+    // The same draws, applied step by step.
+    Rect r = random_resized_crop_rect(120, 150, *o.random_resized_crop, b);
+    bool flip = b.bernoulli(0.5);
+    Tensor step = resize(crop(img, r), 64, 64);
+    if (flip) step = hflip(step);
+    Tensor want = normalize(step, *o.normalize);
+    for (int64_t i = 0; i < want.num_elements(); ++i)
+      ASSERT_NEAR(fused.data<float>()[i], want.data<float>()[i], 1.01f / 255 / 0.224f)
+          << "seed " << seed;
+  }
+}
+
+TEST(Augment, DecodeAugmentEqualsAugmentOfDecode) {
+  for (int channels : {3, 1}) {
+    std::string jpg = encode_jpeg(synthetic_image(150, 200, channels, 4), 90);
+    Tensor decoded = decode_image(jpg);
+    std::vector<AugmentOptions> cases = {imagenet_options(96)};
+    AugmentOptions resize_crop;
+    resize_crop.resize_shorter = 80;
+    resize_crop.center_crop_height = resize_crop.center_crop_width = 64;
+    resize_crop.normalize = NormalizeOptions{};
+    cases.push_back(resize_crop);
+    AugmentOptions uint8_out = imagenet_options(50);
+    uint8_out.normalize.reset();
+    cases.push_back(uint8_out);
+    if (channels == 1) cases[0].normalize = NormalizeOptions{{0.5f}, {0.25f}};
+    for (const AugmentOptions& o : cases)
+      for (uint64_t seed = 0; seed < 25; ++seed) {
+        Rng a(seed), b(seed);
+        Tensor fused = decode_augment(jpg, {}, o, a);
+        Tensor ref = augment(decoded, o, b);
+        ASSERT_TRUE(fused.equals(ref)) << "seed " << seed << " channels " << channels;
+      }
+  }
+}
+
+TEST(Augment, PadCropAndFlipOnSmallImages) {
+  Tensor img = coordinate_image(28, 28, 1);
+  AugmentOptions o;
+  o.pad_crop = 4;
+  o.flip_probability = 0.5;
+  std::set<std::string> distinct;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    Rng rng(seed);
+    Tensor out = augment(img, o, rng);
+    ASSERT_EQ(out.shape(), (Shape{28, 28, 1}));
+    distinct.insert(std::string(out.bytes()));
+  }
+  EXPECT_GT(distinct.size(), 30u);
+  // No options: the input itself, not a copy.
+  Rng rng(1);
+  EXPECT_TRUE(augment(img, AugmentOptions{}, rng).shares_buffer_with(img));
+}
+
+TEST(Augment, ValidateRefusesNonsense) {
+  AugmentOptions o;
+  o.pad_crop = -1;
+  EXPECT_NE(error_of([&] { validate(o); }).find("pad_crop"), std::string::npos);
+  o = imagenet_options();
+  o.resize_shorter = 10;
+  EXPECT_NE(error_of([&] { validate(o); }).find("exclusive"), std::string::npos);
+  o = AugmentOptions{};
+  o.resize_shorter = 10;
+  o.center_crop_height = o.center_crop_width = 20;
+  Rng rng(0);
+  EXPECT_NE(error_of([&] { augment(synthetic_image(10, 10, 3), o, rng); }).find("larger"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { augment(Tensor::from_vector<float>({1}), o, rng); }).find("uint8"),
+            std::string::npos);
+}
+
+// ---- the map functions, through the registry and through a spec ----
+
+MapFn map_fn(const std::string& name, const std::string& args) {
+  nlohmann::json j = nlohmann::json::parse(args);
+  SpecObject a(j, "$.stages[0].args");
+  MapFn fn = registry().map_fns.at(name)(a);
+  a.finish();
+  return fn;
+}
+
+Example element(int64_t id, int32_t echo, Tensor image) {
+  Example e(id);
+  e.set_echo(echo);
+  e.set("image", std::move(image));
+  return e;
+}
+
+TEST(ImageFunctions, ReproduciblePerCopyAndDifferentAcrossEchoes) {
+  std::string jpg = encode_jpeg(synthetic_image(96, 128, 3, 2), 90);
+  MapFn fused =
+      map_fn("decode_augment", R"({"random_resized_crop": 64, "flip": true, "normalize": true})");
+  MapFn decode = map_fn("decode_image", "{}");
+  MapFn aug = map_fn("augment", R"({"random_resized_crop": 64, "flip": true, "normalize": true})");
+  MapContext ctx;
+  ctx.seed = 77;
+  for (int64_t id : {0, 5, 9}) {
+    std::set<std::string> per_echo;
+    for (int32_t echo = 0; echo < 4; ++echo) {
+      Tensor a = fused(element(id, echo, Tensor::from_bytes(jpg)), ctx).get("image");
+      Tensor b = fused(element(id, echo, Tensor::from_bytes(jpg)), ctx).get("image");
+      ASSERT_TRUE(a.equals(b)) << "same (seed, id, echo) must give the same copy";
+      ASSERT_EQ(a.shape(), (Shape{3, 64, 64}));
+      Tensor c = aug(decode(element(id, echo, Tensor::from_bytes(jpg)), ctx), ctx).get("image");
+      ASSERT_TRUE(a.equals(c)) << "decode_augment == decode_image + augment";
+      per_echo.insert(std::string(a.bytes()));
+    }
+    EXPECT_EQ(per_echo.size(), 4u) << "each echoed copy gets its own augmentation";
+  }
+  MapContext other;
+  other.seed = 78;
+  EXPECT_FALSE(fused(element(0, 0, Tensor::from_bytes(jpg)), ctx)
+                   .get("image")
+                   .equals(fused(element(0, 0, Tensor::from_bytes(jpg)), other).get("image")));
+}
+
+TEST(ImageFunctions, DecodePassesDecodedImagesThrough) {
+  MapFn decode = map_fn("decode_image", R"({"channels": 1})");
+  Tensor raw = coordinate_image(28, 28, 1);
+  EXPECT_TRUE(decode(element(1, 0, raw), {}).get("image").shares_buffer_with(raw));
+  Tensor flat = raw.reshaped({28, 28});
+  EXPECT_EQ(decode(element(1, 0, flat), {}).get("image").shape(), (Shape{28, 28, 1}));
+  Tensor png = Tensor::from_bytes(encode_png(synthetic_image(10, 12, 3)));
+  EXPECT_EQ(decode(element(1, 0, png), {}).get("image").shape(), (Shape{10, 12, 1}));
+  std::string msg = error_of([&] {
+    decode(element(17, 0, Tensor::from_bytes(std::string("\x00\x01\x02\x03 junk", 9))), {});
+  });
+  EXPECT_NE(msg.find("not a JPEG or PNG (first bytes 00 01 02 03"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("field 'image'"), std::string::npos) << msg;
+}
+
+TEST(ImageFunctions, ResizeNormalizeAndOutputField) {
+  Tensor img = synthetic_image(20, 40, 3);
+  Example e = map_fn("resize", R"({"size": 10})")(element(0, 0, img), {});
+  EXPECT_EQ(e.get("image").shape(), (Shape{10, 20, 3}));
+  e = map_fn("resize", R"({"size": [7, 9]})")(element(0, 0, img), {});
+  EXPECT_EQ(e.get("image").shape(), (Shape{7, 9, 3}));
+  e = map_fn("normalize", R"({"mean": 0.5, "std": 0.5, "output": "x"})")(element(0, 0, img), {});
+  EXPECT_EQ(e.get("x").shape(), (Shape{3, 20, 40}));
+  EXPECT_EQ(e.get("image").dtype(), DType::kUInt8);
+  EXPECT_NEAR(e.get("x").data<float>()[0], (at(img, 0, 0, 0) / 255.0f - 0.5f) / 0.5f, 1e-5);
+}
+
+TEST(ImageFunctions, BadArgsNameThePath) {
+  auto spec_error = [](const std::string& fn, const std::string& args) {
+    return error_of([&] { map_fn(fn, args); });
+  };
+  EXPECT_NE(spec_error("augment", R"({"pad_crop": -1})").find("$.stages[0].args.pad_crop"),
+            std::string::npos);
+  EXPECT_NE(spec_error("augment", R"({"pad_crops": 2})").find("pad_crops"), std::string::npos);
+  EXPECT_NE(spec_error("augment", R"({"random_resized_crop": {"size": 224, "scale": [0.5, 0.1]}})")
+                .find("random_resized_crop.scale"),
+            std::string::npos);
+  EXPECT_NE(spec_error("augment", R"({"random_resized_crop": {"sise": 224}})").find("size"),
+            std::string::npos);
+  EXPECT_NE(
+      spec_error("augment", R"({"random_resized_crop": 224, "resize": 256})").find("exclusive"),
+      std::string::npos);
+  EXPECT_NE(spec_error("augment", R"({"normalize": {"mean": [0.5, 0.5], "std": [1, 1, 1]}})")
+                .find("normalize.std"),
+            std::string::npos);
+  EXPECT_NE(spec_error("augment", R"({"normalize": {"std": [0]}})").find("positive"),
+            std::string::npos);
+  EXPECT_NE(spec_error("augment", R"({"flip": 2})").find("flip"), std::string::npos);
+  EXPECT_NE(spec_error("decode_image", R"({"channels": 2})").find("channels"), std::string::npos);
+  EXPECT_NE(spec_error("resize", "{}").find("size"), std::string::npos);
+}
+
+TEST(ImageFunctions, InAPipelineSpec) {
+  // The range source carries no image; a spec refusing bad args before running is what
+  // is checked here, and that every image function is registered.
+  std::string msg = error_of([] {
+    testing::build(R"({"seed": 1, "source": {"kind": "range", "count": 3},
+      "stages": [{"op": "map", "fn": "augment", "args": {"pad_crop": -2}}]})");
+  });
+  EXPECT_NE(msg.find("pad_crop"), std::string::npos) << msg;
+  for (const char* name : {"decode_image", "augment", "decode_augment", "resize", "normalize"})
+    EXPECT_TRUE(registry().map_fns.count(name)) << name;
+}
+
+}  // namespace
+}  // namespace dataecho
