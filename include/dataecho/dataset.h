@@ -24,6 +24,8 @@
 
 namespace dataecho {
 
+class Dataset;
+
 struct IteratorContext {
   std::shared_ptr<CancellationToken> cancel = CancellationToken::make();
   // The pass over the data this iterator serves: `repeat` counts its passes here so
@@ -54,9 +56,12 @@ class Iterator {
   friend class Dataset;
   NodeStats* stats_ = nullptr;
   const std::string* label_ = nullptr;
+  // Keeps the dataset (and so its options, inputs and label) alive as long as any
+  // iterator over it: iterators may refer to their dataset's members.
+  std::shared_ptr<const Dataset> dataset_;
 };
 
-class Dataset {
+class Dataset : public std::enable_shared_from_this<Dataset> {
  public:
   virtual ~Dataset() = default;
 
@@ -68,6 +73,7 @@ class Dataset {
   // for `interleave` and file-level `shard`. Empty for every other node.
   virtual std::vector<std::shared_ptr<const Dataset>> shards() const { return {}; }
 
+  // The dataset must be owned by a shared_ptr (all make_* functions return one).
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const;
 
   // Gives the node its label and its stats; called once while a pipeline is assembled.

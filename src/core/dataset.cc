@@ -32,6 +32,7 @@ std::unique_ptr<Iterator> Dataset::make_iterator(const IteratorContext& ctx) con
   auto it = make_iterator_impl(ctx);
   it->stats_ = stats_.get();
   it->label_ = &label_;
+  it->dataset_ = weak_from_this().lock();
   return it;
 }
 

@@ -57,16 +57,23 @@ class MapDataset : public Dataset {
 
    protected:
     std::optional<Example> next_impl() override {
-      auto e = in_->next();
-      if (!e) return e;
-      MapContext mc{ds_->o_.seed, token_.get()};
-      return apply(ds_->o_, mc, std::move(*e), label());
+      if (failed_) return std::nullopt;
+      try {
+        auto e = in_->next();
+        if (!e) return e;
+        MapContext mc{ds_->o_.seed, token_.get()};
+        return apply(ds_->o_, mc, std::move(*e), label());
+      } catch (...) {
+        failed_ = true;  // the stream ends at its first error, as in parallel mode
+        throw;
+      }
     }
 
    private:
     std::unique_ptr<Iterator> in_;
     const MapDataset* ds_;
     std::shared_ptr<CancellationToken> token_;
+    bool failed_ = false;
   };
 
   // Workers take a sequence number with each input element (under the input lock, so
@@ -127,6 +134,7 @@ class MapDataset : public Dataset {
       if (running_ == 0 && !input_done_) start();
       while (true) {
         if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
+        if (finished_) return std::nullopt;
         auto it = ds_->o_.deterministic ? done_.find(emit_seq_) : done_.begin();
         if (it != done_.end()) {
           Result res = std::move(it->second);

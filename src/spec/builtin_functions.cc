@@ -15,6 +15,21 @@ int64_t value_of(const Example& e) {
   throw_error(ErrorCode::kInvalidArgument, "", std::string("field 'value' must be an integer scalar, is ") + dtype_name(t.dtype()));
 }
 
+std::set<int64_t> id_set(SpecObject& a, const std::string& key, bool required) {
+  const nlohmann::json* ids = a.raw(key);
+  std::set<int64_t> out;
+  if (!ids) {
+    if (required) throw_spec_error(a.field_path(key), "missing; expected a list of ids");
+    return out;
+  }
+  if (!ids->is_array()) throw_spec_error(a.field_path(key), "expected a list of ids");
+  for (const auto& i : *ids) {
+    if (!i.is_number_integer()) throw_spec_error(a.field_path(key), "expected a list of integer ids");
+    out.insert(i.get<int64_t>());
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_builtin_functions(Registry& r) {
@@ -40,10 +55,13 @@ void register_builtin_functions(Registry& r) {
     };
   };
 
-  // Waits `ms` milliseconds without using the CPU, as a network read does.
+  // Waits `ms` milliseconds without using the CPU, as a network read does; with
+  // "ids", only for those elements.
   r.map_fns["sleep"] = [](SpecObject& a) -> MapFn {
     double ms = a.get_number("ms", std::nullopt, 0);
-    return [ms](Example e, const MapContext& ctx) {
+    std::set<int64_t> only = id_set(a, "ids", false);
+    return [ms, only](Example e, const MapContext& ctx) {
+      if (!only.empty() && !only.count(e.id())) return e;
       auto d = std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6));
       if (ctx.cancel && !ctx.cancel->sleep_for(d)) throw_error(ErrorCode::kCancelled, "", "cancelled");
       return e;
@@ -62,13 +80,7 @@ void register_builtin_functions(Registry& r) {
 
   // Fails on the listed ids (for testing error paths).
   r.map_fns["fail_on"] = [](SpecObject& a) -> MapFn {
-    const nlohmann::json* ids = a.raw("ids");
-    if (!ids || !ids->is_array()) throw_spec_error(a.field_path("ids"), "expected a list of ids");
-    std::set<int64_t> bad;
-    for (const auto& i : *ids) {
-      if (!i.is_number_integer()) throw_spec_error(a.field_path("ids"), "expected integers");
-      bad.insert(i.get<int64_t>());
-    }
+    std::set<int64_t> bad = id_set(a, "ids", true);
     return [bad](Example e, const MapContext&) {
       if (bad.count(e.id())) throw std::runtime_error("asked to fail on id " + std::to_string(e.id()));
       return e;

@@ -1,0 +1,74 @@
+// Destroying or cancelling a pipeline returns promptly whatever its threads are doing.
+// The bounds below (seconds) are generous functional limits, not benchmarks: without
+// cancellation these tests would block for minutes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "test_util.h"
+
+namespace dataecho::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+TEST(Cancellation, DestroyWhileProducersBlockOnFullBuffers) {
+  auto p = build(R"({"source": {"kind": "range", "count": 1000000, "shards": 4},
+    "stages": [{"op": "interleave", "cycle": 4}, {"op": "map", "fn": "square", "parallelism": 3},
+               {"op": "prefetch", "buffer": 2}]})");
+  ASSERT_TRUE(p->next());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let every buffer fill
+  auto t0 = Clock::now();
+  p.reset();
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+TEST(Cancellation, DestroyWhileAMapFunctionSleeps) {
+  auto p = build(R"({"source": {"kind": "range", "count": 100},
+    "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 60000, "ids": [3]}, "parallelism": 2},
+               {"op": "prefetch", "buffer": 4}]})");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p->next());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a worker is now asleep on id 3
+  auto t0 = Clock::now();
+  p.reset();
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+TEST(Cancellation, CancelWakesAConsumerBlockedInNext) {
+  auto p = build(R"({"source": {"kind": "range", "count": 10},
+    "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 60000}, "parallelism": 2},
+               {"op": "prefetch", "buffer": 1}]})");
+  auto t0 = Clock::now();
+  auto consumer = std::async(std::launch::async, [&] {
+    try {
+      p->next();
+      return std::string("returned");
+    } catch (const Error& e) {
+      return std::string(error_code_name(e.code()));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  p->cancel();
+  ASSERT_EQ(consumer.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(consumer.get(), "cancelled");
+  p.reset();
+  EXPECT_LT(seconds_since(t0), 6.0);
+}
+
+TEST(Cancellation, DestroyBeforeFirstNextAndAfterEnd) {
+  const char* spec = R"({"source": {"kind": "range", "count": 20, "shards": 2},
+    "stages": [{"op": "interleave", "cycle": 2}, {"op": "map", "fn": "square", "parallelism": 2},
+               {"op": "prefetch"}]})";
+  { auto p = build(spec); }
+  {
+    auto p = build(spec);
+    EXPECT_EQ(drain(*p).size(), 20u);
+    EXPECT_FALSE(p->next());
+  }
+}
+
+}  // namespace
+}  // namespace dataecho::testing

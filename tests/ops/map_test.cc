@@ -1,0 +1,104 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "counting_source.h"
+#include "dataecho/ops/map.h"
+#include "dataecho/ops/sources.h"
+#include "test_util.h"
+
+namespace dataecho::testing {
+namespace {
+
+MapOptions square(int parallelism, bool deterministic = true) {
+  MapOptions o;
+  o.name = "square";
+  o.parallelism = parallelism;
+  o.deterministic = deterministic;
+  o.fn = [](Example e, const MapContext&) {
+    int64_t v = e.get("value").item<int64_t>();
+    // Uneven work, so that threads finish out of order.
+    if (v % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    e.set("value", Tensor::scalar<int64_t>(v * v));
+    return e;
+  };
+  return o;
+}
+
+std::vector<int64_t> squares(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i * i);
+  return v;
+}
+
+TEST(Map, OrderedWhateverTheParallelism) {
+  for (int p : {1, 2, 4, 8}) {
+    SCOPED_TRACE(p);
+    auto it = make_map(make_range({500}), square(p))->make_iterator({});
+    auto out = drain(*it);
+    EXPECT_EQ(values(out), squares(500));
+    EXPECT_EQ(ids(out), iota(500));
+  }
+}
+
+TEST(Map, UnorderedDeliversEveryElementOnce) {
+  auto it = make_map(make_range({500}), square(4, false))->make_iterator({});
+  auto out = ids(drain(*it));
+  std::sort(out.begin(), out.end());
+  EXPECT_EQ(out, iota(500));
+}
+
+TEST(Map, FunctionErrorReachesConsumerWithStageAndIdThenEnds) {
+  for (int p : {1, 3}) {
+    SCOPED_TRACE(p);
+    MapOptions o = square(p);
+    o.name = "picky";
+    o.fn = [](Example e, const MapContext&) {
+      if (e.id() == 42) throw std::runtime_error("cannot digest");
+      return e;
+    };
+    auto ds = make_map(make_range({100}), o);
+    const_cast<Dataset*>(ds.get())->attach("1:map(picky)", nullptr);
+    auto it = ds->make_iterator({});
+    for (int i = 0; i < 42; ++i) ASSERT_EQ(it->next()->id(), i);
+    std::string msg = error_of([&] { it->next(); });
+    EXPECT_NE(msg.find("1:map(picky)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cannot digest"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("id 42"), std::string::npos) << msg;
+    EXPECT_FALSE(it->next());
+  }
+}
+
+TEST(Map, NeverHoldsMoreThanItsBound) {
+  auto src = std::make_shared<CountingSource>(10000);
+  MapOptions o = square(4);
+  o.buffer = 3;
+  auto it = make_map(src, o)->make_iterator({});
+  ASSERT_TRUE(it->next());
+  for (int i = 0; i < 20; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // One taken by the consumer, at most parallelism + buffer in flight or waiting.
+  EXPECT_LE(src->pulled(), 1 + 4 + 3);
+  EXPECT_GE(src->pulled(), 2) << "the workers ran ahead at all";
+}
+
+TEST(Map, RandomnessComesFromTheElementNotTheThread) {
+  auto run_noise = [](int p) {
+    MapOptions o;
+    o.name = "noise";
+    o.parallelism = p;
+    o.seed = 99;
+    o.fn = [](Example e, const MapContext& ctx) {
+      Rng rng = ctx.rng_for(e);
+      e.set("noise", Tensor::scalar<int64_t>(static_cast<int64_t>(rng.next_u64() >> 1)));
+      return e;
+    };
+    auto it = make_map(make_range({300}), o)->make_iterator({});
+    return values(drain(*it), "noise");
+  };
+  EXPECT_EQ(run_noise(1), run_noise(4));
+}
+
+}  // namespace
+}  // namespace dataecho::testing

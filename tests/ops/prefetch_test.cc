@@ -1,0 +1,46 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "counting_source.h"
+#include "dataecho/ops/map.h"
+#include "dataecho/ops/prefetch.h"
+#include "dataecho/ops/sources.h"
+#include "test_util.h"
+
+namespace dataecho::testing {
+namespace {
+
+TEST(Prefetch, PassesEverythingInOrder) {
+  auto it = make_prefetch(make_range({1000}), {4})->make_iterator({});
+  EXPECT_EQ(ids(drain(*it)), iota(1000));
+}
+
+TEST(Prefetch, SlowConsumerBlocksTheProducerAtTheBound) {
+  auto src = std::make_shared<CountingSource>(1000);
+  auto it = make_prefetch(src, {8})->make_iterator({});
+  ASSERT_TRUE(it->next());
+  // Give the producer every chance to run ahead; it must stop at the bound.
+  for (int i = 0; i < 50 && src->pulled() < 9; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(src->pulled(), 1 + 8);
+}
+
+TEST(Prefetch, DeliversInputErrorsAfterEarlierElements) {
+  MapOptions mo;
+  mo.name = "boom";
+  mo.fn = [](Example e, const MapContext&) {
+    if (e.id() == 3) throw std::runtime_error("kaput");
+    return e;
+  };
+  auto it = make_prefetch(make_map(make_range({10}), mo), {4})->make_iterator({});
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(it->next()->id(), i);
+  std::string msg = error_of([&] { it->next(); });
+  EXPECT_NE(msg.find("kaput"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("id 3"), std::string::npos) << msg;
+  EXPECT_FALSE(it->next()) << "the stream ends after the error";
+}
+
+}  // namespace
+}  // namespace dataecho::testing

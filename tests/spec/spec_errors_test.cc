@@ -1,0 +1,79 @@
+// A wrong spec is refused before anything runs, with the JSON path and what was expected.
+#include <gtest/gtest.h>
+
+#include "dataecho/spec/build.h"
+#include "test_util.h"
+
+namespace dataecho::testing {
+namespace {
+
+std::string spec_error(const std::string& json) {
+  return error_of([&] { build(json); });
+}
+
+void expect_contains(const std::string& msg, const std::vector<std::string>& parts) {
+  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
+}
+
+TEST(SpecErrors, UnknownOp) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": 2}, {"op": "shufle", "buffer": 3}]})"),
+                  {"$.stages[1].op", "unknown op \"shufle\"", "shuffle"});
+}
+
+TEST(SpecErrors, WrongType) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": "big"}]})"),
+                  {"$.stages[0].size", "expected an integer", "string"});
+}
+
+TEST(SpecErrors, NegativeSize) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shuffle", "buffer": -5}]})"),
+                  {"$.stages[0].buffer", ">= 1", "-5"});
+}
+
+TEST(SpecErrors, UnknownField) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": 2, "drop_remaindr": true}]})"),
+                  {"$.stages[0].drop_remaindr", "unknown field", "drop_remainder"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "sead": 3})"), {"$.sead", "unknown field"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3, "shard": 2}})"), {"$.source.shard", "unknown field"});
+}
+
+TEST(SpecErrors, MissingPieces) {
+  expect_contains(spec_error(R"({"stages": []})"), {"$.source", "missing"});
+  expect_contains(spec_error(R"({"source": {"kind": "range"}})"), {"$.source.count", "missing"});
+  expect_contains(spec_error(R"({"source": {"kind": "parquet"}})"), {"$.source.kind", "unknown source kind \"parquet\"", "range"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"size": 2}]})"), {"$.stages[0].op", "missing"});
+}
+
+TEST(SpecErrors, StagesMustBeAList) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": {"op": "batch"}})"), {"$.stages", "list"});
+}
+
+TEST(SpecErrors, UnknownFunctionAndBadArgs) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "sqaure"}]})"),
+                  {"$.stages[0].fn", "unknown map function \"sqaure\"", "square"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "sleep", "args": {"ms": -1}}]})"),
+                  {"$.stages[0].args.ms", ">= 0"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "identity", "args": {"x": 1}}]})"),
+                  {"$.stages[0].args.x", "unknown field"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "square", "parallelism": 0}]})"),
+                  {"$.stages[0].parallelism"});
+}
+
+TEST(SpecErrors, InterleaveWithoutShards) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "interleave"}]})"),
+                  {"$.stages[0]", "shards"});
+}
+
+TEST(SpecErrors, ShardIndexOutOfRange) {
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shard", "num_shards": 2, "index": 2}]})"),
+                  {"$.stages[0].index", "[0, 1]"});
+}
+
+TEST(SpecErrors, NotJson) {
+  std::string msg = error_of([] { parse_spec_text("{\"source\": ", "my.json"); });
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("my.json"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace dataecho::testing
