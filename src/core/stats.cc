@@ -1,5 +1,7 @@
 #include "dataecho/core/stats.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 
 namespace dataecho {

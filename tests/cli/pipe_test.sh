@@ -1,3 +1,38 @@
 #!/usr/bin/env bash
-# placeholder replaced below
-exit 0
+# `dataecho pipe` end to end: JSON lines, --values, --limit, --stats, state files, errors.
+set -euo pipefail
+BIN=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat > "$tmp/spec.json" <<'JSON'
+{"seed": 5, "source": {"kind": "range", "count": 10},
+ "stages": [{"op": "map", "fn": "square", "parallelism": 2}, {"op": "batch", "size": 4}]}
+JSON
+out=$("$BIN" pipe "$tmp/spec.json")
+[ "$(echo "$out" | wc -l)" -eq 3 ] || fail "expected 3 lines, got: $out"
+line1=$(echo "$out" | head -1)
+[ "$line1" = '{"ids":[0,1,2,3],"echo":[0,0,0,0],"fields":{"value":{"dtype":"int64","shape":[4]}}}' ] || fail "line 1: $line1"
+
+vals=$("$BIN" pipe "$tmp/spec.json" --values --limit 1)
+[ "$vals" = '{"ids":[0,1,2,3],"echo":[0,0,0,0],"fields":{"value":{"dtype":"int64","shape":[4],"values":[0,1,4,9]}}}' ] || fail "values: $vals"
+
+# stdin, and the stats table on standard error
+"$BIN" pipe - --stats < "$tmp/spec.json" > "$tmp/out" 2> "$tmp/err"
+grep -q "1:map(square)" "$tmp/err" || fail "no stats table: $(cat "$tmp/err")"
+"$BIN" pipe "$tmp/spec.json" --stats-json "$tmp/stats.json" > /dev/null
+grep -q '"2:batch"' "$tmp/stats.json" || fail "no stats json"
+
+# save after one element, restore: the rest is the same as an uninterrupted run
+"$BIN" pipe "$tmp/spec.json" --limit 1 --save-state "$tmp/state" > /dev/null
+rest=$("$BIN" pipe "$tmp/spec.json" --restore-state "$tmp/state")
+[ "$rest" = "$(echo "$out" | tail -2)" ] || fail "restore: $rest"
+
+# a wrong spec: exit code 1 and the JSON path on standard error
+echo '{"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": -1}]}' > "$tmp/bad.json"
+if "$BIN" pipe "$tmp/bad.json" 2> "$tmp/err"; then fail "bad spec accepted"; fi
+grep -q '\$.stages\[0\].size' "$tmp/err" || fail "error without path: $(cat "$tmp/err")"
+if "$BIN" pipe "$tmp/missing.json" 2> "$tmp/err"; then fail "missing file accepted"; fi
+grep -q 'missing.json' "$tmp/err" || fail "error without file name"
+echo "cli pipe: ok"
