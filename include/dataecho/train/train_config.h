@@ -1,0 +1,121 @@
+// TrainConfig: everything one training run needs (pipelines, model, optimizer, target,
+// budgets), with defaults that work, loadable from a JSON file. No LibTorch in this
+// header, so that the command-line tool and the experiment runner stay cheap to compile.
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/pipeline.h"
+
+namespace dataecho::train {
+
+// Which fields of a batch feed the model, and how uint8 images are scaled.
+struct InputOptions {
+  std::string image_field = "image";  // uint8 [N,H,W,C] / [N,H,W] or float32 [N,C,H,W] / [N,H,W]
+  std::string label_field = "label";  // int64 (or int32) [N]
+  // For uint8 images only: x/255, then (x - mean[c]) / std[c] when given (one value per
+  // channel, or one for all). float32 images are taken as they are (already normalized).
+  std::vector<double> mean;
+  std::vector<double> std;
+};
+
+struct ModelConfig {
+  std::string kind = "mlp";  // mlp | cnn | resnet
+  // mlp: hidden layers (default 2); cnn: conv blocks (default 2); resnet: 6n+2 (default 20).
+  int64_t depth = 0;
+  // mlp: hidden units (default 256); cnn: channels of the first block (default 32);
+  // resnet: channels of the first stage (default 16; the stages have w, 2w, 4w).
+  int64_t width = 0;
+  int64_t num_classes = 10;
+  // The image channels the model expects; 0: whatever the training data has. When set,
+  // data with another channel count is refused before training.
+  int64_t in_channels = 0;
+
+  int64_t resolved_depth() const;
+  int64_t resolved_width() const;
+};
+// Names of the model kinds make_model knows.
+const std::vector<std::string>& model_kinds();
+
+// SGD with Nesterov momentum and weight decay; learning rate warms up linearly from
+// lr/warmup_steps to lr over `warmup_steps`, then decays linearly to
+// lr * final_lr_fraction at step `decay_steps` (0: the run's max_steps; no decay when
+// neither is set) and stays there.
+struct OptimizerConfig {
+  double lr = 0.1;
+  double momentum = 0.9;
+  bool nesterov = true;
+  double weight_decay = 5e-4;
+  int64_t warmup_steps = 0;
+  int64_t decay_steps = 0;
+  double final_lr_fraction = 0.0;
+};
+// The learning rate of step `step` (0-based) with `decay_steps` resolved.
+double learning_rate_at(const OptimizerConfig& o, int64_t step, int64_t decay_steps);
+
+using PipelineFactory = std::function<std::unique_ptr<Pipeline>()>;
+
+struct TrainConfig {
+  // The training pipeline: a spec (DESIGN.md section 3) with its base directory for
+  // relative paths, or a factory (tests and benchmarks; takes precedence).
+  nlohmann::json train_spec;
+  std::string train_spec_dir;
+  PipelineFactory train_pipeline;
+  // The evaluation pipeline, run to its end at each evaluation. Optional when no target
+  // is set. It must yield batches of the same representation as the training pipeline.
+  nlohmann::json eval_spec;
+  std::string eval_spec_dir;
+  PipelineFactory eval_pipeline;
+  // Give the training spec the run's seed (its "seed" field), so that --seed varies the
+  // data order and augmentation too; false keeps the spec's own seed.
+  bool seed_pipeline = true;
+
+  InputOptions input;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+
+  // Stop when an evaluation reaches this accuracy (in [0,1]) or this mean loss.
+  std::optional<double> target_accuracy;
+  std::optional<double> target_loss;
+  // Budgets; 0 = no limit. max_fresh counts fresh examples read (echo index 0);
+  // max_seconds counts training time (evaluations excluded).
+  int64_t max_fresh = 0;
+  int64_t max_steps = 0;
+  double max_seconds = 0;
+
+  int threads = 1;  // LibTorch intra-op threads (Debian's LibTorch uses 1 unless told)
+  uint64_t seed = 0;
+  std::string out;               // output directory ("" = write nothing)
+  int64_t eval_every = 100;      // steps between evaluations; 0 = only at the end
+  bool eval_at_end = true;       // evaluate after the last step if it was not just evaluated
+  int64_t checkpoint_every = 0;  // steps between checkpoints in `out`; 0 = only at the end
+  bool resume = false;           // continue from the checkpoint in `out`
+  // "auto": a \r-updated line when stderr is a terminal, plain lines every
+  // progress_seconds otherwise; "tty", "lines" or "off" force one.
+  std::string progress = "auto";
+  double progress_seconds = 10;
+};
+
+// Reads a config object; every field is optional (see docs/train.md). Spec file names
+// (train_spec / eval_spec) are relative to `base_dir`; "out" to the current directory.
+// Errors name the JSON path: "train config: $.model.kind: ...".
+TrainConfig train_config_from_json(const nlohmann::json& json, const std::string& base_dir = "");
+TrainConfig load_train_config(const std::string& path);
+// Loads a pipeline spec from a file into `spec` and `dir`.
+void load_spec_into(const std::string& path, nlohmann::json& spec, std::string& dir);
+// The config as JSON (specs inline), as saved in out/config.json.
+nlohmann::json train_config_to_json(const TrainConfig& config);
+// Refuses a config that cannot run: unknown model, a target outside [0,1], no training
+// pipeline, a target without an evaluation pipeline, negative budgets... Throws
+// dataecho::Error (kInvalidArgument) with a message naming the option.
+void validate_train_config(const TrainConfig& config);
+
+}  // namespace dataecho::train

@@ -1,0 +1,93 @@
+// Trainer: trains a model on a pipeline's batches until an evaluation reaches the target
+// or a budget runs out, counting fresh and echoed examples (the paper's protocol), the
+// time blocked on the pipeline and the time computing, and saving a checkpoint that
+// --resume continues from. Thread-safety: run() from one thread; request_stop() from any
+// thread (or a signal handler, through stop_flag()).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/train/train_config.h"
+
+namespace dataecho::train {
+
+class ClassifierImpl;  // dataecho/train/model.h
+
+struct EvalRecord {
+  int64_t step = 0;
+  int64_t fresh = 0;         // fresh examples read so far
+  int64_t echoed = 0;        // echoed examples consumed so far
+  double train_seconds = 0;  // training time so far (evaluations excluded)
+  double wall_seconds = 0;   // wall-clock time so far (evaluations included)
+  double accuracy = 0;       // on the evaluation pipeline
+  double loss = 0;           // mean cross-entropy on the evaluation pipeline
+  int64_t examples = 0;      // evaluated examples
+  double train_loss = 0;     // mean training loss of the steps since the previous evaluation
+  double lr = 0;             // learning rate of the last step
+  nlohmann::json to_json() const;
+  static EvalRecord from_json(const nlohmann::json& j);
+};
+
+struct TrainResult {
+  // "target", "max_steps", "max_fresh", "max_seconds", "end_of_data" or "interrupted".
+  std::string stop_reason;
+  bool reached_target = false;
+  int64_t steps = 0;
+  int64_t fresh = 0;   // sum over batches of fresh_rows()
+  int64_t echoed = 0;  // rows consumed minus fresh
+  // To the first evaluation that met the target (unset when never met).
+  std::optional<int64_t> steps_to_target, fresh_to_target;
+  std::optional<double> seconds_to_target;       // training time (evaluations excluded)
+  std::optional<double> wall_seconds_to_target;  // wall-clock (evaluations included)
+  double wall_seconds = 0;
+  double train_seconds = 0;    // wait + compute + bookkeeping
+  double wait_seconds = 0;     // blocked in Pipeline::next()
+  double compute_seconds = 0;  // batch to tensors, forward, backward, optimizer step
+  double eval_seconds = 0;
+  // R = time the pipeline needs per batch / time per train step. See docs/train.md:
+  // measured as achieved_echo * (wait + compute) / compute, exact when the pipeline is
+  // the bottleneck (pipeline_bound), an upper bound otherwise.
+  double r_estimate = 0;
+  bool pipeline_bound = false;
+  double achieved_echo = 1;  // rows consumed / fresh rows
+  std::optional<EvalRecord> final_eval;
+  std::vector<EvalRecord> evals;
+  std::vector<float> losses;       // training loss of every step
+  std::string input;               // the input signature, described
+  int64_t parameters = 0;          // trainable parameters of the model
+  nlohmann::json pipeline_stats;   // the training pipeline's per-node stats
+  nlohmann::json to_json() const;  // summary.json (without the per-step losses)
+};
+
+class Trainer {
+ public:
+  explicit Trainer(TrainConfig config);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Validates the config, builds the pipelines and checks their batches against the
+  // model (all before the first step), then trains. Throws dataecho::Error.
+  TrainResult run();
+
+  // Ends run() after the current step, with a checkpoint (stop_reason "interrupted").
+  void request_stop() { stop_.store(true); }
+  std::atomic<bool>& stop_flag() { return stop_; }
+
+  // The model after run() (null before).
+  std::shared_ptr<ClassifierImpl> model() const;
+
+ private:
+  struct State;
+  TrainConfig config_;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dataecho::train

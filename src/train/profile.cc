@@ -1,0 +1,247 @@
+// `dataecho profile`: pipeline alone (upstream), then train steps on synthetic batches of
+// the same shape (downstream); R is their ratio of times per batch.
+#include "dataecho/train/profile.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "dataecho/core/clock.h"
+#include "dataecho/core/rng.h"
+#include "dataecho/spec/build.h"
+#include "dataecho/train/input.h"
+#include "dataecho/train/model.h"
+#include "dataecho/train/optimizer.h"
+#include "dataecho/train/torch_batch.h"
+
+namespace dataecho::train {
+namespace {
+
+// A batch like `like` (same fields, dtypes, shapes) with random values and labels.
+Example synthetic_batch(const Example& like, const InputOptions& input, int64_t classes,
+                        uint64_t seed) {
+  Rng rng(seed);
+  Example out;
+  const Tensor& image = like.get(input.image_field);
+  out.set(input.image_field, Tensor::make(image.dtype(), image.shape(), [&](std::byte* p) {
+            if (image.dtype() == DType::kFloat32) {
+              auto* f = reinterpret_cast<float*>(p);
+              for (int64_t i = 0; i < image.num_elements(); ++i)
+                f[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
+            } else {
+              for (size_t i = 0; i < image.nbytes(); ++i)
+                p[i] = static_cast<std::byte>(rng.next_u64() & 0xff);
+            }
+          }));
+  int64_t n = image.shape()[0];
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  for (auto& l : labels) l = static_cast<int64_t>(rng.uniform(static_cast<uint64_t>(classes)));
+  out.set(input.label_field, Tensor::from_vector(labels));
+  std::vector<RowMeta> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)].id = i;
+  out.set_rows(std::move(rows));
+  return out;
+}
+
+std::string fmt(double v, int digits = 2) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+}  // namespace
+
+nlohmann::json ProfileReport::to_json() const {
+  return {{"stages", stages},
+          {"batches", batches},
+          {"pipeline_seconds", pipeline_seconds},
+          {"upstream_ms_per_batch", upstream_ms_per_batch},
+          {"downstream_ms_per_batch", downstream_ms_per_batch},
+          {"R", r},
+          {"slowest_stage", slowest_stage},
+          {"slowest_stage_index", slowest_stage_index},
+          {"recommended_factor", recommended_factor},
+          {"placement", placement},
+          {"recommended_spec", recommended_spec},
+          {"input", input},
+          {"notes", notes}};
+}
+
+std::string ProfileReport::to_text() const {
+  std::string s;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-24s %10s %11s %11s %11s %4s %12s\n", "stage", "elements",
+                "busy_ms", "wait_in_ms", "wait_out_ms", "par", "busy_ms/batch");
+  s += line;
+  for (const auto& st : stages) {
+    std::snprintf(
+        line, sizeof line, "%-24s %10lld %11.1f %11.1f %11.1f %4lld %12.3f%s\n",
+        st["name"].get<std::string>().c_str(),
+        static_cast<long long>(st["elements"].get<int64_t>()), st["busy_ms"].get<double>(),
+        st["wait_input_ms"].get<double>(), st["wait_output_ms"].get<double>(),
+        static_cast<long long>(st["parallelism"].get<int64_t>()), st["per_batch_ms"].get<double>(),
+        st["name"].get<std::string>() == slowest_stage ? "  <- slowest" : "");
+    s += line;
+  }
+  s += "\ninput:      " + input + "\n";
+  s += "upstream:   " + fmt(upstream_ms_per_batch, 3) + " ms/batch (pipeline alone, " +
+       std::to_string(batches) + " batches in " + fmt(pipeline_seconds) + " s)\n";
+  s += "downstream: " + fmt(downstream_ms_per_batch, 3) +
+       " ms/batch (train step on synthetic batches)\n";
+  s += "R = upstream / downstream = " + fmt(r) + "\n";
+  s += "slowest stage: " + slowest_stage + "\n";
+  if (recommended_factor > 1) {
+    s += "recommendation: echo factor " + fmt(recommended_factor, 1) + ", " + placement + "\n";
+  } else {
+    s += "recommendation: " + placement + "\n";
+  }
+  if (!notes.empty()) s += "note: " + notes + "\n";
+  return s;
+}
+
+ProfileReport run_profile(const ProfileOptions& o) {
+  ProfileReport rep;
+  torch::set_num_threads(o.threads);
+  nlohmann::json spec = o.train_spec;
+  if (!o.train_pipeline) {
+    if (!spec.is_object())
+      throw Error(ErrorCode::kInvalidArgument, "profile", "no training spec given");
+    if (o.strip_echo && spec.contains("stages") && spec["stages"].is_array()) {
+      nlohmann::json kept = nlohmann::json::array();
+      int removed = 0;
+      for (const auto& st : spec["stages"]) {
+        if (st.is_object() && st.value("op", "") == "echo") {
+          ++removed;
+        } else {
+          kept.push_back(st);
+        }
+      }
+      if (removed > 0) {
+        spec["stages"] = kept;
+        rep.notes = "removed " + std::to_string(removed) +
+                    " echo stage(s) from the spec to measure the pipeline without echo";
+      }
+    }
+  }
+  std::unique_ptr<Pipeline> pipeline;
+  if (o.train_pipeline) {
+    pipeline = o.train_pipeline();
+  } else {
+    BuildOptions bo;
+    bo.base_dir = o.train_spec_dir;
+    pipeline = build_pipeline(spec, bo);
+  }
+
+  // ---- upstream: the pipeline alone, pulled as fast as it goes ----
+  int64_t t_start = now_ns();
+  std::optional<Example> first = pipeline->next();
+  if (!first)
+    throw Error(ErrorCode::kInvalidArgument, "profile", "training pipeline: yielded no batch");
+  const InputSignature sig = inspect_batch(*first, o.input, "training pipeline");
+  rep.input = sig.describe();
+  int64_t t_first = now_ns();
+  int64_t batches = 1, timed = 0;
+  int64_t t_end = t_first;
+  while ((o.pipeline_batches <= 0 || batches < o.pipeline_batches) &&
+         (now_ns() - t_start) < static_cast<int64_t>(o.pipeline_seconds * 1e9)) {
+    auto b = pipeline->next();
+    if (!b) break;
+    ++batches;
+    ++timed;
+    t_end = now_ns();
+  }
+  rep.batches = batches;
+  rep.pipeline_seconds = (t_end - t_start) / 1e9;
+  // The first batch pays for start-up (opening files, filling a shuffle buffer): the rate
+  // is taken over the batches after it when there are any.
+  rep.upstream_ms_per_batch =
+      timed > 0 ? (t_end - t_first) / 1e6 / timed : (t_first - t_start) / 1e6;
+  PipelineStats stats = pipeline->stats();
+  pipeline.reset();
+
+  rep.stages = stats.to_json();
+  double worst = -1;
+  for (size_t i = 0; i < rep.stages.size(); ++i) {
+    auto& st = rep.stages[i];
+    int64_t par = 1;
+    if (!o.train_pipeline && i > 0 && spec.contains("stages") && i - 1 < spec["stages"].size()) {
+      const auto& sj = spec["stages"][i - 1];
+      if (sj.contains("parallelism") && sj["parallelism"].is_number_integer()) {
+        par = std::max<int64_t>(1, sj["parallelism"].get<int64_t>());
+      }
+    }
+    st["parallelism"] = par;
+    double per_batch =
+        st["busy_ms"].get<double>() / static_cast<double>(par) / static_cast<double>(batches);
+    st["per_batch_ms"] = per_batch;
+    if (per_batch > worst) {
+      worst = per_batch;
+      rep.slowest_stage = st["name"].get<std::string>();
+      rep.slowest_stage_index = static_cast<int64_t>(i);
+    }
+  }
+
+  // ---- downstream: the train step on synthetic batches of the same shape ----
+  torch::manual_seed(o.seed);
+  Classifier model = make_model(o.model, sig.channels, sig.height, sig.width);
+  auto optimizer = make_optimizer(model->parameters(), o.optimizer);
+  model->train();
+  Example synth = synthetic_batch(*first, o.input, o.model.num_classes, o.seed);
+  auto step = [&] {
+    TorchBatch tb = batch_to_torch(synth, o.input, sig);
+    optimizer->zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(tb.images), tb.labels);
+    loss.backward();
+    optimizer->step();
+    (void)loss.item<float>();
+  };
+  for (int64_t i = 0; i < o.warmup_steps; ++i) step();
+  int64_t d0 = now_ns();
+  int64_t steps = std::max<int64_t>(1, o.train_steps);
+  for (int64_t i = 0; i < steps; ++i) step();
+  rep.downstream_ms_per_batch = (now_ns() - d0) / 1e6 / static_cast<double>(steps);
+  rep.r =
+      rep.downstream_ms_per_batch > 0 ? rep.upstream_ms_per_batch / rep.downstream_ms_per_batch : 0;
+
+  // ---- recommendation ----
+  if (rep.r <= 1.1) {
+    rep.recommended_factor = 1;
+    rep.placement = "no echo needed: the pipeline keeps up with training (R <= 1.1)";
+    return rep;
+  }
+  rep.recommended_factor = std::round(rep.r * 10) / 10;
+  // Is the slowest stage at or after the batch stage?
+  bool after_batch = false;
+  bool augment_after = false;
+  if (!o.train_pipeline && spec.contains("stages")) {
+    const auto& stages = spec["stages"];
+    for (size_t i = 0; i + 1 <= static_cast<size_t>(rep.slowest_stage_index) && i < stages.size();
+         ++i) {
+      if (stages[i].value("op", "") == "batch") after_batch = true;
+    }
+    for (size_t i = static_cast<size_t>(rep.slowest_stage_index); i < stages.size(); ++i) {
+      if (stages[i].value("op", "") == "map" && stages[i].value("fn", "") == "augment")
+        augment_after = true;
+    }
+    nlohmann::json rec = spec;
+    nlohmann::json echo = {{"op", "echo"}, {"factor", rep.recommended_factor}};
+    auto& st = rec["stages"];
+    st.insert(st.begin() + rep.slowest_stage_index, echo);
+    rep.recommended_spec = rec;
+  }
+  std::string where = "right after " + rep.slowest_stage;
+  if (after_batch) {
+    rep.placement = where + " (batch echoing)";
+  } else if (augment_after) {
+    rep.placement = where +
+                    " (example echoing before augmentation: each copy gets its own augmentation; "
+                    "a shuffle after the echo keeps copies out of the same batch)";
+  } else {
+    rep.placement =
+        where + " (example echoing; a shuffle after the echo keeps copies out of the same batch)";
+  }
+  rep.placement += "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" +
+                   std::to_string(static_cast<int64_t>(std::ceil(rep.r))) + "} there";
+  return rep;
+}
+
+}  // namespace dataecho::train

@@ -1,0 +1,270 @@
+#include "dataecho/train/train_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "dataecho/core/error.h"
+#include "dataecho/spec/build.h"
+#include "dataecho/spec/spec_reader.h"
+
+namespace dataecho::train {
+namespace {
+
+constexpr const char* kStage = "train config";
+
+[[noreturn]] void config_error(const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, kStage, message);
+}
+
+std::string join_path(const std::string& base, const std::string& path) {
+  if (base.empty() || path.empty() || path[0] == '/') return path;
+  return base + "/" + path;
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::vector<double> number_list(SpecObject& o, const std::string& key) {
+  const nlohmann::json* j = o.raw(key);
+  std::vector<double> out;
+  if (!j) return out;
+  if (j->is_number()) return {j->get<double>()};
+  if (!j->is_array()) throw_spec_error(o.field_path(key), "expected a number or a list of numbers");
+  for (const auto& v : *j) {
+    if (!v.is_number()) throw_spec_error(o.field_path(key), "expected a list of numbers");
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+// A spec given inline (an object) or as a file name relative to `base_dir`.
+void read_spec(SpecObject& o, const std::string& key, const std::string& base_dir,
+               nlohmann::json& spec, std::string& dir) {
+  const nlohmann::json* j = o.raw(key);
+  if (!j) return;
+  if (j->is_string()) {
+    load_spec_into(join_path(base_dir, j->get<std::string>()), spec, dir);
+  } else if (j->is_object()) {
+    spec = *j;
+    dir = base_dir;
+  } else {
+    throw_spec_error(o.field_path(key), "expected a spec file name or a spec object");
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_kinds() {
+  static const std::vector<std::string> kinds = {"mlp", "cnn", "resnet"};
+  return kinds;
+}
+
+int64_t ModelConfig::resolved_depth() const {
+  if (depth > 0) return depth;
+  if (kind == "resnet") return 20;
+  return 2;
+}
+
+int64_t ModelConfig::resolved_width() const {
+  if (width > 0) return width;
+  if (kind == "mlp") return 256;
+  if (kind == "cnn") return 32;
+  return 16;
+}
+
+double learning_rate_at(const OptimizerConfig& o, int64_t step, int64_t decay_steps) {
+  if (o.warmup_steps > 0 && step < o.warmup_steps) {
+    return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
+  }
+  if (decay_steps > o.warmup_steps) {
+    double span = static_cast<double>(decay_steps - o.warmup_steps);
+    double frac = std::min(1.0, static_cast<double>(step - o.warmup_steps) / span);
+    return o.lr * (1.0 - frac * (1.0 - o.final_lr_fraction));
+  }
+  return o.lr;
+}
+
+void load_spec_into(const std::string& path, nlohmann::json& spec, std::string& dir) {
+  spec = load_spec_file(path);
+  auto slash = path.find_last_of('/');
+  dir = slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+TrainConfig train_config_from_json(const nlohmann::json& json, const std::string& base_dir) {
+  TrainConfig c;
+  try {
+    SpecObject top(json, "$");
+    top.raw("comment");
+    read_spec(top, "train_spec", base_dir, c.train_spec, c.train_spec_dir);
+    read_spec(top, "eval_spec", base_dir, c.eval_spec, c.eval_spec_dir);
+    c.seed_pipeline = top.get_bool("seed_pipeline", c.seed_pipeline);
+
+    SpecObject in = top.get_object("input");
+    c.input.image_field = in.get_string("image_field", c.input.image_field);
+    c.input.label_field = in.get_string("label_field", c.input.label_field);
+    c.input.mean = number_list(in, "mean");
+    c.input.std = number_list(in, "std");
+    in.finish();
+
+    SpecObject m = top.get_object("model");
+    c.model.kind = m.get_string("kind", c.model.kind);
+    c.model.depth = m.get_int("depth", 0, 0);
+    c.model.width = m.get_int("width", 0, 0);
+    c.model.num_classes = m.get_int("num_classes", c.model.num_classes, 2);
+    c.model.in_channels = m.get_int("in_channels", 0, 0);
+    m.finish();
+
+    SpecObject o = top.get_object("optimizer");
+    c.optimizer.lr = o.get_number("lr", c.optimizer.lr);
+    c.optimizer.momentum = o.get_number("momentum", c.optimizer.momentum);
+    c.optimizer.nesterov = o.get_bool("nesterov", c.optimizer.nesterov);
+    c.optimizer.weight_decay = o.get_number("weight_decay", c.optimizer.weight_decay);
+    c.optimizer.warmup_steps = o.get_int("warmup_steps", 0, 0);
+    c.optimizer.decay_steps = o.get_int("decay_steps", 0, 0);
+    c.optimizer.final_lr_fraction = o.get_number("final_lr_fraction", 0.0);
+    o.finish();
+
+    if (top.has("target_accuracy")) c.target_accuracy = top.get_number("target_accuracy");
+    if (top.has("target_loss")) c.target_loss = top.get_number("target_loss");
+    c.max_fresh = top.get_int("max_fresh", 0);
+    c.max_steps = top.get_int("max_steps", 0);
+    c.max_seconds = top.get_number("max_seconds", 0.0);
+    c.threads = static_cast<int>(top.get_int("threads", c.threads));
+    c.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0));
+    c.out = top.get_string("out", c.out);  // relative to the current directory, as --out
+    c.eval_every = top.get_int("eval_every", c.eval_every);
+    c.eval_at_end = top.get_bool("eval_at_end", c.eval_at_end);
+    c.checkpoint_every = top.get_int("checkpoint_every", c.checkpoint_every);
+    c.progress = top.get_string("progress", c.progress);
+    c.progress_seconds = top.get_number("progress_seconds", c.progress_seconds);
+    top.finish();
+  } catch (const Error& e) {
+    if (e.stage() != "spec") throw;
+    throw Error(e.code(), kStage, e.message(), e.input());
+  }
+  return c;
+}
+
+TrainConfig load_train_config(const std::string& path) {
+  nlohmann::json j = load_spec_file(path);
+  auto slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  try {
+    return train_config_from_json(j, dir);
+  } catch (const Error& e) {
+    if (e.stage() != kStage || !e.input().empty()) throw;
+    throw Error(e.code(), kStage, e.message(), path);
+  }
+}
+
+nlohmann::json train_config_to_json(const TrainConfig& c) {
+  nlohmann::json j;
+  j["train_spec"] = c.train_pipeline ? nlohmann::json("(in-process pipeline)") : c.train_spec;
+  if (c.eval_pipeline) {
+    j["eval_spec"] = "(in-process pipeline)";
+  } else if (!c.eval_spec.is_null()) {
+    j["eval_spec"] = c.eval_spec;
+  }
+  j["seed_pipeline"] = c.seed_pipeline;
+  j["input"] = {{"image_field", c.input.image_field}, {"label_field", c.input.label_field}};
+  if (!c.input.mean.empty()) j["input"]["mean"] = c.input.mean;
+  if (!c.input.std.empty()) j["input"]["std"] = c.input.std;
+  j["model"] = {{"kind", c.model.kind},
+                {"depth", c.model.resolved_depth()},
+                {"width", c.model.resolved_width()},
+                {"num_classes", c.model.num_classes},
+                {"in_channels", c.model.in_channels}};
+  j["optimizer"] = {{"lr", c.optimizer.lr},
+                    {"momentum", c.optimizer.momentum},
+                    {"nesterov", c.optimizer.nesterov},
+                    {"weight_decay", c.optimizer.weight_decay},
+                    {"warmup_steps", c.optimizer.warmup_steps},
+                    {"decay_steps", c.optimizer.decay_steps},
+                    {"final_lr_fraction", c.optimizer.final_lr_fraction}};
+  if (c.target_accuracy) j["target_accuracy"] = *c.target_accuracy;
+  if (c.target_loss) j["target_loss"] = *c.target_loss;
+  j["max_fresh"] = c.max_fresh;
+  j["max_steps"] = c.max_steps;
+  j["max_seconds"] = c.max_seconds;
+  j["threads"] = c.threads;
+  j["seed"] = c.seed;
+  j["out"] = c.out;
+  j["eval_every"] = c.eval_every;
+  j["eval_at_end"] = c.eval_at_end;
+  j["checkpoint_every"] = c.checkpoint_every;
+  j["progress"] = c.progress;
+  j["progress_seconds"] = c.progress_seconds;
+  return j;
+}
+
+void validate_train_config(const TrainConfig& c) {
+  if (!c.train_pipeline && !c.train_spec.is_object()) {
+    config_error("no training pipeline: give a training spec (--train-spec or \"train_spec\")");
+  }
+  const auto& kinds = model_kinds();
+  if (std::find(kinds.begin(), kinds.end(), c.model.kind) == kinds.end()) {
+    config_error("unknown model \"" + c.model.kind + "\" (known: mlp, cnn, resnet)");
+  }
+  if (c.model.depth < 0 || c.model.width < 0)
+    config_error("model depth and width must be >= 0 (0: the default)");
+  if (c.model.kind == "resnet") {
+    int64_t d = c.model.resolved_depth();
+    if (d < 8 || (d - 2) % 6 != 0) {
+      config_error("resnet depth must be 6n+2 with n >= 1 (8, 14, 20, 32, 44, 56, ...), got " +
+                   std::to_string(d));
+    }
+  }
+  if (c.model.num_classes < 2)
+    config_error("model num_classes must be >= 2, got " + std::to_string(c.model.num_classes));
+  if (c.model.in_channels < 0) config_error("model in_channels must be >= 0 (0: from the data)");
+  if (c.target_accuracy && !(*c.target_accuracy >= 0.0 && *c.target_accuracy <= 1.0)) {
+    config_error("target accuracy must be in [0, 1], got " + num(*c.target_accuracy));
+  }
+  if (c.target_loss && !(*c.target_loss >= 0.0)) {
+    config_error("target loss must be >= 0, got " + num(*c.target_loss));
+  }
+  bool has_eval = c.eval_pipeline || c.eval_spec.is_object();
+  if ((c.target_accuracy || c.target_loss) && !has_eval) {
+    config_error(
+        "a target needs an evaluation pipeline: give an evaluation spec (--eval-spec or "
+        "\"eval_spec\")");
+  }
+  if (c.max_fresh < 0)
+    config_error("max_fresh must be >= 0 (0: no limit), got " + std::to_string(c.max_fresh));
+  if (c.max_steps < 0)
+    config_error("max_steps must be >= 0 (0: no limit), got " + std::to_string(c.max_steps));
+  if (!(c.max_seconds >= 0))
+    config_error("max_seconds must be >= 0 (0: no limit), got " + num(c.max_seconds));
+  if (c.threads < 1 || c.threads > 1024)
+    config_error("threads must be in [1, 1024], got " + std::to_string(c.threads));
+  if (c.eval_every < 0)
+    config_error("eval_every must be >= 0 (0: only at the end), got " +
+                 std::to_string(c.eval_every));
+  if (c.checkpoint_every < 0)
+    config_error("checkpoint_every must be >= 0, got " + std::to_string(c.checkpoint_every));
+  if (c.resume && c.out.empty()) config_error("--resume needs the run's output directory (--out)");
+  const OptimizerConfig& o = c.optimizer;
+  if (!(o.lr > 0)) config_error("learning rate must be > 0, got " + num(o.lr));
+  if (!(o.momentum >= 0 && o.momentum < 1))
+    config_error("momentum must be in [0, 1), got " + num(o.momentum));
+  if (o.nesterov && o.momentum <= 0)
+    config_error("Nesterov momentum needs momentum > 0 (or set nesterov false)");
+  if (!(o.weight_decay >= 0)) config_error("weight decay must be >= 0, got " + num(o.weight_decay));
+  if (o.warmup_steps < 0 || o.decay_steps < 0)
+    config_error("warmup_steps and decay_steps must be >= 0");
+  if (!(o.final_lr_fraction >= 0 && o.final_lr_fraction <= 1)) {
+    config_error("final_lr_fraction must be in [0, 1], got " + num(o.final_lr_fraction));
+  }
+  for (double s : c.input.std) {
+    if (!(s > 0)) config_error("input std values must be > 0, got " + num(s));
+  }
+  if (c.progress != "auto" && c.progress != "tty" && c.progress != "lines" && c.progress != "off") {
+    config_error("progress must be auto, tty, lines or off, got \"" + c.progress + "\"");
+  }
+}
+
+}  // namespace dataecho::train

@@ -1,0 +1,481 @@
+// The training loop of the paper's protocol: pull a batch (time blocked = wait), train
+// on it (time = compute), count fresh and echoed rows, evaluate every N steps, stop at
+// the target or when a budget runs out, checkpoint so that --resume continues exactly.
+#include "dataecho/train/trainer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dataecho/core/clock.h"
+#include "dataecho/core/rng.h"
+#include "dataecho/spec/build.h"
+#include "dataecho/train/model.h"
+#include "dataecho/train/optimizer.h"
+#include "dataecho/train/torch_batch.h"
+#include "progress.h"
+
+namespace dataecho::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kStage = "train";
+
+[[noreturn]] void fail(ErrorCode code, const std::string& message, const std::string& input = "") {
+  throw Error(code, kStage, message, input);
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (!f) fail(ErrorCode::kIo, "cannot write file", path.string());
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(ErrorCode::kNotFound, "cannot open file", path.string());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+template <class T>
+nlohmann::json opt_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+template <class T>
+std::optional<T> json_opt(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+
+std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory, nlohmann::json spec,
+                                        const std::string& dir, std::optional<uint64_t> seed) {
+  if (factory) return factory();
+  if (seed && *seed != 0) {
+    int64_t spec_seed =
+        spec.contains("seed") && spec["seed"].is_number_integer() ? spec["seed"].get<int64_t>() : 0;
+    spec["seed"] = static_cast<int64_t>(mix_seed(static_cast<uint64_t>(spec_seed), *seed) >> 1);
+  }
+  BuildOptions o;
+  o.base_dir = dir;
+  return build_pipeline(spec, o);
+}
+
+void check_labels(const TorchBatch& b, int64_t classes, const std::string& what) {
+  if (b.rows == 0) return;
+  int64_t lo = b.labels.min().item<int64_t>();
+  int64_t hi = b.labels.max().item<int64_t>();
+  if (lo < 0 || hi >= classes) {
+    fail(ErrorCode::kInvalidArgument, what + ": label " + std::to_string(lo < 0 ? lo : hi) +
+                                          " is outside [0, " + std::to_string(classes) +
+                                          "); set model.num_classes to the number of classes");
+  }
+}
+
+}  // namespace
+
+nlohmann::json EvalRecord::to_json() const {
+  return {{"step", step},
+          {"fresh", fresh},
+          {"echoed", echoed},
+          {"train_seconds", train_seconds},
+          {"wall_seconds", wall_seconds},
+          {"accuracy", accuracy},
+          {"loss", loss},
+          {"examples", examples},
+          {"train_loss", train_loss},
+          {"lr", lr}};
+}
+
+EvalRecord EvalRecord::from_json(const nlohmann::json& j) {
+  EvalRecord r;
+  r.step = j.at("step").get<int64_t>();
+  r.fresh = j.at("fresh").get<int64_t>();
+  r.echoed = j.at("echoed").get<int64_t>();
+  r.train_seconds = j.at("train_seconds").get<double>();
+  r.wall_seconds = j.at("wall_seconds").get<double>();
+  r.accuracy = j.at("accuracy").get<double>();
+  r.loss = j.at("loss").get<double>();
+  r.examples = j.at("examples").get<int64_t>();
+  r.train_loss = j.at("train_loss").get<double>();
+  r.lr = j.at("lr").get<double>();
+  return r;
+}
+
+nlohmann::json TrainResult::to_json() const {
+  nlohmann::json j;
+  j["stop_reason"] = stop_reason;
+  j["reached_target"] = reached_target;
+  j["steps"] = steps;
+  j["fresh"] = fresh;
+  j["echoed"] = echoed;
+  j["steps_to_target"] = opt_json(steps_to_target);
+  j["fresh_to_target"] = opt_json(fresh_to_target);
+  j["seconds_to_target"] = opt_json(seconds_to_target);
+  j["wall_seconds_to_target"] = opt_json(wall_seconds_to_target);
+  j["wall_seconds"] = wall_seconds;
+  j["train_seconds"] = train_seconds;
+  j["wait_seconds"] = wait_seconds;
+  j["compute_seconds"] = compute_seconds;
+  j["eval_seconds"] = eval_seconds;
+  j["r_estimate"] = r_estimate;
+  j["pipeline_bound"] = pipeline_bound;
+  j["achieved_echo"] = achieved_echo;
+  j["steps_per_second"] = train_seconds > 0 ? steps / train_seconds : 0.0;
+  j["final_eval"] = final_eval ? final_eval->to_json() : nlohmann::json(nullptr);
+  j["final_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
+  j["final_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
+  j["evaluations"] = static_cast<int64_t>(evals.size());
+  j["input"] = input;
+  j["parameters"] = parameters;
+  j["pipeline_stats"] = pipeline_stats;
+  return j;
+}
+
+struct Trainer::State {
+  Classifier model;
+  std::unique_ptr<torch::optim::SGD> optimizer;
+};
+
+Trainer::Trainer(TrainConfig config)
+    : config_(std::move(config)), state_(std::make_unique<State>()) {}
+Trainer::~Trainer() = default;
+
+std::shared_ptr<ClassifierImpl> Trainer::model() const { return state_->model; }
+
+TrainResult Trainer::run() {
+  const TrainConfig& c = config_;
+  validate_train_config(c);
+  torch::set_num_threads(c.threads);
+  const int64_t decay_steps = c.optimizer.decay_steps > 0 ? c.optimizer.decay_steps : c.max_steps;
+  const bool has_eval = static_cast<bool>(c.eval_pipeline) || c.eval_spec.is_object();
+  const fs::path out = c.out;
+  const fs::path ckpt_dir = out / "checkpoint";
+
+  // ---- everything that can be refused is checked before the first step ----
+  nlohmann::json model_json = train_config_to_json(c)["model"];
+  nlohmann::json ckpt;
+  if (c.resume) {
+    if (!fs::exists(ckpt_dir / "state.json")) {
+      fail(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
+           (ckpt_dir / "state.json").string());
+    }
+    ckpt = nlohmann::json::parse(read_file(ckpt_dir / "state.json"));
+    if (ckpt.at("model") != model_json) {
+      fail(ErrorCode::kInvalidArgument,
+           "--resume: the checkpoint was made with model " + ckpt.at("model").dump() + ", not " +
+               model_json.dump(),
+           ckpt_dir.string());
+    }
+  }
+  std::unique_ptr<Pipeline> train =
+      make_pipeline(c.train_pipeline, c.train_spec, c.train_spec_dir,
+                    c.seed_pipeline ? std::optional<uint64_t>(c.seed) : std::nullopt);
+  if (c.resume) train->restore(read_file(ckpt_dir / "pipeline.state"));
+  const std::string initial_pipeline_state = out.empty() ? std::string() : train->save();
+  std::optional<Example> pending = train->next();
+  if (!pending) {
+    fail(ErrorCode::kInvalidArgument, c.resume
+                                          ? "training pipeline: nothing left after the checkpoint"
+                                          : "training pipeline: yielded no batch");
+  }
+  const InputSignature sig = inspect_batch(*pending, c.input, "training pipeline");
+
+  std::vector<TorchBatch> eval_set;
+  int64_t eval_examples = 0;
+  if (has_eval) {
+    std::unique_ptr<Pipeline> ev =
+        make_pipeline(c.eval_pipeline, c.eval_spec, c.eval_spec_dir, std::nullopt);
+    while (auto b = ev->next()) {
+      InputSignature es = inspect_batch(*b, c.input, "evaluation pipeline");
+      if (!es.same_as(sig)) {
+        fail(ErrorCode::kInvalidArgument, "evaluation pipeline: its images are " + es.describe() +
+                                              " but the training pipeline's are " + sig.describe() +
+                                              "; both specs must produce the same representation");
+      }
+      TorchBatch tb = batch_to_torch(*b, c.input, es);
+      check_labels(tb, c.model.num_classes, "evaluation pipeline");
+      eval_examples += tb.rows;
+      eval_set.push_back(std::move(tb));
+    }
+    if (eval_examples == 0)
+      fail(ErrorCode::kInvalidArgument, "evaluation pipeline: yielded no batch");
+  }
+
+  torch::manual_seed(c.seed);
+  Classifier model = make_model(c.model, sig.channels, sig.height, sig.width);
+  std::unique_ptr<torch::optim::SGD> optimizer = make_optimizer(model->parameters(), c.optimizer);
+  state_->model = model;
+
+  TrainResult r;
+  r.input = sig.describe();
+  r.parameters = count_parameters(*model);
+  int64_t step = 0, fresh = 0, echoed = 0;
+  double train_s = 0, wait_s = 0, compute_s = 0, eval_s = 0, wall_base = 0;
+  double loss_sum = 0;
+  int64_t loss_count = 0, last_eval_step = -1;
+  double lr = learning_rate_at(c.optimizer, 0, decay_steps);
+  if (c.resume) {
+    torch::serialize::InputArchive ma;
+    ma.load_from((ckpt_dir / "model.pt").string());
+    model->load(ma);
+    torch::serialize::InputArchive oa;
+    oa.load_from((ckpt_dir / "optimizer.pt").string());
+    optimizer->load(oa);
+    step = ckpt.at("step").get<int64_t>();
+    fresh = ckpt.at("fresh").get<int64_t>();
+    echoed = ckpt.at("echoed").get<int64_t>();
+    train_s = ckpt.at("train_seconds").get<double>();
+    wait_s = ckpt.at("wait_seconds").get<double>();
+    compute_s = ckpt.at("compute_seconds").get<double>();
+    eval_s = ckpt.at("eval_seconds").get<double>();
+    wall_base = ckpt.at("wall_seconds").get<double>();
+    loss_sum = ckpt.at("loss_sum").get<double>();
+    loss_count = ckpt.at("loss_count").get<int64_t>();
+    last_eval_step = ckpt.at("last_eval_step").get<int64_t>();
+    lr = ckpt.at("lr").get<double>();
+    for (const auto& e : ckpt.at("evals")) r.evals.push_back(EvalRecord::from_json(e));
+    r.reached_target = ckpt.at("reached_target").get<bool>();
+    r.steps_to_target = json_opt<int64_t>(ckpt, "steps_to_target");
+    r.fresh_to_target = json_opt<int64_t>(ckpt, "fresh_to_target");
+    r.seconds_to_target = json_opt<double>(ckpt, "seconds_to_target");
+    r.wall_seconds_to_target = json_opt<double>(ckpt, "wall_seconds_to_target");
+    std::string lb = read_file(ckpt_dir / "losses.bin");
+    r.losses.resize(lb.size() / sizeof(float));
+    std::memcpy(r.losses.data(), lb.data(), r.losses.size() * sizeof(float));
+  }
+  if (!r.evals.empty()) r.final_eval = r.evals.back();
+
+  std::ofstream evals_file;
+  if (!out.empty()) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec)
+      fail(ErrorCode::kIo, "cannot create the output directory: " + ec.message(), out.string());
+    write_file(out / "config.json", train_config_to_json(c).dump(2) + "\n");
+    // Rewritten from the checkpoint on resume: evaluations after it happen again.
+    evals_file.open(out / "evals.jsonl", std::ios::trunc);
+    if (!evals_file) fail(ErrorCode::kIo, "cannot write", (out / "evals.jsonl").string());
+    for (const auto& e : r.evals) evals_file << e.to_json().dump() << "\n";
+    evals_file.flush();
+  }
+
+  const int64_t session_start = now_ns();
+  auto wall_now = [&] { return wall_base + (now_ns() - session_start) / 1e9; };
+
+  auto evaluate = [&]() {
+    int64_t t0 = now_ns();
+    torch::NoGradGuard no_grad;
+    model->eval();
+    double loss_total = 0;
+    int64_t correct = 0;
+    for (const auto& b : eval_set) {
+      torch::Tensor logits = model->forward(b.images);
+      loss_total += torch::nn::functional::cross_entropy(
+                        logits, b.labels,
+                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        .item<double>();
+      correct += logits.argmax(1).eq(b.labels).sum().item<int64_t>();
+    }
+    model->train();
+    EvalRecord e;
+    e.step = step;
+    e.fresh = fresh;
+    e.echoed = echoed;
+    e.train_seconds = train_s;
+    e.accuracy = static_cast<double>(correct) / static_cast<double>(eval_examples);
+    e.loss = loss_total / static_cast<double>(eval_examples);
+    e.examples = eval_examples;
+    e.train_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
+    e.lr = lr;
+    loss_sum = 0;
+    loss_count = 0;
+    last_eval_step = step;
+    eval_s += (now_ns() - t0) / 1e9;
+    e.wall_seconds = wall_now();
+    r.evals.push_back(e);
+    r.final_eval = e;
+    if (evals_file.is_open()) {
+      evals_file << e.to_json().dump() << "\n";
+      evals_file.flush();
+    }
+    bool met = (c.target_accuracy && e.accuracy >= *c.target_accuracy) ||
+               (c.target_loss && e.loss <= *c.target_loss);
+    if (met && !r.reached_target) {
+      r.reached_target = true;
+      r.steps_to_target = step;
+      r.fresh_to_target = fresh;
+      r.seconds_to_target = train_s;
+      r.wall_seconds_to_target = e.wall_seconds;
+    }
+    return met;
+  };
+
+  auto checkpoint = [&](bool pipeline_untouched) {
+    if (out.empty()) return;
+    int64_t t0 = now_ns();
+    fs::path tmp = out / "checkpoint.tmp";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    {
+      torch::serialize::OutputArchive a;
+      model->save(a);
+      a.save_to((tmp / "model.pt").string());
+      torch::serialize::OutputArchive b;
+      optimizer->save(b);
+      b.save_to((tmp / "optimizer.pt").string());
+    }
+    write_file(tmp / "pipeline.state", pipeline_untouched ? initial_pipeline_state : train->save());
+    write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r.losses.data()),
+                                               r.losses.size() * sizeof(float)));
+    nlohmann::json s;
+    s["model"] = model_json;
+    s["step"] = step;
+    s["fresh"] = fresh;
+    s["echoed"] = echoed;
+    s["train_seconds"] = train_s;
+    s["wait_seconds"] = wait_s;
+    s["compute_seconds"] = compute_s;
+    s["eval_seconds"] = eval_s;
+    s["wall_seconds"] = wall_now();
+    s["loss_sum"] = loss_sum;
+    s["loss_count"] = loss_count;
+    s["last_eval_step"] = last_eval_step;
+    s["lr"] = lr;
+    s["reached_target"] = r.reached_target;
+    s["steps_to_target"] = opt_json(r.steps_to_target);
+    s["fresh_to_target"] = opt_json(r.fresh_to_target);
+    s["seconds_to_target"] = opt_json(r.seconds_to_target);
+    s["wall_seconds_to_target"] = opt_json(r.wall_seconds_to_target);
+    s["evals"] = nlohmann::json::array();
+    for (const auto& e : r.evals) s["evals"].push_back(e.to_json());
+    write_file(tmp / "state.json", s.dump(1) + "\n");
+    fs::path old = out / "checkpoint.old";
+    fs::remove_all(old);
+    if (fs::exists(ckpt_dir)) fs::rename(ckpt_dir, old);
+    fs::rename(tmp, ckpt_dir);
+    fs::remove_all(old);
+    eval_s += (now_ns() - t0) / 1e9;  // bookkeeping, not training
+  };
+
+  ProgressLine progress(c.progress, c.progress_seconds);
+  auto report = [&](float loss, bool force) {
+    ProgressInfo p;
+    p.step = step;
+    p.fresh = fresh;
+    p.echoed = echoed;
+    p.train_seconds = train_s;
+    p.examples_per_s = train_s > 0 ? (fresh + echoed) / train_s : 0;
+    p.loss = loss;
+    if (r.final_eval) p.accuracy = r.final_eval->accuracy;
+    double eta = -1;
+    auto consider = [&](double left) {
+      if (left >= 0 && (eta < 0 || left < eta)) eta = left;
+    };
+    if (train_s > 0 && step > 0) {
+      if (c.max_steps > 0) consider((c.max_steps - step) * train_s / step);
+      if (c.max_fresh > 0 && fresh > 0) consider((c.max_fresh - fresh) * train_s / fresh);
+    }
+    if (c.max_seconds > 0) consider(c.max_seconds - train_s);
+    p.eta_seconds = eta;
+    progress.update(p, force);
+  };
+
+  // ---- the loop ----
+  model->train();
+  bool pipeline_untouched = true;  // `pending` was peeked but not trained on yet
+  bool done = c.resume && r.reached_target;
+  r.stop_reason = done ? "target" : "";
+  float last_loss = r.losses.empty() ? 0.0f : r.losses.back();
+  while (!done) {
+    int64_t t0 = now_ns();
+    if (stop_.load()) {
+      r.stop_reason = "interrupted";
+      break;
+    }
+    if (c.max_steps > 0 && step >= c.max_steps) {
+      r.stop_reason = "max_steps";
+      break;
+    }
+    if (c.max_fresh > 0 && fresh >= c.max_fresh) {
+      r.stop_reason = "max_fresh";
+      break;
+    }
+    if (c.max_seconds > 0 && train_s >= c.max_seconds) {
+      r.stop_reason = "max_seconds";
+      break;
+    }
+    std::optional<Example> batch;
+    if (pending) {
+      batch = std::move(pending);
+      pending.reset();
+    } else {
+      batch = train->next();
+    }
+    pipeline_untouched = false;
+    int64_t t1 = now_ns();
+    if (!batch) {
+      r.stop_reason = "end_of_data";
+      break;
+    }
+    TorchBatch tb = batch_to_torch(*batch, c.input, sig);
+    check_labels(tb, c.model.num_classes, "training pipeline");
+    lr = learning_rate_at(c.optimizer, step, decay_steps);
+    set_learning_rate(*optimizer, lr);
+    optimizer->zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(tb.images), tb.labels);
+    loss.backward();
+    optimizer->step();
+    last_loss = loss.item<float>();
+    int64_t t2 = now_ns();
+    ++step;
+    fresh += tb.fresh;
+    echoed += tb.rows - tb.fresh;
+    r.losses.push_back(last_loss);
+    loss_sum += last_loss;
+    ++loss_count;
+    wait_s += (t1 - t0) / 1e9;
+    compute_s += (t2 - t1) / 1e9;
+    train_s += (now_ns() - t0) / 1e9;
+    if (!std::isfinite(last_loss)) {
+      r.stop_reason = "diverged";
+      break;
+    }
+    bool eval_now = has_eval && c.eval_every > 0 && step % c.eval_every == 0;
+    if (eval_now && evaluate()) {
+      r.stop_reason = "target";
+      done = true;
+    }
+    report(last_loss, eval_now);
+    if (!done && c.checkpoint_every > 0 && step % c.checkpoint_every == 0) checkpoint(false);
+  }
+  if (has_eval && c.eval_at_end && last_eval_step != step && r.stop_reason != "diverged")
+    evaluate();
+  checkpoint(pipeline_untouched);
+  report(last_loss, true);
+  progress.finish();
+
+  r.steps = step;
+  r.fresh = fresh;
+  r.echoed = echoed;
+  r.train_seconds = train_s;
+  r.wait_seconds = wait_s;
+  r.compute_seconds = compute_s;
+  r.eval_seconds = eval_s;
+  r.wall_seconds = wall_now();
+  r.achieved_echo =
+      fresh > 0 ? static_cast<double>(fresh + echoed) / static_cast<double>(fresh) : 1.0;
+  r.pipeline_bound = wait_s > 0.05 * (wait_s + compute_s);
+  r.r_estimate = compute_s > 0 ? r.achieved_echo * (wait_s + compute_s) / compute_s : 0.0;
+  r.pipeline_stats = train->stats().to_json();
+  if (!out.empty()) write_file(out / "summary.json", r.to_json().dump(2) + "\n");
+  return r;
+}
+
+}  // namespace dataecho::train

@@ -1,0 +1,297 @@
+// The trainer on real data (Fashion-MNIST from Debian) with real LibTorch training.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "dataecho/spec/registry.h"
+#include "dataecho/train/memory_pipeline.h"
+#include "dataecho/train/profile.h"
+#include "dataecho/train/trainer.h"
+#include "fashion_data.h"
+#include "test_util.h"
+
+namespace dataecho::train {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using dataecho::testing::fashion;
+
+#define EXPECT_CONTAINS(text, part)                                    \
+  do {                                                                 \
+    std::string text_ = (text);                                        \
+    EXPECT_NE(text_.find(part), std::string::npos) << "in: " << text_; \
+  } while (0)
+
+bool has_stage(const std::string& op) { return registry().stages.count(op) > 0; }
+
+// MLP on the first `train_n` training images, evaluated on the first `eval_n` test images.
+TrainConfig fashion_config(int64_t train_n, int64_t eval_n, json stages, uint64_t seed = 1) {
+  TrainConfig c;
+  auto train = fashion(true, train_n);
+  c.train_pipeline = [train, stages, seed] { return build_memory_pipeline(train, stages, seed); };
+  if (eval_n > 0) {
+    auto eval = fashion(false, eval_n);
+    c.eval_pipeline = [eval] {
+      return build_memory_pipeline(eval, json::parse(R"([{"op":"batch","size":1000}])"));
+    };
+  }
+  c.model.kind = "mlp";
+  c.model.width = 128;
+  c.optimizer.lr = 0.05;
+  c.seed = seed;
+  c.progress = "off";
+  c.threads = 1;
+  return c;
+}
+
+json epochs_stages(int64_t shuffle, int64_t batch) {
+  return json::array({{{"op", "repeat"}, {"count", -1}},
+                      {{"op", "shuffle"}, {"buffer", shuffle}},
+                      {{"op", "batch"}, {"size", batch}}});
+}
+
+const json* node_named(const json& stats, const std::string& op) {
+  for (const auto& n : stats) {
+    std::string name = n["name"].get<std::string>();
+    if (name.size() > op.size() && name.compare(name.size() - op.size(), op.size(), op) == 0)
+      return &n;
+  }
+  return nullptr;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dataecho::testing::fashion_available())
+      GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+};
+
+TEST_F(TrainerTest, MlpReaches70PercentOnFashionMnistWithin30Seconds) {
+  TrainConfig c = fashion_config(2000, 10000, epochs_stages(2000, 64));
+  c.threads = 2;
+  c.target_accuracy = 0.70;
+  c.eval_every = 20;
+  c.max_seconds = 30;
+  c.out = dataecho::testing::temp_dir() + "/mlp";
+  Trainer trainer(c);
+  TrainResult r = trainer.run();
+  ASSERT_TRUE(r.reached_target) << "final accuracy "
+                                << (r.final_eval ? r.final_eval->accuracy : -1);
+  EXPECT_EQ(r.stop_reason, "target");
+  EXPECT_GE(r.final_eval->accuracy, 0.70);
+  EXPECT_EQ(r.final_eval->examples, 10000);
+  EXPECT_LE(*r.wall_seconds_to_target, 30.0);
+  EXPECT_EQ(*r.steps_to_target, r.steps);
+  EXPECT_EQ(r.fresh, r.steps * 64);  // no echo: every row is fresh
+  EXPECT_EQ(r.echoed, 0);
+  EXPECT_GT(r.compute_seconds, 0);
+  EXPECT_NEAR(r.train_seconds, r.wait_seconds + r.compute_seconds, 0.05 * r.train_seconds + 0.05);
+
+  // Outputs: one evals.jsonl line per evaluation, summary.json, config.json, checkpoint.
+  std::ifstream evals(c.out + "/evals.jsonl");
+  std::string line;
+  size_t lines = 0;
+  while (std::getline(evals, line)) {
+    json e = json::parse(line);
+    EXPECT_EQ(e["step"].get<int64_t>(), r.evals[lines].step);
+    ++lines;
+  }
+  EXPECT_EQ(lines, r.evals.size());
+  json summary = json::parse(std::ifstream(c.out + "/summary.json"));
+  EXPECT_EQ(summary["fresh"].get<int64_t>(), r.fresh);
+  EXPECT_EQ(summary["stop_reason"], "target");
+  EXPECT_TRUE(fs::exists(c.out + "/config.json"));
+  EXPECT_TRUE(fs::exists(c.out + "/checkpoint/model.pt"));
+  EXPECT_TRUE(fs::exists(c.out + "/checkpoint/optimizer.pt"));
+}
+
+// Trains to the end of a finite pipeline and returns the result.
+TrainResult train_to_end(const json& stages, int64_t n = 600) {
+  TrainConfig c = fashion_config(n, 0, stages);
+  c.eval_every = 0;
+  return Trainer(c).run();
+}
+
+TEST_F(TrainerTest, CountsEqualThePipelinesCountersWithFixedExampleEcho) {
+  if (!has_stage("echo")) GTEST_SKIP() << "echo op not built in";
+  TrainResult r =
+      train_to_end(json::parse(R"([{"op":"echo","factor":2.5},{"op":"shuffle","buffer":300},
+                                                {"op":"batch","size":50}])"));
+  EXPECT_EQ(r.stop_reason, "end_of_data");
+  const json* echo = node_named(r.pipeline_stats, "echo");
+  ASSERT_NE(echo, nullptr) << r.pipeline_stats.dump();
+  EXPECT_EQ(r.fresh, 600);
+  EXPECT_EQ(r.fresh, echo->at("counters").at("fresh").get<int64_t>());
+  EXPECT_EQ(r.echoed, echo->at("counters").at("echoed").get<int64_t>());
+  EXPECT_GT(r.echoed, 600);
+  EXPECT_NEAR(r.achieved_echo, 2.5, 0.25);
+}
+
+TEST_F(TrainerTest, CountsEqualThePipelinesCountersWithBatchEcho) {
+  if (!has_stage("echo")) GTEST_SKIP() << "echo op not built in";
+  TrainResult r =
+      train_to_end(json::parse(R"([{"op":"batch","size":50},{"op":"echo","factor":2}])"));
+  const json* echo = node_named(r.pipeline_stats, "echo");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_EQ(r.fresh, 600);
+  EXPECT_EQ(r.echoed, 600);
+  EXPECT_EQ(r.steps, 24);
+  EXPECT_EQ(r.fresh, echo->at("counters").at("fresh").get<int64_t>());
+  EXPECT_EQ(r.echoed, echo->at("counters").at("echoed").get<int64_t>());
+}
+
+TEST_F(TrainerTest, CountsEqualThePipelinesCountersWithAdaptiveEcho) {
+  if (!has_stage("echo")) GTEST_SKIP() << "echo op not built in";
+  // A slow upstream (1 ms per example): the adaptive echo fills in with repeats.
+  TrainResult r = train_to_end(json::parse(R"([{"op":"map","fn":"sleep","args":{"ms":1}},
+                                                {"op":"echo","factor":"adaptive","max_factor":4},
+                                                {"op":"batch","size":50}])"),
+                               400);
+  const json* echo = node_named(r.pipeline_stats, "echo");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_EQ(r.fresh, 400);
+  EXPECT_EQ(r.fresh, echo->at("counters").at("fresh").get<int64_t>());
+  EXPECT_EQ(r.echoed, echo->at("counters").at("echoed").get<int64_t>());
+  EXPECT_GT(r.echoed, 0);
+}
+
+TEST_F(TrainerTest, SameSeedGivesIdenticalLossesWithOneThread) {
+  auto run = [](uint64_t seed) {
+    TrainConfig c = fashion_config(1000, 0, epochs_stages(500, 32), seed);
+    c.max_steps = 60;
+    c.eval_every = 0;
+    return Trainer(c).run().losses;
+  };
+  std::vector<float> a = run(3), b = run(3), other = run(4);
+  ASSERT_EQ(a.size(), 60u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, other);
+}
+
+TEST_F(TrainerTest, BadConfigsFailBeforeTrainingWithAClearMessage) {
+  std::string out = dataecho::testing::temp_dir() + "/bad";
+  auto failure = [&](const std::function<void(TrainConfig&)>& edit) {
+    TrainConfig c = fashion_config(200, 200, epochs_stages(100, 32));
+    c.out = out;
+    c.max_steps = 5;
+    edit(c);
+    std::string message = dataecho::testing::error_of([&] { Trainer(c).run(); });
+    EXPECT_FALSE(fs::exists(out + "/checkpoint")) << message;
+    return message;
+  };
+  EXPECT_CONTAINS(failure([](TrainConfig& c) { c.model.kind = "vgg"; }),
+                  ("unknown model \"vgg\" (known: mlp, cnn, resnet)"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) { c.target_accuracy = 1.5; }),
+                  ("target accuracy must be in [0, 1], got 1.5"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) { c.target_accuracy = -0.1; }), ("[0, 1]"));
+  EXPECT_CONTAINS(
+      failure([](TrainConfig& c) { c.input.image_field = "pixels"; }),
+      ("training pipeline: batches have no image field \"pixels\" (fields: image, label)"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) { c.input.label_field = "class"; }),
+                  ("no label field \"class\""));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) { c.model.in_channels = 3; }),
+                  ("the model takes 3-channel images but the data has 1 channels"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) { c.model.num_classes = 5; }),
+                  ("is outside [0, 5); set model.num_classes"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) {
+                    c.model.kind = "resnet";
+                    c.model.depth = 10;
+                  }),
+                  ("resnet depth must be 6n+2"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) {
+                    auto train = fashion(true, 200);
+                    c.train_pipeline = [train] {
+                      return build_memory_pipeline(train, json::array());
+                    };
+                  }),
+                  ("not batches: end the spec with a \"batch\" stage"));
+  EXPECT_CONTAINS(failure([](TrainConfig& c) {
+                    c.eval_pipeline = nullptr;
+                    c.target_accuracy = 0.5;
+                  }),
+                  ("a target needs an evaluation pipeline"));
+  EXPECT_CONTAINS(
+      failure([](TrainConfig& c) {
+        // Evaluation images of another shape than the training images.
+        std::vector<Example> small;
+        for (int i = 0; i < 4; ++i) {
+          Example e(i);
+          e.set("image", Tensor::from_vector(std::vector<uint8_t>(14 * 14), {14, 14, 1}));
+          e.set("label", Tensor::scalar<int64_t>(0));
+          small.push_back(e);
+        }
+        auto data = std::make_shared<const std::vector<Example>>(small);
+        c.eval_pipeline = [data] {
+          return build_memory_pipeline(data, json::parse(R"([{"op":"batch","size":2}])"));
+        };
+      }),
+      ("evaluation pipeline: its images are uint8 [14, 14, 1]"));
+}
+
+TEST(TrainConfigTest, JsonConfigIsValidatedWithPaths) {
+  EXPECT_CONTAINS(dataecho::testing::error_of([] {
+                    train_config_from_json(json::parse(R"({"model":{"kind":"mlp","widht":3}})"));
+                  }),
+                  ("$.model.widht"));
+  EXPECT_CONTAINS(dataecho::testing::error_of(
+                      [] { train_config_from_json(json::parse(R"({"max_steps":"ten"})")); }),
+                  ("$.max_steps"));
+  TrainConfig c = train_config_from_json(json::parse(R"({
+      "train_spec": {"source": {"kind": "range", "count": 4}},
+      "model": {"kind": "resnet", "depth": 32, "width": 16},
+      "optimizer": {"lr": 0.2, "warmup_steps": 5, "decay_steps": 100},
+      "target_accuracy": 0.9, "max_fresh": 1000, "threads": 2, "seed": 9, "out": "runs/a", "eval_every": 7})"),
+                                         "/base");
+  EXPECT_EQ(c.model.kind, "resnet");
+  EXPECT_EQ(c.model.resolved_depth(), 32);
+  EXPECT_EQ(c.optimizer.lr, 0.2);
+  EXPECT_EQ(*c.target_accuracy, 0.9);
+  EXPECT_EQ(c.max_fresh, 1000);
+  EXPECT_EQ(c.out, "runs/a");
+  EXPECT_EQ(c.train_spec["source"]["count"], 4);
+  EXPECT_CONTAINS(dataecho::testing::error_of([&] {
+                    c.target_accuracy = 2;
+                    validate_train_config(c);
+                  }),
+                  ("target accuracy must be in [0, 1], got 2"));
+}
+
+TEST(LearningRateTest, LinearWarmupThenLinearDecay) {
+  OptimizerConfig o;
+  o.lr = 1.0;
+  o.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0, 0), 0.25);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 3, 0), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 50, 0), 1.0);  // no decay budget: constant
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 4, 14), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 9, 14), 0.5);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 14, 14), 0.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 20, 14), 0.0);
+  o.final_lr_fraction = 0.1;
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 14, 14), 0.1);
+}
+
+TEST_F(TrainerTest, ProfileFindsTheSlowStageAndRecommendsEcho) {
+  ProfileOptions o;
+  auto data = fashion(true, 400);
+  // 1 ms per example upstream, 32 per batch: far slower than an MLP step.
+  o.train_pipeline = [data] {
+    return build_memory_pipeline(data, json::parse(R"([{"op":"map","fn":"sleep","args":{"ms":1}},
+                                                       {"op":"batch","size":32}])"));
+  };
+  o.pipeline_seconds = 1;
+  o.train_steps = 10;
+  ProfileReport r = run_profile(o);
+  EXPECT_EQ(r.slowest_stage, "1:map");
+  EXPECT_GT(r.upstream_ms_per_batch, 25);
+  EXPECT_GT(r.r, 2);
+  EXPECT_GT(r.recommended_factor, 2);
+  EXPECT_CONTAINS(r.placement, ("right after 1:map"));
+  EXPECT_CONTAINS(r.to_text(), ("<- slowest"));
+}
+
+}  // namespace
+}  // namespace dataecho::train
