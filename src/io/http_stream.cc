@@ -1,12 +1,644 @@
-// Placeholder until the HTTP reader lands; its owner replaces this file.
+// HttpStream: one URL streamed by a background thread into a bounded ring buffer.
+//
+// Threading. Each stream owns one transfer thread that drives a private curl multi
+// handle (curl_multi_perform / curl_multi_poll). The thread is the only one that touches
+// the curl handles; the reader thread only touches the ring buffer (under mu_) and wakes
+// the transfer thread with curl_multi_wakeup(), which is thread-safe.
+//
+// Buffering. The write callback copies into the ring buffer; when it is full the callback
+// returns CURL_WRITEFUNC_PAUSE, so libcurl stops reading the socket (and, being paused,
+// the low-speed check does not fire while the consumer is slow). read() unpauses once a
+// quarter of the ring is free. At most ring capacity + one libcurl receive buffer are held.
+//
+// Keep-alive. libcurl's shared connection cache (CURL_LOCK_DATA_CONNECT) is documented
+// as unsafe across threads, so connections are reused through a process-wide pool of
+// idle (multi, easy) handle pairs instead: a pair's multi keeps its connections alive,
+// a closing stream gives its pair back, and the next stream to the same origin takes it.
+//
+// Retries and resume. Each attempt asks for `Range: bytes=N-` where N is the offset of
+// the next byte not yet put in the buffer, so a retry never repeats or drops a byte. A
+// 200 answer to a ranged request (a server that ignores Range) is detected, and the
+// first N bytes of it are skipped. A size or ETag that changes between attempts is data
+// loss, not retried.
 #include "dataecho/io/http_stream.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
 
 #include "dataecho/core/error.h"
 
 namespace dataecho {
+namespace {
 
-std::unique_ptr<ByteStream> open_http_stream(const std::string& url, const StreamOptions&) {
-  throw Error(ErrorCode::kInvalidArgument, "http", "HTTP sources are not built yet", url);
+constexpr const char* kStage = "http";
+constexpr size_t kMaxIdleHandles = 64;
+
+void ensure_curl_initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw Error(ErrorCode::kInternal, kStage, "curl_global_init failed");
+    }
+  });
+}
+
+// "http://host:port/path" -> "http://host:port": the key of a connection.
+std::string origin_of(const std::string& url) {
+  size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  size_t slash = url.find('/', scheme + 3);
+  return slash == std::string::npos ? url : url.substr(0, slash);
+}
+
+// A multi handle with one easy handle. The multi's connection cache is what keeps a
+// connection alive between streams.
+struct CurlHandles {
+  CURLM* multi = nullptr;
+  CURL* easy = nullptr;
+  std::string origin;  // the last origin it talked to
+  CurlHandles() : multi(curl_multi_init()), easy(curl_easy_init()) {
+    if (!multi || !easy) throw Error(ErrorCode::kInternal, kStage, "cannot create curl handles");
+  }
+  ~CurlHandles() {
+    curl_easy_cleanup(easy);
+    curl_multi_cleanup(multi);
+  }
+  CurlHandles(const CurlHandles&) = delete;
+  CurlHandles& operator=(const CurlHandles&) = delete;
+};
+
+// Idle handle pairs. Thread-safe. Holds at most kMaxIdleHandles pairs (and their
+// connections); the oldest is closed when a new one comes back to a full pool.
+class HandlePool {
+ public:
+  std::unique_ptr<CurlHandles> take(const std::string& origin) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = idle_.size(); i-- > 0;) {
+        if (idle_[i]->origin == origin) {
+          auto h = std::move(idle_[i]);
+          idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
+          return h;
+        }
+      }
+    }
+    auto h = std::make_unique<CurlHandles>();
+    h->origin = origin;
+    return h;
+  }
+  void give(std::unique_ptr<CurlHandles> h) {
+    std::unique_ptr<CurlHandles> dropped;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.size() >= kMaxIdleHandles) {
+      dropped = std::move(idle_.front());
+      idle_.erase(idle_.begin());
+    }
+    idle_.push_back(std::move(h));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<CurlHandles>> idle_;
+};
+
+HandlePool& handle_pool() {
+  // Never destroyed: handles may outlive static destruction order otherwise.
+  static HandlePool* pool = new HandlePool;
+  return *pool;
+}
+
+// A byte ring of fixed capacity. Not thread-safe (guarded by the stream's mutex).
+class RingBuffer {
+ public:
+  explicit RingBuffer(size_t capacity) : data_(capacity) {}
+  size_t size() const { return count_; }
+  size_t capacity() const { return data_.size(); }
+  size_t room() const { return data_.size() - count_; }
+  void clear() { head_ = count_ = 0; }
+  // Makes room for one chunk larger than the ring; only when empty.
+  void grow_to(size_t n) {
+    if (count_ == 0 && n > data_.size()) {
+      data_.assign(n, 0);
+      head_ = 0;
+    }
+  }
+  void push(const char* src, size_t n) {
+    size_t tail = (head_ + count_) % data_.size();
+    size_t first = std::min(n, data_.size() - tail);
+    std::memcpy(data_.data() + tail, src, first);
+    std::memcpy(data_.data(), src + first, n - first);
+    count_ += n;
+  }
+  size_t pop(char* dst, size_t n) {
+    n = std::min(n, count_);
+    size_t first = std::min(n, data_.size() - head_);
+    if (dst) {
+      std::memcpy(dst, data_.data() + head_, first);
+      std::memcpy(dst + first, data_.data(), n - first);
+    }
+    head_ = (head_ + n) % data_.size();
+    count_ -= n;
+    if (count_ == 0) head_ = 0;
+    return n;
+  }
+
+ private:
+  std::vector<char> data_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  return s.substr(i);
+}
+
+bool iequals_prefix(const std::string& line, const char* name) {
+  size_t n = std::strlen(name);
+  if (line.size() < n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
+  }
+  return true;
+}
+
+bool is_transient(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_AGAIN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_transient_status(long status) { return status >= 500 || status == 408 || status == 429; }
+
+class HttpStream final : public ByteStream {
+ public:
+  HttpStream(std::string url, const StreamOptions& options)
+      : url_(std::move(url)),
+        options_(options),
+        curl_buffer_(std::clamp<size_t>(options.buffer_bytes / 4, CURL_MAX_WRITE_SIZE, 512 << 10)),
+        ring_(std::max<size_t>(options.buffer_bytes, 2 * curl_buffer_)) {
+    ensure_curl_initialized();
+    if (options_.stats) {
+      c_bytes_ = &options_.stats->counter("http_bytes");
+      c_requests_ = &options_.stats->counter("http_requests");
+      c_retries_ = &options_.stats->counter("http_retries");
+      c_resumed_ = &options_.stats->counter("http_resumed");
+      c_connections_ = &options_.stats->counter("http_connections");
+      c_range_ignored_ = &options_.stats->counter("http_range_ignored");
+    }
+    handles_ = handle_pool().take(origin_of(url_));
+    start_transfer(0);
+    // Wait for the first response so that a missing URL fails here, and size() is known.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return response_seen_ || done_ || error_; });
+    if (error_ && ring_.size() == 0) {
+      std::exception_ptr e = error_;
+      lock.unlock();
+      stop_transfer();
+      handle_pool().give(std::move(handles_));
+      std::rethrow_exception(e);
+    }
+  }
+
+  ~HttpStream() override {
+    stop_transfer();
+    if (handles_) handle_pool().give(std::move(handles_));
+  }
+
+  size_t read(void* dst, size_t n) override {
+    if (n == 0) return 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ring_.size() > 0 || done_ || error_; });
+    if (ring_.size() > 0) {
+      size_t k = ring_.pop(static_cast<char*>(dst), n);
+      position_ += k;
+      bool wake = paused_ && !wakeup_sent_ && ring_.room() >= resume_room();
+      if (wake) wakeup_sent_ = true;
+      lock.unlock();
+      if (wake) curl_multi_wakeup(handles_->multi);
+      return k;
+    }
+    if (error_) std::rethrow_exception(error_);
+    return 0;
+  }
+
+  uint64_t position() const override { return position_; }
+
+  void seek(uint64_t offset) override {
+    if (offset == position_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (size_ >= 0 && offset > static_cast<uint64_t>(size_)) {
+        throw Error(ErrorCode::kOutOfRange, kStage,
+                    "seek to byte " + std::to_string(offset) + " past the end (" +
+                        std::to_string(size_) + " bytes)",
+                    url_);
+      }
+      // Forward within what is already buffered: no new request.
+      if (offset > position_ && offset - position_ <= ring_.size()) {
+        ring_.pop(nullptr, offset - position_);
+        position_ = offset;
+        return;
+      }
+    }
+    stop_transfer();
+    ring_.clear();
+    position_ = offset;
+    start_transfer(offset);
+  }
+
+  int64_t size() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return size_;
+  }
+
+  const std::string& uri() const override { return url_; }
+
+ private:
+  struct Attempt {
+    uint64_t offset = 0;      // the Range asked for
+    long status = 0;          // HTTP status of the final response
+    bool decided = false;     // the final response's headers were handled
+    std::string status_line;  // of the response being received
+    std::string content_range;
+    std::string etag;
+    int64_t content_length = -1;
+    uint64_t delivered = 0;    // bytes put in the ring by this attempt
+    std::exception_ptr fatal;  // a protocol violation found by a callback
+  };
+
+  size_t resume_room() const { return std::max<size_t>(ring_.capacity() / 4, curl_buffer_); }
+
+  void start_transfer(uint64_t offset) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+    done_ = false;
+    error_ = nullptr;
+    paused_ = false;
+    wakeup_sent_ = false;
+    next_offset_ = offset;
+    transfer_start_ = offset;
+    thread_ = std::thread([this] { run(); });
+  }
+
+  void stop_transfer() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    curl_multi_wakeup(handles_->multi);
+    thread_.join();
+  }
+
+  void run() {
+    try {
+      transfer_loop();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!stop_) error_ = std::current_exception();
+    }
+    cv_.notify_all();
+  }
+
+  void finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+
+  void transfer_loop() {
+    int failures = 0;  // consecutive failed attempts that delivered nothing new
+    std::string last_error;
+    std::mt19937_64 rng(std::random_device{}());
+    while (true) {
+      uint64_t offset;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) return;
+        offset = next_offset_;
+        if (size_ >= 0 && offset >= static_cast<uint64_t>(size_) && response_seen_) {
+          done_ = true;
+          return;
+        }
+      }
+      Attempt a;
+      a.offset = offset;
+      CURLcode code = perform(a);
+      if (c_requests_) ++*c_requests_;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) return;
+      }
+      if (a.fatal) std::rethrow_exception(a.fatal);
+      std::string err;
+      if (code == CURLE_OK) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (size_ < 0 || next_offset_ >= static_cast<uint64_t>(size_)) {
+          if (size_ < 0) size_ = static_cast<int64_t>(next_offset_);
+          done_ = true;
+          response_seen_ = true;
+          return;
+        }
+        err = "body ended at byte " + std::to_string(next_offset_) + " of " + std::to_string(size_);
+      } else if (code == CURLE_HTTP_RETURNED_ERROR) {
+        if (a.status == 416) {
+          // Asked for bytes at or past the end: nothing more to read.
+          std::lock_guard<std::mutex> lock(mu_);
+          done_ = true;
+          response_seen_ = true;
+          return;
+        }
+        if (!is_transient_status(a.status)) {
+          throw Error(a.status == 404 || a.status == 410 ? ErrorCode::kNotFound : ErrorCode::kIo,
+                      kStage, "GET failed with HTTP " + std::to_string(a.status) + " (not retried)",
+                      url_);
+        }
+        err = "HTTP " + std::to_string(a.status);
+      } else if (is_transient(code)) {
+        err = curl_easy_strerror(code);
+      } else {
+        throw Error(ErrorCode::kIo, kStage, std::string("GET failed: ") + curl_easy_strerror(code),
+                    url_);
+      }
+      // A transient failure: retry from the next byte not yet delivered.
+      if (a.delivered > 0) failures = 0;
+      ++failures;
+      last_error = err;
+      if (failures > options_.max_retries) {
+        throw Error(
+            ErrorCode::kIo, kStage,
+            "GET failed after " + std::to_string(failures) + " tries, last error: " + last_error,
+            url_);
+      }
+      if (c_retries_) ++*c_retries_;
+      double delay = std::min(options_.backoff_max_s,
+                              options_.backoff_initial_s * std::pow(2.0, failures - 1));
+      delay *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::duration<double>(delay), [&] { return stop_; });
+      if (stop_) return;
+      if (next_offset_ > transfer_start_ && c_resumed_) ++*c_resumed_;
+    }
+  }
+
+  // One GET from a.offset, driven to completion, a stop, or an error.
+  CURLcode perform(Attempt& a) {
+    CURL* easy = handles_->easy;
+    curl_easy_reset(easy);
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(easy, CURLOPT_URL, url_.c_str());
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(easy, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, "dataecho/0.1");
+    curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, static_cast<long>(curl_buffer_));
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout_s * 1000));
+    if (options_.low_speed_time_s > 0) {
+      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
+                       std::max(1L, static_cast<long>(options_.low_speed_time_s)));
+    }
+    std::string range = std::to_string(a.offset) + "-";
+    if (a.offset > 0) curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());
+    current_ = &a;
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpStream::on_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, this);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &HttpStream::on_header);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, this);
+
+    CURLM* multi = handles_->multi;
+    curl_multi_add_handle(multi, easy);
+    CURLcode result = CURLE_OK;
+    bool finished = false;
+    while (true) {
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy) {
+          result = msg->data.result;
+          finished = true;
+        }
+      }
+      if (finished || running == 0) break;
+      bool unpause = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) break;
+        if (paused_ && ring_.room() >= resume_room()) {
+          paused_ = false;
+          wakeup_sent_ = false;
+          unpause = true;
+        }
+      }
+      if (unpause) {
+        curl_easy_pause(easy, CURLPAUSE_CONT);
+        continue;
+      }
+      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+    long status = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 0) a.status = status;
+    long connects = 0;
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
+    if (c_connections_) *c_connections_ += connects;
+    curl_multi_remove_handle(multi, easy);
+    current_ = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      paused_ = false;
+      wakeup_sent_ = false;
+    }
+    if (!finished && result == CURLE_OK) result = CURLE_RECV_ERROR;  // stopped or lost
+    return result;
+  }
+
+  static size_t on_header(char* p, size_t size, size_t n, void* self) {
+    auto* s = static_cast<HttpStream*>(self);
+    Attempt& a = *s->current_;
+    std::string line(p, size * n);
+    if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect or 100)
+      a.status_line = trim(line);
+      a.content_range.clear();
+      a.etag.clear();
+      a.content_length = -1;
+    } else if (iequals_prefix(line, "content-range:")) {
+      a.content_range = trim(line.substr(14));
+    } else if (iequals_prefix(line, "etag:")) {
+      a.etag = trim(line.substr(5));
+    } else if (iequals_prefix(line, "content-length:")) {
+      a.content_length = std::atoll(trim(line.substr(15)).c_str());
+    } else if (line == "\r\n" || line == "\n") {
+      long status = 0;
+      size_t sp = a.status_line.find(' ');
+      if (sp != std::string::npos) status = std::atol(a.status_line.c_str() + sp + 1);
+      a.status = status;
+      if (status >= 200 && status < 300 && !a.decided) {
+        try {
+          s->decide(a);
+        } catch (...) {
+          a.fatal = std::current_exception();
+          return 0;  // aborts the transfer
+        }
+      }
+    }
+    return size * n;
+  }
+
+  // The final response's headers: checks them against what was asked and seen before.
+  void decide(Attempt& a) {
+    a.decided = true;
+    int64_t total = -1;
+    uint64_t skip = 0;
+    if (a.status == 206) {
+      unsigned long long first = 0, last = 0;
+      char star = 0;
+      long long whole = -1;
+      if (std::sscanf(a.content_range.c_str(), "bytes %llu-%llu/%lld", &first, &last, &whole) >=
+          2) {
+        total = whole;
+      } else if (std::sscanf(a.content_range.c_str(), "bytes %llu-%llu/%c", &first, &last, &star) <
+                 2) {
+        throw Error(ErrorCode::kDataLoss, kStage,
+                    "206 response with a bad Content-Range '" + a.content_range + "'", url_);
+      }
+      if (first != a.offset) {
+        throw Error(ErrorCode::kDataLoss, kStage,
+                    "asked for bytes " + std::to_string(a.offset) + "- and got Content-Range '" +
+                        a.content_range + "'",
+                    url_);
+      }
+    } else {
+      total = a.content_length;
+      skip = a.offset;  // a server that ignores Range sends the whole body again
+      if (a.offset > 0 && c_range_ignored_) ++*c_range_ignored_;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (size_ >= 0 && total >= 0 && total != size_) {
+      throw Error(ErrorCode::kDataLoss, kStage,
+                  "changed size on the server during the read (" + std::to_string(size_) +
+                      " bytes, now " + std::to_string(total) + ")",
+                  url_);
+    }
+    if (!etag_.empty() && !a.etag.empty() && a.etag != etag_) {
+      throw Error(ErrorCode::kDataLoss, kStage,
+                  "changed on the server during the read (ETag " + etag_ + ", now " + a.etag + ")",
+                  url_);
+    }
+    if (size_ < 0 && total >= 0) size_ = total;
+    if (etag_.empty()) etag_ = a.etag;
+    skip_ = skip;
+    response_seen_ = true;
+    cv_.notify_all();
+  }
+
+  static size_t on_body(char* p, size_t size, size_t n, void* self) {
+    auto* s = static_cast<HttpStream*>(self);
+    Attempt& a = *s->current_;
+    size_t len = size * n;
+    if (!a.decided) {
+      // Headers without an end-of-headers line reached us: decide now.
+      try {
+        if (a.status == 0) a.status = 200;
+        s->decide(a);
+      } catch (...) {
+        a.fatal = std::current_exception();
+        return 0;
+      }
+    }
+    std::unique_lock<std::mutex> lock(s->mu_);
+    if (s->stop_) return 0;
+    size_t skipped = static_cast<size_t>(std::min<uint64_t>(s->skip_, len));
+    size_t rest = len - skipped;
+    if (rest > s->ring_.room()) {
+      if (s->ring_.size() > 0) {
+        s->paused_ = true;
+        return CURL_WRITEFUNC_PAUSE;  // libcurl hands the same bytes again after unpausing
+      }
+      s->ring_.grow_to(rest);
+    }
+    s->skip_ -= skipped;
+    s->ring_.push(p + skipped, rest);
+    s->next_offset_ += rest;
+    a.delivered += rest;
+    lock.unlock();
+    s->cv_.notify_all();
+    if (s->c_bytes_) *s->c_bytes_ += static_cast<int64_t>(len);
+    return len;
+  }
+
+  const std::string url_;
+  const StreamOptions options_;
+  const size_t curl_buffer_;
+  std::unique_ptr<CurlHandles> handles_;
+  std::thread thread_;
+  uint64_t position_ = 0;  // reader thread only
+
+  // Transfer thread only.
+  Attempt* current_ = nullptr;
+  uint64_t transfer_start_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  RingBuffer ring_;
+  uint64_t next_offset_ = 0;  // offset of the next byte to put in the ring
+  uint64_t skip_ = 0;         // bytes of a Range-ignoring 200 response still to drop
+  int64_t size_ = -1;
+  std::string etag_;
+  bool response_seen_ = false;
+  bool done_ = false;
+  bool stop_ = false;
+  bool paused_ = false;
+  bool wakeup_sent_ = false;
+  std::exception_ptr error_;
+
+  std::atomic<int64_t>* c_bytes_ = nullptr;
+  std::atomic<int64_t>* c_requests_ = nullptr;
+  std::atomic<int64_t>* c_retries_ = nullptr;
+  std::atomic<int64_t>* c_resumed_ = nullptr;
+  std::atomic<int64_t>* c_connections_ = nullptr;
+  std::atomic<int64_t>* c_range_ignored_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteStream> open_http_stream(const std::string& url, const StreamOptions& options) {
+  return std::make_unique<HttpStream>(url, options);
 }
 
 }  // namespace dataecho

@@ -1,0 +1,143 @@
+#include "nginx_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace dataecho::testing {
+namespace {
+
+bool can_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+int free_loopback_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot bind a loopback port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+NginxServer::~NginxServer() { stop(); }
+
+void NginxServer::start(const std::string& root_dir, const NginxServerOptions& options) {
+  stop();
+  config_ = NginxConfigOptions{};
+  config_.root_dir = root_dir;
+  config_.limit_rate = options.limit_rate;
+  config_.max_connections = options.max_connections;
+  config_.master_process = false;
+  config_.prefix_dir = temp_dir();
+  // A port picked by binding could be taken before nginx binds it: try a few.
+  for (int attempt = 0;; ++attempt) {
+    config_.port = options.port > 0 ? options.port : free_loopback_port();
+    try {
+      launch();
+      return;
+    } catch (const std::exception&) {
+      if (options.port > 0 || attempt >= 4) throw;
+    }
+  }
+}
+
+void NginxServer::restart() {
+  stop();
+  launch();
+}
+
+void NginxServer::launch() {
+  write_nginx_config(config_);
+  std::vector<std::string> cmd = nginx_command(config_);
+  std::vector<char*> argv;
+  for (auto& s : cmd) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  // Bounded wait: up to 10 s for the port to accept connections.
+  for (int i = 0; i < 1000; ++i) {
+    if (can_connect(config_.port)) return;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("nginx exited at start on port " + std::to_string(config_.port) +
+                               ": " + read_text(config_.prefix_dir + "/error.log"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop();
+  throw std::runtime_error("nginx did not accept connections on port " +
+                           std::to_string(config_.port) + ": " +
+                           read_text(config_.prefix_dir + "/error.log"));
+}
+
+void NginxServer::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  // Bounded: a fast shutdown takes milliseconds; escalate to SIGKILL after 5 s.
+  for (int i = 0; i < 500; ++i) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string NginxServer::url(const std::string& path) const {
+  std::string p = path;
+  if (!p.empty() && p[0] == '/') p.erase(0, 1);
+  return "http://127.0.0.1:" + std::to_string(config_.port) + "/" + p;
+}
+
+}  // namespace dataecho::testing

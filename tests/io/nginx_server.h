@@ -1,0 +1,52 @@
+// NginxServer: a real nginx serving a folder on a free loopback port, for tests. Uses the
+// same config generator as `dataecho serve`. Not thread-safe: one owner drives it.
+// The nginx process is started with PR_SET_PDEATHSIG, so it dies with the test program
+// even when a test crashes; the destructor stops it (SIGTERM, then wait). PDEATHSIG is
+// per thread: call start() / restart() from a thread that outlives the server (the test's
+// main thread), never from a short-lived helper thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "dataecho/io/nginx_config.h"
+
+namespace dataecho::testing {
+
+struct NginxServerOptions {
+  std::string limit_rate;   // per connection, nginx syntax ("500k"); empty: unlimited
+  int max_connections = 0;  // limit_conn; 0: unlimited
+  int port = 0;             // 0: a free port
+};
+
+class NginxServer {
+ public:
+  NginxServer() = default;
+  ~NginxServer();
+  NginxServer(const NginxServer&) = delete;
+  NginxServer& operator=(const NginxServer&) = delete;
+
+  // Starts nginx serving `root_dir` and waits until it accepts connections. Throws
+  // std::runtime_error with nginx's error log when it does not come up.
+  void start(const std::string& root_dir, const NginxServerOptions& options = {});
+  // Stops nginx (connections in flight are cut) and waits for it; keeps the port.
+  void stop();
+  // Starts it again on the same port with the same folder and options.
+  void restart();
+
+  bool running() const { return pid_ > 0; }
+  int port() const { return config_.port; }
+  // "http://127.0.0.1:PORT/" + path
+  std::string url(const std::string& path) const;
+
+ private:
+  void launch();
+  NginxConfigOptions config_;
+  pid_t pid_ = -1;
+};
+
+// A free TCP port on 127.0.0.1 (bound and released: another process could take it).
+int free_loopback_port();
+
+}  // namespace dataecho::testing
