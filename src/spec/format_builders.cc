@@ -1,5 +1,6 @@
 // Spec builders for the file sources: idx, tfrecord, tar (see docs/formats.md).
 #include "dataecho/formats/idx.h"
+#include "dataecho/formats/tfrecord.h"
 #include "dataecho/spec/registry.h"
 
 namespace dataecho {
@@ -22,6 +23,41 @@ StreamOptions read_stream_options(SpecObject& s) {
   return o;
 }
 
+std::vector<std::string> read_uris(SpecObject& s, const BuildContext& ctx) {
+  std::vector<std::string> patterns = s.get_strings("uri");
+  if (patterns.empty())
+    throw_spec_error(s.field_path("uri"), "expected at least one path, glob or URL");
+  try {
+    return expand_uris(patterns, ctx.base_dir);
+  } catch (const Error& e) {
+    throw_spec_error(s.field_path("uri"), e.what());
+  }
+}
+
+// "features": {"image": {"key": "image/encoded"}, "label": "image/class/label"}
+std::vector<TfFeature> read_features(SpecObject& s) {
+  std::vector<TfFeature> out;
+  const nlohmann::json* f = s.raw("features");
+  if (!f) return out;
+  std::string path = s.field_path("features");
+  if (!f->is_object() || f->empty()) {
+    throw_spec_error(
+        path, std::string("expected an object {field name: {\"key\": tf.Example key}}, got ") +
+                  f->dump());
+  }
+  for (const auto& [name, v] : f->items()) {
+    std::string fpath = path + "." + name;
+    if (v.is_string()) {
+      out.push_back({name, v.get<std::string>()});
+      continue;
+    }
+    SpecObject o(v, fpath);
+    out.push_back({name, o.get_string("key")});
+    o.finish();
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_format_builders(Registry& r) {
@@ -33,6 +69,20 @@ void register_format_builders(Registry& r) {
     o.on_error = read_on_error(s);
     o.stream = read_stream_options(s);
     return make_idx_source(o);
+  };
+
+  r.sources["tfrecord"] = [](SpecObject& s, BuildContext& ctx) {
+    TfRecordOptions o;
+    o.uris = read_uris(s, ctx);
+    o.features = read_features(s);
+    o.raw = s.get_bool("raw", false);
+    if (o.raw && !o.features.empty())
+      throw_spec_error(s.field_path("raw"),
+                       "\"raw\" gives the record bytes as field \"record\"; drop \"features\"");
+    o.on_error = read_on_error(s);
+    o.verify_crc = s.get_bool("verify_crc", true);
+    o.stream = read_stream_options(s);
+    return make_tfrecord_source(o);
   };
 }
 

@@ -1,0 +1,164 @@
+// The `tfrecord` source (see dataecho/formats/tfrecord.h for its contract).
+#include "bad_records.h"
+#include "dataecho/formats/tfrecord.h"
+#include "dataecho/ops/sources.h"
+
+namespace dataecho {
+namespace {
+
+// One file: one shard.
+class TfRecordFileDataset : public Dataset {
+ public:
+  TfRecordFileDataset(std::shared_ptr<const TfRecordOptions> o, int64_t shard, std::string uri)
+      : o_(std::move(o)), shard_(shard), uri_(std::move(uri)) {}
+  std::string op_name() const override { return "tfrecord"; }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
+    return std::make_unique<It>(this);
+  }
+
+ private:
+  class It : public Iterator {
+   public:
+    explicit It(const TfRecordFileDataset* ds)
+        : ds_(ds), bad_("tfrecord", ds->uri_, ds->o_->on_error) {}
+
+    void save(StateWriter& w) override {
+      w.begin("tfrecord");
+      w.write_i64(ds_->shard_);
+      w.write_u64(offset_);
+      w.write_i64(record_);
+      w.write_bool(done_);
+      bad_.save(w);
+    }
+    void restore(StateReader& r) override {
+      r.expect("tfrecord");
+      if (r.read_i64() != ds_->shard_)
+        throw_error(ErrorCode::kInvalidArgument, label(), "saved state is of another shard",
+                    ds_->uri_);
+      offset_ = r.read_u64();
+      record_ = r.read_i64();
+      done_ = r.read_bool();
+      bad_.restore(r);
+      reader_.reset();  // reopened (and seeked) by the next next()
+    }
+
+   protected:
+    std::optional<Example> next_impl() override {
+      const TfRecordOptions& o = *ds_->o_;
+      while (!done_) {
+        if (!reader_) {
+          TfRecordReader::Options ro;
+          ro.verify_crc = o.verify_crc;
+          reader_ = std::make_unique<TfRecordReader>(open_stream(ds_->uri_, o.stream), ro);
+          if (offset_ > 0) reader_->seek(offset_);
+        }
+        std::shared_ptr<Buffer> rec;
+        auto status = reader_->next(&rec);
+        int64_t index = record_;
+        uint64_t at = reader_->record_offset();
+        switch (status) {
+          case TfRecordReader::Status::kEnd:
+            finish();
+            return std::nullopt;
+          case TfRecordReader::Status::kOk: {
+            ++record_;
+            offset_ = reader_->offset();
+            Example e(file_record_id(ds_->shard_, index));
+            if (o.raw) {
+              e.set("record", Tensor(DType::kUInt8, {static_cast<int64_t>(rec->size())}, rec));
+            } else {
+              try {
+                parse_tf_example(rec->data(), rec->size(), o.features, e);
+              } catch (const Error& err) {
+                if (auto rep = bad_.bad(stats(), label(), err.message(), index, at)) return rep;
+                continue;
+              }
+            }
+            bad_.good(e);
+            return e;
+          }
+          case TfRecordReader::Status::kBadDataCrc:
+            ++record_;
+            offset_ = reader_->offset();
+            if (auto rep =
+                    bad_.bad(stats(), label(), TfRecordReader::status_reason(status), index, at))
+              return rep;
+            continue;
+          case TfRecordReader::Status::kBadLengthCrc:
+          case TfRecordReader::Status::kTruncated: {
+            uint64_t lost = reader_->bytes_after_record_start();
+            auto rep =
+                bad_.bad(stats(), label(), TfRecordReader::status_reason(status), index, at, lost);
+            finish();
+            if (rep) return rep;
+            return std::nullopt;
+          }
+        }
+      }
+      return std::nullopt;
+    }
+
+   private:
+    void finish() {
+      done_ = true;
+      reader_.reset();
+      bad_.finish();
+    }
+
+    const TfRecordFileDataset* ds_;
+    BadRecords bad_;
+    std::unique_ptr<TfRecordReader> reader_;
+    uint64_t offset_ = 0;
+    int64_t record_ = 0;
+    bool done_ = false;
+  };
+
+  std::shared_ptr<const TfRecordOptions> o_;
+  int64_t shard_;
+  std::string uri_;
+};
+
+class TfRecordDataset : public Dataset {
+ public:
+  explicit TfRecordDataset(const TfRecordOptions& o) {
+    auto shared = std::make_shared<const TfRecordOptions>(o);
+    for (size_t i = 0; i < o.uris.size(); ++i) {
+      parts_.push_back(
+          std::make_shared<TfRecordFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
+    }
+    whole_ = make_concatenate({parts_.begin(), parts_.end()});
+  }
+  std::string op_name() const override { return "tfrecord"; }
+  std::vector<DatasetPtr> shards() const override { return {parts_.begin(), parts_.end()}; }
+  void attach(std::string label, std::shared_ptr<NodeStats> stats) override {
+    for (auto& p : parts_) p->attach(label, stats);
+    Dataset::attach(std::move(label), std::move(stats));
+  }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    return whole_->make_iterator(ctx);
+  }
+
+ private:
+  std::vector<std::shared_ptr<Dataset>> parts_;
+  DatasetPtr whole_;
+};
+
+}  // namespace
+
+DatasetPtr make_tfrecord_source(const TfRecordOptions& o) {
+  if (o.uris.empty()) throw_error(ErrorCode::kInvalidArgument, "tfrecord", "no files given");
+  if (o.uris.size() >= (size_t{1} << (63 - kShardIdShift))) {
+    throw_error(ErrorCode::kInvalidArgument, "tfrecord", "too many files for stable ids");
+  }
+  if (o.raw && !o.features.empty()) {
+    throw_error(ErrorCode::kInvalidArgument, "tfrecord",
+                "\"raw\" gives the record bytes; it takes no \"features\"");
+  }
+  return std::make_shared<TfRecordDataset>(o);
+}
+
+}  // namespace dataecho
