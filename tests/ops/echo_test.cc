@@ -1,0 +1,406 @@
+// Tests of the echo operator: fixed/fractional and adaptive modes, the paper's
+// placements, accounting, save/restore and cancellation.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "dataecho/ops/echo.h"
+#include "dataecho/ops/map.h"
+#include "dataecho/ops/sources.h"
+#include "test_util.h"
+
+namespace dataecho {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::build;
+using testing::drain;
+using testing::echoes;
+using testing::error_of;
+using testing::ids;
+using testing::iota;
+using testing::run;
+
+std::string range_spec(int64_t count, const std::string& stages, int64_t seed = 7) {
+  return R"({"seed": )" + std::to_string(seed) + R"(, "source": {"kind": "range", "count": )" +
+         std::to_string(count) + R"(}, "stages": [)" + stages + "]}";
+}
+
+// The stats of the pipeline's node whose name ends with `op` (the last one).
+nlohmann::json node_stats(const Pipeline& p, const std::string& op) {
+  nlohmann::json found;
+  for (const auto& n : p.stats().to_json()) {
+    const std::string name = n["name"].get<std::string>();
+    if (name.size() >= op.size() && name.compare(name.size() - op.size(), op.size(), op) == 0)
+      found = n;
+  }
+  EXPECT_FALSE(found.is_null()) << "no node " << op;
+  return found;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------- fixed mode
+
+TEST(EchoFixed, FractionalFactorsHaveTheRightMeanAndOnlyFloorOrCeilCopies) {
+  const int64_t n = 100000;
+  for (double e : {1.0, 1.5, 2.0, 3.3}) {
+    SCOPED_TRACE("factor " + std::to_string(e));
+    EchoOptions o;
+    o.factor = e;
+    o.seed = 1234;
+    auto ds = make_echo(make_range(RangeOptions{n}), o);
+    auto it = ds->make_iterator(IteratorContext{});
+    std::vector<int64_t> copies(static_cast<size_t>(n), 0);
+    int64_t last_id = -1;
+    int64_t total = 0;
+    while (auto x = it->next()) {
+      const int64_t id = x->id();
+      ASSERT_GE(id, last_id) << "copies of one element must be adjacent, in input order";
+      ASSERT_EQ(x->echo(), copies[static_cast<size_t>(id)])
+          << "echo index counts the copies of id " << id;
+      ASSERT_EQ(x->get("value").item<int64_t>(), id);
+      ++copies[static_cast<size_t>(id)];
+      last_id = id;
+      ++total;
+    }
+    const int64_t lo = static_cast<int64_t>(std::floor(e)), hi = static_cast<int64_t>(std::ceil(e));
+    for (int64_t id = 0; id < n; ++id) {
+      const int64_t c = copies[static_cast<size_t>(id)];
+      ASSERT_TRUE(c == lo || c == hi) << "id " << id << " emitted " << c << " times";
+    }
+    const double mean = static_cast<double>(total) / static_cast<double>(n);
+    EXPECT_NEAR(mean, e, 0.01 * e);
+  }
+}
+
+TEST(EchoFixed, FactorOneIsTheIdentity) {
+  auto out = run(range_spec(500, R"({"op": "echo", "factor": 1})"));
+  EXPECT_EQ(ids(out), iota(500));
+  EXPECT_EQ(echoes(out), std::vector<int32_t>(500, 0));
+}
+
+TEST(EchoFixed, TheSeedChoosesTheFractionalRepeats) {
+  auto a = ids(run(range_spec(2000, R"({"op": "echo", "factor": 1.5})", 1)));
+  auto a2 = ids(run(range_spec(2000, R"({"op": "echo", "factor": 1.5})", 1)));
+  auto b = ids(run(range_spec(2000, R"({"op": "echo", "factor": 1.5})", 2)));
+  EXPECT_EQ(a, a2);
+  EXPECT_NE(a, b);
+}
+
+TEST(EchoFixed, CopiesShareBuffersAndRaiseTheInputsEchoIndex) {
+  std::vector<Example> in;
+  for (int i = 0; i < 3; ++i) {
+    Example e;
+    e.set("x", Tensor::from_vector<float>({1.f * i, 2.f, 3.f}));
+    in.push_back(e);
+  }
+  in[1].set_echo(5);  // already a repeat of an earlier echo stage
+  EchoOptions o;
+  o.factor = 3;
+  auto it = make_echo(make_memory_source(in), o)->make_iterator(IteratorContext{});
+  auto out = drain(*it);
+  ASSERT_EQ(out.size(), 9u);
+  EXPECT_EQ(ids(out), (std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(echoes(out), (std::vector<int32_t>{0, 1, 2, 5, 6, 7, 0, 1, 2}));
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_TRUE(out[i].get("x").shares_buffer_with(in[i / 3].get("x")))
+        << "copy " << i << " was copied";
+  }
+}
+
+TEST(EchoFixed, BatchEchoingRepeatsWholeBatchesSharingOneBuffer) {
+  auto p = build(range_spec(20, R"({"op": "batch", "size": 4}, {"op": "echo", "factor": 2})"));
+  auto out = drain(*p);
+  ASSERT_EQ(out.size(), 10u);
+  for (size_t b = 0; b < out.size(); b += 2) {
+    const Example& first = out[b];
+    const Example& again = out[b + 1];
+    ASSERT_TRUE(first.is_batch());
+    ASSERT_EQ(first.num_rows(), 4u);
+    std::vector<int64_t> want = iota(4, static_cast<int64_t>(b / 2 * 4));
+    EXPECT_EQ(ids({first}), want);
+    EXPECT_EQ(ids({again}), want);
+    EXPECT_TRUE(again.get("value").shares_buffer_with(first.get("value")));
+    EXPECT_EQ(echoes({first}), std::vector<int32_t>(4, 0));
+    EXPECT_EQ(echoes({again}), std::vector<int32_t>(4, 1));
+    EXPECT_EQ(first.fresh_rows(), 4u);
+    EXPECT_EQ(again.fresh_rows(), 0u);
+  }
+  auto st = node_stats(*p, "echo");
+  EXPECT_EQ(st["counters"]["fresh"], 20);
+  EXPECT_EQ(st["counters"]["echoed"], 20);
+  EXPECT_DOUBLE_EQ(st["values"]["achieved_factor"].get<double>(), 2.0);
+}
+
+TEST(EchoFixed, StatsCountFreshAndEchoedRows) {
+  auto p = build(range_spec(1000, R"({"op": "echo", "factor": 2.5})"));
+  auto out = drain(*p);
+  auto st = node_stats(*p, "echo");
+  int64_t fresh = st["counters"]["fresh"], echoed = st["counters"]["echoed"];
+  EXPECT_EQ(fresh, 1000);
+  EXPECT_EQ(fresh + echoed, static_cast<int64_t>(out.size()));
+  EXPECT_NEAR(st["values"]["achieved_factor"].get<double>(),
+              static_cast<double>(out.size()) / 1000.0, 1e-12);
+  EXPECT_NEAR(st["values"]["achieved_factor"].get<double>(), 2.5, 0.15);
+}
+
+TEST(EchoFixed, EchoAfterAugmentationGivesIdenticalCopies) {
+  auto out =
+      run(range_spec(50, R"({"op": "map", "fn": "random_noise"}, {"op": "echo", "factor": 3})"));
+  ASSERT_EQ(out.size(), 150u);
+  for (size_t i = 0; i < out.size(); i += 3) {
+    float v = out[i].get("noise").item<float>();
+    EXPECT_EQ(out[i + 1].get("noise").item<float>(), v);
+    EXPECT_EQ(out[i + 2].get("noise").item<float>(), v);
+  }
+}
+
+TEST(EchoFixed, EchoBeforeAugmentationGivesEachCopyItsOwnReproducibleNoise) {
+  const std::string spec = range_spec(
+      100,
+      R"({"op": "echo", "factor": 3}, {"op": "shuffle", "buffer": 64}, {"op": "map", "fn": "random_noise", "parallelism": 3})");
+  auto a = run(spec);
+  auto b = run(spec);
+  ASSERT_EQ(a.size(), 300u);
+  ASSERT_EQ(b.size(), a.size());
+  std::map<int64_t, std::set<float>> noise_by_id;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].id(), b[i].id());
+    EXPECT_EQ(a[i].echo(), b[i].echo());
+    EXPECT_EQ(a[i].get("noise").item<float>(), b[i].get("noise").item<float>()) << "element " << i;
+    noise_by_id[a[i].id()].insert(a[i].get("noise").item<float>());
+  }
+  ASSERT_EQ(noise_by_id.size(), 100u);
+  for (const auto& [id, values] : noise_by_id)
+    EXPECT_EQ(values.size(), 3u) << "copies of id " << id << " share noise";
+}
+
+TEST(EchoFixed, DuplicatesWithinABatchShrinkAsTheShuffleAfterEchoGrows) {
+  std::vector<int64_t> dups;
+  for (int buffer : {1, 16, 256, 4000}) {
+    auto p =
+        build(range_spec(2000, R"({"op": "echo", "factor": 2}, {"op": "shuffle", "buffer": )" +
+                                   std::to_string(buffer) + R"(}, {"op": "batch", "size": 32})"));
+    auto out = drain(*p);
+    ASSERT_EQ(ids(out).size(), 4000u);
+    auto st = node_stats(*p, "batch");
+    EXPECT_EQ(st["counters"]["fresh_rows"], 2000);
+    dups.push_back(st["counters"]["duplicate_rows"].get<int64_t>());
+  }
+  EXPECT_EQ(dups[0], 2000) << "without shuffling, every repeat sits next to its original";
+  for (size_t i = 1; i < dups.size(); ++i) EXPECT_LT(dups[i], dups[i - 1]) << "buffer step " << i;
+  EXPECT_LT(dups.back(), 100);
+}
+
+TEST(EchoFixed, UnderRepeatEachEpochDrawsItsOwnRepeats) {
+  auto out = run(range_spec(400, R"({"op": "echo", "factor": 1.5}, {"op": "repeat", "count": 2})"));
+  // Per epoch, the list of ids emitted twice.
+  std::vector<std::vector<int64_t>> twice(2);
+  int epoch = 0;
+  int64_t prev = -1;
+  for (const auto& e : out) {
+    if (e.id() < prev) ++epoch;
+    prev = e.id();
+    if (e.echo() == 1) twice[static_cast<size_t>(epoch)].push_back(e.id());
+  }
+  ASSERT_EQ(epoch, 1);
+  EXPECT_NE(twice[0], twice[1]);
+}
+
+TEST(EchoFixed, SaveRestoreRoundTrips) {
+  testing::expect_save_restore_identical(range_spec(60, R"({"op": "echo", "factor": 2.5})"),
+                                         {0, 1, 2, 3, 4, 7, 50, 149, 500});
+  testing::expect_save_restore_identical(
+      range_spec(
+          40,
+          R"({"op": "echo", "factor": 1.7}, {"op": "shuffle", "buffer": 8}, {"op": "batch", "size": 5}, {"op": "echo", "factor": 2.2})"),
+      {0, 1, 2, 5, 9, 13});
+  testing::expect_save_restore_identical(
+      range_spec(
+          30,
+          R"({"op": "echo", "factor": 3}, {"op": "map", "fn": "random_noise"}, {"op": "prefetch", "buffer": 3})"),
+      {1, 2, 3, 40, 89});
+}
+
+TEST(EchoFixed, BadOptionsAreRefused) {
+  auto in = make_range(RangeOptions{3});
+  for (double f : {0.0, 0.999, -2.0, std::nan(""), HUGE_VAL, 2e6}) {
+    EchoOptions o;
+    o.factor = f;
+    EXPECT_NE(error_of([&] { make_echo(in, o); }).find("factor must be a number in [1, 1000000]"),
+              std::string::npos)
+        << f;
+  }
+  EchoOptions o;
+  o.adaptive = true;
+  o.max_factor = 0.5;
+  EXPECT_NE(error_of([&] { make_echo(in, o); }).find("max_factor"), std::string::npos);
+  o.max_factor = 4;
+  o.buffer = 0;
+  EXPECT_NE(error_of([&] { make_echo(in, o); }).find("buffer must be >= 1"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- adaptive mode
+// These depend on timing by nature; the bounds are generous, functional ones.
+
+TEST(EchoAdaptive, SlowUpstreamGetsAnAchievedFactorNearTheRatio) {
+  // Upstream: 20 ms per element (sleeping, as a network read); consumer: 5 ms.
+  auto p = build(range_spec(
+      100000,
+      R"({"op": "map", "fn": "sleep", "args": {"ms": 20}}, {"op": "echo", "factor": "adaptive", "max_factor": 8})"));
+  int64_t outputs = 0, fresh = 0;
+  while (fresh < 40) {
+    auto e = p->next();
+    ASSERT_TRUE(e.has_value());
+    ++outputs;
+    fresh += e->echo() == 0;
+    ASSERT_LT(e->echo(), 8);
+    std::this_thread::sleep_for(5ms);
+  }
+  const double achieved = static_cast<double>(outputs) / static_cast<double>(fresh);
+  EXPECT_GE(achieved, 3.4);
+  EXPECT_LE(achieved, 4.6);
+  auto st = node_stats(*p, "echo(adaptive)");
+  EXPECT_EQ(st["counters"]["fresh"], fresh);
+  EXPECT_EQ(st["counters"]["echoed"], outputs - fresh);
+  EXPECT_GT(st["values"]["achieved_factor"].get<double>(), 3.0);
+}
+
+TEST(EchoAdaptive, FastUpstreamGetsAlmostNoRepeats) {
+  auto p = build(range_spec(300, R"({"op": "echo", "factor": "adaptive", "max_factor": 8})"));
+  std::vector<Example> out;
+  while (auto e = p->next()) {
+    out.push_back(std::move(*e));
+    std::this_thread::sleep_for(1ms);
+  }
+  std::vector<int64_t> fresh_ids;
+  for (const auto& e : out)
+    if (e.echo() == 0) fresh_ids.push_back(e.id());
+  EXPECT_EQ(fresh_ids, iota(300)) << "every element exactly once as fresh, in order";
+  EXPECT_LT(static_cast<double>(out.size()) / 300.0, 1.1);
+}
+
+TEST(EchoAdaptive, MaxFactorIsNeverExceeded) {
+  // A consumer that never waits takes every repeat it is offered.
+  for (int m : {1, 3}) {
+    SCOPED_TRACE("max_factor " + std::to_string(m));
+    auto out = run(range_spec(
+        12,
+        R"({"op": "map", "fn": "sleep", "args": {"ms": 15}}, {"op": "echo", "factor": "adaptive", "max_factor": )" +
+            std::to_string(m) + ".5, \"buffer\": 2}"));
+    std::map<int64_t, std::vector<int32_t>> copies;
+    for (const auto& e : out) copies[e.id()].push_back(e.echo());
+    ASSERT_EQ(copies.size(), 12u);
+    int64_t capped = 0;
+    for (auto& [id, echo] : copies) {
+      std::sort(echo.begin(), echo.end());
+      EXPECT_LE(echo.size(), static_cast<size_t>(m)) << "id " << id;
+      for (size_t k = 0; k < echo.size(); ++k)
+        EXPECT_EQ(echo[k], static_cast<int32_t>(k)) << "id " << id;
+      capped += echo.size() == static_cast<size_t>(m);
+    }
+    // While the next element is 15 ms away, an eager consumer uses up the repeats.
+    EXPECT_GE(capped, 8);
+  }
+}
+
+TEST(EchoAdaptive, InputErrorsArriveInOrderAfterTheElementsBeforeThem) {
+  auto p = build(range_spec(
+      20,
+      R"({"op": "map", "fn": "fail_on", "args": {"ids": [5]}}, {"op": "echo", "factor": "adaptive"})"));
+  std::vector<int64_t> fresh;
+  std::string err = error_of([&] {
+    while (auto e = p->next())
+      if (e->echo() == 0) fresh.push_back(e->id());
+  });
+  EXPECT_NE(err.find("asked to fail on id 5"), std::string::npos) << err;
+  EXPECT_EQ(fresh, iota(5));
+  EXPECT_FALSE(p->next().has_value());
+}
+
+TEST(EchoAdaptive, SaveRestoreLosesAndDuplicatesNoFreshElement) {
+  const std::string spec = range_spec(
+      30,
+      R"({"op": "map", "fn": "sleep", "args": {"ms": 3}}, {"op": "echo", "factor": "adaptive", "max_factor": 3, "buffer": 4})");
+  for (int k : {0, 1, 10, 25}) {
+    SCOPED_TRACE("save after " + std::to_string(k));
+    std::vector<int64_t> fresh;
+    std::string state;
+    {
+      auto p = build(spec);
+      for (int i = 0; i < k; ++i) {
+        auto e = p->next();
+        ASSERT_TRUE(e.has_value());
+        if (e->echo() == 0) fresh.push_back(e->id());
+      }
+      std::this_thread::sleep_for(10ms);  // let the worker queue a few elements ahead
+      state = p->save();
+    }
+    auto p2 = build(spec);
+    p2->restore(state);
+    while (auto e = p2->next()) {
+      EXPECT_LT(e->echo(), 3);
+      if (e->echo() == 0) fresh.push_back(e->id());
+    }
+    EXPECT_EQ(fresh, iota(30));
+  }
+}
+
+// A pipeline range -> map(sleep `ms` for ids >= 1) -> adaptive echo, built by hand.
+std::unique_ptr<Pipeline> slow_after_first(double ms) {
+  MapOptions mo;
+  mo.name = "slow";
+  mo.fn = [ms](Example e, const MapContext& ctx) {
+    if (e.id() >= 1 &&
+        !ctx.cancel->sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6)))) {
+      throw_error(ErrorCode::kCancelled, "slow", "cancelled");
+    }
+    return e;
+  };
+  EchoOptions eo;
+  eo.adaptive = true;
+  eo.max_factor = 3;
+  auto src = make_range(RangeOptions{10});
+  auto map = make_map(src, mo);
+  auto echo = make_echo(map, eo);
+  return std::make_unique<Pipeline>(echo, std::vector<DatasetPtr>{src, map, echo});
+}
+
+TEST(EchoAdaptive, DestroyingThePipelineWhileTheUpstreamIsBlockedReturnsPromptly) {
+  auto p = slow_after_first(60000);
+  auto e = p->next();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->id(), 0);
+  // Two repeats of element 0 (max_factor 3) while element 1 takes a minute.
+  EXPECT_EQ(p->next()->echo(), 1);
+  EXPECT_EQ(p->next()->echo(), 2);
+  auto t0 = std::chrono::steady_clock::now();
+  p.reset();
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+TEST(EchoAdaptive, CancellingWakesAConsumerBlockedForAFreshElement) {
+  auto p = slow_after_first(60000);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p->next().has_value());  // element 0, used up
+  auto t0 = std::chrono::steady_clock::now();
+  auto canceller = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(100ms);
+    p->cancel();
+  });
+  std::string err = error_of([&] { p->next(); });  // blocks: nothing left to repeat
+  EXPECT_NE(err.find("cancelled"), std::string::npos) << err;
+  canceller.get();
+  p.reset();
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+}  // namespace
+}  // namespace dataecho
