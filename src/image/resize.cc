@@ -9,82 +9,74 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "image/resample.h"
 
 namespace dataecho {
 namespace detail {
-namespace {
-
-using v4sf = float __attribute__((vector_size(16)));
-
-inline v4sf load4(const float* p) {
-  v4sf v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void store4(float* p, v4sf v) { std::memcpy(p, &v, sizeof(v)); }
-
-Taps finish(int count, std::vector<int> first, std::vector<std::vector<float>> w, int in_lo,
-            int in_hi, bool reverse) {
-  Taps t;
-  t.count = count;
-  for (const auto& ws : w) t.k = std::max(t.k, static_cast<int>(ws.size()));
-  t.start.resize(count);
-  t.weight.assign(static_cast<size_t>(count) * t.k, 0.0f);
-  t.lo = in_hi;
-  t.hi = in_lo;
-  for (int i = 0; i < count; ++i) {
-    const int o = reverse ? count - 1 - i : i;
-    int s = first[i];
-    int shift = 0;
-    if (s + t.k > in_hi) {  // pad at the front instead, staying inside the source
-      shift = s + t.k - in_hi;
-      s -= shift;
-    }
-    t.start[o] = s;
-    for (size_t j = 0; j < w[i].size(); ++j)
-      t.weight[static_cast<size_t>(o) * t.k + shift + j] = w[i][j];
-    t.lo = std::min(t.lo, s);
-    t.hi = std::max(t.hi, s + t.k);
-  }
-  return t;
-}
-
-}  // namespace
-
 Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, bool antialias,
                bool reverse) {
   const double scale = static_cast<double>(in_len) / out_full;
   const double support = antialias && scale > 1.0 ? scale : 1.0;
   const int in_hi = in_lo + in_len;
-  std::vector<int> first(win_len);
-  std::vector<std::vector<float>> w(win_len);
-  std::vector<double> tmp;
+  // Flat per-sample storage (no allocation per sample: this runs for every image).
+  const int kmax = static_cast<int>(std::ceil(2 * support)) + 2;
+  thread_local std::vector<double> wbuf;
+  thread_local std::vector<int> first, count;
+  wbuf.assign(static_cast<size_t>(win_len) * kmax, 0.0);
+  first.resize(win_len);
+  count.resize(win_len);
+  int k = 1;
   for (int i = 0; i < win_len; ++i) {
     const double center = in_lo + (win_lo + i + 0.5) * scale;
-    int xmin = std::max(static_cast<int>(std::floor(center - support + 0.5)), in_lo);
-    int xmax = std::min(static_cast<int>(std::floor(center + support + 0.5)), in_hi);
-    tmp.clear();
+    const int xmin = std::max(static_cast<int>(std::floor(center - support + 0.5)), in_lo);
+    const int xmax = std::min(static_cast<int>(std::floor(center + support + 0.5)), in_hi);
+    double* w = wbuf.data() + static_cast<size_t>(i) * kmax;
+    // Zero-weight taps at either end are dropped (an exact hit on a pixel centre is one tap).
+    int n = 0, b = -1;
     double total = 0;
     for (int x = xmin; x < xmax; ++x) {
-      double d = std::abs((x + 0.5 - center) / support);
-      double v = d < 1.0 ? 1.0 - d : 0.0;
-      tmp.push_back(v);
+      const double d = std::abs((x + 0.5 - center) / support);
+      const double v = d < 1.0 ? 1.0 - d : 0.0;
+      if (v <= 1e-9 && b < 0) continue;
+      if (b < 0) b = x;
+      w[n++] = v;
       total += v;
     }
-    // Drop zero-weight taps at both ends (an exact hit on a pixel centre is one tap).
-    size_t b = 0, e = tmp.size();
-    while (b < e && tmp[b] <= 1e-9) ++b;
-    while (e > b && tmp[e - 1] <= 1e-9) --e;
-    if (b == e) {  // cannot happen for in_len >= 1, but never divide by zero
-      first[i] = std::clamp(static_cast<int>(center), in_lo, in_hi - 1);
-      w[i] = {1.0f};
-      continue;
+    while (n > 0 && w[n - 1] <= 1e-9) --n;
+    if (n == 0) {  // cannot happen for in_len >= 1, but never divide by zero
+      b = std::clamp(static_cast<int>(center), in_lo, in_hi - 1);
+      w[0] = total = 1.0;
+      n = 1;
     }
-    first[i] = xmin + static_cast<int>(b);
-    for (size_t j = b; j < e; ++j) w[i].push_back(static_cast<float>(tmp[j] / total));
+    for (int j = 0; j < n; ++j) w[j] /= total;
+    first[i] = b;
+    count[i] = n;
+    k = std::max(k, n);
   }
-  return finish(win_len, std::move(first), std::move(w), in_lo, in_hi, reverse);
+  Taps t;
+  t.count = win_len;
+  t.k = k;
+  t.start.resize(win_len);
+  t.weight.assign(static_cast<size_t>(win_len) * k, 0.0f);
+  t.lo = in_hi;
+  t.hi = in_lo;
+  for (int i = 0; i < win_len; ++i) {
+    const int o = reverse ? win_len - 1 - i : i;
+    int s = first[i];
+    const int shift = std::max(0, s + k - in_hi);  // pad at the front, staying inside the source
+    s -= shift;
+    t.start[o] = s;
+    for (int j = 0; j < count[i]; ++j)
+      t.weight[static_cast<size_t>(o) * k + shift + j] =
+          static_cast<float>(wbuf[static_cast<size_t>(i) * kmax + j]);
+    t.lo = std::min(t.lo, s);
+    t.hi = std::max(t.hi, s + k);
+  }
+  return t;
 }
 
 Taps identity_taps(int lo, int len, bool reverse) {
@@ -101,78 +93,132 @@ Taps identity_taps(int lo, int len, bool reverse) {
 
 namespace {
 
-// Horizontal pass of one source row into channel-planar floats: out[c * n + o].
-template <int C, int K>
-void hpass(const uint8_t* row, int channels, const int* offset, const float* weight, int n, int k,
-           float* out) {
-  const int ch = C ? C : channels;
-  const int kk = K ? K : k;
-  for (int o = 0; o < n; ++o) {
-    const uint8_t* p = row + offset[o];
-    const float* w = weight + static_cast<size_t>(o) * kk;
-    if constexpr (C == 3 && K == 2) {
-      const float w0 = w[0], w1 = w[1];
-      out[o] = p[0] * w0 + p[3] * w1;
-      out[n + o] = p[1] * w0 + p[4] * w1;
-      out[2 * n + o] = p[2] * w0 + p[5] * w1;
-    } else {
-      for (int c = 0; c < ch; ++c) {
-        float acc = 0;
-        for (int j = 0; j < kk; ++j) acc += p[j * ch + c] * w[j];
-        out[c * n + o] = acc;
-      }
+// The kernels below are compiled twice, for AVX2 and for the baseline ISA, and the
+// loader picks one (GCC function multiversioning). Floating-point contraction is off
+// (-std=c++20), so both give the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define DATAECHO_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DATAECHO_CLONES
+#endif
+
+// 8-float vectors in static inline helpers; the ABI note about passing them without AVX
+// is moot (nothing crosses a library boundary).
+#pragma GCC diagnostic ignored "-Wpsabi"
+using v8sf = float __attribute__((vector_size(32)));
+
+inline v8sf load8(const float* p) {
+  v8sf v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store8(float* p, v8sf v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Columns [0, n) of an interleaved uint8 row with `channels` channels into `channels`
+// float planes of `n` values each.
+DATAECHO_CLONES
+void deinterleave(const uint8_t* row, int channels, int n, float* planes) {
+  if (channels == 3) {
+    float* p0 = planes;
+    float* p1 = planes + n;
+    float* p2 = planes + 2 * n;
+    for (int i = 0; i < n; ++i) {
+      p0[i] = row[3 * i];
+      p1[i] = row[3 * i + 1];
+      p2[i] = row[3 * i + 2];
+    }
+    return;
+  }
+  for (int c = 0; c < channels; ++c)
+    for (int i = 0; i < n; ++i) planes[c * n + i] = row[i * channels + c];
+}
+
+// out[o] = sum_j w[j * n + o] * plane[start[o] + j]: the horizontal filter on one plane.
+// Weights are tap-major, so each tap's weights are contiguous.
+void hfilter(const float* plane, const int* start, const float* w, int k, int n, float* out) {
+  if (k == 1) {
+    for (int o = 0; o < n; ++o) out[o] = plane[start[o]] * w[o];
+  } else if (k == 2) {
+    const float* w1 = w + n;
+    for (int o = 0; o < n; ++o) {
+      const float* p = plane + start[o];
+      out[o] = p[0] * w[o] + p[1] * w1[o];
+    }
+  } else if (k == 3) {
+    const float* w1 = w + n;
+    const float* w2 = w + 2 * n;
+    for (int o = 0; o < n; ++o) {
+      const float* p = plane + start[o];
+      out[o] = p[0] * w[o] + p[1] * w1[o] + p[2] * w2[o];
+    }
+  } else {
+    for (int o = 0; o < n; ++o) {
+      const float* p = plane + start[o];
+      float acc = 0;
+      for (int j = 0; j < k; ++j) acc += p[j] * w[j * n + o];
+      out[o] = acc;
     }
   }
 }
 
-using HPass = void (*)(const uint8_t*, int, const int*, const float*, int, int, float*);
-
-template <int C>
-HPass pick_k(int k) {
-  switch (k) {
-    case 1:
-      return hpass<C, 1>;
-    case 2:
-      return hpass<C, 2>;
-    case 3:
-      return hpass<C, 3>;
-    case 4:
-      return hpass<C, 4>;
-    default:
-      return hpass<C, 0>;
+#if defined(__x86_64__) && defined(__GNUC__)
+// The horizontal filter with AVX2 gathers, 8 outputs at a time; the same operations in
+// the same order as hfilter, so the same bits.
+__attribute__((target("avx2"))) void hfilter_avx2(const float* plane, const int* start,
+                                                  const float* w, int k, int n, float* out) {
+  int o = 0;
+  if (k >= 1 && k <= 3) {
+    for (; o + 8 <= n; o += 8) {
+      const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + o));
+      __m256 a = _mm256_mul_ps(_mm256_i32gather_ps(plane, idx, 4), _mm256_loadu_ps(w + o));
+      if (k >= 2)
+        a = _mm256_add_ps(
+            a, _mm256_mul_ps(_mm256_i32gather_ps(plane + 1, idx, 4), _mm256_loadu_ps(w + n + o)));
+      if (k == 3)
+        a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_i32gather_ps(plane + 2, idx, 4),
+                                           _mm256_loadu_ps(w + 2 * n + o)));
+      _mm256_storeu_ps(out + o, a);
+    }
+  }
+  for (; o < n; ++o) {
+    const float* p = plane + start[o];
+    float acc = p[0] * w[o];
+    for (int j = 1; j < k; ++j) acc += p[j] * w[j * n + o];
+    out[o] = acc;
   }
 }
+#endif
 
-HPass pick_hpass(int channels, int k) {
-  switch (channels) {
-    case 1:
-      return pick_k<1>(k);
-    case 3:
-      return pick_k<3>(k);
-    default:
-      return pick_k<0>(k);
-  }
+void hfilter_best(const float* plane, const int* start, const float* w, int k, int n, float* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return hfilter_avx2(plane, start, w, k, n, out);
+#endif
+  hfilter(plane, start, w, k, n, out);
 }
 
-// acc[i] = sum_j w[j] * rows[j][i] for i < n.
-void vpass(const float* const* rows, const float* w, int k, int n, float* acc) {
+// out[i] = sum_j w[j] * rows[j][i] + bias for i < n.
+DATAECHO_CLONES
+void vfilter(const float* const* rows, const float* w, int k, int n, float bias, float* out) {
   int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    v4sf a = load4(rows[0] + i) * w[0];
-    for (int j = 1; j < k; ++j) a += load4(rows[j] + i) * w[j];
-    store4(acc + i, a);
+  if (k == 2) {
+    const float* r0 = rows[0];
+    const float* r1 = rows[1];
+    const float w0 = w[0], w1 = w[1];
+    for (; i + 8 <= n; i += 8) store8(out + i, load8(r0 + i) * w0 + load8(r1 + i) * w1 + bias);
+  } else {
+    for (; i + 8 <= n; i += 8) {
+      v8sf a = load8(rows[0] + i) * w[0];
+      for (int j = 1; j < k; ++j) a += load8(rows[j] + i) * w[j];
+      store8(out + i, a + bias);
+    }
   }
   for (; i < n; ++i) {
     float a = rows[0][i] * w[0];
     for (int j = 1; j < k; ++j) a += rows[j][i] * w[j];
-    acc[i] = a;
+    out[i] = a + bias;
   }
-}
-
-void scale_bias(const float* in, int n, float s, float b, float* out) {
-  int i = 0;
-  for (; i + 4 <= n; i += 4) store4(out + i, load4(in + i) * s + b);
-  for (; i < n; ++i) out[i] = in[i] * s + b;
 }
 
 inline uint8_t to_u8(float v) {
@@ -181,10 +227,14 @@ inline uint8_t to_u8(float v) {
 }
 
 struct Scratch {
-  std::vector<float> ring;  // k rows of C * width floats
+  std::vector<float> planes;  // one source row, deinterleaved: C * (tx.hi - tx.lo)
+  std::vector<float> ring;    // ty.k horizontally filtered rows of C * OW floats
   std::vector<float> acc;
-  std::vector<int> offset;
+  std::vector<float> wx;   // tx weights, tap-major
+  std::vector<int> start;  // tx starts relative to tx.lo
   std::vector<int> ring_row;
+  std::vector<float> wy;
+  std::vector<const float*> rows;
 };
 
 }  // namespace
@@ -194,20 +244,22 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
   thread_local Scratch s;
   const int C = src.channels, OH = ty.count, OW = tx.count;
   const int row_len = C * OW;
-  s.offset.resize(OW);
-  for (int o = 0; o < OW; ++o) s.offset[o] = (tx.start[o] - origin_x) * C;
+  const int n_in = tx.hi - tx.lo;
+  s.planes.resize(static_cast<size_t>(C) * n_in);
+  s.start.resize(OW);
+  s.wx.resize(static_cast<size_t>(tx.k) * OW);
+  for (int o = 0; o < OW; ++o) {
+    s.start[o] = tx.start[o] - tx.lo;
+    for (int j = 0; j < tx.k; ++j)
+      s.wx[static_cast<size_t>(j) * OW + o] = tx.weight[static_cast<size_t>(o) * tx.k + j];
+  }
   s.ring.resize(static_cast<size_t>(ty.k) * row_len);
   s.ring_row.assign(ty.k, -1);
   s.acc.resize(row_len);
-  const HPass hp = pick_hpass(C, tx.k);
+  s.wy.resize(ty.k);
+  s.rows.resize(ty.k);
   const bool to_float = scale != nullptr;
-  const float* rows[64];
-  std::vector<const float*> many_rows;
-  const float** rp = rows;
-  if (ty.k > 64) {
-    many_rows.resize(ty.k);
-    rp = many_rows.data();
-  }
+  const uint8_t* src_col0 = src.data + static_cast<int64_t>(tx.lo - origin_x) * C;
 
   auto fill = [&](std::byte* out_bytes) {
     for (int oy = 0; oy < OH; ++oy) {
@@ -217,25 +269,36 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
         const int slot = y % ty.k;
         float* dst = s.ring.data() + static_cast<size_t>(slot) * row_len;
         if (s.ring_row[slot] != y) {
-          hp(src.data + static_cast<int64_t>(y - origin_y) * src.stride, C, s.offset.data(),
-             tx.weight.data(), OW, tx.k, dst);
+          deinterleave(src_col0 + static_cast<int64_t>(y - origin_y) * src.stride, C, n_in,
+                       s.planes.data());
+          for (int c = 0; c < C; ++c)
+            hfilter_best(s.planes.data() + static_cast<size_t>(c) * n_in, s.start.data(),
+                         s.wx.data(), tx.k, OW, dst + static_cast<size_t>(c) * OW);
           s.ring_row[slot] = y;
         }
-        rp[j] = dst;
+        s.rows[j] = dst;
       }
       const float* w = ty.weight.data() + static_cast<size_t>(oy) * ty.k;
       if (to_float) {
+        // The normalization folds into the vertical weights: one pass writes the output.
         auto* out = reinterpret_cast<float*>(out_bytes);
-        const float* acc = rp[0];
-        if (!(ty.k == 1 && w[0] == 1.0f)) {
-          vpass(rp, w, ty.k, row_len, s.acc.data());
-          acc = s.acc.data();
+        for (int c = 0; c < C; ++c) {
+          const float* rows_c[16];
+          std::vector<const float*> many;
+          const float** rc = rows_c;
+          if (ty.k > 16) {
+            many.resize(ty.k);
+            rc = many.data();
+          }
+          for (int j = 0; j < ty.k; ++j) {
+            rc[j] = s.rows[j] + static_cast<size_t>(c) * OW;
+            s.wy[j] = w[j] * scale[c];
+          }
+          vfilter(rc, s.wy.data(), ty.k, OW, bias[c],
+                  out + (static_cast<size_t>(c) * OH + oy) * OW);
         }
-        for (int c = 0; c < C; ++c)
-          scale_bias(acc + c * OW, OW, scale[c], bias[c],
-                     out + (static_cast<size_t>(c) * OH + oy) * OW);
       } else {
-        vpass(rp, w, ty.k, row_len, s.acc.data());
+        vfilter(s.rows.data(), w, ty.k, row_len, 0.0f, s.acc.data());
         auto* out = reinterpret_cast<uint8_t*>(out_bytes) + static_cast<size_t>(oy) * row_len;
         for (int c = 0; c < C; ++c)
           for (int o = 0; o < OW; ++o) out[o * C + c] = to_u8(s.acc[c * OW + o]);
