@@ -7,7 +7,8 @@
 //              reused buffer): what decoding alone costs;
 //   fused      decode_augment: decode + random resized crop 224 + flip + normalize
 //              (ImageNet mean/std) to a fresh float32 [3, 224, 224] tensor;
-//   unfused    decode_image then augment with the same options (two passes, for context).
+//   unfused    decode_image then augment with the same options (two passes, for context);
+//   augment    augment alone on already decoded images: what the augmentation costs.
 // Rounds alternate between the variants and the best round of each is kept, so that
 // load from other processes on the machine hurts every variant alike.
 //
@@ -108,7 +109,7 @@ AugmentOptions imagenet() {
   return o;
 }
 
-enum class Variant { kReference, kFused, kUnfused };
+enum class Variant { kReference, kFused, kUnfused, kAugmentOnly };
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kReference:
@@ -117,6 +118,8 @@ const char* variant_name(Variant v) {
       return "decode_augment (fused)";
     case Variant::kUnfused:
       return "decode_image + augment";
+    case Variant::kAugmentOnly:
+      return "augment only (decoded in)";
   }
   return "?";
 }
@@ -134,6 +137,9 @@ Rate measure(Variant v, const std::vector<std::string>& jpegs, int threads, doub
   std::atomic<int64_t> sink{0};
   std::atomic<int64_t> cpu_seconds_x1e9{0};
   const AugmentOptions o = imagenet();
+  std::vector<Tensor> decoded;
+  if (v == Variant::kAugmentOnly)
+    for (const auto& j : jpegs) decoded.push_back(decode_image(j));
   auto worker = [&](int t) {
     tjhandle h = tjInitDecompress();
     std::vector<uint8_t> buf(256 * 256 * 3);
@@ -153,8 +159,9 @@ Rate measure(Variant v, const std::vector<std::string>& jpegs, int threads, doub
         acc += buf[n % buf.size()];
       } else {
         Rng rng(element_seed(1234, static_cast<int64_t>(n * 2 + t), 0));
-        Tensor out =
-            v == Variant::kFused ? decode_augment(b, {}, o, rng) : augment(decode_image(b), o, rng);
+        Tensor out = v == Variant::kFused     ? decode_augment(b, {}, o, rng)
+                     : v == Variant::kUnfused ? augment(decode_image(b), o, rng)
+                                              : augment(decoded[i], o, rng);
         acc += static_cast<int64_t>(out.data<float>()[0]);
       }
       ++n;
@@ -241,16 +248,17 @@ int main(int argc, char** argv) {
     std::printf("# %s: %zu images, %.1f KB each on average\n", name.c_str(), jpegs.size(),
                 bytes / 1024.0 / jpegs.size());
     for (int threads : args.threads) {
-      const Variant variants[] = {Variant::kReference, Variant::kFused, Variant::kUnfused};
-      Rate best[3];
+      const Variant variants[] = {Variant::kReference, Variant::kFused, Variant::kUnfused,
+                                  Variant::kAugmentOnly};
+      Rate best[4];
       measure(Variant::kFused, jpegs, threads, 0.2);  // warm up allocators and caches
       for (int r = 0; r < args.rounds; ++r)
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < 4; ++k) {
           Rate m = measure(variants[k], jpegs, threads, args.seconds);
           best[k].wall = std::max(best[k].wall, m.wall);
           best[k].cpu = std::max(best[k].cpu, m.cpu);
         }
-      for (int k = 0; k < 3; ++k) {
+      for (int k = 0; k < 4; ++k) {
         std::printf("%-30s %7d %-26s %10.0f %6.1f%% %14.0f %6.1f%%\n", name.c_str(), threads,
                     variant_name(variants[k]), best[k].wall, 100.0 * best[k].wall / best[0].wall,
                     best[k].cpu, 100.0 * best[k].cpu / best[0].cpu);
