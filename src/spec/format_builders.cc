@@ -1,5 +1,6 @@
 // Spec builders for the file sources: idx, tfrecord, tar (see docs/formats.md).
 #include "dataecho/formats/idx.h"
+#include "dataecho/formats/tar.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/spec/registry.h"
 
@@ -83,6 +84,36 @@ void register_format_builders(Registry& r) {
     o.verify_crc = s.get_bool("verify_crc", true);
     o.stream = read_stream_options(s);
     return make_tfrecord_source(o);
+  };
+
+  r.sources["tar"] = [](SpecObject& s, BuildContext& ctx) {
+    TarOptions o;
+    o.uris = read_uris(s, ctx);
+    if (const nlohmann::json* f = s.raw("fields")) {
+      std::string path = s.field_path("fields");
+      if (f->is_array()) {
+        for (const auto& x : *f) {
+          if (!x.is_string())
+            throw_spec_error(
+                path, "expected a list of extensions like [\"jpg\", \"cls\"], got " + f->dump());
+          o.fields.emplace_back(x.get<std::string>(), x.get<std::string>());
+        }
+      } else if (f->is_object()) {
+        for (const auto& [name, x] : f->items()) {
+          if (!x.is_string())
+            throw_spec_error(path + "." + name,
+                             "expected an extension like \"jpg\", got " + x.dump());
+          o.fields.emplace_back(name, x.get<std::string>());
+        }
+      } else {
+        throw_spec_error(
+            path,
+            "expected a list of extensions or an object {field: extension}, got " + f->dump());
+      }
+    }
+    o.on_error = read_on_error(s);
+    o.stream = read_stream_options(s);
+    return make_tar_source(o);
   };
 }
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang-14, ASan + UBSan) for the TFRecord framing, the
+# tf.Example parser and the tar reader, and runs each for a bounded time. Any crash,
+# leak or sanitizer report fails the script.
+#   scripts/fuzz.sh [seconds per target, default 20]
+# Environment: FUZZ_BUILD (default build-fuzz), CXX_FUZZ (default clang++-14).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SECONDS_PER_TARGET=${1:-${FUZZ_TIME:-20}}
+OUT=${FUZZ_BUILD:-$ROOT/build-fuzz}
+CXX=${CXX_FUZZ:-clang++-14}
+JOBS=${FUZZ_JOBS:-2}
+mkdir -p "$OUT/proto/dataecho/proto" "$OUT/obj"
+
+protoc --cpp_out="$OUT/proto/dataecho/proto" -I "$ROOT/proto" "$ROOT/proto/example.proto"
+
+FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+       -I"$ROOT/include" -I"$ROOT/src" -I"$OUT/proto")
+SOURCES=(
+  "$OUT/proto/dataecho/proto/example.pb.cc"
+  "$ROOT/src/core/tensor.cc" "$ROOT/src/core/error.cc" "$ROOT/src/core/example.cc" "$ROOT/src/core/stats.cc"
+  "$ROOT/src/io/open_stream.cc" "$ROOT/src/io/local_file_stream.cc" "$ROOT/fuzz/http_stub.cc"
+  "$ROOT/src/formats/crc32c.cc" "$ROOT/src/formats/memory_stream.cc" "$ROOT/src/formats/tfrecord_reader.cc"
+  "$ROOT/src/formats/tfrecord_writer.cc" "$ROOT/src/formats/tf_example.cc" "$ROOT/src/formats/tar_reader.cc"
+)
+OBJS=()
+pids=()
+for src in "${SOURCES[@]}"; do
+  obj="$OUT/obj/$(basename "${src%.cc}").o"
+  OBJS+=("$obj")
+  if [[ ! -f "$obj" || "$src" -nt "$obj" ]]; then
+    "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
+    pids+=($!)
+    if (( ${#pids[@]} >= JOBS )); then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+  fi
+done
+for p in "${pids[@]}"; do wait "$p"; done
+
+LIBS=($(pkg-config --libs protobuf libarchive) -lpthread)
+TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz)
+for t in "${TARGETS[@]}"; do
+  "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "$ROOT/fuzz/$t.cc" "${OBJS[@]}" "${LIBS[@]}" -o "$OUT/$t"
+done
+
+# Seeds: a GNU tar shard for the tar reader; the others start from nothing.
+SEEDS="$OUT/seeds"
+rm -rf "$SEEDS" && mkdir -p "$SEEDS/tar_reader_fuzz" "$SEEDS/tfrecord_framing_fuzz" "$SEEDS/tf_example_fuzz" "$SEEDS/src"
+printf '3\n' > "$SEEDS/src/a0.cls"; printf 'jpegbytes' > "$SEEDS/src/a0.jpg"; printf '7' > "$SEEDS/src/a1.cls"
+tar --sort=name -cf "$SEEDS/tar_reader_fuzz/seed.tar" -C "$SEEDS/src" .
+printf '\x0a\x0c\x0a\x0a\x0a\x01a\x12\x05\x1a\x03\x0a\x01\x07' > "$SEEDS/tf_example_fuzz/seed"
+
+status=0
+for t in "${TARGETS[@]}"; do
+  echo "== $t for ${SECONDS_PER_TARGET}s"
+  mkdir -p "$OUT/corpus/$t"
+  if ! (cd "$OUT" && "./$t" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -print_final_stats=1 \
+        "$OUT/corpus/$t" "$SEEDS/$t" 2>&1 | tail -n 15); then
+    echo "FAIL: $t found a crash (see $OUT/crash-*)"
+    status=1
+  fi
+done
+exit $status

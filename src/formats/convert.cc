@@ -1,0 +1,254 @@
+// convert_dataset (see dataecho/formats/convert.h). Reads one example at a time and
+// writes it to its shard: memory stays at one image plus the writers' buffers.
+#include "dataecho/formats/convert.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "dataecho/formats/idx.h"
+#include "dataecho/formats/tfrecord.h"
+#include "dataecho/image/codec.h"
+#include "dataecho/image/transforms.h"
+
+namespace fs = std::filesystem;
+
+namespace dataecho {
+namespace {
+
+[[noreturn]] void convert_error(ErrorCode code, const std::string& why, const std::string& where) {
+  throw Error(code, "convert", why, where);
+}
+
+struct Item {
+  std::string bytes;  // encoded image
+  std::string ext;    // "png" / "jpg"
+  int64_t label = -1;
+  std::string class_name;
+  int height = 0, width = 0;
+};
+
+// Writes one output shard at a time.
+class ShardSink {
+ public:
+  ShardSink(const ConvertOptions& o, int64_t total) : o_(o), total_(total) {}
+  ~ShardSink() { close_shard(); }
+
+  void add(int64_t index, const Item& item) {
+    int shard = static_cast<int>(index * o_.shards / std::max<int64_t>(total_, 1));
+    if (o_.to != "dir" && shard != current_) open_shard(shard);
+    char key[32];
+    std::snprintf(key, sizeof key, "%08lld", static_cast<long long>(index));
+    if (o_.to == "tfrecord") {
+      Example e;
+      e.set("image/encoded", Tensor::from_bytes(item.bytes));
+      e.set("image/format", Tensor::from_bytes(item.ext == "jpg" ? "jpeg" : item.ext));
+      e.set("image/class/label", Tensor::scalar<int64_t>(item.label));
+      e.set("image/height", Tensor::scalar<int64_t>(item.height));
+      e.set("image/width", Tensor::scalar<int64_t>(item.width));
+      tfrecord_->write(serialize_tf_example(e));
+    } else if (o_.to == "tar") {
+      tar_entry(std::string(key) + "." + item.ext, item.bytes);
+      tar_entry(std::string(key) + ".cls", std::to_string(item.label) + "\n");
+    } else {
+      fs::path dir = fs::path(o_.out_dir) / item.class_name;
+      fs::create_directories(dir);
+      fs::path path = dir / (std::string(key) + "." + item.ext);
+      std::ofstream out(path, std::ios::binary);
+      out.write(item.bytes.data(), static_cast<std::streamsize>(item.bytes.size()));
+      if (!out) convert_error(ErrorCode::kIo, "cannot write", path.string());
+      bytes_ += static_cast<int64_t>(item.bytes.size());
+      ++files_;
+    }
+  }
+  void close_shard() {
+    if (tfrecord_) {
+      tfrecord_->close();
+      bytes_ += static_cast<int64_t>(tfrecord_->bytes());
+      tfrecord_.reset();
+    }
+    if (tar_) {
+      if (archive_write_close(tar_) != ARCHIVE_OK)
+        convert_error(ErrorCode::kIo, archive_error_string(tar_), path_);
+      archive_write_free(tar_);
+      tar_ = nullptr;
+      bytes_ += static_cast<int64_t>(fs::file_size(path_));
+    }
+  }
+  int64_t files() const { return files_; }
+  int64_t bytes() const {
+    return bytes_ + (tfrecord_ ? static_cast<int64_t>(tfrecord_->bytes()) : 0);
+  }
+
+ private:
+  void open_shard(int shard) {
+    close_shard();
+    current_ = shard;
+    char name[64];
+    if (o_.to == "tfrecord") {
+      std::snprintf(name, sizeof name, "-%05d-of-%05d.tfrecord", shard, o_.shards);
+      path_ = (fs::path(o_.out_dir) / (o_.name + name)).string();
+      tfrecord_ = std::make_unique<TfRecordWriter>(path_);
+    } else {
+      std::snprintf(name, sizeof name, "-%05d.tar", shard);
+      path_ = (fs::path(o_.out_dir) / (o_.name + name)).string();
+      tar_ = archive_write_new();
+      archive_write_set_format_ustar(tar_);
+      if (archive_write_open_filename(tar_, path_.c_str()) != ARCHIVE_OK) {
+        std::string why = archive_error_string(tar_);
+        archive_write_free(tar_);
+        tar_ = nullptr;
+        convert_error(ErrorCode::kIo, "cannot create: " + why, path_);
+      }
+    }
+    ++files_;
+  }
+  void tar_entry(const std::string& name, const std::string& bytes) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_size(e, static_cast<la_int64_t>(bytes.size()));
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_mtime(e, 0, 0);  // the same input gives the same bytes
+    bool ok = archive_write_header(tar_, e) == ARCHIVE_OK &&
+              archive_write_data(tar_, bytes.data(), bytes.size()) ==
+                  static_cast<la_ssize_t>(bytes.size());
+    archive_entry_free(e);
+    if (!ok) convert_error(ErrorCode::kIo, archive_error_string(tar_), path_);
+  }
+
+  const ConvertOptions& o_;
+  int64_t total_;
+  int current_ = -1;
+  std::string path_;
+  std::unique_ptr<TfRecordWriter> tfrecord_;
+  struct archive* tar_ = nullptr;
+  int64_t files_ = 0, bytes_ = 0;
+};
+
+// Re-encodes (and resizes) when asked; `hwc` is the decoded image.
+void encode_into(const ConvertOptions& o, Tensor hwc, Item& item) {
+  if (o.channels == 3 && hwc.shape()[2] == 1) {
+    int64_t n = hwc.shape()[0] * hwc.shape()[1];
+    const uint8_t* src = hwc.data<uint8_t>();
+    hwc = Tensor::make(DType::kUInt8, {hwc.shape()[0], hwc.shape()[1], 3}, [&](std::byte* dst) {
+      for (int64_t i = 0; i < n; ++i)
+        dst[3 * i] = dst[3 * i + 1] = dst[3 * i + 2] = std::byte{src[i]};
+    });
+  }
+  if (o.resize > 0) hwc = resize(hwc, o.resize, o.resize);
+  item.height = static_cast<int>(hwc.shape()[0]);
+  item.width = static_cast<int>(hwc.shape()[1]);
+  if (o.encode == "jpeg") {
+    item.bytes = encode_jpeg(hwc, o.quality);
+    item.ext = "jpg";
+  } else {
+    item.bytes = encode_png(hwc);
+    item.ext = "png";
+  }
+}
+
+}  // namespace
+
+ConvertSummary convert_dataset(const ConvertOptions& o,
+                               const std::function<void(int64_t, int64_t, int64_t)>& progress) {
+  if (o.to != "tfrecord" && o.to != "tar" && o.to != "dir") {
+    convert_error(ErrorCode::kInvalidArgument,
+                  "--to must be tfrecord, tar or dir, got \"" + o.to + "\"", "");
+  }
+  if (!o.encode.empty() && o.encode != "png" && o.encode != "jpeg") {
+    convert_error(ErrorCode::kInvalidArgument,
+                  "--encode must be png or jpeg, got \"" + o.encode + "\"", "");
+  }
+  if (o.shards < 1) convert_error(ErrorCode::kInvalidArgument, "--shards must be >= 1", "");
+  if (o.idx_images.empty() == o.input_dir.empty()) {
+    convert_error(ErrorCode::kInvalidArgument, "give either IDX images or an input directory", "");
+  }
+  fs::create_directories(o.out_dir);
+  ConvertSummary summary;
+
+  if (!o.idx_images.empty()) {
+    IdxOptions io;
+    io.images = o.idx_images;
+    io.labels = o.idx_labels;
+    io.limit = o.limit;
+    auto ds = make_idx_source(io);
+    // Count first (cheap: the data is cached in the dataset) so shards split evenly.
+    int64_t total = read_idx_header(o.idx_images).dims[0];
+    if (o.limit >= 0) total = std::min(total, o.limit);
+    ShardSink sink(o, total);
+    auto it = ds->make_iterator({});
+    int64_t i = 0;
+    while (auto e = it->next()) {
+      Item item;
+      item.label = e->find("label") ? e->get("label").item<int64_t>() : 0;
+      item.class_name = std::to_string(item.label);
+      encode_into(o, e->get("image"), item);
+      sink.add(i++, item);
+      if (progress && (i % 256 == 0 || i == total)) progress(i, total, sink.bytes());
+    }
+    sink.close_shard();
+    summary = {sink.files(), i, sink.bytes()};
+    return summary;
+  }
+
+  // class_name/file.{jpg,jpeg,png}
+  std::vector<std::string> classes;
+  for (const auto& d : fs::directory_iterator(o.input_dir)) {
+    if (d.is_directory()) classes.push_back(d.path().filename().string());
+  }
+  std::sort(classes.begin(), classes.end());
+  if (classes.empty()) convert_error(ErrorCode::kNotFound, "no class subdirectories", o.input_dir);
+  std::vector<std::pair<std::string, int64_t>> files;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    std::vector<std::string> in_class;
+    for (const auto& f : fs::directory_iterator(fs::path(o.input_dir) / classes[c])) {
+      std::string ext = f.path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+      if (f.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png"))
+        in_class.push_back(f.path().string());
+    }
+    std::sort(in_class.begin(), in_class.end());
+    for (auto& f : in_class) files.emplace_back(std::move(f), static_cast<int64_t>(c));
+  }
+  if (o.limit >= 0 && static_cast<int64_t>(files.size()) > o.limit)
+    files.resize(static_cast<size_t>(o.limit));
+  int64_t total = static_cast<int64_t>(files.size());
+  ShardSink sink(o, total);
+  for (int64_t i = 0; i < total; ++i) {
+    const auto& [path, label] = files[static_cast<size_t>(i)];
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    if (!in.good() && !in.eof()) convert_error(ErrorCode::kIo, "cannot read", path);
+    Item item;
+    item.label = label;
+    item.class_name = classes[static_cast<size_t>(label)];
+    try {
+      if (o.encode.empty() && o.resize == 0 && o.channels == 0) {
+        ImageInfo info = read_image_info(bytes);
+        item.height = info.height;
+        item.width = info.width;
+        item.ext = info.format == ImageFormat::kPng ? "png" : "jpg";
+        item.bytes = std::move(bytes);
+      } else {
+        ConvertOptions oo = o;
+        if (oo.encode.empty())
+          oo.encode = sniff_image_format(bytes) == ImageFormat::kPng ? "png" : "jpeg";
+        encode_into(oo, decode_image(bytes), item);
+      }
+    } catch (const Error& e) {
+      throw e.with_context("convert", path);
+    }
+    sink.add(i, item);
+    if (progress && ((i + 1) % 64 == 0 || i + 1 == total)) progress(i + 1, total, sink.bytes());
+  }
+  sink.close_shard();
+  summary = {sink.files(), total, sink.bytes()};
+  return summary;
+}
+
+}  // namespace dataecho
