@@ -11,7 +11,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config clang time curl tar
   # engine
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libarchive-dev
-  libprotobuf-dev protobuf-compiler libturbojpeg0-dev libspng-dev libpng-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light
   # trainer, data and plots
@@ -31,6 +31,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ "${1:-}" = "--deps" ] && exit 0
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build -j"$(nproc)"
 echo "bootstrap: built build/bin/dataecho"
