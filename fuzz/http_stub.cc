@@ -1,4 +1,5 @@
 // The fuzz targets read from memory: open_stream's HTTP branch is never taken.
+#include "dataecho/core/error.h"
 #include "dataecho/io/http_stream.h"
 
 namespace dataecho {
