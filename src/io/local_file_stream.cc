@@ -1,6 +1,6 @@
 // LocalFileStream: a ByteStream over a local file, read through a read-ahead buffer of
-// StreamOptions::buffer_bytes (reads at least that large bypass the buffer and go
-// straight into the caller's memory). seek() moves the file offset and drops the buffer.
+// StreamOptions::buffer_bytes (reads of 64 KiB or more, once the buffer is drained, bypass
+// it and go straight into the caller's memory). seek() moves the file offset and drops the buffer.
 // Errors: a dataecho::Error (stage "io") naming the path and the operating system's reason.
 // Not thread-safe: one reader per stream.
 #include <fcntl.h>
@@ -16,6 +16,8 @@
 
 namespace dataecho {
 namespace {
+
+constexpr size_t kDirectReadBytes = 64 << 10;
 
 class LocalFileStream : public ByteStream {
  public:
@@ -51,7 +53,8 @@ class LocalFileStream : public ByteStream {
     if (n == 0) return 0;
     size_t avail = end_ - begin_;
     if (avail == 0) {
-      if (n >= buffer_.size()) {
+      // Large reads (a whole record) go straight to the caller's memory: one copy, not two.
+      if (n >= std::min<size_t>(buffer_.size(), kDirectReadBytes)) {
         size_t got = sys_read(dst, n);
         position_ += got;
         return got;

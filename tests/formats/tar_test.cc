@@ -183,9 +183,8 @@ TEST(Tar, CorruptArchivesEndTheFileAndCountTheLoss) {
   EXPECT_NE(msg.find("tar archive"), std::string::npos) << msg;
 }
 
-TEST(Tar, ReaderOverMemoryGroupsBySampleKey) {
+TEST(Tar, ReaderGroupsEntriesBySampleKey) {
   std::string dir = make_shards(1, 2);
-  std::ifstream in(dir + "/shard-0.tar", std::ios::binary);
   TarReader r(open_stream(dir + "/shard-0.tar"));
   TarSample s;
   ASSERT_EQ(r.next(&s), TarReader::Status::kOk);
