@@ -14,6 +14,7 @@ void add_bench_read_command(CLI::App& bench);
 #ifdef DATAECHO_HAVE_TRAINER
 void add_train_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_experiment_command(CLI::App& app);
 #endif
 
 }  // namespace dataecho::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
 #ifdef DATAECHO_HAVE_TRAINER
   dataecho::cli::add_train_command(app);
   dataecho::cli::add_profile_command(app);
+  dataecho::cli::add_experiment_command(app);
 #endif
   CLI::App* bench = app.add_subcommand("bench", "measure throughput (see README, Performance)");
   bench->require_subcommand(1);

@@ -1,0 +1,122 @@
+// The experiment runner behind `dataecho experiment`: a grid of training runs over echo
+// variants, factors, shuffle buffers after the echo, batch sizes and seeds, derived from
+// one base training config, run one after the other, with a result file per run so that
+// an interrupted sweep resumes where it stopped. Writes results.csv / results.json (per
+// cell: median, min and max over seeds of fresh examples, steps and time to target,
+// achieved echo factor and R) and gnuplot plots. No LibTorch in this header.
+// Thread-safety: plain functions; run_experiment() from one thread (stop may be set from
+// any thread or a signal handler).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dataecho::train {
+
+// Where the echo stage goes (README, "Where to put the echo"; docs/results.md).
+enum class EchoVariant {
+  kBaseline,                   // no echo stage
+  kExampleBeforeAugmentation,  // echo (+ shuffle) right before the augment map
+  kExampleAfterAugmentation,   // echo (+ shuffle) right after the augment map
+  kBatch,                      // echo right after the batch stage
+  kAdaptive,                   // adaptive echo, placed as adaptive_placement says
+};
+const char* variant_name(EchoVariant v);  // "baseline", "example_before_augmentation", ...
+EchoVariant variant_from_name(const std::string& name);  // throws for an unknown name
+
+struct ExperimentCell {
+  std::string id;  // directory name and table key: "before_aug-e2-sb1000-bs64"
+  EchoVariant variant = EchoVariant::kBaseline;
+  double factor = 1;               // fixed factor; for kAdaptive the max_factor
+  int64_t shuffle_after_echo = 0;  // shuffle buffer after an example echo (0: none)
+  int64_t batch_size = 0;          // 0: the base spec's
+  // kAdaptive only: where the adaptive echo goes (one of the three fixed variants).
+  EchoVariant adaptive_placement = EchoVariant::kExampleBeforeAugmentation;
+  std::vector<uint64_t> seeds;
+  // A merge patch on the base config for this cell only (extra "cells" of the spec).
+  nlohmann::json overrides;
+};
+
+struct ExperimentSpec {
+  std::string name;
+  nlohmann::json base_config;  // a TrainConfig object (docs/train.md), overrides applied
+  std::string base_dir;        // relative spec names in base_config are relative to it
+  std::string out;             // output directory
+  std::vector<ExperimentCell> cells;
+  nlohmann::json source;  // the experiment spec as read (saved as experiment.json)
+};
+
+// Reads an experiment spec (docs/results.md, "Experiment spec"). Paths in it are
+// relative to `base_dir` (the spec file's folder), except "out", relative to the current
+// directory. Errors name the JSON path: "experiment: $.grid.factors[1]: ...".
+ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::string& base_dir);
+ExperimentSpec load_experiment_spec(const std::string& path);
+
+// The training pipeline spec of one cell: the base spec with the batch size set and the
+// echo (and shuffle-after-echo) stages inserted at the variant's place. The rule:
+//   example_before_augmentation: right before the first augment map (before the batch
+//     stage when there is none); refused when augmentation is fused with decoding
+//     (decode_augment);
+//   example_after_augmentation: right after the first augment or decode_augment map
+//     (before the batch stage when there is none);
+//   batch: right after the first batch stage (no shuffle after it);
+//   adaptive: {"factor": "adaptive", "max_factor": factor} at adaptive_placement.
+// A base spec that already has an echo stage, or no batch stage, is refused.
+nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const ExperimentCell& cell);
+
+// Median, min and max of the values over the seeds that reached the target.
+struct Spread {
+  std::optional<double> median, min, max;
+  nlohmann::json to_json() const;
+};
+Spread spread_of(std::vector<double> values);
+
+struct CellResult {
+  ExperimentCell cell;
+  std::string status;                // "done", "partial" (some seeds failed), "failed", "not_run"
+  std::vector<std::string> errors;   // "seed 2: ..." for each failed run
+  std::vector<nlohmann::json> runs;  // each finished run's result.json
+  int64_t reached = 0;               // runs that reached the target
+  Spread fresh, steps, seconds, wall_seconds, achieved_echo, r;
+  // Against the baseline cell of the same batch size (when both have figures):
+  std::optional<double> fresh_reduction;  // baseline fresh / this cell's fresh
+  std::optional<double> speedup;          // baseline seconds / this cell's seconds
+  std::optional<double> ideal_speedup;    // min(achieved echo, baseline R)
+  nlohmann::json to_json() const;
+};
+
+struct ExperimentOptions {
+  bool plots = true;                  // run gnuplot (skipped with a note when it is missing)
+  std::string progress = "auto";      // the trainer's progress line (TrainConfig::progress)
+  std::optional<int> threads;         // overrides the base config's LibTorch threads
+  bool dry_run = false;               // derive and validate every cell, train nothing
+  std::atomic<bool>* stop = nullptr;  // set to end the sweep after the current step
+  // Progress lines ("[cell 3/8] ..."); default: standard error.
+  std::function<void(const std::string&)> log;
+};
+
+struct ExperimentReport {
+  std::vector<CellResult> cells;
+  int64_t runs_total = 0, runs_trained = 0, runs_skipped = 0, runs_failed = 0;
+  bool interrupted = false;
+  std::string csv_path, json_path;
+  std::vector<std::string> plots;  // files written
+  std::string plot_note;           // why plots were not drawn, if they were not
+  std::string to_text() const;     // the results table, for a terminal
+};
+
+// Runs every cell x seed not already done (out/cells/<cell>/seed-<s>/result.json with the
+// same derived config), then writes the table and the plots. A run that fails (bad spec,
+// training error) is reported in its cell and the sweep goes on.
+ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOptions& options);
+
+// The table and plots from whatever result files are in spec.out (no training).
+ExperimentReport report_experiment(const ExperimentSpec& spec, const ExperimentOptions& options);
+
+}  // namespace dataecho::train

@@ -1,0 +1,597 @@
+// The experiment spec, the rule that derives each cell's training pipeline, and the
+// sweep itself (sequential runs, a result file per run, resume by skipping finished runs).
+#include "dataecho/train/experiment.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "dataecho/core/error.h"
+#include "dataecho/spec/build.h"
+#include "dataecho/spec/spec_reader.h"
+#include "dataecho/train/trainer.h"
+#include "experiment_internal.h"
+
+namespace dataecho::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kStage = "experiment";
+
+[[noreturn]] void experiment_error(const std::string& message, const std::string& input = "") {
+  throw Error(ErrorCode::kInvalidArgument, kStage, message, input);
+}
+
+std::string join_path(const std::string& base, const std::string& path) {
+  if (base.empty() || path.empty() || path[0] == '/') return path;
+  return base + "/" + path;
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+std::string short_variant(EchoVariant v) {
+  switch (v) {
+    case EchoVariant::kBaseline:
+      return "baseline";
+    case EchoVariant::kExampleBeforeAugmentation:
+      return "before_aug";
+    case EchoVariant::kExampleAfterAugmentation:
+      return "after_aug";
+    case EchoVariant::kBatch:
+      return "batch";
+    case EchoVariant::kAdaptive:
+      return "adaptive";
+  }
+  return "?";
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string make_cell_id(const ExperimentCell& c) {
+  std::string id = short_variant(c.variant);
+  if (c.variant == EchoVariant::kAdaptive) {
+    id += "-m" + num(c.factor);
+    if (c.adaptive_placement != EchoVariant::kExampleBeforeAugmentation)
+      id += "-" + short_variant(c.adaptive_placement);
+  } else if (c.variant != EchoVariant::kBaseline) {
+    id += "-e" + num(c.factor);
+  }
+  const EchoVariant place = c.variant == EchoVariant::kAdaptive ? c.adaptive_placement : c.variant;
+  if (c.variant != EchoVariant::kBaseline && place != EchoVariant::kBatch &&
+      c.shuffle_after_echo > 0)
+    id += "-sb" + std::to_string(c.shuffle_after_echo);
+  if (c.batch_size > 0) id += "-bs" + std::to_string(c.batch_size);
+  return id;
+}
+
+// Spec file names in a config patch are relative to the experiment spec's folder; the
+// base config resolves its own names against its folder, so make these absolute-ish.
+nlohmann::json resolve_patch_paths(nlohmann::json patch, const std::string& dir) {
+  for (const char* key : {"train_spec", "eval_spec"}) {
+    if (patch.contains(key) && patch[key].is_string())
+      patch[key] = join_path(dir, patch[key].get<std::string>());
+  }
+  return patch;
+}
+
+std::vector<double> number_list(SpecObject& o, const std::string& key, std::vector<double> fallback,
+                                double min) {
+  const nlohmann::json* j = o.raw(key);
+  if (!j) return fallback;
+  std::vector<double> out;
+  if (j->is_number()) {
+    out.push_back(j->get<double>());
+  } else if (j->is_array() && !j->empty()) {
+    for (const auto& v : *j) {
+      if (!v.is_number()) throw_spec_error(o.field_path(key), "expected a list of numbers");
+      out.push_back(v.get<double>());
+    }
+  } else {
+    throw_spec_error(o.field_path(key), "expected a number or a non-empty list of numbers");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!(out[i] >= min) || !std::isfinite(out[i]))
+      throw_spec_error(o.field_path(key) + "[" + std::to_string(i) + "]",
+                       "expected a number >= " + num(min) + ", got " + num(out[i]));
+  }
+  return out;
+}
+
+std::vector<int64_t> int_list(SpecObject& o, const std::string& key, std::vector<int64_t> fallback,
+                              int64_t min) {
+  std::vector<double> values = number_list(o, key, {}, static_cast<double>(min));
+  if (values.empty()) return fallback;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != std::floor(values[i]))
+      throw_spec_error(o.field_path(key) + "[" + std::to_string(i) + "]",
+                       "expected an integer, got " + num(values[i]));
+    out.push_back(static_cast<int64_t>(values[i]));
+  }
+  return out;
+}
+
+EchoVariant placement_from_name(const std::string& path, const std::string& name) {
+  EchoVariant v = variant_from_name(name);
+  if (v == EchoVariant::kBaseline || v == EchoVariant::kAdaptive)
+    throw_spec_error(path,
+                     "expected example_before_augmentation, example_after_augmentation or batch");
+  return v;
+}
+
+bool is_augment_map(const nlohmann::json& stage, bool include_fused) {
+  if (!stage.is_object() || stage.value("op", "") != "map") return false;
+  const std::string fn = stage.value("fn", "");
+  return fn == "augment" || (include_fused && fn == "decode_augment");
+}
+
+std::string fmt_duration(double s) {
+  char b[64];
+  if (s < 60)
+    std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(b, sizeof b, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(b, sizeof b, "%dh%02dm", static_cast<int>(s) / 3600,
+                  (static_cast<int>(s) % 3600) / 60);
+  return b;
+}
+
+}  // namespace
+
+const char* variant_name(EchoVariant v) {
+  switch (v) {
+    case EchoVariant::kBaseline:
+      return "baseline";
+    case EchoVariant::kExampleBeforeAugmentation:
+      return "example_before_augmentation";
+    case EchoVariant::kExampleAfterAugmentation:
+      return "example_after_augmentation";
+    case EchoVariant::kBatch:
+      return "batch";
+    case EchoVariant::kAdaptive:
+      return "adaptive";
+  }
+  return "?";
+}
+
+EchoVariant variant_from_name(const std::string& name) {
+  for (EchoVariant v :
+       {EchoVariant::kBaseline, EchoVariant::kExampleBeforeAugmentation,
+        EchoVariant::kExampleAfterAugmentation, EchoVariant::kBatch, EchoVariant::kAdaptive}) {
+    if (name == variant_name(v)) return v;
+  }
+  experiment_error("unknown echo variant '" + name +
+                   "' (expected baseline, example_before_augmentation, "
+                   "example_after_augmentation, batch or adaptive)");
+}
+
+ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::string& base_dir) {
+  ExperimentSpec spec;
+  spec.source = json;
+  try {
+    SpecObject top(json, "$");
+    top.raw("comment");
+    spec.name = top.get_string("name", "experiment");
+    const nlohmann::json* base = top.raw("base");
+    if (!base) throw_spec_error("$.base", "expected a training config (a file name or an object)");
+    if (base->is_string()) {
+      const std::string path = join_path(base_dir, base->get<std::string>());
+      spec.base_config = load_spec_file(path);
+      spec.base_dir = dir_of(path);
+    } else if (base->is_object()) {
+      spec.base_config = *base;
+      spec.base_dir = base_dir;
+    } else {
+      throw_spec_error("$.base", "expected a training config file name or object");
+    }
+    if (const nlohmann::json* o = top.raw("overrides")) {
+      if (!o->is_object()) throw_spec_error("$.overrides", "expected an object (a merge patch)");
+      spec.base_config.merge_patch(resolve_patch_paths(*o, base_dir));
+    }
+    spec.out = top.get_string("out", "out/" + spec.name);
+
+    SpecObject grid = top.get_object("grid", true);
+    std::vector<std::string> variant_names = grid.get_strings("variants");
+    if (variant_names.empty()) throw_spec_error("$.grid.variants", "expected at least one variant");
+    std::vector<EchoVariant> variants;
+    for (size_t i = 0; i < variant_names.size(); ++i) {
+      try {
+        variants.push_back(variant_from_name(variant_names[i]));
+      } catch (const Error& e) {
+        throw_spec_error("$.grid.variants[" + std::to_string(i) + "]", e.message());
+      }
+    }
+    const std::vector<double> factors = number_list(grid, "factors", {2}, 1);
+    const std::vector<int64_t> shuffles = int_list(grid, "shuffle_after_echo", {0}, 0);
+    const std::vector<int64_t> batch_sizes = int_list(grid, "batch_sizes", {0}, 1);
+    const std::vector<int64_t> seeds = int_list(grid, "seeds", {1}, 0);
+    const double max_factor = grid.get_number("adaptive_max_factor",
+                                              *std::max_element(factors.begin(), factors.end()), 1);
+    const EchoVariant placement = placement_from_name(
+        "$.grid.adaptive_placement",
+        grid.get_string("adaptive_placement", "example_before_augmentation",
+                        {"example_before_augmentation", "example_after_augmentation", "batch"}));
+    grid.finish();
+
+    std::vector<uint64_t> seed_list(seeds.begin(), seeds.end());
+    auto add = [&](ExperimentCell c) {
+      c.seeds = seed_list;
+      c.adaptive_placement = placement;
+      c.id = make_cell_id(c);
+      spec.cells.push_back(std::move(c));
+    };
+    for (int64_t bs : batch_sizes) {
+      for (EchoVariant v : variants) {
+        ExperimentCell c;
+        c.variant = v;
+        c.batch_size = bs;
+        switch (v) {
+          case EchoVariant::kBaseline:
+            add(c);
+            break;
+          case EchoVariant::kBatch:
+            for (double f : factors) {
+              c.factor = f;
+              add(c);
+            }
+            break;
+          case EchoVariant::kAdaptive:
+            c.factor = max_factor;
+            for (int64_t sb :
+                 (placement == EchoVariant::kBatch ? std::vector<int64_t>{0} : shuffles)) {
+              c.shuffle_after_echo = sb;
+              add(c);
+            }
+            break;
+          default:
+            for (double f : factors) {
+              for (int64_t sb : shuffles) {
+                c.factor = f;
+                c.shuffle_after_echo = sb;
+                add(c);
+              }
+            }
+        }
+      }
+    }
+    // Extra cells with their own config patch: {"id", "variant", "factor",
+    // "shuffle_after_echo", "batch_size", "seeds", "overrides"}.
+    if (const nlohmann::json* extra = top.raw("cells")) {
+      if (!extra->is_array()) throw_spec_error("$.cells", "expected a list of cell objects");
+      for (size_t i = 0; i < extra->size(); ++i) {
+        const std::string path = "$.cells[" + std::to_string(i) + "]";
+        SpecObject co((*extra)[i], path);
+        ExperimentCell c;
+        c.variant = variant_from_name(co.get_string("variant", "baseline"));
+        c.factor = co.get_number("factor", 2, 1);
+        c.shuffle_after_echo = co.get_int("shuffle_after_echo", 0, 0);
+        c.batch_size = co.get_int("batch_size", 0, 0);
+        c.adaptive_placement =
+            placement_from_name(co.field_path("adaptive_placement"),
+                                co.get_string("adaptive_placement", variant_name(placement)));
+        std::vector<int64_t> s = int_list(co, "seeds", seeds, 0);
+        c.seeds.assign(s.begin(), s.end());
+        if (const nlohmann::json* o = co.raw("overrides")) {
+          if (!o->is_object())
+            throw_spec_error(co.field_path("overrides"), "expected an object (a merge patch)");
+          c.overrides = resolve_patch_paths(*o, base_dir);
+        }
+        c.id = co.get_string("id", make_cell_id(c));
+        co.finish();
+        spec.cells.push_back(std::move(c));
+      }
+    }
+    top.finish();
+    for (size_t i = 0; i < spec.cells.size(); ++i) {
+      for (size_t k = 0; k < i; ++k) {
+        if (spec.cells[k].id == spec.cells[i].id)
+          experiment_error("two cells have the id '" + spec.cells[i].id + "'");
+      }
+    }
+  } catch (const Error& e) {
+    if (e.stage() != "spec") throw;
+    throw Error(e.code(), kStage, e.message(), e.input());
+  }
+
+  // The base config must load, and a sweep needs a target and a budget: runs that never
+  // reach the target must end.
+  TrainConfig base = train_config_from_json(spec.base_config, spec.base_dir);
+  if (!base.target_accuracy && !base.target_loss)
+    experiment_error("the base config has no target_accuracy or target_loss: nothing to measure");
+  if (base.max_fresh == 0 && base.max_steps == 0 && base.max_seconds == 0)
+    experiment_error(
+        "the base config has no budget (max_fresh, max_steps or max_seconds): a run that "
+        "never reaches the target would not end");
+  return spec;
+}
+
+ExperimentSpec load_experiment_spec(const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = load_spec_file(path);
+  } catch (const Error& e) {
+    throw Error(e.code(), kStage, e.message(), e.input().empty() ? path : e.input());
+  }
+  try {
+    return experiment_spec_from_json(j, dir_of(path));
+  } catch (const Error& e) {
+    if (!e.input().empty()) throw;
+    throw Error(e.code(), e.stage(), e.message(), path);
+  }
+}
+
+nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const ExperimentCell& cell) {
+  if (!base_train_spec.is_object() || !base_train_spec.contains("stages") ||
+      !base_train_spec["stages"].is_array())
+    experiment_error("cell " + cell.id + ": the training spec has no \"stages\" list");
+  nlohmann::json spec = base_train_spec;
+  nlohmann::json& stages = spec["stages"];
+  std::optional<size_t> batch, augment, fused;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const nlohmann::json& s = stages[i];
+    const std::string op = s.is_object() ? s.value("op", "") : "";
+    if (op == "echo")
+      experiment_error("cell " + cell.id +
+                       ": the base training spec already has an echo stage "
+                       "($.stages[" +
+                       std::to_string(i) + "]); the experiment inserts its own");
+    if (op == "batch" && !batch) batch = i;
+    if (!augment && is_augment_map(s, false)) augment = i;
+    if (!fused && is_augment_map(s, true) && !is_augment_map(s, false)) fused = i;
+  }
+  if (!batch) experiment_error("cell " + cell.id + ": the training spec has no batch stage");
+  if (cell.batch_size > 0) stages[*batch]["size"] = cell.batch_size;
+  if (cell.variant == EchoVariant::kBaseline) return spec;
+
+  const EchoVariant place =
+      cell.variant == EchoVariant::kAdaptive ? cell.adaptive_placement : cell.variant;
+  nlohmann::json echo = {{"op", "echo"}};
+  if (cell.variant == EchoVariant::kAdaptive) {
+    echo["factor"] = "adaptive";
+    echo["max_factor"] = cell.factor;
+  } else {
+    echo["factor"] = cell.factor;
+  }
+  std::vector<nlohmann::json> insert = {echo};
+  size_t at = 0;
+  if (place == EchoVariant::kBatch) {
+    at = *batch + 1;
+  } else {
+    if (cell.shuffle_after_echo > 0)
+      insert.push_back({{"op", "shuffle"}, {"buffer", cell.shuffle_after_echo}});
+    if (place == EchoVariant::kExampleBeforeAugmentation) {
+      if (fused && (!augment || *fused < *augment))
+        experiment_error("cell " + cell.id +
+                         ": cannot echo before augmentation: the spec decodes and augments in "
+                         "one map (decode_augment at $.stages[" +
+                         std::to_string(*fused) + "]); split it into decode_image and augment");
+      at = augment ? *augment : *batch;
+    } else {
+      std::optional<size_t> a = augment;
+      if (fused && (!a || *fused < *a)) a = fused;
+      at = a ? *a + 1 : *batch;
+    }
+    if (at > *batch)
+      experiment_error("cell " + cell.id +
+                       ": the augment map comes after the batch stage; "
+                       "cannot place an example echo there");
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (i == at)
+      for (auto& s : insert) out.push_back(s);
+    out.push_back(stages[i]);
+  }
+  if (at >= stages.size())
+    for (auto& s : insert) out.push_back(s);
+  stages = std::move(out);
+  return spec;
+}
+
+namespace detail {
+
+std::string run_dir(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed) {
+  return (fs::path(spec.out) / "cells" / cell.id / ("seed-" + std::to_string(seed))).string();
+}
+
+// The cell's TrainConfig for one seed, and the JSON that identifies it (compared with a
+// finished run's to decide whether it can be skipped).
+TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
+                        const ExperimentOptions& options, nlohmann::json* identity) {
+  nlohmann::json cfg = spec.base_config;
+  if (!cell.overrides.is_null()) cfg.merge_patch(cell.overrides);
+  TrainConfig c = train_config_from_json(cfg, spec.base_dir);
+  c.train_spec = derive_cell_spec(c.train_spec, cell);
+  c.seed = seed;
+  c.out = run_dir(spec, cell, seed);
+  c.resume = false;
+  c.progress = options.progress;
+  if (options.threads) c.threads = *options.threads;
+  if (identity) {
+    nlohmann::json id = train_config_to_json(c);
+    for (const char* k : {"out", "progress", "progress_seconds", "threads", "resume"}) id.erase(k);
+    *identity = id;
+  }
+  return c;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw Error(ErrorCode::kIo, kStage, "cannot write", tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw Error(ErrorCode::kIo, kStage, "cannot write", tmp);
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace detail
+
+ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  auto log = options.log ? options.log : [](const std::string& s) { std::cerr << s << "\n"; };
+  std::error_code ec;
+  fs::create_directories(spec.out, ec);
+  if (ec)
+    throw Error(ErrorCode::kIo, kStage, "cannot create the output directory: " + ec.message(),
+                spec.out);
+  detail::write_json_file((fs::path(spec.out) / "experiment.json").string(), spec.source);
+
+  int64_t total = 0;
+  for (const auto& c : spec.cells) total += static_cast<int64_t>(c.seeds.size());
+
+  // First pass: which runs are done already (their identity must match).
+  struct Pending {
+    size_t cell;
+    uint64_t seed;
+  };
+  std::vector<Pending> todo;
+  std::vector<std::string> failures;  // cell errors found before training
+  int64_t skipped = 0;
+  for (size_t i = 0; i < spec.cells.size(); ++i) {
+    for (uint64_t seed : spec.cells[i].seeds) {
+      nlohmann::json done = detail::read_json_file(
+          (fs::path(detail::run_dir(spec, spec.cells[i], seed)) / "result.json").string());
+      nlohmann::json identity;
+      bool same = false;
+      if (done.is_object()) {
+        try {
+          detail::cell_config(spec, spec.cells[i], seed, options, &identity);
+          same = done.value("config", nlohmann::json()) == identity;
+        } catch (const std::exception&) {
+        }
+      }
+      if (same)
+        ++skipped;
+      else
+        todo.push_back({i, seed});
+    }
+  }
+  if (skipped > 0)
+    log("experiment " + spec.name + ": " + std::to_string(skipped) + " of " +
+        std::to_string(total) + " runs already done in " + spec.out + " (skipped)");
+
+  ExperimentReport report;
+  std::map<std::string, std::vector<std::string>> errors;  // cell id -> messages
+  double trained_seconds = 0;
+  int64_t trained = 0, failed = 0;
+  const size_t n_cells = spec.cells.size();
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (options.stop && options.stop->load()) {
+      report.interrupted = true;
+      break;
+    }
+    const ExperimentCell& cell = spec.cells[todo[k].cell];
+    const uint64_t seed = todo[k].seed;
+    std::string eta = "ETA ?";
+    if (trained > 0)
+      eta = "ETA " + fmt_duration(trained_seconds / static_cast<double>(trained) *
+                                  static_cast<double>(todo.size() - k));
+    char head[512];
+    std::snprintf(head, sizeof head, "[cell %zu/%zu] %s seed %llu | run %zu/%zu of this sweep | %s",
+                  todo[k].cell + 1, n_cells, cell.id.c_str(), static_cast<unsigned long long>(seed),
+                  k + 1, todo.size(), eta.c_str());
+    log(head);
+    const auto t0 = Clock::now();
+    try {
+      nlohmann::json identity;
+      TrainConfig c = detail::cell_config(spec, cell, seed, options, &identity);
+      validate_train_config(c);
+      if (options.dry_run) {
+        log("  dry run: " + nlohmann::json(c.train_spec["stages"]).dump());
+        continue;
+      }
+      fs::remove_all(c.out);  // a stale, unfinished run starts over
+      const std::string dir = c.out;
+      Trainer trainer(std::move(c));
+      std::jthread watcher;
+      if (options.stop) {
+        watcher = std::jthread([&trainer, stop = options.stop](std::stop_token st) {
+          while (!st.stop_requested()) {
+            if (stop->load()) trainer.request_stop();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        });
+      }
+      TrainResult r = trainer.run();
+      if (watcher.joinable()) {
+        watcher.request_stop();
+        watcher.join();
+      }
+      if (r.stop_reason == "interrupted") {
+        log("  interrupted: this run is not recorded; rerun the experiment to resume");
+        report.interrupted = true;
+        break;
+      }
+      nlohmann::json summary = r.to_json();
+      summary.erase("pipeline_stats");  // in summary.json; keep result files small
+      detail::write_json_file(
+          (fs::path(dir) / "result.json").string(),
+          {{"cell", cell.id}, {"seed", seed}, {"config", identity}, {"summary", summary}});
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      trained_seconds += secs;
+      ++trained;
+      char line[512];
+      if (r.reached_target) {
+        std::snprintf(line, sizeof line,
+                      "  target after %lld fresh, %lld steps, %.1f s training (%.1f s wall) | "
+                      "achieved echo %.2f | R %.2f",
+                      static_cast<long long>(*r.fresh_to_target),
+                      static_cast<long long>(*r.steps_to_target), *r.seconds_to_target,
+                      *r.wall_seconds_to_target, r.achieved_echo, r.r_estimate);
+      } else {
+        std::snprintf(line, sizeof line,
+                      "  no target (%s) after %lld fresh, %lld steps, accuracy %.4f | achieved "
+                      "echo %.2f | R %.2f",
+                      r.stop_reason.c_str(), static_cast<long long>(r.fresh),
+                      static_cast<long long>(r.steps), r.final_eval ? r.final_eval->accuracy : 0.0,
+                      r.achieved_echo, r.r_estimate);
+      }
+      log(line);
+    } catch (const std::exception& e) {
+      ++failed;
+      errors[cell.id].push_back("seed " + std::to_string(seed) + ": " + e.what());
+      log(std::string("  FAILED (the sweep goes on): ") + e.what());
+    }
+  }
+  report = detail::collect(spec, options, errors, std::move(report));
+  report.runs_total = total;
+  report.runs_trained = trained;
+  report.runs_skipped = skipped;
+  report.runs_failed = failed;
+  return report;
+}
+
+ExperimentReport report_experiment(const ExperimentSpec& spec, const ExperimentOptions& options) {
+  ExperimentReport report = detail::collect(spec, options, {}, ExperimentReport{});
+  for (const auto& c : spec.cells) report.runs_total += static_cast<int64_t>(c.seeds.size());
+  return report;
+}
+
+}  // namespace dataecho::train

@@ -1,0 +1,27 @@
+// Shared between experiment.cc (the sweep) and experiment_report.cc (tables, plots).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/train/experiment.h"
+#include "dataecho/train/train_config.h"
+
+namespace dataecho::train::detail {
+
+std::string run_dir(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed);
+TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
+                        const ExperimentOptions& options, nlohmann::json* identity);
+nlohmann::json read_json_file(const std::string& path);  // null when missing or unreadable
+void write_json_file(const std::string& path, const nlohmann::json& j);  // via a rename
+
+// Reads every cell's result files, aggregates over seeds, compares with the baselines,
+// writes results.csv, results.json and the plots; `errors` are the failures of this sweep.
+ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& options,
+                         const std::map<std::string, std::vector<std::string>>& errors,
+                         ExperimentReport report);
+
+}  // namespace dataecho::train::detail

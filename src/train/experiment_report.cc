@@ -1,0 +1,468 @@
+// The results of a sweep: per-cell aggregation over seeds, comparison with the baseline,
+// results.csv / results.json, the text table, and gnuplot plots (PNG and SVG).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "dataecho/core/error.h"
+#include "experiment_internal.h"
+
+namespace dataecho::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kStage = "experiment";
+
+std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+nlohmann::json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string fmt(const std::optional<double>& v, const char* f = "%.4g") {
+  if (!v) return "";
+  char b[64];
+  std::snprintf(b, sizeof b, f, *v);
+  return b;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+std::string gp_string(const std::string& s) {  // a double-quoted gnuplot string
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string spread_text(const Spread& s, const char* f) {
+  if (!s.median) return "-";
+  std::string t = fmt(s.median, f);
+  if (s.min != s.max) t += " [" + fmt(s.min, f) + "-" + fmt(s.max, f) + "]";
+  return t;
+}
+
+// The cell a figure is compared with: the baseline of the same batch size.
+const CellResult* baseline_for(const std::vector<CellResult>& cells, const CellResult& c) {
+  const CellResult* any = nullptr;
+  for (const auto& b : cells) {
+    if (b.cell.variant != EchoVariant::kBaseline || !b.cell.overrides.is_null()) continue;
+    if (b.cell.batch_size == c.cell.batch_size) return &b;
+    if (!any) any = &b;
+  }
+  return any;
+}
+
+std::string series_of(const ExperimentCell& c) {
+  std::string s = variant_name(c.variant);
+  if (c.variant == EchoVariant::kAdaptive &&
+      c.adaptive_placement != EchoVariant::kExampleBeforeAugmentation)
+    s += std::string(" (") + variant_name(c.adaptive_placement) + ")";
+  if (c.shuffle_after_echo > 0) s += ", shuffle " + std::to_string(c.shuffle_after_echo);
+  if (c.batch_size > 0) s += ", batch " + std::to_string(c.batch_size);
+  if (!c.overrides.is_null()) s += ", " + c.id;
+  for (char& ch : s) {
+    if (ch == '_') ch = ' ';
+  }
+  return s;
+}
+
+// x of a cell in the factor plots: the nominal factor, or the achieved one for adaptive.
+std::optional<double> x_of(const CellResult& c) {
+  if (c.cell.variant == EchoVariant::kAdaptive) return c.achieved_echo.median;
+  if (c.cell.variant == EchoVariant::kBaseline) return 1.0;
+  return c.cell.factor;
+}
+
+struct Series {
+  std::string title;
+  std::vector<std::vector<double>> rows;  // x, y, ylow, yhigh
+};
+
+void write_blocks(const std::string& path, std::vector<Series>& series) {
+  std::ofstream out(path, std::ios::trunc);
+  for (auto& s : series) {
+    std::sort(s.rows.begin(), s.rows.end());
+    out << "# " << s.title << "\n";
+    for (const auto& r : s.rows) {
+      for (size_t i = 0; i < r.size(); ++i) out << (i ? " " : "") << r[i];
+      out << "\n";
+    }
+    out << "\n\n";
+  }
+}
+
+// Evaluations of one run: (fresh, accuracy).
+std::vector<std::vector<double>> read_evals(const std::string& dir) {
+  std::vector<std::vector<double>> rows;
+  std::ifstream in(fs::path(dir) / "evals.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    try {
+      auto j = nlohmann::json::parse(line);
+      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>()});
+    } catch (const std::exception&) {
+    }
+  }
+  return rows;
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+// Writes the data files and plots.gp into out/plots and runs gnuplot there.
+void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
+  const fs::path dir = fs::path(spec.out) / "plots";
+  fs::create_directories(dir);
+  const auto& cells = report.cells;
+
+  // 1. Fresh examples to target vs echo factor; 3. speedup vs echo factor.
+  std::map<std::string, Series> fresh_series, speed_series;
+  const CellResult* base = nullptr;
+  double max_x = 1;
+  for (const auto& c : cells) {
+    if (c.cell.variant == EchoVariant::kBaseline && c.cell.overrides.is_null() && !base &&
+        c.fresh.median)
+      base = &c;
+    std::optional<double> x = x_of(c);
+    if (!x) continue;
+    max_x = std::max(max_x, *x);
+    const std::string key = series_of(c.cell);
+    if (c.fresh.median) {
+      fresh_series[key].title = key;
+      fresh_series[key].rows.push_back({*x, *c.fresh.median, *c.fresh.min, *c.fresh.max});
+    }
+    if (c.cell.variant != EchoVariant::kBaseline && c.speedup) {
+      const CellResult* b = baseline_for(cells, c);
+      double lo = *c.speedup, hi = *c.speedup;
+      if (b && b->seconds.median && c.seconds.max && c.seconds.min) {
+        lo = *b->seconds.median / *c.seconds.max;
+        hi = *b->seconds.median / *c.seconds.min;
+      }
+      speed_series[key].title = key;
+      speed_series[key].rows.push_back({*x, *c.speedup, lo, hi});
+    }
+  }
+  std::vector<Series> fs_list, sp_list;
+  for (auto& [k, s] : fresh_series) fs_list.push_back(s);
+  for (auto& [k, s] : speed_series) sp_list.push_back(s);
+  write_blocks((dir / "fresh_vs_factor.dat").string(), fs_list);
+  write_blocks((dir / "speedup_vs_factor.dat").string(), sp_list);
+
+  // 2. Accuracy vs fresh examples: baseline and the best echo cell (fewest fresh examples).
+  const CellResult* best = nullptr;
+  for (const auto& c : cells) {
+    if (c.cell.variant == EchoVariant::kBaseline || !c.fresh.median) continue;
+    if (!best || *c.fresh.median < *best->fresh.median) best = &c;
+  }
+  std::vector<Series> acc_list;
+  auto add_run = [&](const CellResult* c) {
+    if (!c || c->cell.seeds.empty()) return;
+    // The seed whose fresh-to-target is the cell's median (or the first seed).
+    uint64_t seed = c->cell.seeds.front();
+    double best_gap = 1e300;
+    for (const auto& r : c->runs) {
+      auto f = opt_number(r["summary"], "fresh_to_target");
+      if (f && c->fresh.median && std::abs(*f - *c->fresh.median) < best_gap) {
+        best_gap = std::abs(*f - *c->fresh.median);
+        seed = r.value("seed", seed);
+      }
+    }
+    Series s;
+    s.title = c->cell.id + " (seed " + std::to_string(seed) + ")";
+    s.rows = read_evals(detail::run_dir(spec, c->cell, seed));
+    if (!s.rows.empty()) acc_list.push_back(std::move(s));
+  };
+  add_run(base);
+  add_run(best);
+  {
+    std::ofstream out(dir / "accuracy_vs_fresh.dat", std::ios::trunc);
+    for (const auto& s : acc_list) {
+      out << "# " << s.title << "\n";
+      for (const auto& r : s.rows) out << r[0] << " " << r[1] << "\n";
+      out << "\n\n";
+    }
+  }
+
+  double r_base = 0;
+  if (base && base->r.median) r_base = *base->r.median;
+  const std::optional<double> target = opt_number(spec.base_config, "target_accuracy");
+
+  std::ostringstream gp;
+  gp << "# Written by dataecho experiment; run `gnuplot plots.gp` in this folder.\n"
+     << "set key outside right top\nset grid\n"
+     << "do for [fmt in \"png svg\"] {\n"
+     << "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 enhanced font \"sans,10\" } "
+        "else { set terminal svg size 1000,600 enhanced font \"sans,10\" dynamic }\n";
+  const std::string name = gp_string(spec.name);
+  std::vector<std::string> files;
+  if (!fs_list.empty()) {
+    gp << "set output \"fresh_vs_factor.\".fmt\n"
+       << "set title " << name << ".\": fresh examples to target vs echo factor\"\n"
+       << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"fresh examples to "
+          "target (median, min-max over seeds)\"\n"
+       << "set xrange [0.5:" << max_x + 0.5 << "]\nset yrange [0:*]\nplot ";
+    for (size_t i = 0; i < fs_list.size(); ++i) {
+      const bool is_base = fs_list[i].title.rfind("baseline", 0) == 0;
+      gp << (i ? ", \\\n  " : "") << "\"fresh_vs_factor.dat\" index " << i
+         << " using 1:2:3:4 with yerrorlines " << (is_base ? "pt 7 ps 2 lc rgb \"black\" " : "")
+         << "title " << gp_string(fs_list[i].title);
+    }
+    if (base)
+      gp << ", \\\n  " << *base->fresh.median
+         << " with lines dt 2 lc rgb \"black\" title \"baseline (median)\"";
+    gp << "\n";
+    files.push_back("fresh_vs_factor");
+  }
+  if (!acc_list.empty()) {
+    gp << "set output \"accuracy_vs_fresh.\".fmt\n"
+       << "set title " << name << ".\": test accuracy vs fresh examples read\"\n"
+       << "set xlabel \"fresh examples read\"\nset ylabel \"test accuracy\"\n"
+       << "set xrange [0:*]\nset yrange [*:*]\nplot ";
+    for (size_t i = 0; i < acc_list.size(); ++i)
+      gp << (i ? ", \\\n  " : "") << "\"accuracy_vs_fresh.dat\" index " << i
+         << " using 1:2 with linespoints title " << gp_string(acc_list[i].title);
+    if (target) gp << ", \\\n  " << *target << " with lines dt 2 lc rgb \"gray\" title \"target\"";
+    gp << "\n";
+    files.push_back("accuracy_vs_fresh");
+  }
+  if (!sp_list.empty()) {
+    char rb[64];
+    std::snprintf(rb, sizeof rb, "%.2f", r_base);
+    gp << "set output \"speedup_vs_factor.\".fmt\n"
+       << "set title " << name << ".\": training-time speedup to target vs echo factor\"\n"
+       << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"speedup vs baseline "
+          "(time to target, evaluations excluded)\"\n"
+       << "set xrange [1:" << max_x + 0.5 << "]\nset yrange [0:*]\n"
+       << "R = " << (r_base > 0 ? r_base : max_x + 1) << "\nideal(x) = x < R ? x : R\nplot ";
+    for (size_t i = 0; i < sp_list.size(); ++i)
+      gp << (i ? ", \\\n  " : "") << "\"speedup_vs_factor.dat\" index " << i
+         << " using 1:2:3:4 with yerrorlines title " << gp_string(sp_list[i].title);
+    gp << ", \\\n  ideal(x) with lines dt 2 lc rgb \"black\" title \"ideal min(e, R), R = "
+       << (r_base > 0 ? rb : "?") << " (baseline)\", \\\n  1 with lines lc rgb \"gray\" notitle\n";
+    files.push_back("speedup_vs_factor");
+  }
+  gp << "}\n";
+  {
+    std::ofstream out(dir / "plots.gp", std::ios::trunc);
+    out << gp.str();
+  }
+  if (files.empty()) {
+    report.plot_note = "no cell reached the target: nothing to plot";
+    return;
+  }
+  if (!have_gnuplot()) {
+    report.plot_note =
+        "gnuplot not found (apt-get install gnuplot-nox): plots.gp written, not drawn";
+    return;
+  }
+  const std::string cmd = "cd '" + dir.string() + "' && gnuplot plots.gp > gnuplot.log 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    report.plot_note = "gnuplot failed: see " + (dir / "gnuplot.log").string();
+    return;
+  }
+  for (const auto& f : files) {
+    for (const char* ext : {".png", ".svg"}) {
+      const fs::path p = dir / (f + ext);
+      if (fs::exists(p)) report.plots.push_back(p.string());
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json Spread::to_json() const {
+  return {{"median", opt_json(median)}, {"min", opt_json(min)}, {"max", opt_json(max)}};
+}
+
+Spread spread_of(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+nlohmann::json CellResult::to_json() const {
+  nlohmann::json j = {{"cell", cell.id},
+                      {"variant", variant_name(cell.variant)},
+                      {"factor", cell.factor},
+                      {"shuffle_after_echo", cell.shuffle_after_echo},
+                      {"batch_size", cell.batch_size},
+                      {"seeds", cell.seeds},
+                      {"status", status},
+                      {"runs", runs.size()},
+                      {"reached", reached},
+                      {"fresh_to_target", fresh.to_json()},
+                      {"steps_to_target", steps.to_json()},
+                      {"seconds_to_target", seconds.to_json()},
+                      {"wall_seconds_to_target", wall_seconds.to_json()},
+                      {"achieved_echo", achieved_echo.to_json()},
+                      {"r_estimate", r.to_json()},
+                      {"fresh_reduction", opt_json(fresh_reduction)},
+                      {"speedup", opt_json(speedup)},
+                      {"ideal_speedup", opt_json(ideal_speedup)},
+                      {"errors", errors}};
+  if (cell.variant == EchoVariant::kAdaptive)
+    j["adaptive_placement"] = variant_name(cell.adaptive_placement);
+  if (!cell.overrides.is_null()) j["overrides"] = cell.overrides;
+  return j;
+}
+
+std::string ExperimentReport::to_text() const {
+  std::ostringstream o;
+  char line[1024];
+  std::snprintf(line, sizeof line, "%-34s %-7s %-26s %-22s %-22s %-16s %-16s %-7s %-7s %-6s\n",
+                "cell", "reached", "fresh to target", "steps to target", "s to target (train)",
+                "achieved echo", "R", "fresh/", "speedup", "ideal");
+  o << line;
+  for (const auto& c : cells) {
+    const std::string reached =
+        std::to_string(c.reached) + "/" + std::to_string(c.cell.seeds.size());
+    std::snprintf(line, sizeof line, "%-34s %-7s %-26s %-22s %-22s %-16s %-16s %-7s %-7s %-6s\n",
+                  c.cell.id.c_str(), reached.c_str(), spread_text(c.fresh, "%.0f").c_str(),
+                  spread_text(c.steps, "%.0f").c_str(), spread_text(c.seconds, "%.1f").c_str(),
+                  spread_text(c.achieved_echo, "%.2f").c_str(), spread_text(c.r, "%.2f").c_str(),
+                  c.fresh_reduction ? fmt(c.fresh_reduction, "%.2fx").c_str() : "-",
+                  c.speedup ? fmt(c.speedup, "%.2fx").c_str() : "-",
+                  c.ideal_speedup ? fmt(c.ideal_speedup, "%.2f").c_str() : "-");
+    o << line;
+    for (const auto& e : c.errors) o << "    error: " << e << "\n";
+  }
+  o << "(median [min-max] over the seeds that reached the target; fresh/ = baseline fresh "
+       "over this cell's; speedup = baseline training time to target over this cell's; "
+       "ideal = min(achieved echo, baseline R))\n";
+  return o.str();
+}
+
+namespace detail {
+
+ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& options,
+                         const std::map<std::string, std::vector<std::string>>& errors,
+                         ExperimentReport report) {
+  report.cells.clear();
+  for (const auto& cell : spec.cells) {
+    CellResult c;
+    c.cell = cell;
+    auto it = errors.find(cell.id);
+    if (it != errors.end()) c.errors = it->second;
+    std::vector<double> fresh, steps, secs, wall, echo, r;
+    for (uint64_t seed : cell.seeds) {
+      nlohmann::json res =
+          read_json_file((fs::path(run_dir(spec, cell, seed)) / "result.json").string());
+      if (!res.is_object()) continue;
+      // Only results of this cell's current config count.
+      try {
+        nlohmann::json identity;
+        cell_config(spec, cell, seed, options, &identity);
+        if (res.value("config", nlohmann::json()) != identity) continue;
+      } catch (const std::exception&) {
+        continue;
+      }
+      const nlohmann::json& s = res["summary"];
+      c.runs.push_back({{"seed", seed}, {"summary", s}});
+      if (auto v = opt_number(s, "achieved_echo")) echo.push_back(*v);
+      if (auto v = opt_number(s, "r_estimate")) r.push_back(*v);
+      if (!s.value("reached_target", false)) continue;
+      ++c.reached;
+      if (auto v = opt_number(s, "fresh_to_target")) fresh.push_back(*v);
+      if (auto v = opt_number(s, "steps_to_target")) steps.push_back(*v);
+      if (auto v = opt_number(s, "seconds_to_target")) secs.push_back(*v);
+      if (auto v = opt_number(s, "wall_seconds_to_target")) wall.push_back(*v);
+    }
+    c.fresh = spread_of(fresh);
+    c.steps = spread_of(steps);
+    c.seconds = spread_of(secs);
+    c.wall_seconds = spread_of(wall);
+    c.achieved_echo = spread_of(echo);
+    c.r = spread_of(r);
+    if (c.runs.size() == cell.seeds.size())
+      c.status = c.errors.empty() ? "done" : "partial";
+    else if (!c.errors.empty())
+      c.status = c.runs.empty() ? "failed" : "partial";
+    else
+      c.status = c.runs.empty() ? "not_run" : "partial";
+    report.cells.push_back(std::move(c));
+  }
+  for (auto& c : report.cells) {
+    const CellResult* b = baseline_for(report.cells, c);
+    if (!b || b == &c) continue;
+    if (b->fresh.median && c.fresh.median) c.fresh_reduction = *b->fresh.median / *c.fresh.median;
+    if (b->seconds.median && c.seconds.median && *c.seconds.median > 0)
+      c.speedup = *b->seconds.median / *c.seconds.median;
+    if (b->r.median && c.achieved_echo.median)
+      c.ideal_speedup = std::min(*c.achieved_echo.median, *b->r.median);
+  }
+
+  fs::create_directories(spec.out);
+  report.csv_path = (fs::path(spec.out) / "results.csv").string();
+  report.json_path = (fs::path(spec.out) / "results.json").string();
+  {
+    std::ofstream csv(report.csv_path, std::ios::trunc);
+    if (!csv) throw Error(ErrorCode::kIo, kStage, "cannot write", report.csv_path);
+    csv << "cell,variant,factor,shuffle_after_echo,batch_size,seeds,runs,reached,"
+           "fresh_median,fresh_min,fresh_max,steps_median,steps_min,steps_max,"
+           "seconds_median,seconds_min,seconds_max,wall_seconds_median,wall_seconds_min,"
+           "wall_seconds_max,achieved_echo_median,achieved_echo_min,achieved_echo_max,"
+           "r_median,r_min,r_max,fresh_reduction,speedup,ideal_speedup,status,errors\n";
+    for (const auto& c : report.cells) {
+      std::string errs;
+      for (const auto& e : c.errors) errs += (errs.empty() ? "" : "; ") + e;
+      csv << csv_field(c.cell.id) << "," << variant_name(c.cell.variant) << "," << c.cell.factor
+          << "," << c.cell.shuffle_after_echo << "," << c.cell.batch_size << ","
+          << c.cell.seeds.size() << "," << c.runs.size() << "," << c.reached;
+      for (const Spread* s :
+           {&c.fresh, &c.steps, &c.seconds, &c.wall_seconds, &c.achieved_echo, &c.r})
+        csv << "," << fmt(s->median, "%.6g") << "," << fmt(s->min, "%.6g") << ","
+            << fmt(s->max, "%.6g");
+      csv << "," << fmt(c.fresh_reduction, "%.4g") << "," << fmt(c.speedup, "%.4g") << ","
+          << fmt(c.ideal_speedup, "%.4g") << "," << c.status << "," << csv_field(errs) << "\n";
+    }
+  }
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : report.cells) cells.push_back(c.to_json());
+  nlohmann::json doc = {
+      {"name", spec.name},
+      {"out", spec.out},
+      {"target_accuracy", spec.base_config.value("target_accuracy", nlohmann::json())},
+      {"target_loss", spec.base_config.value("target_loss", nlohmann::json())},
+      {"hardware_threads", std::thread::hardware_concurrency()},
+      {"cells", cells}};
+  if (options.plots) {
+    try {
+      make_plots(spec, report);
+    } catch (const std::exception& e) {
+      report.plot_note = std::string("plots failed: ") + e.what();
+    }
+  } else {
+    report.plot_note = "plots not requested";
+  }
+  doc["plots"] = report.plots;
+  write_json_file(report.json_path, doc);
+  return report;
+}
+
+}  // namespace detail
+}  // namespace dataecho::train
