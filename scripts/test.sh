@@ -51,7 +51,7 @@ step "TSan build" sanitizer_build build-tsan thread
 step "TSan: concurrency tests" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L concurrency --timeout 900
 if [ -x scripts/fuzz.sh ]; then
-  step "fuzz targets" scripts/fuzz.sh
+  step "fuzz targets (40 s each)" scripts/fuzz.sh 40
 fi
 
 echo
