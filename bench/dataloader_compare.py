@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""The PyTorch side of bench/dataloader_compare.sh (issue 8).
+
+torch.utils.data.DataLoader over torchvision.datasets.ImageFolder with the torchvision
+transforms equivalent to the dataecho spec, batch_size 128, no shuffling (dataecho's
+spec does not shuffle either), measured over a few epochs with the same rule as
+bench/dataloader_bench.cc: an epoch's rate is the images after its first batch over the
+time from the first batch to the last, so that neither side pays for starting up.
+
+Run with Debian's interpreter, /usr/bin/python3 (python3-torch 1.13, python3-torchvision
+0.14, PIL 9.4 with libjpeg-turbo), not a pyenv python.
+
+Fairness: torch.set_num_threads(1) in the main process and in every worker
+(worker_init_fn), so that num_workers=N uses N cores for the transforms, as dataecho with
+N threads does; torch's intra-op threads would otherwise compete with the workers on the
+same cores. Workers are persistent, so epochs after the first do not re-fork them.
+
+Workloads:
+  jpeg  ImageFolder's default loader (PIL open + convert("RGB")), RandomResizedCrop(224),
+        RandomHorizontalFlip(), ToTensor(), Normalize(ImageNet mean/std).
+  png   a grayscale loader (PIL open + convert("L"): the images are 1-channel, dataecho
+        keeps one channel too; the default loader would make them RGB, 3x the work),
+        RandomCrop(28, padding=4), RandomHorizontalFlip(), ToTensor(), Normalize(mean, std).
+
+Prints one JSON object; peak RSS of the worker processes (VmHWM, read from /proc before
+they exit) is included, since /usr/bin/time -v around this script reports the largest
+single process only.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def worker_init(_worker_id):
+    torch.set_num_threads(1)
+
+
+def grey_loader(path):
+    with open(path, "rb") as f:
+        img = Image.open(f)
+        return img.convert("L")
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--root", required=True, help="class_name/file.ext folder")
+    p.add_argument("--workload", choices=["jpeg", "png"], required=True)
+    p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--mean", type=float, nargs="+", default=None)
+    p.add_argument("--std", type=float, nargs="+", default=None)
+    a = p.parse_args()
+
+    torch.set_num_threads(1)
+    if a.workload == "jpeg":
+        tf = transforms.Compose([
+            transforms.RandomResizedCrop(224),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            transforms.Normalize(a.mean or IMAGENET_MEAN, a.std or IMAGENET_STD),
+        ])
+        ds = datasets.ImageFolder(a.root, transform=tf)
+    else:
+        tf = transforms.Compose([
+            transforms.RandomCrop(28, padding=4),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            transforms.Normalize(a.mean or (0.0,), a.std or (1.0,)),
+        ])
+        ds = datasets.ImageFolder(a.root, transform=tf, loader=grey_loader)
+
+    loader = DataLoader(ds, batch_size=a.batch, shuffle=False, num_workers=a.workers,
+                        worker_init_fn=worker_init if a.workers > 0 else None,
+                        persistent_workers=a.workers > 0)
+    rates = []
+    shape = None
+    images = 0
+    batches = 0
+    worker_pids = []
+    for epoch in range(a.epochs):
+        it = iter(loader)
+        first = None
+        after_first = n = nb = 0
+        for x, _y in it:
+            rows = x.shape[0]
+            if nb == 0:
+                first = time.perf_counter()
+                shape = list(x.shape)
+            else:
+                after_first += rows
+            n += rows
+            nb += 1
+        dt = time.perf_counter() - first
+        rates.append(after_first / dt)
+        images, batches = n, nb
+        print(f"  epoch {epoch}: {n} images, {rates[-1]:.0f} images/s", file=sys.stderr)
+        if a.workers > 0 and not worker_pids:
+            worker_pids = [w.pid for w in getattr(it, "_workers", [])]
+    workers_hwm = [vm_hwm_kib(pid) for pid in worker_pids]
+    srt = sorted(rates)
+    out = {
+        "mode": "dataloader",
+        "workload": a.workload,
+        "num_workers": a.workers,
+        "images_per_s": srt[-1],
+        "median_images_per_s": srt[len(srt) // 2],
+        "epochs_images_per_s": rates,
+        "images_per_epoch": images,
+        "batches_per_epoch": batches,
+        "batch_shape": shape,
+        "main_vm_hwm_kib": vm_hwm_kib(os.getpid()),
+        "workers_vm_hwm_kib": workers_hwm,
+        "torch": torch.__version__,
+        "torch_num_threads": torch.get_num_threads(),
+    }
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# dataecho against PyTorch's DataLoader on identical work, in one run (issue 8).
+#
+#   bench/dataloader_compare.sh [--build DIR] [--out DIR] [--jpeg-images N] [--png-images N]
+#                               [--epochs E] [--rounds R] [--threads "0 1 2"]
+#
+# 1. Prepares the data once (kept in OUT/dataloader_data, redone when the sizes change)
+#    with `dataecho convert` from Debian's Fashion-MNIST:
+#      jpeg  N images resized to 256x256, RGB, JPEG quality 90 (ImageNet-sized), as 4 tar
+#            shards and as a class_name/file.jpg folder;
+#      png   the 28x28 grayscale images as PNG, as 4 tar shards and as a folder.
+# 2. Measures images/s delivered as float batches of 128, each with 0 (everything in the
+#    consumer's thread), 1 and 2 threads / workers:
+#      dataecho    build/bin/dataloader_bench over a spec: tar source -> map
+#                  decode_augment|augment (parallelism 1 or 2) -> batch 128 -> prefetch 4
+#                  (0 threads: parallelism 1 and no prefetch, all inline);
+#      DataLoader  bench/dataloader_compare.py: ImageFolder + torchvision transforms,
+#                  num_workers 0/1/2, torch.set_num_threads(1) everywhere;
+#      reference   (jpeg only) a plain TurboJPEG tjDecompress2 loop over the same files,
+#                  1 and 2 threads.
+#    Each run is wrapped in /usr/bin/time -v for its peak RSS. Runs of one thread count
+#    follow each other (dataecho, DataLoader, reference), so that they see the same load.
+# 3. Prints a table and writes OUT/dataloader_compare.json.
+#
+# Needs: a build of dataecho (configured here if BUILD has none), Debian's python3-torch
+# and python3-torchvision under /usr/bin/python3, /usr/bin/time (scripts/bootstrap.sh
+# installs all of them).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$ROOT/build
+OUT=$ROOT/out
+JPEG_IMAGES=2048
+PNG_IMAGES=10240
+EPOCHS=3
+ROUNDS=1
+THREADS="0 1 2"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) BUILD=$(realpath -m "$2"); shift 2 ;;
+    --out) OUT=$(realpath -m "$2"); shift 2 ;;
+    --jpeg-images) JPEG_IMAGES=$2; shift 2 ;;
+    --png-images) PNG_IMAGES=$2; shift 2 ;;
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "dataloader_compare: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+PY=/usr/bin/python3
+FM=/usr/share/datasets/fashion-mnist
+DATA=$OUT/dataloader_data
+RUNS=$OUT/dataloader_runs
+mkdir -p "$OUT" "$DATA" "$RUNS"
+
+log() { echo "== $*" >&2; }
+
+# ---- prerequisites ----
+[[ -f $FM/train-images-idx3-ubyte.gz ]] || { echo "dataloader_compare: $FM missing (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "dataloader_compare: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
+$PY -c 'import torch, torchvision' 2>/dev/null || {
+  echo "dataloader_compare: $PY cannot import torch/torchvision (apt-get install python3-torch python3-torchvision)" >&2; exit 1; }
+if [[ ! -f $BUILD/build.ninja && ! -f $BUILD/Makefile ]]; then
+  log "configuring $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+fi
+log "building dataecho_cli and dataloader_bench in $BUILD"
+cmake --build "$BUILD" --target dataecho_cli dataloader_bench >&2
+DE=$BUILD/bin/dataecho
+BENCH=$BUILD/bin/dataloader_bench
+
+# ---- 1. data, once ----
+prepare() {  # name count convert-args...
+  local name=$1 count=$2; shift 2
+  local stamp="$count $*"
+  if [[ -f $DATA/$name.stamp && $(cat "$DATA/$name.stamp") == "$stamp" ]]; then
+    log "data $name: kept ($DATA/$name.stamp)"; return
+  fi
+  rm -rf "$DATA/${name}_tar" "$DATA/${name}_dir" "$DATA/$name.stamp"
+  local common=(--images "$FM/train-images-idx3-ubyte.gz" --labels "$FM/train-labels-idx1-ubyte.gz" --limit "$count" "$@")
+  log "data $name: dataecho convert ${common[*]}"
+  "$DE" convert "${common[@]}" --to tar --out "$DATA/${name}_tar" --name train --shards 4 >&2
+  "$DE" convert "${common[@]}" --to dir --out "$DATA/${name}_dir" >&2
+  echo "$stamp" > "$DATA/$name.stamp"
+}
+prepare jpeg "$JPEG_IMAGES" --resize 256 --encode jpeg --quality 90 --channels 3
+prepare png "$PNG_IMAGES" --encode png
+
+# ---- specs ----
+# Fashion-MNIST's own mean/std for the PNG workload (both sides use the same values).
+PNG_MEAN=0.2860
+PNG_STD=0.3530
+spec() {  # out tar-dir ext fn args threads
+  local out=$1 dir=$2 ext=$3 fn=$4 args=$5 t=$6 par=1 tail=',
+    {"op": "prefetch", "buffer": 4}'
+  [[ $t -ge 1 ]] && par=$t
+  [[ $t -eq 0 ]] && tail=''
+  cat > "$out" <<EOF
+{
+  "seed": 7,
+  "source": {"kind": "tar", "uri": "$dir/train-*.tar", "fields": {"image": "$ext", "label": "cls"}},
+  "stages": [
+    {"op": "map", "fn": "$fn", "args": $args, "parallelism": $par},
+    {"op": "batch", "size": 128}$tail
+  ]
+}
+EOF
+}
+JPEG_ARGS='{"channels": 3, "random_resized_crop": 224, "flip": true, "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}'
+PNG_ARGS="{\"pad_crop\": 4, \"flip\": true, \"normalize\": {\"mean\": [$PNG_MEAN], \"std\": [$PNG_STD]}}"
+
+# ---- 2. runs ----
+# timed NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, /usr/bin/time -v -> RUNS/NAME.time
+timed() {
+  local name=$1; shift
+  log "$name: $*"
+  /usr/bin/time -v -o "$RUNS/$name.time" "$@" > "$RUNS/$name.json"
+}
+
+START=$(date +%s)
+for round in $(seq 1 "$ROUNDS"); do
+  for t in $THREADS; do
+    spec "$RUNS/jpeg_t$t.spec.json" "$DATA/jpeg_tar" jpg decode_augment "$JPEG_ARGS" "$t"
+    timed "r${round}_jpeg_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/jpeg_t$t.spec.json" --epochs "$EPOCHS"
+    timed "r${round}_jpeg_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/jpeg_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS"
+    rt=$(( t > 1 ? t : 1 ))
+    timed "r${round}_jpeg_reference_t$t" "$BENCH" reference --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS"
+  done
+  for t in $THREADS; do
+    spec "$RUNS/png_t$t.spec.json" "$DATA/png_tar" png decode_augment "$PNG_ARGS" "$t"
+    timed "r${round}_png_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/png_t$t.spec.json" --epochs "$EPOCHS"
+    timed "r${round}_png_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/png_dir" --workload png --workers "$t" --epochs "$EPOCHS" --mean $PNG_MEAN --std $PNG_STD
+  done
+done
+ELAPSED=$(( $(date +%s) - START ))
+
+# ---- 3. table + JSON ----
+$PY - "$RUNS" "$OUT/dataloader_compare.json" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
+import json, os, platform, re, subprocess, sys
+runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
+jpeg_images, png_images, epochs = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+
+def load(name):
+    best = None
+    for r in range(1, rounds + 1):
+        base = os.path.join(runs, f"r{r}_{name}")
+        if not os.path.exists(base + ".json"):
+            continue
+        with open(base + ".json") as f:
+            lines = [l for l in f.read().splitlines() if l.startswith("{")]
+        j = json.loads(lines[-1])
+        with open(base + ".time") as f:
+            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", f.read())
+        j["peak_rss_mib"] = int(m.group(1)) / 1024 if m else None
+        if best is None or j["images_per_s"] > best["images_per_s"]:
+            best = j
+    return best
+
+rows = []
+for wl in ("jpeg", "png"):
+    for t in threads:
+        de = load(f"{wl}_dataecho_t{t}")
+        dl = load(f"{wl}_dataloader_w{t}")
+        ref = load(f"{wl}_reference_t{t}") if wl == "jpeg" else None
+        row = {"workload": wl, "threads": t,
+               "dataecho_images_per_s": de["images_per_s"] if de else None,
+               "dataloader_images_per_s": dl["images_per_s"] if dl else None,
+               "reference_images_per_s": ref["images_per_s"] if ref else None,
+               "reference_threads": ref["threads"] if ref else None,
+               "dataecho_peak_rss_mib": de["peak_rss_mib"] if de else None,
+               "dataloader_peak_rss_mib": dl["peak_rss_mib"] if dl else None,
+               "dataloader_workers_peak_rss_mib": [k / 1024 for k in dl["workers_vm_hwm_kib"] if k] if dl else None,
+               "dataecho_median_images_per_s": de["median_images_per_s"] if de else None,
+               "dataloader_median_images_per_s": dl["median_images_per_s"] if dl else None}
+        row["dataecho_over_dataloader"] = (row["dataecho_images_per_s"] / row["dataloader_images_per_s"]
+                                           if de and dl else None)
+        row["dataecho_over_reference"] = (row["dataecho_images_per_s"] / row["reference_images_per_s"]
+                                          if de and ref else None)
+        rows.append(row)
+
+def cpu():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for l in f:
+                if l.startswith("model name"):
+                    return l.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+import torch, torchvision, PIL
+result = {
+    "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
+    "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__, "pillow": PIL.__version__},
+    "settings": {"batch": 128, "epochs_per_run": epochs, "rounds": rounds, "jpeg_images": jpeg_images,
+                 "png_images": png_images, "rate": "best epoch of the best round; images after the first batch / time from first to last batch"},
+    "elapsed_s": elapsed,
+    "rows": rows,
+}
+with open(out, "w") as f:
+    json.dump(result, f, indent=2)
+
+def fmt(v, spec="{:.0f}"):
+    return "-" if v is None else spec.format(v)
+print()
+print(f"{'workload':8} {'thr':>3} {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'reference':>9} {'de/ref':>6}"
+      f" {'RSS de':>7} {'RSS DL':>7} {'DL workers':>12}")
+for r in rows:
+    w = r["dataloader_workers_peak_rss_mib"]
+    print(f"{r['workload']:8} {r['threads']:>3} {fmt(r['dataecho_images_per_s']):>9} {fmt(r['dataloader_images_per_s']):>10}"
+          f" {fmt(r['dataecho_over_dataloader'], '{:.2f}x'):>6} {fmt(r['reference_images_per_s']):>9}"
+          f" {fmt(r['dataecho_over_reference'], '{:.0%}'):>6} {fmt(r['dataecho_peak_rss_mib']):>6}M"
+          f" {fmt(r['dataloader_peak_rss_mib']):>6}M {('+'.join(f'{x:.0f}' for x in w) + 'M') if w else '-':>12}")
+print(f"\nimages/s as float batches of 128 (best epoch); threads 0 = all in the consumer's thread"
+      f" (dataecho inline, DataLoader num_workers=0); reference = TurboJPEG decode only, max(1, thr) threads;"
+      f" RSS = peak resident set of the process (/usr/bin/time -v), DL workers = each worker's VmHWM."
+      f"\nmachine: {result['machine']['cpu']}, {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f};"
+      f" {elapsed} s of runs. JSON: {out}")
+EOF
