@@ -1,0 +1,112 @@
+# Shared by scripts/demo.sh and experiments/run_network.sh (sourced, not run):
+# Fashion-MNIST as TFRecord shards served by throttled nginx on loopback, with the
+# bandwidth calibrated so that the baseline pipeline's R (upstream time per batch over
+# the train step's time) is about R_TARGET, measured with `dataecho profile`.
+#
+# Needs: BIN (the dataecho binary), OUT (output folder), R_TARGET, MODEL_ARGS (profile
+# flags of the model: --model cnn --depth 2 --width 16 --threads 2).
+# Sets: BASE_URL, RATE (bytes/s per connection), R_MEASURED, T_DOWN_MS, T_UP_MS.
+
+FASHION=/usr/share/datasets/fashion-mnist
+CONNECTIONS=4  # = the interleave cycle of experiments/fashion_http_train.json
+
+json_number() {  # json_number KEY FILE: the first "KEY": number in FILE
+  sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1
+}
+
+make_shards() {
+  local dir="$OUT/shards"
+  if [[ -f "$dir/.done" ]]; then
+    echo "== shards: $dir (already converted)"
+    return
+  fi
+  echo "== converting Fashion-MNIST (60,000 training images) to 8 TFRecord shards (PNG)"
+  rm -rf "$dir"
+  "$BIN" convert --images "$FASHION/train-images-idx3-ubyte.gz" \
+    --labels "$FASHION/train-labels-idx1-ubyte.gz" --to tfrecord --out "$dir" --name train \
+    --shards 8 --encode png
+  touch "$dir/.done"
+}
+
+# render_config TEMPLATE DEST: copies an experiments/ JSON file with @BASE_URL@ filled in.
+render_config() {
+  sed -e "s#@BASE_URL@#${BASE_URL}#g" -e "s#@FACTOR@#${FACTOR:-2}#g" \
+    -e "s#@MAX_FACTOR@#${MAX_FACTOR:-4}#g" -e "s#@OUT@#${OUT}#g" -e "s#@PWD@#${PWD}#g" "$1" >"$2"
+}
+
+free_port() {
+  local p
+  for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return
+    fi
+  done
+  echo "no free port found" >&2
+  return 1
+}
+
+SERVE_PID=""
+stop_server() {
+  if [[ -n "$SERVE_PID" ]]; then
+    kill -TERM "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+    SERVE_PID=""
+  fi
+}
+
+start_server() {  # start_server RATE_BYTES_PER_S
+  stop_server
+  local port
+  port="$(free_port)"
+  "$BIN" serve "$OUT/shards" --port "$port" --rate "$1" >"$OUT/serve.log" 2>&1 &
+  SERVE_PID=$!
+  for _ in $(seq 100); do
+    if grep -q '^http://' "$OUT/serve.log"; then break; fi
+    if ! kill -0 "$SERVE_PID" 2>/dev/null; then
+      cat "$OUT/serve.log" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  BASE_URL="http://127.0.0.1:$port"
+}
+
+# calibrate: measures the train step (local shards, no throttling), picks the bandwidth
+# for R = R_TARGET, serves, measures R over HTTP and corrects the rate (twice at most).
+calibrate() {
+  mkdir -p "$OUT/config"
+  BASE_URL="$OUT/shards"
+  [[ "$BASE_URL" = /* ]] || BASE_URL="$PWD/$BASE_URL"
+  render_config experiments/fashion_http_train.json "$OUT/config/train_local.json"
+  echo "== measuring the train step (dataecho profile, local shards)"
+  "$BIN" profile "$OUT/config/train_local.json" $MODEL_ARGS --seconds 3 --steps 30 --json \
+    >"$OUT/profile_local.json"
+  T_DOWN_MS="$(json_number downstream_ms_per_batch "$OUT/profile_local.json")"
+  local local_up bytes records batch
+  local_up="$(json_number upstream_ms_per_batch "$OUT/profile_local.json")"
+  bytes="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
+  records=60000
+  batch=64
+  # bytes/s over all connections so that a batch takes R_TARGET train steps to arrive
+  RATE="$(awk -v b="$bytes" -v n="$records" -v bs="$batch" -v t="$T_DOWN_MS" -v r="$R_TARGET" \
+    -v c="$CONNECTIONS" 'BEGIN { printf "%d", b / n * bs / (r * t / 1000) / c }')"
+  echo "   train step ${T_DOWN_MS} ms/batch; local pipeline ${local_up} ms/batch; $((bytes / records)) bytes/example"
+  for attempt in 1 2 3; do
+    start_server "$RATE"
+    render_config experiments/fashion_http_train.json "$OUT/config/train_http.json"
+    echo "== serving $OUT/shards at $BASE_URL, ${RATE} bytes/s per connection x $CONNECTIONS; measuring R (dataecho profile)"
+    "$BIN" profile "$OUT/config/train_http.json" $MODEL_ARGS --seconds 8 --steps 30 --json \
+      >"$OUT/profile_http.json"
+    T_UP_MS="$(json_number upstream_ms_per_batch "$OUT/profile_http.json")"
+    T_DOWN_MS="$(json_number downstream_ms_per_batch "$OUT/profile_http.json")"
+    R_MEASURED="$(json_number R "$OUT/profile_http.json")"
+    echo "   upstream ${T_UP_MS} ms/batch, train step ${T_DOWN_MS} ms/batch: R = ${R_MEASURED}"
+    if awk -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { exit !(r > 0.8 * t && r < 1.25 * t) }'; then
+      break
+    fi
+    [[ $attempt = 3 ]] && break
+    RATE="$(awk -v rate="$RATE" -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { printf "%d", rate * r / t }')"
+  done
+}
