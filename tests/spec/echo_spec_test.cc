@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "dataecho/spec/build.h"
 #include "test_util.h"
@@ -88,6 +89,37 @@ TEST(EchoSpec, AdaptiveOnlyOptionsWithANumericFactorAreRefused) {
 TEST(EchoSpec, UnknownFieldsAreRefused) {
   std::string err = spec_error(R"({"op": "echo", "factor": 2, "factr": 3})");
   EXPECT_NE(err.find("$.stages[1].factr: unknown field"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace dataecho
+
+namespace dataecho {
+namespace {
+
+TEST(EchoSpec, ExampleSpecsBuildAndRun) {
+  int found = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(DATAECHO_SOURCE_DIR) + "/examples")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("echo_", 0) != 0 || entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(name);
+    ++found;
+    auto p = build_pipeline_from_file(entry.path().string());
+    bool echoed = false;
+    for (int i = 0; i < 12; ++i) {
+      auto e = p->next();
+      ASSERT_TRUE(e.has_value());
+      echoed |= e->fresh_rows() < e->num_rows();
+    }
+    bool has_echo_node = false;
+    for (const auto& n : p->nodes()) has_echo_node |= n->op_name().rfind("echo", 0) == 0;
+    EXPECT_TRUE(has_echo_node);
+    if (name.find("adaptive") == std::string::npos && name.find("slow") == std::string::npos) {
+      EXPECT_TRUE(echoed) << "a fixed echo repeats within a dozen elements";
+    }
+  }
+  EXPECT_GE(found, 5);
 }
 
 }  // namespace
