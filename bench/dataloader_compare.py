@@ -22,7 +22,9 @@ Workloads:
         keeps one channel too; the default loader would make them RGB, 3x the work),
         RandomCrop(28, padding=4), RandomHorizontalFlip(), ToTensor(), Normalize(mean, std).
 
-Prints one JSON object; peak RSS of the worker processes (VmHWM, read from /proc before
+Images per CPU-second are measured too (this process plus the workers' utime + stime from
+/proc over the same window): on a machine shared with other work, the load disturbs that
+figure least. Prints one JSON object; peak RSS of the worker processes (VmHWM, read from /proc before
 they exit) is included, since /usr/bin/time -v around this script reports the largest
 single process only.
 """
@@ -62,6 +64,24 @@ def vm_hwm_kib(pid):
     return None
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid):
+    """utime + stime of a process, seconds (0 once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS
+    except OSError:
+        return 0.0
+
+
+def cpu_s(pids):
+    """CPU seconds of this process (all threads) and of the workers `pids`."""
+    return time.process_time() + sum(proc_cpu_s(p) for p in pids)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", required=True, help="class_name/file.ext folder")
@@ -95,18 +115,22 @@ def main():
                         worker_init_fn=worker_init if a.workers > 0 else None,
                         persistent_workers=a.workers > 0)
     rates = []
+    cpu_rates = []
     shape = None
     images = 0
     batches = 0
     worker_pids = []
     for epoch in range(a.epochs):
         it = iter(loader)
+        pids = [w.pid for w in getattr(it, "_workers", [])]
         first = None
+        first_cpu = 0.0
         after_first = n = nb = 0
         for x, _y in it:
             rows = x.shape[0]
             if nb == 0:
                 first = time.perf_counter()
+                first_cpu = cpu_s(pids)
                 shape = list(x.shape)
             else:
                 after_first += rows
@@ -114,8 +138,10 @@ def main():
             nb += 1
         dt = time.perf_counter() - first
         rates.append(after_first / dt)
+        cpu_rates.append(after_first / (cpu_s(pids) - first_cpu))
         images, batches = n, nb
-        print(f"  epoch {epoch}: {n} images, {rates[-1]:.0f} images/s", file=sys.stderr)
+        print(f"  epoch {epoch}: {n} images, {rates[-1]:.0f} images/s, {cpu_rates[-1]:.0f} images/cpu-s",
+              file=sys.stderr)
         if a.workers > 0 and not worker_pids:
             worker_pids = [w.pid for w in getattr(it, "_workers", [])]
     workers_hwm = [vm_hwm_kib(pid) for pid in worker_pids]
@@ -127,6 +153,8 @@ def main():
         "images_per_s": srt[-1],
         "median_images_per_s": srt[len(srt) // 2],
         "epochs_images_per_s": rates,
+        "images_per_cpu_s": max(cpu_rates),
+        "epochs_images_per_cpu_s": cpu_rates,
         "images_per_epoch": images,
         "batches_per_epoch": batches,
         "batch_shape": shape,

@@ -2,7 +2,7 @@
 # dataecho against PyTorch's DataLoader on identical work, in one run (issue 8).
 #
 #   bench/dataloader_compare.sh [--build DIR] [--out DIR] [--jpeg-images N] [--png-images N]
-#                               [--epochs E] [--rounds R] [--threads "0 1 2"]
+#                               [--epochs E] [--rounds R] [--threads "0 1 2"] [--malloc-tuned]
 #
 # 1. Prepares the data once (kept in OUT/dataloader_data, redone when the sizes change)
 #    with `dataecho convert` from Debian's Fashion-MNIST:
@@ -22,6 +22,11 @@
 #    follow each other (dataecho, DataLoader, reference), so that they see the same load.
 # 3. Prints a table and writes OUT/dataloader_compare.json.
 #
+# --malloc-tuned runs every process of both sides with
+#   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295:glibc.malloc.arena_max=1
+# (freed memory stays in the heap and is reused instead of being unmapped and faulted in
+# again: see docs/dataloader.md) and writes OUT/dataloader_compare_malloc_tuned.json.
+#
 # Needs: a build of dataecho (configured here if BUILD has none), Debian's python3-torch
 # and python3-torchvision under /usr/bin/python3, /usr/bin/time (scripts/bootstrap.sh
 # installs all of them).
@@ -30,11 +35,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 OUT=$ROOT/out
-JPEG_IMAGES=2048
-PNG_IMAGES=10240
-EPOCHS=3
+JPEG_IMAGES=1024
+PNG_IMAGES=8192
+EPOCHS=2
 ROUNDS=1
 THREADS="0 1 2"
+TUNED=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) BUILD=$(realpath -m "$2"); shift 2 ;;
@@ -44,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     --epochs) EPOCHS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --malloc-tuned) TUNED=1; shift ;;
     -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "dataloader_compare: unknown option $1" >&2; exit 2 ;;
   esac
@@ -53,6 +60,7 @@ PY=/usr/bin/python3
 FM=/usr/share/datasets/fashion-mnist
 DATA=$OUT/dataloader_data
 RUNS=$OUT/dataloader_runs
+RESULT=$OUT/dataloader_compare.json
 mkdir -p "$OUT" "$DATA" "$RUNS"
 
 log() { echo "== $*" >&2; }
@@ -112,6 +120,12 @@ JPEG_ARGS='{"channels": 3, "random_resized_crop": 224, "flip": true, "normalize"
 PNG_ARGS="{\"pad_crop\": 4, \"flip\": true, \"normalize\": {\"mean\": [$PNG_MEAN], \"std\": [$PNG_STD]}}"
 
 # ---- 2. runs ----
+if [[ $TUNED == 1 ]]; then
+  export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295:glibc.malloc.arena_max=1
+  RUNS=$OUT/dataloader_runs_malloc_tuned
+  RESULT=$OUT/dataloader_compare_malloc_tuned.json
+  mkdir -p "$RUNS"
+fi
 # timed NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, /usr/bin/time -v -> RUNS/NAME.time
 timed() {
   local name=$1; shift
@@ -137,7 +151,7 @@ done
 ELAPSED=$(( $(date +%s) - START ))
 
 # ---- 3. table + JSON ----
-$PY - "$RUNS" "$OUT/dataloader_compare.json" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
+$PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
 import json, os, platform, re, subprocess, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
 jpeg_images, png_images, epochs = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
@@ -173,11 +187,18 @@ for wl in ("jpeg", "png"):
                "dataloader_peak_rss_mib": dl["peak_rss_mib"] if dl else None,
                "dataloader_workers_peak_rss_mib": [k / 1024 for k in dl["workers_vm_hwm_kib"] if k] if dl else None,
                "dataecho_median_images_per_s": de["median_images_per_s"] if de else None,
-               "dataloader_median_images_per_s": dl["median_images_per_s"] if dl else None}
+               "dataloader_median_images_per_s": dl["median_images_per_s"] if dl else None,
+               "dataecho_images_per_cpu_s": de["images_per_cpu_s"] if de else None,
+               "dataloader_images_per_cpu_s": dl["images_per_cpu_s"] if dl else None,
+               "reference_images_per_cpu_s": ref["images_per_cpu_s"] if ref else None}
         row["dataecho_over_dataloader"] = (row["dataecho_images_per_s"] / row["dataloader_images_per_s"]
                                            if de and dl else None)
         row["dataecho_over_reference"] = (row["dataecho_images_per_s"] / row["reference_images_per_s"]
                                           if de and ref else None)
+        row["cpu_dataecho_over_dataloader"] = (row["dataecho_images_per_cpu_s"] / row["dataloader_images_per_cpu_s"]
+                                               if de and dl else None)
+        row["cpu_dataecho_over_reference"] = (row["dataecho_images_per_cpu_s"] / row["reference_images_per_cpu_s"]
+                                              if de and ref else None)
         rows.append(row)
 
 def cpu():
@@ -195,7 +216,7 @@ result = {
     "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
     "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__, "pillow": PIL.__version__},
     "settings": {"batch": 128, "epochs_per_run": epochs, "rounds": rounds, "jpeg_images": jpeg_images,
-                 "png_images": png_images, "rate": "best epoch of the best round; images after the first batch / time from first to last batch"},
+                 "png_images": png_images, "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "rate": "best epoch of the best round; images after the first batch / time from first to last batch"},
     "elapsed_s": elapsed,
     "rows": rows,
 }
@@ -205,17 +226,23 @@ with open(out, "w") as f:
 def fmt(v, spec="{:.0f}"):
     return "-" if v is None else spec.format(v)
 print()
-print(f"{'workload':8} {'thr':>3} {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'reference':>9} {'de/ref':>6}"
-      f" {'RSS de':>7} {'RSS DL':>7} {'DL workers':>12}")
+print(f"{'':12} {'--------- images/s (wall) ---------':^43} {'------ images per CPU-second ------':^43} {'---- peak RSS MiB ----':^26}")
+print(f"{'workload':8} {'thr':>3} {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'ref':>7} {'de/ref':>6}"
+      f" {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'ref':>7} {'de/ref':>6}"
+      f" {'dataecho':>8} {'DataLoader':>10} {'workers':>8}")
 for r in rows:
     w = r["dataloader_workers_peak_rss_mib"]
     print(f"{r['workload']:8} {r['threads']:>3} {fmt(r['dataecho_images_per_s']):>9} {fmt(r['dataloader_images_per_s']):>10}"
-          f" {fmt(r['dataecho_over_dataloader'], '{:.2f}x'):>6} {fmt(r['reference_images_per_s']):>9}"
-          f" {fmt(r['dataecho_over_reference'], '{:.0%}'):>6} {fmt(r['dataecho_peak_rss_mib']):>6}M"
-          f" {fmt(r['dataloader_peak_rss_mib']):>6}M {('+'.join(f'{x:.0f}' for x in w) + 'M') if w else '-':>12}")
+          f" {fmt(r['dataecho_over_dataloader'], '{:.2f}x'):>6} {fmt(r['reference_images_per_s']):>7}"
+          f" {fmt(r['dataecho_over_reference'], '{:.0%}'):>6}"
+          f" {fmt(r['dataecho_images_per_cpu_s']):>9} {fmt(r['dataloader_images_per_cpu_s']):>10}"
+          f" {fmt(r['cpu_dataecho_over_dataloader'], '{:.2f}x'):>6} {fmt(r['reference_images_per_cpu_s']):>7}"
+          f" {fmt(r['cpu_dataecho_over_reference'], '{:.0%}'):>6}"
+          f" {fmt(r['dataecho_peak_rss_mib']):>8} {fmt(r['dataloader_peak_rss_mib']):>10}"
+          f" {('+'.join(f'{x:.0f}' for x in w)) if w else '-':>8}")
 print(f"\nimages/s as float batches of 128 (best epoch); threads 0 = all in the consumer's thread"
       f" (dataecho inline, DataLoader num_workers=0); reference = TurboJPEG decode only, max(1, thr) threads;"
       f" RSS = peak resident set of the process (/usr/bin/time -v), DL workers = each worker's VmHWM."
       f"\nmachine: {result['machine']['cpu']}, {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f};"
-      f" {elapsed} s of runs. JSON: {out}")
+      f" {elapsed} s of runs; GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '') or '(unset)'}. JSON: {out}")
 EOF
