@@ -2,8 +2,12 @@
 // Brace groups expand first (`{00000..00007}` numeric ranges keep the zero padding of
 // their bounds, `{a,b}` lists), then local entries with glob characters are matched
 // with glob(3) and sorted bytewise. http(s) URLs only get their braces expanded.
+// An entry `@MANIFEST` (a path or an http(s) URL, taken literally) is read through
+// open_stream: each line that is neither empty nor a `#` comment names one shard, taken
+// literally (no braces, no globs); relative lines are relative to the manifest's own
+// folder (or URL directory).
 // Errors: a dataecho::Error (stage "uri") naming the pattern that matched nothing or
-// the malformed brace group.
+// the malformed brace group, or the manifest and line.
 #include <glob.h>
 #include <sys/stat.h>
 
@@ -118,6 +122,97 @@ std::string local_path(std::string p, const std::string& base_dir) {
   return p;
 }
 
+// Refuses a local path that is missing or a directory.
+void check_local_file(const std::string& path, const std::string& pattern) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    uri_error(ErrorCode::kNotFound, pattern,
+              path == pattern ? "no such file" : "no such file: " + path);
+  }
+  if (S_ISDIR(st.st_mode))
+    uri_error(ErrorCode::kInvalidArgument, pattern, "is a directory: " + path);
+}
+
+constexpr size_t kMaxManifestBytes = 64 << 20;
+
+std::string read_manifest(const std::string& location, const std::string& pattern) {
+  std::string text;
+  try {
+    auto stream = open_stream(location);
+    char buf[64 << 10];
+    while (size_t n = stream->read(buf, sizeof(buf))) {
+      text.append(buf, n);
+      if (text.size() > kMaxManifestBytes) {
+        uri_error(ErrorCode::kInvalidArgument, pattern,
+                  "manifest is larger than " + std::to_string(kMaxManifestBytes) + " bytes");
+      }
+    }
+  } catch (const Error& e) {
+    if (e.stage() == "uri") throw;
+    uri_error(e.code(), pattern, std::string("cannot read manifest: ") + e.what());
+  }
+  return text;
+}
+
+// The directory of a manifest, with its trailing slash ("http://h/d/m.txt?x" ->
+// "http://h/d/", "http://h" -> "http://h/", "/a/m.txt" -> "/a/", "m.txt" -> "").
+std::string manifest_dir(std::string s) {
+  if (is_http_uri(s)) {
+    s = s.substr(0, s.find_first_of("?#"));
+    if (s.find('/', s.find("//") + 2) == std::string::npos) return s + "/";
+  }
+  size_t slash = s.rfind('/');
+  return slash == std::string::npos ? "" : s.substr(0, slash + 1);
+}
+
+// "http://h:1/d/" -> "http://h:1"
+std::string url_origin(const std::string& url) {
+  size_t host = url.find("//") + 2;
+  size_t path = url.find('/', host);
+  return path == std::string::npos ? url : url.substr(0, path);
+}
+
+void expand_manifest(const std::string& pattern, const std::string& base_dir,
+                     std::vector<std::string>& result) {
+  std::string name = pattern.substr(1);
+  if (name.empty())
+    uri_error(ErrorCode::kInvalidArgument, pattern, "'@' needs a manifest path or URL");
+  bool http = is_http_uri(name);
+  std::string location = http ? name : local_path(name, base_dir);
+  if (!http) check_local_file(location, pattern);
+  std::string text = read_manifest(location, pattern);
+  std::string dir = manifest_dir(location);
+  size_t count = 0, line_no = 0, start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos || line[a] == '#') continue;
+    line = line.substr(a, line.find_last_not_of(" \t\r") + 1 - a);
+    std::string where = pattern + " line " + std::to_string(line_no);
+    std::string uri;
+    if (is_http_uri(line)) {
+      uri = line;
+    } else if (line.rfind("file://", 0) == 0) {
+      uri = line.substr(7);
+    } else if (http) {
+      uri = line[0] == '/' ? url_origin(dir) + line : dir + line;
+    } else {
+      uri = line[0] == '/' ? line : dir + line;
+    }
+    if (!is_http_uri(uri)) check_local_file(uri, where);
+    result.push_back(uri);
+    if (++count > kMaxExpansion) {
+      uri_error(ErrorCode::kInvalidArgument, pattern,
+                "manifest lists more than " + std::to_string(kMaxExpansion) + " shards");
+    }
+  }
+  if (count == 0) uri_error(ErrorCode::kNotFound, pattern, "manifest lists no shard");
+}
+
 }  // namespace
 
 std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
@@ -125,6 +220,10 @@ std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
   std::vector<std::string> result;
   for (const auto& pattern : patterns) {
     if (pattern.empty()) uri_error(ErrorCode::kInvalidArgument, "\"\"", "empty uri");
+    if (pattern[0] == '@') {
+      expand_manifest(pattern, base_dir, result);
+      continue;
+    }
     std::vector<std::string> names;
     expand_braces(pattern, pattern, names);
     if (is_http_uri(pattern)) {
@@ -134,14 +233,7 @@ std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
     for (const auto& name : names) {
       std::string path = local_path(name, base_dir);
       if (!has_glob_chars(path)) {
-        struct stat st;
-        if (::stat(path.c_str(), &st) != 0) {
-          uri_error(ErrorCode::kNotFound, pattern,
-                    path == pattern ? "no such file" : "no such file: " + path);
-        }
-        if (S_ISDIR(st.st_mode)) {
-          uri_error(ErrorCode::kInvalidArgument, pattern, "is a directory: " + path);
-        }
+        check_local_file(path, pattern);
         result.push_back(path);
         continue;
       }

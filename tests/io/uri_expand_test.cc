@@ -78,5 +78,57 @@ TEST_F(UriExpand, PatternsMatchingNothingAreErrorsNamingThem) {
   EXPECT_NE(msg.find("more than"), std::string::npos) << msg;
 }
 
+// ---- manifests: `@FILE`, one shard per line ----------------------------------------
+
+TEST_F(UriExpand, ManifestListsShardsRelativeToItsOwnFolder) {
+  std::filesystem::create_directories(dir_ + "/lists");
+  std::ofstream(dir_ + "/lists/train.txt")
+      << "# training shards\n"
+         "\n"
+         "../train-00003-of-00008.tfrecord\r\n"
+         "   ../val-00000.tfrecord  \n"
+         "  # an indented comment\n"
+      << dir_ << "/train-00000-of-00008.tfrecord\n"
+      << "file://" << dir_ << "/train-00001-of-00008.tfrecord\n"
+      << "http://127.0.0.1:8080/remote-{0..1}.tfrecord";  // literal: no braces, no newline
+  std::vector<std::string> want = {
+      dir_ + "/lists/../train-00003-of-00008.tfrecord", dir_ + "/lists/../val-00000.tfrecord",
+      dir_ + "/train-00000-of-00008.tfrecord", dir_ + "/train-00001-of-00008.tfrecord",
+      "http://127.0.0.1:8080/remote-{0..1}.tfrecord"};
+  // Relative to base_dir, absolute, and mixed with ordinary entries (order kept).
+  EXPECT_EQ(expand_uris({"@lists/train.txt"}, dir_), want);
+  EXPECT_EQ(expand_uris({"@" + dir_ + "/lists/train.txt"}, "/elsewhere"), want);
+  auto got = expand_uris(
+      {"val-00000.tfrecord", "@lists/train.txt", "train-0000{6..7}-of-00008.tfrecord"}, dir_);
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[0], dir_ + "/val-00000.tfrecord");
+  EXPECT_EQ(std::vector<std::string>(got.begin() + 1, got.begin() + 6), want);
+  EXPECT_EQ(got[7], dir_ + "/train-00007-of-00008.tfrecord");
+}
+
+TEST_F(UriExpand, ManifestErrorsNameTheManifestAndLine) {
+  std::string msg = error_of([&] { expand_uris({"@missing.txt"}, dir_); });
+  EXPECT_NE(msg.find("@missing.txt"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
+
+  std::ofstream(dir_ + "/bad.txt") << "val-00000.tfrecord\n# c\nnope.tfrecord\n";
+  msg = error_of([&] { expand_uris({"@bad.txt"}, dir_); });
+  EXPECT_NE(msg.find("@bad.txt line 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir_ + "/nope.tfrecord"), std::string::npos) << msg;
+
+  std::ofstream(dir_ + "/dir.txt") << "sub.tfrecord\n";
+  msg = error_of([&] { expand_uris({"@dir.txt"}, dir_); });
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
+
+  std::ofstream(dir_ + "/empty.txt") << "# nothing here\n\n  \n";
+  msg = error_of([&] { expand_uris({"@empty.txt"}, dir_); });
+  EXPECT_NE(msg.find("manifest lists no shard"), std::string::npos) << msg;
+
+  msg = error_of([&] { expand_uris({"@"}, dir_); });
+  EXPECT_NE(msg.find("needs a manifest"), std::string::npos) << msg;
+  msg = error_of([&] { expand_uris({"@sub.tfrecord"}, dir_); });
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace dataecho
