@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/core/allocator.h"
 #include "dataecho/core/error.h"
 #include "dataecho/spec/build.h"
 
@@ -202,6 +203,7 @@ nlohmann::json run_reference(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dataecho::tune_allocator_for_pipelines();  // as the dataecho tool does
   Args a = parse(argc, argv);
   try {
     nlohmann::json j;

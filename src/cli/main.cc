@@ -1,9 +1,11 @@
 #include <iostream>
 
 #include "commands.h"
+#include "dataecho/core/allocator.h"
 #include "dataecho/core/error.h"
 
 int main(int argc, char** argv) {
+  dataecho::tune_allocator_for_pipelines();
   CLI::App app{"dataecho: an input pipeline for neural-network training, with data echoing"};
   app.require_subcommand(1);
   dataecho::cli::add_pipe_command(app);

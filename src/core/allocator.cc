@@ -1,0 +1,26 @@
+#include "dataecho/core/allocator.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+
+#include <climits>
+#endif
+
+namespace dataecho {
+
+bool tune_allocator_for_pipelines() {
+#if defined(__GLIBC__)
+  // Serve every block from the heap (no per-block mmap), keep freed memory instead of
+  // trimming it, and use one arena, so that a batch freed by one thread is reused by the
+  // next batch whichever thread allocates it. (The same as GLIBC_TUNABLES
+  // glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...:glibc.malloc.arena_max=1.)
+  bool ok = mallopt(M_MMAP_MAX, 0) == 1;
+  ok &= mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+  ok &= mallopt(M_ARENA_MAX, 1) == 1;
+  return ok;
+#else
+  return false;
+#endif
+}
+
+}  // namespace dataecho
