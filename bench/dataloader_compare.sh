@@ -69,7 +69,7 @@ log() { echo "== $*" >&2; }
 [[ -f $FM/train-images-idx3-ubyte.gz ]] || { echo "dataloader_compare: $FM missing (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "dataloader_compare: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
 $PY -c 'import torch, torchvision' 2>/dev/null || {
-  echo "dataloader_compare: $PY cannot import torch/torchvision (apt-get install python3-torch python3-torchvision)" >&2; exit 1; }
+  echo "dataloader_compare: $PY cannot import torch/torchvision (scripts/bootstrap.sh --bench-deps installs them)" >&2; exit 1; }
 if [[ ! -f $BUILD/build.ninja && ! -f $BUILD/Makefile ]]; then
   log "configuring $BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2

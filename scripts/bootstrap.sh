@@ -3,6 +3,7 @@
 # are there), then configures and builds into build/ (release, with the trainer).
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
+#   scripts/bootstrap.sh --bench-deps   also PyTorch for Python (bench/dataloader_compare.sh), then build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,12 @@ PACKAGES=(
   # trainer, data and plots
   libtorch-dev dataset-fashion-mnist gnuplot-nox
 )
+
+# Only for the side-by-side benchmark against PyTorch's DataLoader (large: ~70 packages).
+if [ "${1:-}" = "--bench-deps" ]; then
+  PACKAGES+=(python3-torch python3-torchvision)
+  shift
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
