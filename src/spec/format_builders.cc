@@ -21,6 +21,24 @@ StreamOptions read_stream_options(SpecObject& s) {
   StreamOptions o;
   o.buffer_bytes = static_cast<size_t>(
       s.get_int("buffer_bytes", static_cast<int64_t>(o.buffer_bytes), 1, int64_t{1} << 30));
+  // "http": {"connect_timeout_s", "low_speed_time_s", "max_retries", "backoff_initial_s",
+  // "backoff_max_s"} (docs/http.md); used by http(s) shards, harmless for local ones.
+  if (s.has("http")) {
+    SpecObject h = s.get_object("http");
+    o.connect_timeout_s = h.get_number("connect_timeout_s", o.connect_timeout_s, 0.001, 3600);
+    o.low_speed_time_s = h.get_number("low_speed_time_s", o.low_speed_time_s, 0, 86400);
+    o.max_retries = static_cast<int>(h.get_int("max_retries", o.max_retries, 0, 1000));
+    o.backoff_initial_s = h.get_number("backoff_initial_s", o.backoff_initial_s, 0, 3600);
+    o.backoff_max_s =
+        h.get_number("backoff_max_s", std::max(o.backoff_max_s, o.backoff_initial_s), 0, 3600);
+    if (o.backoff_max_s < o.backoff_initial_s) {
+      throw_spec_error(h.field_path("backoff_max_s"),
+                       "expected a number >= backoff_initial_s (" +
+                           nlohmann::json(o.backoff_initial_s).dump() + "), got " +
+                           nlohmann::json(o.backoff_max_s).dump());
+    }
+    h.finish();
+  }
   return o;
 }
 
