@@ -11,7 +11,8 @@
 #     the ideal min(e, R)) and draws the plots.
 # Outputs: out/demo/ (experiment/results.csv, results.json, plots/*.png|svg, each run's
 # evals.jsonl and summary.json). Rerunning skips the finished runs; rm -rf out/demo to
-# start over. Environment: R_TARGET (default 5), DEMO_OUT (default out/demo).
+# start over. Environment: R_TARGET (default 5), DEMO_OUT (default out/demo),
+# DATAECHO_BIN (use this binary, build nothing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -21,13 +22,14 @@ R_TARGET="${R_TARGET:-5}"
 MODEL_ARGS="--model cnn --depth 2 --width 16 --threads 2"
 
 scripts/bootstrap.sh --deps
-if [[ ! -x build/bin/dataecho ]] || ! build/bin/dataecho experiment --help >/dev/null 2>&1 ||
-  [[ -n "$(find src include -newer build/bin/dataecho -print -quit)" ]]; then
+BIN="${DATAECHO_BIN:-}"  # a dataecho binary to use instead of building build/
+if [[ -z "$BIN" ]] && { [[ ! -x build/bin/dataecho ]] || ! build/bin/dataecho experiment --help >/dev/null 2>&1 ||
+  [[ -n "$(find src include -newer build/bin/dataecho -print -quit)" ]]; }; then
   echo "== building build/bin/dataecho (release, with the trainer)"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   ninja -C build -j"$(nproc)" dataecho_cli
 fi
-BIN="$PWD/build/bin/dataecho"
+BIN="${BIN:-$PWD/build/bin/dataecho}"
 "$BIN" experiment --help >/dev/null 2>&1 || {
   echo "demo: this build has no trainer (libtorch-dev missing?): dataecho experiment is not there" >&2
   exit 1

@@ -420,7 +420,7 @@ TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, 
   c.seed = seed;
   c.out = run_dir(spec, cell, seed);
   c.resume = false;
-  c.progress = options.progress;
+  if (!options.progress.empty()) c.progress = options.progress;
   if (options.threads) c.threads = *options.threads;
   if (identity) {
     nlohmann::json id = train_config_to_json(c);

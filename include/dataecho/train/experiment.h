@@ -92,8 +92,8 @@ struct CellResult {
 };
 
 struct ExperimentOptions {
-  bool plots = true;                  // run gnuplot (skipped with a note when it is missing)
-  std::string progress = "auto";      // the trainer's progress line (TrainConfig::progress)
+  bool plots = true;     // run gnuplot (skipped with a note when it is missing)
+  std::string progress;  // the trainer's progress line (TrainConfig::progress); "": the config's
   std::optional<int> threads;         // overrides the base config's LibTorch threads
   bool dry_run = false;               // derive and validate every cell, train nothing
   std::atomic<bool>* stop = nullptr;  // set to end the sweep after the current step

@@ -28,7 +28,7 @@ extern "C" void on_experiment_interrupt(int) {
 
 void add_experiment_command(CLI::App& app) {
   struct Args {
-    std::string spec, out, progress = "auto";
+    std::string spec, out, progress;
     int threads = 0;
     bool no_plots = false, report_only = false, dry_run = false, json = false;
   };
@@ -42,7 +42,7 @@ void add_experiment_command(CLI::App& app) {
   auto* o_threads =
       cmd->add_option("--threads", a->threads, "LibTorch threads (default: the base config's)");
   cmd->add_option("--progress", a->progress,
-                  "the trainer's progress line: auto | tty | lines | off");
+                  "the trainer's progress line: auto | tty | lines | off (default: the config's)");
   cmd->add_flag("--no-plots", a->no_plots, "do not run gnuplot");
   cmd->add_flag("--report-only", a->report_only,
                 "train nothing: tables and plots from the result files already in the output");
