@@ -30,6 +30,14 @@ void BM_RangeSource(benchmark::State& state) {
 }
 BENCHMARK(BM_RangeSource);
 
+// A node that passes elements through: the per-node cost every operator pays (the
+// base class's stats), for comparison with echo at factor 1.
+void BM_RangeTake(benchmark::State& state) {
+  auto p = pipeline(R"({"op": "take", "count": 1099511627776})");
+  pull(state, *p);
+}
+BENCHMARK(BM_RangeTake);
+
 // Factor in tenths: 10 = identity, 20 = 2, 25 = 2.5, 40 = 4.
 void BM_RangeEcho(benchmark::State& state) {
   const double factor = static_cast<double>(state.range(0)) / 10;
