@@ -129,7 +129,7 @@ class AdaptiveEchoDataset : public Dataset {
           if (max_copies_ > 1) remember(e);
           if (fresh_count_)
             fresh_count_->fetch_add(static_cast<int64_t>(e.num_rows()), std::memory_order_relaxed);
-          if ((++emitted_ & 63) == 0) publish();
+          if (++emitted_ <= 64 || (emitted_ & 63) == 0) publish();
           return e;
         }
         if (input_done_) {
@@ -145,7 +145,7 @@ class AdaptiveEchoDataset : public Dataset {
           Example e = repeat();
           if (echoed_count_)
             echoed_count_->fetch_add(static_cast<int64_t>(e.num_rows()), std::memory_order_relaxed);
-          if ((++emitted_ & 63) == 0) publish();
+          if (++emitted_ <= 64 || (emitted_ & 63) == 0) publish();
           return e;
         }
         cv_.wait(lock);

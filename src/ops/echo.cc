@@ -93,7 +93,7 @@ class EchoDataset : public Dataset {
         Example out = --remaining_ == 0 ? std::move(held_) : held_;
         out.add_echo(static_cast<int32_t>(next_copy_++));
         counters_.echoed(static_cast<int64_t>(out.num_rows()));
-        if ((++emitted_ & 63) == 0) counters_.publish();
+        if (++emitted_ <= 64 || (emitted_ & 63) == 0) counters_.publish();
         return out;
       }
       auto e = in_->next();
@@ -109,7 +109,7 @@ class EchoDataset : public Dataset {
         remaining_ = copies - 1;
         next_copy_ = 1;
       }
-      if ((++emitted_ & 63) == 0) counters_.publish();
+      if (++emitted_ <= 64 || (emitted_ & 63) == 0) counters_.publish();
       return e;
     }
 
