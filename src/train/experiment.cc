@@ -360,12 +360,16 @@ nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const Exp
 
   const EchoVariant place =
       cell.variant == EchoVariant::kAdaptive ? cell.adaptive_placement : cell.variant;
+  // An integral factor is written as an integer ("factor": 2), as a person would.
+  const nlohmann::json factor = cell.factor == std::floor(cell.factor)
+                                    ? nlohmann::json(static_cast<int64_t>(cell.factor))
+                                    : nlohmann::json(cell.factor);
   nlohmann::json echo = {{"op", "echo"}};
   if (cell.variant == EchoVariant::kAdaptive) {
     echo["factor"] = "adaptive";
-    echo["max_factor"] = cell.factor;
+    echo["max_factor"] = factor;
   } else {
-    echo["factor"] = cell.factor;
+    echo["factor"] = factor;
   }
   std::vector<nlohmann::json> insert = {echo};
   size_t at = 0;
