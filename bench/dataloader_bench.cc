@@ -128,7 +128,8 @@ nlohmann::json run_pipeline(const Args& a) {
       n += rows;
       ++nb;
     }
-    if (nb < 2) throw Error(ErrorCode::kInvalidArgument, "dataloader_bench", "need at least 2 batches");
+    if (nb < 2)
+      throw Error(ErrorCode::kInvalidArgument, "dataloader_bench", "need at least 2 batches");
     const double dt = seconds_since(first);
     rates.push_back(static_cast<double>(after_first) / dt);
     cpu_rates.push_back(static_cast<double>(after_first) / (process_cpu_seconds() - first_cpu));

@@ -39,9 +39,15 @@ void BM_Filter(benchmark::State& s) {
   drain(s, make_filter(make_range({kN}), "all", [](const Example&) { return true; }), kN);
 }
 void BM_Shard(benchmark::State& s) { drain(s, make_shard(make_range({kN}), 1, 0), kN); }
-void BM_Shuffle(benchmark::State& s) { drain(s, make_shuffle(make_range({kN}), {s.range(0), 1, true}), kN); }
-void BM_Batch(benchmark::State& s) { drain(s, make_batch(make_range({kN}), {s.range(0), false}), kN); }
-void BM_Prefetch(benchmark::State& s) { drain(s, make_prefetch(make_range({kN}), {s.range(0)}), kN); }
+void BM_Shuffle(benchmark::State& s) {
+  drain(s, make_shuffle(make_range({kN}), {s.range(0), 1, true}), kN);
+}
+void BM_Batch(benchmark::State& s) {
+  drain(s, make_batch(make_range({kN}), {s.range(0), false}), kN);
+}
+void BM_Prefetch(benchmark::State& s) {
+  drain(s, make_prefetch(make_range({kN}), {s.range(0)}), kN);
+}
 void BM_MapIdentity(benchmark::State& s) {
   MapOptions o;
   o.fn = [](Example e, const MapContext&) { return e; };
@@ -54,7 +60,8 @@ void BM_Interleave(benchmark::State& s) {
 
 // The engine issue's target: at least 3 million elements/s on one core.
 void BM_ShuffleBatchPrefetch(benchmark::State& s) {
-  auto ds = make_prefetch(make_batch(make_shuffle(make_range({kN}), {10000, 1, true}), {256, false}), {4});
+  auto ds = make_prefetch(
+      make_batch(make_shuffle(make_range({kN}), {10000, 1, true}), {256, false}), {4});
   drain(s, ds, kN);
 }
 

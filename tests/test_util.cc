@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <unistd.h>
 
 #include "dataecho/core/example_json.h"
 #include "dataecho/spec/build.h"
@@ -96,7 +96,8 @@ std::string temp_dir() {
   return base.string();
 }
 
-void expect_save_restore_identical(const std::string& json_text, const std::vector<int64_t>& save_points) {
+void expect_save_restore_identical(const std::string& json_text,
+                                   const std::vector<int64_t>& save_points) {
   auto full = run(json_text);
   std::vector<std::string> expected;
   for (const auto& e : full) expected.push_back(example_to_json(e, true).dump());
@@ -106,7 +107,8 @@ void expect_save_restore_identical(const std::string& json_text, const std::vect
     {
       auto p = build(json_text);
       auto head = drain(*p, k);
-      ASSERT_EQ(static_cast<int64_t>(head.size()), std::min<int64_t>(k, static_cast<int64_t>(full.size())));
+      ASSERT_EQ(static_cast<int64_t>(head.size()),
+                std::min<int64_t>(k, static_cast<int64_t>(full.size())));
       state = p->save();
     }
     auto p2 = build(json_text);
@@ -114,9 +116,12 @@ void expect_save_restore_identical(const std::string& json_text, const std::vect
     auto rest = drain(*p2);
     std::vector<std::string> got;
     for (const auto& e : rest) got.push_back(example_to_json(e, true).dump());
-    std::vector<std::string> want(expected.begin() + std::min<size_t>(static_cast<size_t>(k), expected.size()), expected.end());
+    std::vector<std::string> want(
+        expected.begin() + std::min<size_t>(static_cast<size_t>(k), expected.size()),
+        expected.end());
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << (k + static_cast<int64_t>(i));
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "element " << (k + static_cast<int64_t>(i));
   }
 }
 

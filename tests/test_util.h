@@ -17,7 +17,8 @@ std::vector<Example> drain(Pipeline& p, int64_t limit = -1);
 // Row ids of the elements, flattened (a batch contributes all its rows).
 std::vector<int64_t> ids(const std::vector<Example>& elements);
 std::vector<int32_t> echoes(const std::vector<Example>& elements);
-std::vector<int64_t> values(const std::vector<Example>& elements, const std::string& field = "value");
+std::vector<int64_t> values(const std::vector<Example>& elements,
+                            const std::string& field = "value");
 std::vector<int64_t> iota(int64_t n, int64_t start = 0);
 
 std::unique_ptr<Pipeline> build(const std::string& json_text);
@@ -31,6 +32,7 @@ std::string temp_dir();
 
 // Saves after k elements, restores into a fresh pipeline from the same spec, and checks
 // that the rest equals an uninterrupted run. Returns the uninterrupted run.
-void expect_save_restore_identical(const std::string& json_text, const std::vector<int64_t>& save_points);
+void expect_save_restore_identical(const std::string& json_text,
+                                   const std::vector<int64_t>& save_points);
 
 }  // namespace dataecho::testing

@@ -19,19 +19,24 @@ void add_pipe_command(CLI::App& app) {
     std::string restore_state;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("pipe", "run a pipeline spec; print one JSON line per element");
-  cmd->add_option("spec", args->spec, "pipeline spec (JSON file, or - for standard input)")->required();
+  CLI::App* cmd =
+      app.add_subcommand("pipe", "run a pipeline spec; print one JSON line per element");
+  cmd->add_option("spec", args->spec, "pipeline spec (JSON file, or - for standard input)")
+      ->required();
   cmd->add_flag("--values", args->values, "print each tensor's values");
   cmd->add_option("--limit", args->limit, "stop after N elements");
   cmd->add_flag("--stats", args->stats, "end with the per-node stats table (on standard error)");
   cmd->add_option("--stats-json", args->stats_json, "write the per-node stats as JSON to FILE");
-  cmd->add_option("--save-state", args->save_state, "after the last element printed, save the pipeline state to FILE");
-  cmd->add_option("--restore-state", args->restore_state, "start from a state saved with --save-state");
+  cmd->add_option("--save-state", args->save_state,
+                  "after the last element printed, save the pipeline state to FILE");
+  cmd->add_option("--restore-state", args->restore_state,
+                  "start from a state saved with --save-state");
   cmd->callback([args] {
     auto pipeline = build_pipeline_from_file(args->spec);
     if (!args->restore_state.empty()) {
       std::ifstream f(args->restore_state, std::ios::binary);
-      if (!f) throw Error(ErrorCode::kNotFound, "pipe", "cannot open state file", args->restore_state);
+      if (!f)
+        throw Error(ErrorCode::kNotFound, "pipe", "cannot open state file", args->restore_state);
       std::string state((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       pipeline->restore(state);
     }

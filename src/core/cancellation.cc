@@ -2,7 +2,8 @@
 
 namespace dataecho {
 
-CancellationToken::Registration& CancellationToken::Registration::operator=(Registration&& o) noexcept {
+CancellationToken::Registration& CancellationToken::Registration::operator=(
+    Registration&& o) noexcept {
   if (this != &o) {
     reset();
     token_ = std::move(o.token_);

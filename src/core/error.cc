@@ -15,13 +15,20 @@ std::string format(const std::string& stage, const std::string& message, const s
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kDataLoss: return "data loss";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kIo: return "I/O error";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kOutOfRange: return "out of range";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kDataLoss:
+      return "data loss";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kOutOfRange:
+      return "out of range";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -23,9 +23,10 @@ const Tensor& Example::get(std::string_view name) const {
   if (const Tensor* t = find(name)) return *t;
   std::string have;
   for (const auto& f : fields_) have += (have.empty() ? "" : ", ") + f.first;
-  throw_error(ErrorCode::kNotFound, "example",
-              "no field '" + std::string(name) + "' (fields: " + (have.empty() ? "none" : have) + ")",
-              describe());
+  throw_error(
+      ErrorCode::kNotFound, "example",
+      "no field '" + std::string(name) + "' (fields: " + (have.empty() ? "none" : have) + ")",
+      describe());
 }
 
 bool Example::erase(std::string_view name) {
@@ -84,8 +85,8 @@ void Example::add_echo(int32_t delta) {
 std::string Example::describe() const {
   if (!rows_) return "element id " + std::to_string(single_.id);
   if (rows_->empty()) return "empty batch";
-  return "batch of " + std::to_string(rows_->size()) + " rows, ids " + std::to_string(rows_->front().id) +
-         ".." + std::to_string(rows_->back().id);
+  return "batch of " + std::to_string(rows_->size()) + " rows, ids " +
+         std::to_string(rows_->front().id) + ".." + std::to_string(rows_->back().id);
 }
 
 }  // namespace dataecho

@@ -17,11 +17,16 @@ nlohmann::json values_of(const Tensor& t) {
 
 nlohmann::json tensor_values_json(const Tensor& t) {
   switch (t.dtype()) {
-    case DType::kUInt8: return values_of<uint8_t>(t);
-    case DType::kInt32: return values_of<int32_t>(t);
-    case DType::kInt64: return values_of<int64_t>(t);
-    case DType::kFloat32: return values_of<float>(t);
-    case DType::kFloat64: return values_of<double>(t);
+    case DType::kUInt8:
+      return values_of<uint8_t>(t);
+    case DType::kInt32:
+      return values_of<int32_t>(t);
+    case DType::kInt64:
+      return values_of<int64_t>(t);
+    case DType::kFloat32:
+      return values_of<float>(t);
+    case DType::kFloat64:
+      return values_of<double>(t);
   }
   return nullptr;
 }

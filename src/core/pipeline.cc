@@ -8,7 +8,10 @@ constexpr std::string_view kStateMagic = "dataecho-pipeline-state-v1";
 }
 
 Pipeline::Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint)
-    : root_(std::move(root)), nodes_(std::move(nodes)), fingerprint_(std::move(fingerprint)), token_(CancellationToken::make()) {
+    : root_(std::move(root)),
+      nodes_(std::move(nodes)),
+      fingerprint_(std::move(fingerprint)),
+      token_(CancellationToken::make()) {
   IteratorContext ctx;
   ctx.cancel = token_;
   it_ = root_->make_iterator(ctx);
@@ -35,7 +38,8 @@ std::optional<Example> Pipeline::next() {
 }
 
 std::string Pipeline::save() {
-  if (failed_) throw_error(ErrorCode::kInvalidArgument, "pipeline", "cannot save a pipeline that has failed");
+  if (failed_)
+    throw_error(ErrorCode::kInvalidArgument, "pipeline", "cannot save a pipeline that has failed");
   StateWriter w;
   w.begin(kStateMagic);
   w.write_string(fingerprint_);
@@ -49,7 +53,8 @@ void Pipeline::restore(std::string_view state) {
   r.expect(kStateMagic);
   std::string fp = r.read_string();
   if (fp != fingerprint_) {
-    throw_error(ErrorCode::kInvalidArgument, "pipeline", "the saved state belongs to a different pipeline spec");
+    throw_error(ErrorCode::kInvalidArgument, "pipeline",
+                "the saved state belongs to a different pipeline spec");
   }
   returned_ = r.read_i64();
   it_->restore(r);

@@ -63,7 +63,8 @@ std::string_view StateReader::take(size_t n) {
 uint64_t StateReader::read_u64() {
   auto b = take(8);
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
   return v;
 }
 
@@ -93,7 +94,8 @@ void StateReader::expect(std::string_view tag) {
 Tensor StateReader::read_tensor() {
   if (!read_bool()) return Tensor();
   uint64_t dt = read_u64();
-  if (dt > static_cast<uint64_t>(DType::kFloat64)) throw_error(ErrorCode::kDataLoss, "state", "bad dtype in saved state");
+  if (dt > static_cast<uint64_t>(DType::kFloat64))
+    throw_error(ErrorCode::kDataLoss, "state", "bad dtype in saved state");
   uint64_t rank = read_u64();
   if (rank > 64) throw_error(ErrorCode::kDataLoss, "state", "bad tensor rank in saved state");
   Shape shape(rank);
@@ -106,7 +108,8 @@ Example StateReader::read_example() {
   Example e;
   bool batch = read_bool();
   uint64_t n = read_u64();
-  if (n > (data_.size() - pos_) / 16) throw_error(ErrorCode::kDataLoss, "state", "bad row count in saved state");
+  if (n > (data_.size() - pos_) / 16)
+    throw_error(ErrorCode::kDataLoss, "state", "bad row count in saved state");
   std::vector<RowMeta> rows(n);
   for (auto& r : rows) {
     r.id = read_i64();

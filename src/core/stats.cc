@@ -68,7 +68,8 @@ std::string PipelineStats::to_table() const {
   s += line;
   for (const auto& r : rows) {
     std::snprintf(line, sizeof line, "%-28s %12lld %12lld %12.3f %10.1f %10.1f %10.1f %12.0f\n",
-                  r["name"].get<std::string>().c_str(), static_cast<long long>(r["elements"].get<int64_t>()),
+                  r["name"].get<std::string>().c_str(),
+                  static_cast<long long>(r["elements"].get<int64_t>()),
                   static_cast<long long>(r["rows"].get<int64_t>()), r["bytes"].get<int64_t>() / 1e6,
                   r["busy_ms"].get<double>(), r["wait_input_ms"].get<double>(),
                   r["wait_output_ms"].get<double>(), r["elements_per_s"].get<double>());

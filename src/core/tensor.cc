@@ -7,22 +7,32 @@ namespace dataecho {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::kUInt8: return 1;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
-    case DType::kFloat32: return 4;
-    case DType::kFloat64: return 8;
+    case DType::kUInt8:
+      return 1;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kUInt8: return "uint8";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
   }
   return "?";
 }
@@ -61,7 +71,8 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes) {
   return b;
 }
 
-std::shared_ptr<Buffer> Buffer::wrap(std::byte* data, size_t nbytes, std::function<void()> release) {
+std::shared_ptr<Buffer> Buffer::wrap(std::byte* data, size_t nbytes,
+                                     std::function<void()> release) {
   std::shared_ptr<Buffer> b(new Buffer());
   b->data_ = data;
   b->size_ = nbytes;
@@ -74,9 +85,15 @@ Buffer::~Buffer() {
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<const Buffer> buffer, size_t offset)
-    : dtype_(dtype), defined_(true), shape_(std::move(shape)), buffer_(std::move(buffer)), offset_(offset) {
+    : dtype_(dtype),
+      defined_(true),
+      shape_(std::move(shape)),
+      buffer_(std::move(buffer)),
+      offset_(offset) {
   for (int64_t d : shape_) {
-    if (d < 0) throw_error(ErrorCode::kInvalidArgument, "tensor", "negative dimension in shape " + shape_to_string(shape_));
+    if (d < 0)
+      throw_error(ErrorCode::kInvalidArgument, "tensor",
+                  "negative dimension in shape " + shape_to_string(shape_));
   }
   if (!buffer_) throw_error(ErrorCode::kInvalidArgument, "tensor", "null buffer");
   if (offset_ + nbytes() > buffer_->size()) {
@@ -114,7 +131,8 @@ Tensor Tensor::from_data(DType dtype, Shape shape, const void* data, size_t nbyt
 }
 
 Tensor Tensor::from_bytes(std::string_view bytes) {
-  return from_data(DType::kUInt8, Shape{static_cast<int64_t>(bytes.size())}, bytes.data(), bytes.size());
+  return from_data(DType::kUInt8, Shape{static_cast<int64_t>(bytes.size())}, bytes.data(),
+                   bytes.size());
 }
 
 bool Tensor::equals(const Tensor& other) const {
@@ -136,10 +154,12 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 void Tensor::check_dtype(DType expected) const {
-  if (!defined_) throw_error(ErrorCode::kInvalidArgument, "tensor", "access to an undefined tensor");
+  if (!defined_)
+    throw_error(ErrorCode::kInvalidArgument, "tensor", "access to an undefined tensor");
   if (expected != dtype_) {
-    throw_error(ErrorCode::kInvalidArgument, "tensor",
-                std::string("tensor holds ") + dtype_name(dtype_) + ", read as " + dtype_name(expected));
+    throw_error(
+        ErrorCode::kInvalidArgument, "tensor",
+        std::string("tensor holds ") + dtype_name(dtype_) + ", read as " + dtype_name(expected));
   }
 }
 

@@ -13,7 +13,10 @@ Example collate(const std::vector<Example>& elements, const std::string& stage) 
   std::vector<RowMeta> rows;
   rows.reserve(elements.size());
   for (const auto& e : elements) {
-    if (e.is_batch()) throw_error(ErrorCode::kInvalidArgument, stage, "cannot batch a batch: put one `batch` per pipeline, or `unbatch` first", e.describe());
+    if (e.is_batch())
+      throw_error(ErrorCode::kInvalidArgument, stage,
+                  "cannot batch a batch: put one `batch` per pipeline, or `unbatch` first",
+                  e.describe());
     rows.push_back(e.row(0));
   }
   for (const auto& [name, t0] : first.fields()) {
@@ -23,30 +26,35 @@ Example collate(const std::vector<Example>& elements, const std::string& stage) 
     shape.insert(shape.end(), t0.shape().begin(), t0.shape().end());
     const size_t row_bytes = t0.nbytes();
     out.set(name, Tensor::make(t0.dtype(), std::move(shape), [&](std::byte* dst) {
-      for (const auto& e : elements) {
-        const Tensor* t = e.find(name);
-        if (t == nullptr) {
-          throw_error(ErrorCode::kInvalidArgument, stage,
-                      "field '" + name + "' is in element id " + std::to_string(first.id()) + " but missing in element id " + std::to_string(e.id()));
-        }
-        if (t->dtype() != t0.dtype() || t->shape() != t0.shape()) {
-          throw_error(ErrorCode::kInvalidArgument, stage,
-                      "field '" + name + "' has " + dtype_name(t0.dtype()) + " shape " + shape_to_string(t0.shape()) +
-                          " in element id " + std::to_string(first.id()) + " but " + dtype_name(t->dtype()) + " shape " +
-                          shape_to_string(t->shape()) + " in element id " + std::to_string(e.id()) +
-                          "; resize or pad to one shape before batching");
-        }
-        if (row_bytes) std::memcpy(dst, t->raw_data(), row_bytes);
-        dst += row_bytes;
-      }
-    }));
+              for (const auto& e : elements) {
+                const Tensor* t = e.find(name);
+                if (t == nullptr) {
+                  throw_error(ErrorCode::kInvalidArgument, stage,
+                              "field '" + name + "' is in element id " +
+                                  std::to_string(first.id()) + " but missing in element id " +
+                                  std::to_string(e.id()));
+                }
+                if (t->dtype() != t0.dtype() || t->shape() != t0.shape()) {
+                  throw_error(ErrorCode::kInvalidArgument, stage,
+                              "field '" + name + "' has " + dtype_name(t0.dtype()) + " shape " +
+                                  shape_to_string(t0.shape()) + " in element id " +
+                                  std::to_string(first.id()) + " but " + dtype_name(t->dtype()) +
+                                  " shape " + shape_to_string(t->shape()) + " in element id " +
+                                  std::to_string(e.id()) +
+                                  "; resize or pad to one shape before batching");
+                }
+                if (row_bytes) std::memcpy(dst, t->raw_data(), row_bytes);
+                dst += row_bytes;
+              }
+            }));
   }
   for (const auto& e : elements) {
     if (e.fields().size() != first.fields().size()) {
       for (const auto& [name, t] : e.fields()) {
         if (!first.find(name)) {
           throw_error(ErrorCode::kInvalidArgument, stage,
-                      "field '" + name + "' is in element id " + std::to_string(e.id()) + " but missing in element id " + std::to_string(first.id()));
+                      "field '" + name + "' is in element id " + std::to_string(e.id()) +
+                          " but missing in element id " + std::to_string(first.id()));
         }
       }
     }
@@ -70,7 +78,9 @@ class BatchDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> in, BatchOptions o) : in_(std::move(in)), o_(o) { pending_.reserve(o_.size); }
+    It(std::unique_ptr<Iterator> in, BatchOptions o) : in_(std::move(in)), o_(o) {
+      pending_.reserve(o_.size);
+    }
     void save(StateWriter& w) override {
       w.begin("batch");
       w.write_bool(done_);
@@ -94,7 +104,8 @@ class BatchDataset : public Dataset {
         }
         pending_.push_back(std::move(*e));
       }
-      if (pending_.empty() || (o_.drop_remainder && static_cast<int64_t>(pending_.size()) < o_.size)) {
+      if (pending_.empty() ||
+          (o_.drop_remainder && static_cast<int64_t>(pending_.size()) < o_.size)) {
         pending_.clear();
         return std::nullopt;
       }
@@ -138,7 +149,9 @@ class BatchDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_batch(DatasetPtr input, const BatchOptions& o) {
-  if (o.size < 1) throw_error(ErrorCode::kInvalidArgument, "batch", "size must be >= 1, got " + std::to_string(o.size));
+  if (o.size < 1)
+    throw_error(ErrorCode::kInvalidArgument, "batch",
+                "size must be >= 1, got " + std::to_string(o.size));
   return std::make_shared<BatchDataset>(std::move(input), o);
 }
 

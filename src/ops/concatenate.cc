@@ -17,7 +17,8 @@ class ConcatenateDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(const std::vector<DatasetPtr>& parts, const IteratorContext& ctx) : parts_(parts), ctx_(ctx) {}
+    It(const std::vector<DatasetPtr>& parts, const IteratorContext& ctx)
+        : parts_(parts), ctx_(ctx) {}
     void save(StateWriter& w) override {
       w.begin("concatenate");
       w.write_u64(index_);
@@ -27,7 +28,8 @@ class ConcatenateDataset : public Dataset {
     void restore(StateReader& r) override {
       r.expect("concatenate");
       index_ = r.read_u64();
-      if (index_ > parts_.size()) throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
+      if (index_ > parts_.size())
+        throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
       current_.reset();
       if (r.read_bool()) {
         current_ = parts_[index_]->make_iterator(ctx_);

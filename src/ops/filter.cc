@@ -36,7 +36,8 @@ class FilterDataset : public Dataset {
         } catch (const Error& err) {
           throw err.with_context(label(), e->describe());
         } catch (const std::exception& ex) {
-          throw Error(ErrorCode::kInvalidArgument, label(), std::string("predicate failed: ") + ex.what(), e->describe());
+          throw Error(ErrorCode::kInvalidArgument, label(),
+                      std::string("predicate failed: ") + ex.what(), e->describe());
         }
         if (keep) return e;
       }

@@ -43,13 +43,15 @@ class InterleaveDataset : public Dataset {
       next_shard_ = r.read_i64();
       pos_ = r.read_u64();
       if (pos_ >= slots_.size() || next_shard_ > static_cast<int64_t>(ds_->shards_.size())) {
-        throw_error(ErrorCode::kInvalidArgument, label(), "saved state does not fit this interleave");
+        throw_error(ErrorCode::kInvalidArgument, label(),
+                    "saved state does not fit this interleave");
       }
       for (auto& s : slots_) {
         s = Slot{};
         int64_t shard = r.read_i64();
         if (shard >= 0) {
-          if (shard >= static_cast<int64_t>(ds_->shards_.size())) throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
+          if (shard >= static_cast<int64_t>(ds_->shards_.size()))
+            throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
           open(s, shard);
           s.it->restore(r);
         }
@@ -109,11 +111,16 @@ class InterleaveDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_interleave(DatasetPtr input, const InterleaveOptions& o) {
-  if (o.cycle < 1) throw_error(ErrorCode::kInvalidArgument, "interleave", "cycle must be >= 1, got " + std::to_string(o.cycle));
-  if (o.buffer_per_shard < 1) throw_error(ErrorCode::kInvalidArgument, "interleave", "buffer_per_shard must be >= 1, got " + std::to_string(o.buffer_per_shard));
+  if (o.cycle < 1)
+    throw_error(ErrorCode::kInvalidArgument, "interleave",
+                "cycle must be >= 1, got " + std::to_string(o.cycle));
+  if (o.buffer_per_shard < 1)
+    throw_error(ErrorCode::kInvalidArgument, "interleave",
+                "buffer_per_shard must be >= 1, got " + std::to_string(o.buffer_per_shard));
   if (input->shards().empty()) {
     throw_error(ErrorCode::kInvalidArgument, "interleave",
-                "its input has no shards: put interleave right after a source over several files (or a range with \"shards\")");
+                "its input has no shards: put interleave right after a source over several files "
+                "(or a range with \"shards\")");
   }
   return std::make_shared<InterleaveDataset>(std::move(input), o);
 }

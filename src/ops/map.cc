@@ -23,7 +23,8 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
     if (err.code() == ErrorCode::kCancelled) throw;
     throw Error(err.code(), label, "function '" + o.name + "' failed: " + err.what(), where);
   } catch (const std::exception& ex) {
-    throw Error(ErrorCode::kInvalidArgument, label, "function '" + o.name + "' failed: " + ex.what(), where);
+    throw Error(ErrorCode::kInvalidArgument, label,
+                "function '" + o.name + "' failed: " + ex.what(), where);
   }
 }
 
@@ -51,7 +52,8 @@ class MapDataset : public Dataset {
     }
     void restore(StateReader& r) override {
       r.expect("map");
-      if (r.read_u64() != 0) throw_error(ErrorCode::kInvalidArgument, label(), "saved state has buffered elements");
+      if (r.read_u64() != 0)
+        throw_error(ErrorCode::kInvalidArgument, label(), "saved state has buffered elements");
       in_->restore(r);
     }
 
@@ -88,7 +90,8 @@ class MapDataset : public Dataset {
       IteratorContext c = ctx;
       c.cancel = token_;
       in_ = input->make_iterator(c);
-      capacity_ = static_cast<size_t>(ds_->o_.parallelism) + static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : ds_->o_.parallelism);
+      capacity_ = static_cast<size_t>(ds_->o_.parallelism) +
+                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : ds_->o_.parallelism);
       registration_ = token_->on_cancel([this] {
         std::lock_guard<std::mutex> lock(mu_);
         cv_.notify_all();
@@ -103,7 +106,8 @@ class MapDataset : public Dataset {
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
       quiesce(lock);
-      if (error_seq_ >= 0) throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
+      if (error_seq_ >= 0)
+        throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.begin("map");
       w.write_u64(done_.size());
       for (const auto& [seq, e] : done_) w.write_example(*e.value);
@@ -119,7 +123,8 @@ class MapDataset : public Dataset {
       uint64_t n = r.read_u64();
       done_.clear();
       emit_seq_ = 0;
-      for (uint64_t i = 0; i < n; ++i) done_[static_cast<int64_t>(i)] = Result{r.read_example(), nullptr};
+      for (uint64_t i = 0; i < n; ++i)
+        done_[static_cast<int64_t>(i)] = Result{r.read_example(), nullptr};
       next_seq_ = static_cast<int64_t>(n);
       input_done_ = r.read_bool();
       end_seq_ = input_done_ ? next_seq_ : -1;
@@ -185,7 +190,8 @@ class MapDataset : public Dataset {
         int64_t t0 = now_ns();
         cv_.wait(lock, [this] {
           return token_->cancelled() || input_done_ ||
-                 (!paused_ && !input_busy_ && static_cast<size_t>(next_seq_ - emit_seq_) < capacity_);
+                 (!paused_ && !input_busy_ &&
+                  static_cast<size_t>(next_seq_ - emit_seq_) < capacity_);
         });
         if (st) st->wait_output_ns += now_ns() - t0;
         if (token_->cancelled() || input_done_) return;
@@ -242,12 +248,12 @@ class MapDataset : public Dataset {
     std::mutex mu_;
     std::condition_variable cv_;
     std::map<int64_t, Result> done_;
-    int64_t next_seq_ = 0;   // sequence number of the next input element
-    int64_t emit_seq_ = 0;   // elements handed to the consumer
-    int64_t end_seq_ = -1;   // once the input ended: the number of elements in all
+    int64_t next_seq_ = 0;  // sequence number of the next input element
+    int64_t emit_seq_ = 0;  // elements handed to the consumer
+    int64_t end_seq_ = -1;  // once the input ended: the number of elements in all
     int64_t error_seq_ = -1;
-    int busy_ = 0;           // workers holding an element outside done_
-    int running_ = 0;        // workers that have not returned
+    int busy_ = 0;     // workers holding an element outside done_
+    int running_ = 0;  // workers that have not returned
     bool input_busy_ = false;
     bool input_done_ = false;
     bool paused_ = false;
@@ -263,8 +269,12 @@ class MapDataset : public Dataset {
 
 DatasetPtr make_map(DatasetPtr input, MapOptions o) {
   if (!o.fn) throw_error(ErrorCode::kInvalidArgument, "map", "no function given");
-  if (o.parallelism < 1) throw_error(ErrorCode::kInvalidArgument, "map", "parallelism must be >= 1, got " + std::to_string(o.parallelism));
-  if (o.buffer < 0) throw_error(ErrorCode::kInvalidArgument, "map", "buffer must be >= 0, got " + std::to_string(o.buffer));
+  if (o.parallelism < 1)
+    throw_error(ErrorCode::kInvalidArgument, "map",
+                "parallelism must be >= 1, got " + std::to_string(o.parallelism));
+  if (o.buffer < 0)
+    throw_error(ErrorCode::kInvalidArgument, "map",
+                "buffer must be >= 0, got " + std::to_string(o.buffer));
   return std::make_shared<MapDataset>(std::move(input), std::move(o));
 }
 

@@ -25,7 +25,8 @@ class MemoryDataset : public Dataset {
     void restore(StateReader& r) override {
       r.expect("memory");
       pos_ = r.read_u64();
-      if (pos_ > ex_->size()) throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
+      if (pos_ > ex_->size())
+        throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
     }
 
    protected:

@@ -51,7 +51,8 @@ class PrefetchDataset : public Dataset {
       w.begin("prefetch");
       w.write_bool(input_done_);
       w.write_bool(error_ != nullptr);
-      if (error_) throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
+      if (error_)
+        throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.write_u64(buf_.size());
       for (const auto& e : buf_) w.write_example(e);
       in_->save(w);
@@ -158,7 +159,9 @@ class PrefetchDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_prefetch(DatasetPtr input, const PrefetchOptions& o) {
-  if (o.buffer < 1) throw_error(ErrorCode::kInvalidArgument, "prefetch", "buffer must be >= 1, got " + std::to_string(o.buffer));
+  if (o.buffer < 1)
+    throw_error(ErrorCode::kInvalidArgument, "prefetch",
+                "buffer must be >= 1, got " + std::to_string(o.buffer));
   return std::make_shared<PrefetchDataset>(std::move(input), o);
 }
 

@@ -24,7 +24,8 @@ class RangeDataset : public Dataset {
     void restore(StateReader& r) override {
       r.expect("range");
       pos_ = r.read_i64();
-      if (pos_ < begin_ || pos_ > end_) throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
+      if (pos_ < begin_ || pos_ > end_)
+        throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
     }
 
    protected:
@@ -73,8 +74,12 @@ class ShardedRangeDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_range(const RangeOptions& o) {
-  if (o.count < 0) throw_error(ErrorCode::kInvalidArgument, "range", "count must be >= 0, got " + std::to_string(o.count));
-  if (o.shards < 1) throw_error(ErrorCode::kInvalidArgument, "range", "shards must be >= 1, got " + std::to_string(o.shards));
+  if (o.count < 0)
+    throw_error(ErrorCode::kInvalidArgument, "range",
+                "count must be >= 0, got " + std::to_string(o.count));
+  if (o.shards < 1)
+    throw_error(ErrorCode::kInvalidArgument, "range",
+                "shards must be >= 1, got " + std::to_string(o.shards));
   if (o.shards == 1) return std::make_shared<RangeDataset>(0, o.count);
   return std::make_shared<ShardedRangeDataset>(o);
 }

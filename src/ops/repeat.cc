@@ -78,7 +78,9 @@ class RepeatDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_repeat(DatasetPtr input, int64_t count) {
-  if (count < -1) throw_error(ErrorCode::kInvalidArgument, "repeat", "count must be >= 0, or -1 for forever; got " + std::to_string(count));
+  if (count < -1)
+    throw_error(ErrorCode::kInvalidArgument, "repeat",
+                "count must be >= 0, or -1 for forever; got " + std::to_string(count));
   return std::make_shared<RepeatDataset>(std::move(input), count);
 }
 

@@ -6,7 +6,8 @@ namespace {
 
 class ShardDataset : public Dataset {
  public:
-  ShardDataset(DatasetPtr input, int64_t n, int64_t index) : input_(std::move(input)), n_(n), index_(index) {}
+  ShardDataset(DatasetPtr input, int64_t n, int64_t index)
+      : input_(std::move(input)), n_(n), index_(index) {}
   std::string op_name() const override { return "shard"; }
 
  protected:
@@ -17,7 +18,8 @@ class ShardDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> in, int64_t n, int64_t index) : in_(std::move(in)), n_(n), index_(index) {}
+    It(std::unique_ptr<Iterator> in, int64_t n, int64_t index)
+        : in_(std::move(in)), n_(n), index_(index) {}
     void save(StateWriter& w) override {
       w.begin("shard");
       w.write_i64(pos_);
@@ -51,7 +53,8 @@ class ShardDataset : public Dataset {
 // that an `interleave` can follow.
 class FileShardDataset : public Dataset {
  public:
-  explicit FileShardDataset(std::vector<DatasetPtr> parts) : parts_(std::move(parts)), whole_(make_concatenate(parts_)) {}
+  explicit FileShardDataset(std::vector<DatasetPtr> parts)
+      : parts_(std::move(parts)), whole_(make_concatenate(parts_)) {}
   std::string op_name() const override { return "shard"; }
   std::vector<DatasetPtr> shards() const override { return parts_; }
 
@@ -68,15 +71,20 @@ class FileShardDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_shard(DatasetPtr input, int64_t num_shards, int64_t index) {
-  if (num_shards < 1) throw_error(ErrorCode::kInvalidArgument, "shard", "num_shards must be >= 1, got " + std::to_string(num_shards));
-  if (index < 0 || index >= num_shards) {
+  if (num_shards < 1)
     throw_error(ErrorCode::kInvalidArgument, "shard",
-                "index must be in [0, " + std::to_string(num_shards) + "), got " + std::to_string(index));
+                "num_shards must be >= 1, got " + std::to_string(num_shards));
+  if (index < 0 || index >= num_shards) {
+    throw_error(
+        ErrorCode::kInvalidArgument, "shard",
+        "index must be in [0, " + std::to_string(num_shards) + "), got " + std::to_string(index));
   }
   auto files = input->shards();
   if (static_cast<int64_t>(files.size()) >= num_shards) {
     std::vector<DatasetPtr> mine;
-    for (size_t i = static_cast<size_t>(index); i < files.size(); i += static_cast<size_t>(num_shards)) mine.push_back(files[i]);
+    for (size_t i = static_cast<size_t>(index); i < files.size();
+         i += static_cast<size_t>(num_shards))
+      mine.push_back(files[i]);
     return std::make_shared<FileShardDataset>(std::move(mine));
   }
   return std::make_shared<ShardDataset>(std::move(input), num_shards, index);

@@ -12,14 +12,16 @@ class ShuffleDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    uint64_t seed = o_.reshuffle_each_iteration ? mix_seed(o_.seed, static_cast<uint64_t>(ctx.epoch)) : o_.seed;
+    uint64_t seed =
+        o_.reshuffle_each_iteration ? mix_seed(o_.seed, static_cast<uint64_t>(ctx.epoch)) : o_.seed;
     return std::make_unique<It>(input_->make_iterator(ctx), o_.buffer, seed);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> in, int64_t cap, uint64_t seed) : in_(std::move(in)), cap_(static_cast<size_t>(cap)), rng_(seed) {}
+    It(std::unique_ptr<Iterator> in, int64_t cap, uint64_t seed)
+        : in_(std::move(in)), cap_(static_cast<size_t>(cap)), rng_(seed) {}
     void save(StateWriter& w) override {
       w.begin("shuffle");
       w.write_rng(rng_);
@@ -33,7 +35,9 @@ class ShuffleDataset : public Dataset {
       r.read_rng(rng_);
       input_done_ = r.read_bool();
       uint64_t n = r.read_u64();
-      if (n > cap_) throw_error(ErrorCode::kInvalidArgument, label(), "saved buffer larger than the buffer size");
+      if (n > cap_)
+        throw_error(ErrorCode::kInvalidArgument, label(),
+                    "saved buffer larger than the buffer size");
       buf_.clear();
       for (uint64_t i = 0; i < n; ++i) buf_.push_back(r.read_example());
       in_->restore(r);
@@ -79,7 +83,9 @@ class ShuffleDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_shuffle(DatasetPtr input, const ShuffleOptions& o) {
-  if (o.buffer < 1) throw_error(ErrorCode::kInvalidArgument, "shuffle", "buffer must be >= 1, got " + std::to_string(o.buffer));
+  if (o.buffer < 1)
+    throw_error(ErrorCode::kInvalidArgument, "shuffle",
+                "buffer must be >= 1, got " + std::to_string(o.buffer));
   return std::make_shared<ShuffleDataset>(std::move(input), o);
 }
 

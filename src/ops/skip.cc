@@ -51,7 +51,9 @@ class SkipDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_skip(DatasetPtr input, int64_t count) {
-  if (count < 0) throw_error(ErrorCode::kInvalidArgument, "skip", "count must be >= 0, got " + std::to_string(count));
+  if (count < 0)
+    throw_error(ErrorCode::kInvalidArgument, "skip",
+                "count must be >= 0, got " + std::to_string(count));
   return std::make_shared<SkipDataset>(std::move(input), count);
 }
 

@@ -32,8 +32,10 @@ class TakeDataset : public Dataset {
     std::optional<Example> next_impl() override {
       if (taken_ >= count_) return std::nullopt;
       auto e = in_->next();
-      if (e) ++taken_;
-      else taken_ = count_;
+      if (e)
+        ++taken_;
+      else
+        taken_ = count_;
       return e;
     }
 
@@ -49,7 +51,9 @@ class TakeDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_take(DatasetPtr input, int64_t count) {
-  if (count < 0) throw_error(ErrorCode::kInvalidArgument, "take", "count must be >= 0, got " + std::to_string(count));
+  if (count < 0)
+    throw_error(ErrorCode::kInvalidArgument, "take",
+                "count must be >= 0, got " + std::to_string(count));
   return std::make_shared<TakeDataset>(std::move(input), count);
 }
 

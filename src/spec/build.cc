@@ -40,20 +40,26 @@ std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec, const Build
   SpecObject src = top.get_object("source", true);
   std::string kind = src.get_string("kind");
   auto sb = reg.sources.find(kind);
-  if (sb == reg.sources.end()) throw_spec_error(src.field_path("kind"), "unknown source kind \"" + kind + "\" (known: " + known_names(reg.sources) + ")");
+  if (sb == reg.sources.end())
+    throw_spec_error(src.field_path("kind"), "unknown source kind \"" + kind +
+                                                 "\" (known: " + known_names(reg.sources) + ")");
   ctx.node_index = 0;
   DatasetPtr ds = sb->second(src, ctx);
   src.finish();
   attach(ds, 0, nodes);
 
   const nlohmann::json* stages = top.raw("stages");
-  if (stages && !stages->is_array()) throw_spec_error("$.stages", std::string("expected a list of stages, got ") + stages->type_name());
+  if (stages && !stages->is_array())
+    throw_spec_error("$.stages",
+                     std::string("expected a list of stages, got ") + stages->type_name());
   if (stages) {
     for (size_t i = 0; i < stages->size(); ++i) {
       SpecObject st((*stages)[i], "$.stages[" + std::to_string(i) + "]");
       std::string op = st.get_string("op");
       auto b = reg.stages.find(op);
-      if (b == reg.stages.end()) throw_spec_error(st.field_path("op"), "unknown op \"" + op + "\" (known: " + known_names(reg.stages) + ")");
+      if (b == reg.stages.end())
+        throw_spec_error(st.field_path("op"),
+                         "unknown op \"" + op + "\" (known: " + known_names(reg.stages) + ")");
       ctx.node_index = static_cast<int64_t>(i) + 1;
       try {
         ds = b->second(st, ds, ctx);
@@ -74,7 +80,8 @@ nlohmann::json parse_spec_text(const std::string& text, const std::string& origi
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error(ErrorCode::kInvalidArgument, "spec", std::string("not valid JSON: ") + e.what(), origin);
+    throw Error(ErrorCode::kInvalidArgument, "spec", std::string("not valid JSON: ") + e.what(),
+                origin);
   }
 }
 

@@ -12,7 +12,8 @@ int64_t value_of(const Example& e) {
   const Tensor& t = e.get("value");
   if (t.dtype() == DType::kInt64) return t.item<int64_t>();
   if (t.dtype() == DType::kInt32) return t.item<int32_t>();
-  throw_error(ErrorCode::kInvalidArgument, "", std::string("field 'value' must be an integer scalar, is ") + dtype_name(t.dtype()));
+  throw_error(ErrorCode::kInvalidArgument, "",
+              std::string("field 'value' must be an integer scalar, is ") + dtype_name(t.dtype()));
 }
 
 std::set<int64_t> id_set(SpecObject& a, const std::string& key, bool required) {
@@ -24,7 +25,8 @@ std::set<int64_t> id_set(SpecObject& a, const std::string& key, bool required) {
   }
   if (!ids->is_array()) throw_spec_error(a.field_path(key), "expected a list of ids");
   for (const auto& i : *ids) {
-    if (!i.is_number_integer()) throw_spec_error(a.field_path(key), "expected a list of integer ids");
+    if (!i.is_number_integer())
+      throw_spec_error(a.field_path(key), "expected a list of integer ids");
     out.insert(i.get<int64_t>());
   }
   return out;
@@ -33,7 +35,9 @@ std::set<int64_t> id_set(SpecObject& a, const std::string& key, bool required) {
 }  // namespace
 
 void register_builtin_functions(Registry& r) {
-  r.map_fns["identity"] = [](SpecObject&) -> MapFn { return [](Example e, const MapContext&) { return e; }; };
+  r.map_fns["identity"] = [](SpecObject&) -> MapFn {
+    return [](Example e, const MapContext&) { return e; };
+  };
 
   // value -> value * value
   r.map_fns["square"] = [](SpecObject&) -> MapFn {
@@ -63,7 +67,8 @@ void register_builtin_functions(Registry& r) {
     return [ms, only](Example e, const MapContext& ctx) {
       if (!only.empty() && !only.count(e.id())) return e;
       auto d = std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6));
-      if (ctx.cancel && !ctx.cancel->sleep_for(d)) throw_error(ErrorCode::kCancelled, "", "cancelled");
+      if (ctx.cancel && !ctx.cancel->sleep_for(d))
+        throw_error(ErrorCode::kCancelled, "", "cancelled");
       return e;
     };
   };
@@ -82,13 +87,18 @@ void register_builtin_functions(Registry& r) {
   r.map_fns["fail_on"] = [](SpecObject& a) -> MapFn {
     std::set<int64_t> bad = id_set(a, "ids", true);
     return [bad](Example e, const MapContext&) {
-      if (bad.count(e.id())) throw std::runtime_error("asked to fail on id " + std::to_string(e.id()));
+      if (bad.count(e.id()))
+        throw std::runtime_error("asked to fail on id " + std::to_string(e.id()));
       return e;
     };
   };
 
-  r.predicates["even"] = [](SpecObject&) -> Predicate { return [](const Example& e) { return e.id() % 2 == 0; }; };
-  r.predicates["odd"] = [](SpecObject&) -> Predicate { return [](const Example& e) { return e.id() % 2 != 0; }; };
+  r.predicates["even"] = [](SpecObject&) -> Predicate {
+    return [](const Example& e) { return e.id() % 2 == 0; };
+  };
+  r.predicates["odd"] = [](SpecObject&) -> Predicate {
+    return [](const Example& e) { return e.id() % 2 != 0; };
+  };
   // id % mod == eq
   r.predicates["id_mod"] = [](SpecObject& a) -> Predicate {
     int64_t mod = a.get_int("mod", std::nullopt, 1);

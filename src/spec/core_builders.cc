@@ -1,6 +1,6 @@
 // Spec builders for the engine's own source and operators.
-#include "dataecho/ops/batch.h"
 #include "dataecho/ops/basic.h"
+#include "dataecho/ops/batch.h"
 #include "dataecho/ops/interleave.h"
 #include "dataecho/ops/map.h"
 #include "dataecho/ops/prefetch.h"
@@ -18,11 +18,13 @@ std::string known_names(const auto& map) {
 }
 
 template <class Builder>
-auto function_builder(SpecObject& st, const std::map<std::string, Builder>& known, const char* what) {
+auto function_builder(SpecObject& st, const std::map<std::string, Builder>& known,
+                      const char* what) {
   std::string name = st.get_string("fn");
   auto it = known.find(name);
   if (it == known.end()) {
-    throw_spec_error(st.field_path("fn"), std::string("unknown ") + what + " \"" + name + "\" (known: " + known_names(known) + ")");
+    throw_spec_error(st.field_path("fn"), std::string("unknown ") + what + " \"" + name +
+                                              "\" (known: " + known_names(known) + ")");
   }
   SpecObject args = st.get_object("args");
   auto fn = it->second(args);
@@ -61,7 +63,9 @@ void register_core_builders(Registry& r) {
     o.parallelism = s.get_int("parallelism", -1, -1, 1024);
     o.buffer_per_shard = s.get_int("buffer_per_shard", 2, 1);
     if (in->shards().empty()) {
-      throw_spec_error(s.path(), "interleave needs an input with shards: put it right after a source over several files (or a range with \"shards\")");
+      throw_spec_error(s.path(),
+                       "interleave needs an input with shards: put it right after a source over "
+                       "several files (or a range with \"shards\")");
     }
     return make_interleave(std::move(in), o);
   };

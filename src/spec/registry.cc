@@ -4,7 +4,9 @@
 
 namespace dataecho {
 
-uint64_t BuildContext::node_seed() const { return mix_seed(seed, static_cast<uint64_t>(node_index)); }
+uint64_t BuildContext::node_seed() const {
+  return mix_seed(seed, static_cast<uint64_t>(node_index));
+}
 
 const Registry& registry() {
   static const Registry r = [] {

@@ -28,11 +28,13 @@ void throw_spec_error(const std::string& path, const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, "spec", path + ": " + message);
 }
 
-SpecObject::SpecObject(const nlohmann::json& json, std::string path) : json_(json), path_(std::move(path)) {
+SpecObject::SpecObject(const nlohmann::json& json, std::string path)
+    : json_(json), path_(std::move(path)) {
   if (!json_.is_object()) throw_spec_error(path_, "expected an object, got " + describe(json_));
 }
 
-void SpecObject::fail(const std::string& key, const std::string& expected, const nlohmann::json& got) const {
+void SpecObject::fail(const std::string& key, const std::string& expected,
+                      const nlohmann::json& got) const {
   throw_spec_error(field_path(key), "expected " + expected + ", got " + describe(got));
 }
 
@@ -42,11 +44,14 @@ const nlohmann::json* SpecObject::raw(const std::string& key) {
   return it == json_.end() ? nullptr : &*it;
 }
 
-int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallback, int64_t min, int64_t max) {
+int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallback, int64_t min,
+                            int64_t max) {
   const nlohmann::json* j = raw(key);
   std::string expected = "an integer";
-  if (min != INT64_MIN && max != INT64_MAX) expected += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  else if (min != INT64_MIN) expected += " >= " + std::to_string(min);
+  if (min != INT64_MIN && max != INT64_MAX)
+    expected += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  else if (min != INT64_MIN)
+    expected += " >= " + std::to_string(min);
   if (!j) {
     if (fallback) return *fallback;
     throw_spec_error(field_path(key), "missing; expected " + expected);
@@ -54,7 +59,8 @@ int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallb
   int64_t v;
   if (j->is_number_integer()) {
     v = j->get<int64_t>();
-  } else if (j->is_number_float() && std::floor(j->get<double>()) == j->get<double>() && std::abs(j->get<double>()) < 9e18) {
+  } else if (j->is_number_float() && std::floor(j->get<double>()) == j->get<double>() &&
+             std::abs(j->get<double>()) < 9e18) {
     v = static_cast<int64_t>(j->get<double>());
   } else {
     fail(key, expected, *j);
@@ -63,11 +69,14 @@ int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallb
   return v;
 }
 
-double SpecObject::get_number(const std::string& key, std::optional<double> fallback, double min, double max) {
+double SpecObject::get_number(const std::string& key, std::optional<double> fallback, double min,
+                              double max) {
   const nlohmann::json* j = raw(key);
   std::string expected = "a number";
-  if (min > -1e308 && max < 1e308) expected += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  else if (min > -1e308) expected += " >= " + std::to_string(min);
+  if (min > -1e308 && max < 1e308)
+    expected += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  else if (min > -1e308)
+    expected += " >= " + std::to_string(min);
   if (!j) {
     if (fallback) return *fallback;
     throw_spec_error(field_path(key), "missing; expected " + expected);
@@ -114,7 +123,9 @@ std::vector<std::string> SpecObject::get_strings(const std::string& key) {
     out.push_back(j->get<std::string>());
   } else if (j->is_array() && !j->empty()) {
     for (size_t i = 0; i < j->size(); ++i) {
-      if (!(*j)[i].is_string()) throw_spec_error(field_path(key) + "[" + std::to_string(i) + "]", "expected a string, got " + describe((*j)[i]));
+      if (!(*j)[i].is_string())
+        throw_spec_error(field_path(key) + "[" + std::to_string(i) + "]",
+                         "expected a string, got " + describe((*j)[i]));
       out.push_back((*j)[i].get<std::string>());
     }
   } else {

@@ -5,7 +5,8 @@
 
 int main() {
   auto p = dataecho::build_pipeline(dataecho::parse_spec_text(
-      R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "batch", "size": 5}]})", "consumer"));
+      R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "batch", "size": 5}]})",
+      "consumer"));
   int64_t sum = 0, batches = 0;
   while (auto b = p->next()) {
     const auto& t = b->get("value");

@@ -38,7 +38,8 @@ TEST(Repeat, ForeverOverEmptyInputEnds) {
 }
 
 TEST(Filter, KeepsMatching) {
-  auto out = run_ids(make_filter(make_range({10}), "even", [](const Example& e) { return e.id() % 2 == 0; }));
+  auto out = run_ids(
+      make_filter(make_range({10}), "even", [](const Example& e) { return e.id() % 2 == 0; }));
   EXPECT_EQ(out, (std::vector<int64_t>{0, 2, 4, 6, 8}));
 }
 

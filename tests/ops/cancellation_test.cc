@@ -13,7 +13,9 @@ namespace dataecho::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 TEST(Cancellation, DestroyWhileProducersBlockOnFullBuffers) {
   auto p = build(R"({"source": {"kind": "range", "count": 1000000, "shards": 4},

@@ -23,7 +23,8 @@ class CountingSource : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(int64_t count, std::shared_ptr<std::atomic<int64_t>> pulled) : count_(count), pulled_(std::move(pulled)) {}
+    It(int64_t count, std::shared_ptr<std::atomic<int64_t>> pulled)
+        : count_(count), pulled_(std::move(pulled)) {}
     void save(StateWriter& w) override { w.write_i64(pos_); }
     void restore(StateReader& r) override { pos_ = r.read_i64(); }
 

@@ -22,7 +22,8 @@ TEST(Prefetch, SlowConsumerBlocksTheProducerAtTheBound) {
   auto it = make_prefetch(src, {8})->make_iterator({});
   ASSERT_TRUE(it->next());
   // Give the producer every chance to run ahead; it must stop at the bound.
-  for (int i = 0; i < 50 && src->pulled() < 9; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 50 && src->pulled() < 9; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(src->pulled(), 1 + 8);
 }

@@ -41,7 +41,8 @@ TEST(Shuffle, ReshufflesEachEpochUnderRepeat) {
 
   auto same = make_repeat(make_shuffle(make_range({100}), {100, 5, false}), 2)->make_iterator({});
   auto out2 = ids(drain(*same));
-  EXPECT_EQ(std::vector<int64_t>(out2.begin(), out2.begin() + 100), std::vector<int64_t>(out2.begin() + 100, out2.end()));
+  EXPECT_EQ(std::vector<int64_t>(out2.begin(), out2.begin() + 100),
+            std::vector<int64_t>(out2.begin() + 100, out2.end()));
 }
 
 TEST(Shuffle, NeverReadsMoreThanItsBufferAhead) {

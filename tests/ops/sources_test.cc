@@ -48,6 +48,5 @@ TEST(MemorySource, YieldsTheGivenExamples) {
   EXPECT_EQ(ids(out), iota(3));
 }
 
-
 }  // namespace
 }  // namespace dataecho::testing

@@ -9,10 +9,13 @@ namespace {
 
 std::string full_spec(int map_parallelism, int interleave_parallelism) {
   return R"({"seed": 11, "source": {"kind": "range", "count": 2000, "shards": 5},
-    "stages": [{"op": "interleave", "cycle": 3, "parallelism": )" + std::to_string(interleave_parallelism) + R"(},
-               {"op": "map", "fn": "random_noise", "parallelism": )" + std::to_string(map_parallelism) + R"(},
+    "stages": [{"op": "interleave", "cycle": 3, "parallelism": )" +
+         std::to_string(interleave_parallelism) + R"(},
+               {"op": "map", "fn": "random_noise", "parallelism": )" +
+         std::to_string(map_parallelism) + R"(},
                {"op": "shuffle", "buffer": 100},
-               {"op": "map", "fn": "square", "parallelism": )" + std::to_string(map_parallelism) + R"(},
+               {"op": "map", "fn": "square", "parallelism": )" +
+         std::to_string(map_parallelism) + R"(},
                {"op": "batch", "size": 32},
                {"op": "prefetch", "buffer": 3}]})";
 }
@@ -64,14 +67,17 @@ TEST(SaveRestore, EveryOperatorRoundTrips) {
 }
 
 TEST(SaveRestore, RefusesAnotherPipelinesState) {
-  auto a = build(R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "shuffle", "buffer": 4}]})");
+  auto a = build(
+      R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "shuffle", "buffer": 4}]})");
   a->next();
   std::string state = a->save();
-  auto b = build(R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "batch", "size": 4}]})");
+  auto b = build(
+      R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "batch", "size": 4}]})");
   std::string msg = error_of([&] { b->restore(state); });
   EXPECT_NE(msg.find("different pipeline"), std::string::npos) << msg;
   std::string truncated = state.substr(0, state.size() / 2);
-  auto c = build(R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "shuffle", "buffer": 4}]})");
+  auto c = build(
+      R"({"source": {"kind": "range", "count": 10}, "stages": [{"op": "shuffle", "buffer": 4}]})");
   msg = error_of([&] { c->restore(truncated); });
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
 }

@@ -12,61 +12,88 @@ std::string spec_error(const std::string& json) {
 }
 
 void expect_contains(const std::string& msg, const std::vector<std::string>& parts) {
-  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
+  for (const auto& p : parts)
+    EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
 }
 
 TEST(SpecErrors, UnknownOp) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": 2}, {"op": "shufle", "buffer": 3}]})"),
-                  {"$.stages[1].op", "unknown op \"shufle\"", "shuffle"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": 2}, {"op": "shufle", "buffer": 3}]})"),
+      {"$.stages[1].op", "unknown op \"shufle\"", "shuffle"});
 }
 
 TEST(SpecErrors, WrongType) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": "big"}]})"),
-                  {"$.stages[0].size", "expected an integer", "string"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": "big"}]})"),
+      {"$.stages[0].size", "expected an integer", "string"});
 }
 
 TEST(SpecErrors, NegativeSize) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shuffle", "buffer": -5}]})"),
-                  {"$.stages[0].buffer", ">= 1", "-5"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shuffle", "buffer": -5}]})"),
+      {"$.stages[0].buffer", ">= 1", "-5"});
 }
 
 TEST(SpecErrors, UnknownField) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": 2, "drop_remaindr": true}]})"),
-                  {"$.stages[0].drop_remaindr", "unknown field", "drop_remainder"});
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "sead": 3})"), {"$.sead", "unknown field"});
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3, "shard": 2}})"), {"$.source.shard", "unknown field"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": 2, "drop_remaindr": true}]})"),
+      {"$.stages[0].drop_remaindr", "unknown field", "drop_remainder"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "sead": 3})"),
+                  {"$.sead", "unknown field"});
+  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3, "shard": 2}})"),
+                  {"$.source.shard", "unknown field"});
 }
 
 TEST(SpecErrors, MissingPieces) {
   expect_contains(spec_error(R"({"stages": []})"), {"$.source", "missing"});
   expect_contains(spec_error(R"({"source": {"kind": "range"}})"), {"$.source.count", "missing"});
-  expect_contains(spec_error(R"({"source": {"kind": "parquet"}})"), {"$.source.kind", "unknown source kind \"parquet\"", "range"});
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"size": 2}]})"), {"$.stages[0].op", "missing"});
+  expect_contains(spec_error(R"({"source": {"kind": "parquet"}})"),
+                  {"$.source.kind", "unknown source kind \"parquet\"", "range"});
+  expect_contains(
+      spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"size": 2}]})"),
+      {"$.stages[0].op", "missing"});
 }
 
 TEST(SpecErrors, StagesMustBeAList) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": {"op": "batch"}})"), {"$.stages", "list"});
+  expect_contains(
+      spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": {"op": "batch"}})"),
+      {"$.stages", "list"});
 }
 
 TEST(SpecErrors, UnknownFunctionAndBadArgs) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "sqaure"}]})"),
-                  {"$.stages[0].fn", "unknown map function \"sqaure\"", "square"});
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "sleep", "args": {"ms": -1}}]})"),
-                  {"$.stages[0].args.ms", ">= 0"});
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "identity", "args": {"x": 1}}]})"),
-                  {"$.stages[0].args.x", "unknown field"});
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "square", "parallelism": 0}]})"),
-                  {"$.stages[0].parallelism"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "sqaure"}]})"),
+      {"$.stages[0].fn", "unknown map function \"sqaure\"", "square"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "sleep", "args": {"ms": -1}}]})"),
+      {"$.stages[0].args.ms", ">= 0"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "identity", "args": {"x": 1}}]})"),
+      {"$.stages[0].args.x", "unknown field"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "map", "fn": "square", "parallelism": 0}]})"),
+      {"$.stages[0].parallelism"});
 }
 
 TEST(SpecErrors, InterleaveWithoutShards) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "interleave"}]})"),
-                  {"$.stages[0]", "shards"});
+  expect_contains(
+      spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "interleave"}]})"),
+      {"$.stages[0]", "shards"});
 }
 
 TEST(SpecErrors, ShardIndexOutOfRange) {
-  expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shard", "num_shards": 2, "index": 2}]})"),
-                  {"$.stages[0].index", "[0, 1]"});
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shard", "num_shards": 2, "index": 2}]})"),
+      {"$.stages[0].index", "[0, 1]"});
 }
 
 TEST(SpecErrors, NotJson) {

@@ -20,7 +20,9 @@ class CancellationToken : public std::enable_shared_from_this<CancellationToken>
   class Registration {
    public:
     Registration() = default;
-    Registration(Registration&& o) noexcept : token_(std::move(o.token_)), key_(o.key_) { o.token_.reset(); }
+    Registration(Registration&& o) noexcept : token_(std::move(o.token_)), key_(o.key_) {
+      o.token_.reset();
+    }
     Registration& operator=(Registration&& o) noexcept;
     Registration(const Registration&) = delete;
     Registration& operator=(const Registration&) = delete;
@@ -29,7 +31,8 @@ class CancellationToken : public std::enable_shared_from_this<CancellationToken>
 
    private:
     friend class CancellationToken;
-    Registration(std::weak_ptr<CancellationToken> t, uint64_t key) : token_(std::move(t)), key_(key) {}
+    Registration(std::weak_ptr<CancellationToken> t, uint64_t key)
+        : token_(std::move(t)), key_(key) {}
     std::weak_ptr<CancellationToken> token_;
     uint64_t key_ = 0;
   };

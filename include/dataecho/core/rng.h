@@ -14,7 +14,9 @@ constexpr uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-constexpr uint64_t mix_seed(uint64_t a, uint64_t b) { return mix64(a ^ mix64(b + 0x632BE59BD9B4E019ull)); }
+constexpr uint64_t mix_seed(uint64_t a, uint64_t b) {
+  return mix64(a ^ mix64(b + 0x632BE59BD9B4E019ull));
+}
 
 // The seed of the random stream of one copy of one element: what every random map
 // function (augmentation) uses, so each echoed copy gets its own, reproducible stream

@@ -26,17 +26,23 @@ std::optional<DType> parse_dtype(std::string_view name);
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kFloat64;
-  else static_assert(sizeof(T) == 0, "unsupported tensor element type");
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kFloat64;
+  else
+    static_assert(sizeof(T) == 0, "unsupported tensor element type");
 }
 
 using Shape = std::vector<int64_t>;
 std::string shape_to_string(const Shape& shape);  // "[2, 28, 28]"
-int64_t shape_elements(const Shape& shape);        // 1 for a scalar
+int64_t shape_elements(const Shape& shape);       // 1 for a scalar
 
 // A contiguous, 64-byte aligned block of bytes. Written only by whoever allocated it,
 // before it is handed to a Tensor; read-only afterwards.
@@ -45,7 +51,8 @@ class Buffer {
   static std::shared_ptr<Buffer> allocate(size_t nbytes);
   // Adopts memory owned elsewhere (an mmapped file, a decoder's output): `release`
   // runs when the last tensor that shares it goes away. No copy.
-  static std::shared_ptr<Buffer> wrap(std::byte* data, size_t nbytes, std::function<void()> release);
+  static std::shared_ptr<Buffer> wrap(std::byte* data, size_t nbytes,
+                                      std::function<void()> release);
 
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -110,14 +117,14 @@ class Tensor {
   template <class T>
   T item() const {
     check_dtype(dtype_of<T>());
-    if (num_elements() != 1) throw_error(ErrorCode::kInvalidArgument, "tensor", "item() of a tensor of shape " + shape_to_string(shape_));
+    if (num_elements() != 1)
+      throw_error(ErrorCode::kInvalidArgument, "tensor",
+                  "item() of a tensor of shape " + shape_to_string(shape_));
     T v;
     std::memcpy(&v, raw_data(), sizeof(T));
     return v;
   }
-  std::string_view bytes() const {
-    return {reinterpret_cast<const char*>(raw_data()), nbytes()};
-  }
+  std::string_view bytes() const { return {reinterpret_cast<const char*>(raw_data()), nbytes()}; }
 
   // The buffer behind the data; null for small tensors stored inline (scalars).
   const std::shared_ptr<const Buffer>& buffer() const { return buffer_; }

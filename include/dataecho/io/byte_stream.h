@@ -54,6 +54,7 @@ bool is_http_uri(const std::string& uri);
 // or an http(s) URL (brace ranges expand there too). Local globs are sorted. Relative
 // local paths are taken relative to `base_dir` when it is not empty. An entry that
 // matches nothing is an error naming it.
-std::vector<std::string> expand_uris(const std::vector<std::string>& patterns, const std::string& base_dir = "");
+std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
+                                     const std::string& base_dir = "");
 
 }  // namespace dataecho

@@ -14,7 +14,8 @@ namespace dataecho {
 
 struct InterleaveOptions {
   int64_t cycle = 4;
-  int64_t parallelism = -1;  // 0 or 1: read shards on the calling thread; otherwise one thread per open shard
+  int64_t parallelism =
+      -1;  // 0 or 1: read shards on the calling thread; otherwise one thread per open shard
   int64_t buffer_per_shard = 2;
 };
 // `input` must have shards() (a file source, a sharded range, or a file-level shard).

@@ -15,7 +15,8 @@ struct BuildOptions {
   std::string base_dir;  // for relative paths in the spec; "" = current directory
 };
 
-std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec, const BuildOptions& options = {});
+std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec,
+                                         const BuildOptions& options = {});
 // Parses JSON text ("-" reads standard input when given as a path below).
 nlohmann::json parse_spec_text(const std::string& text, const std::string& origin);
 nlohmann::json load_spec_file(const std::string& path);

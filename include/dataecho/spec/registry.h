@@ -27,7 +27,8 @@ struct BuildContext {
 };
 
 using SourceBuilder = std::function<DatasetPtr(SpecObject& spec, BuildContext& ctx)>;
-using StageBuilder = std::function<DatasetPtr(SpecObject& spec, DatasetPtr input, BuildContext& ctx)>;
+using StageBuilder =
+    std::function<DatasetPtr(SpecObject& spec, DatasetPtr input, BuildContext& ctx)>;
 // `args` is the stage's "args" object: read every option from it, then it is finished.
 using MapFnBuilder = std::function<MapFn(SpecObject& args)>;
 using PredicateBuilder = std::function<Predicate(SpecObject& args)>;

@@ -28,8 +28,8 @@ class SpecObject {
   bool has(const std::string& key) const { return json_.contains(key); }
   const nlohmann::json* raw(const std::string& key);  // marks the field used; null if absent
 
-  int64_t get_int(const std::string& key, std::optional<int64_t> fallback = std::nullopt, int64_t min = INT64_MIN,
-                  int64_t max = INT64_MAX);
+  int64_t get_int(const std::string& key, std::optional<int64_t> fallback = std::nullopt,
+                  int64_t min = INT64_MIN, int64_t max = INT64_MAX);
   double get_number(const std::string& key, std::optional<double> fallback = std::nullopt,
                     double min = -1e308, double max = 1e308);
   bool get_bool(const std::string& key, std::optional<bool> fallback = std::nullopt);
@@ -44,7 +44,8 @@ class SpecObject {
   void finish() const;
 
  private:
-  [[noreturn]] void fail(const std::string& key, const std::string& expected, const nlohmann::json& got) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& expected,
+                         const nlohmann::json& got) const;
   const nlohmann::json& json_;
   std::string path_;
   std::set<std::string> used_;
