@@ -76,7 +76,7 @@ class AdaptiveEchoDataset : public Dataset {
         w.write_example(p.element);
         w.write_i64(p.copies);
       }
-      in_->save(w);
+      unlocked(lock, [&] { in_->save(w); });
     }
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
@@ -104,7 +104,7 @@ class AdaptiveEchoDataset : public Dataset {
         }
         pool.push_back(std::move(p));
       }
-      in_->restore(r);
+      unlocked(lock, [&] { in_->restore(r); });
       input_done_ = input_done;
       rng_ = rng;
       fresh_ = std::move(fresh);
@@ -160,6 +160,21 @@ class AdaptiveEchoDataset : public Dataset {
     };
 
     // Stops the worker from taking input for the life of this object (save/restore).
+    // Runs `fn` (a save or restore of the input, while paused) without holding mu_: the
+    // input may create iterators and so take cancellation-token locks, while a token's
+    // cancel callback takes mu_; holding mu_ here would invert that lock order.
+    template <class Fn>
+    static void unlocked(std::unique_lock<std::mutex>& lock, Fn fn) {
+      lock.unlock();
+      try {
+        fn();
+      } catch (...) {
+        lock.lock();
+        throw;
+      }
+      lock.lock();
+    }
+
     class Pause {
      public:
       Pause(It* it, std::unique_lock<std::mutex>& lock) : it_(it) {

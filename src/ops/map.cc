@@ -112,9 +112,7 @@ class MapDataset : public Dataset {
       w.write_u64(done_.size());
       for (const auto& [seq, e] : done_) w.write_example(*e.value);
       w.write_bool(input_done_);
-      in_->save(w);
-      paused_ = false;
-      cv_.notify_all();
+      with_input_unlocked(lock, [&] { in_->save(w); });
     }
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
@@ -128,9 +126,7 @@ class MapDataset : public Dataset {
       next_seq_ = static_cast<int64_t>(n);
       input_done_ = r.read_bool();
       end_seq_ = input_done_ ? next_seq_ : -1;
-      in_->restore(r);
-      paused_ = false;
-      cv_.notify_all();
+      with_input_unlocked(lock, [&] { in_->restore(r); });
     }
 
    protected:
@@ -175,6 +171,25 @@ class MapDataset : public Dataset {
           --running_;
         });
       }
+    }
+
+    // Runs `fn` on the input while the workers are paused, without holding mu_: the
+    // input may create iterators (and so take cancellation-token locks), and the token's
+    // cancel callback takes mu_, so holding mu_ here would invert the lock order.
+    template <class Fn>
+    void with_input_unlocked(std::unique_lock<std::mutex>& lock, Fn fn) {
+      lock.unlock();
+      try {
+        fn();
+      } catch (...) {
+        lock.lock();
+        paused_ = false;
+        cv_.notify_all();
+        throw;
+      }
+      lock.lock();
+      paused_ = false;
+      cv_.notify_all();
     }
 
     void quiesce(std::unique_lock<std::mutex>& lock) {

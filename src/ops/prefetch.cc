@@ -55,9 +55,7 @@ class PrefetchDataset : public Dataset {
         throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.write_u64(buf_.size());
       for (const auto& e : buf_) w.write_example(e);
-      in_->save(w);
-      paused_ = false;
-      cv_.notify_all();
+      with_input_unlocked(lock, [&] { in_->save(w); });
     }
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
@@ -69,11 +67,30 @@ class PrefetchDataset : public Dataset {
       uint64_t n = r.read_u64();
       buf_.clear();
       for (uint64_t i = 0; i < n; ++i) buf_.push_back(r.read_example());
-      in_->restore(r);
+      with_input_unlocked(lock, [&] { in_->restore(r); });
+    }
+
+   private:
+    // Runs `fn` on the input while the worker is paused, without holding mu_: the input
+    // may create iterators (and so take cancellation-token locks), and the token's
+    // cancel callback takes mu_, so holding mu_ here would invert the lock order.
+    template <class Fn>
+    void with_input_unlocked(std::unique_lock<std::mutex>& lock, Fn fn) {
+      lock.unlock();
+      try {
+        fn();
+      } catch (...) {
+        lock.lock();
+        paused_ = false;
+        cv_.notify_all();
+        throw;
+      }
+      lock.lock();
       paused_ = false;
       cv_.notify_all();
     }
 
+   public:
    protected:
     std::optional<Example> next_impl() override {
       std::unique_lock<std::mutex> lock(mu_);
