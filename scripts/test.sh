@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds, and runs every test.
 #   1. release build (with the trainer): all CTest tests (unit, CLI, install, HTTP, trainer)
 #   2. ASan + UBSan build of the engine: the engine's unit tests
-#   3. TSan build of the engine: the concurrency tests
+#   3. TSan build of the engine: the engine tests (threads everywhere; about a minute)
 #   4. the fuzz targets, each for a bounded time
 # Ends with one line "N passed, M failed".
 set -uo pipefail
@@ -48,8 +48,8 @@ step "ASan+UBSan build" sanitizer_build build-asan address
 step "ASan+UBSan: engine tests" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS" -L engine --timeout 900
 step "TSan build" sanitizer_build build-tsan thread
-step "TSan: concurrency tests" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L concurrency --timeout 900
+step "TSan: engine tests" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L engine --timeout 900
 if [ -x scripts/fuzz.sh ]; then
   step "fuzz targets (40 s each)" scripts/fuzz.sh 40
 fi
