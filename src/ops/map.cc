@@ -1,5 +1,6 @@
 #include "dataecho/ops/map.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -91,10 +92,13 @@ class MapDataset : public Dataset {
       c.cancel = token_;
       in_ = input->make_iterator(c);
       capacity_ = static_cast<size_t>(ds_->o_.parallelism) +
-                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : ds_->o_.parallelism);
+                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer
+                                                         : std::max(16, ds_->o_.parallelism));
+      wake_batch_ = std::max<size_t>(1, capacity_ / 2);
       registration_ = token_->on_cancel([this] {
         std::lock_guard<std::mutex> lock(mu_);
-        cv_.notify_all();
+        consumer_cv_.notify_all();
+        worker_cv_.notify_all();
       });
     }
     ~ParallelIt() override {
@@ -141,7 +145,10 @@ class MapDataset : public Dataset {
           Result res = std::move(it->second);
           done_.erase(it);
           ++emit_seq_;
-          cv_.notify_all();
+          // Wake a worker waiting for room once there is room for a few elements.
+          if (workers_waiting_ > 0 &&
+              static_cast<size_t>(next_seq_ - emit_seq_) + wake_batch_ <= capacity_)
+            worker_cv_.notify_one();
           if (res.error) {
             finished_ = true;
             std::rethrow_exception(res.error);
@@ -149,7 +156,9 @@ class MapDataset : public Dataset {
           return std::move(*res.value);
         }
         if (finished_ || (end_seq_ >= 0 && emit_seq_ >= end_seq_)) return std::nullopt;
-        cv_.wait(lock);
+        consumer_waiting_ = true;
+        consumer_cv_.wait(lock);
+        consumer_waiting_ = false;
       }
     }
 
@@ -184,17 +193,27 @@ class MapDataset : public Dataset {
       } catch (...) {
         lock.lock();
         paused_ = false;
-        cv_.notify_all();
+        worker_cv_.notify_all();
         throw;
       }
       lock.lock();
       paused_ = false;
-      cv_.notify_all();
+      worker_cv_.notify_all();
+    }
+
+    // Results the consumer can take now without waiting, counted up to wake_batch_.
+    size_t ready_to_emit() const {
+      if (!ds_->o_.deterministic) return done_.size();
+      size_t n = 0;
+      for (auto it = done_.find(emit_seq_); it != done_.end() && n < wake_batch_; ++it, ++n) {
+        if (it->first != emit_seq_ + static_cast<int64_t>(n)) break;
+      }
+      return n;
     }
 
     void quiesce(std::unique_lock<std::mutex>& lock) {
       paused_ = true;
-      cv_.wait(lock, [this] { return busy_ == 0; });
+      consumer_cv_.wait(lock, [this] { return busy_ == 0; });
     }
 
     void run() {
@@ -203,11 +222,13 @@ class MapDataset : public Dataset {
       std::unique_lock<std::mutex> lock(mu_);
       while (true) {
         int64_t t0 = now_ns();
-        cv_.wait(lock, [this] {
+        ++workers_waiting_;
+        worker_cv_.wait(lock, [this] {
           return token_->cancelled() || input_done_ ||
                  (!paused_ && !input_busy_ &&
                   static_cast<size_t>(next_seq_ - emit_seq_) < capacity_);
         });
+        --workers_waiting_;
         if (st) st->wait_output_ns += now_ns() - t0;
         if (token_->cancelled() || input_done_) return;
         // Take the next input element; only this worker reads the input now.
@@ -235,11 +256,13 @@ class MapDataset : public Dataset {
           }
           end_seq_ = next_seq_;
           --busy_;
-          cv_.notify_all();
+          consumer_cv_.notify_all();
+          worker_cv_.notify_all();
           return;
         }
         ++next_seq_;
-        cv_.notify_all();
+        // The input is free again: the next worker may take an element.
+        if (workers_waiting_ > 0) worker_cv_.notify_one();
         lock.unlock();
         Result res;
         try {
@@ -251,7 +274,11 @@ class MapDataset : public Dataset {
         lock.lock();
         done_[seq] = std::move(res);
         --busy_;
-        cv_.notify_all();
+        // Wake the consumer when it can take a few results at once (a wake-up costs
+        // several microseconds on a VM) or the input has ended, or when save() waits for the
+        // workers to put their elements down.
+        if ((consumer_waiting_ && (end_seq_ >= 0 || ready_to_emit() >= wake_batch_)) || paused_)
+          consumer_cv_.notify_all();
       }
     }
 
@@ -259,9 +286,15 @@ class MapDataset : public Dataset {
     std::shared_ptr<CancellationToken> token_;
     std::unique_ptr<Iterator> in_;
     size_t capacity_ = 0;
+    // The consumer is woken when this many results are ready (or at the end), and a
+    // worker waiting for room when there is room for this many: half the capacity.
+    size_t wake_batch_ = 1;
     CancellationToken::Registration registration_;
     std::mutex mu_;
-    std::condition_variable cv_;
+    std::condition_variable consumer_cv_;  // next() and save() wait here
+    std::condition_variable worker_cv_;    // workers wait here for the input and for room
+    bool consumer_waiting_ = false;
+    int workers_waiting_ = 0;
     std::map<int64_t, Result> done_;
     int64_t next_seq_ = 0;  // sequence number of the next input element
     int64_t emit_seq_ = 0;  // elements handed to the consumer

@@ -1,5 +1,6 @@
 #include "dataecho/ops/prefetch.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -35,7 +36,8 @@ class PrefetchDataset : public Dataset {
       in_ = input->make_iterator(c);
       registration_ = token_->on_cancel([this] {
         std::lock_guard<std::mutex> lock(mu_);
-        cv_.notify_all();
+        consumer_cv_.notify_all();
+        worker_cv_.notify_all();
       });
     }
     ~It() override {
@@ -47,7 +49,7 @@ class PrefetchDataset : public Dataset {
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
       paused_ = true;
-      cv_.wait(lock, [this] { return !in_input_; });
+      consumer_cv_.wait(lock, [this] { return !in_input_; });
       w.begin("prefetch");
       w.write_bool(input_done_);
       w.write_bool(error_ != nullptr);
@@ -60,7 +62,7 @@ class PrefetchDataset : public Dataset {
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
       paused_ = true;
-      cv_.wait(lock, [this] { return !in_input_; });
+      consumer_cv_.wait(lock, [this] { return !in_input_; });
       r.expect("prefetch");
       input_done_ = r.read_bool();
       r.read_bool();
@@ -82,12 +84,12 @@ class PrefetchDataset : public Dataset {
       } catch (...) {
         lock.lock();
         paused_ = false;
-        cv_.notify_all();
+        worker_cv_.notify_all();
         throw;
       }
       lock.lock();
       paused_ = false;
-      cv_.notify_all();
+      worker_cv_.notify_all();
     }
 
    public:
@@ -99,7 +101,12 @@ class PrefetchDataset : public Dataset {
         worker_running_ = true;
         worker_ = std::thread([this] { run(); });
       }
-      cv_.wait(lock, [this] { return !buf_.empty() || input_done_ || token_->cancelled(); });
+      if (buf_.empty() && !input_done_ && !token_->cancelled()) {
+        consumer_waiting_ = true;
+        consumer_cv_.wait(lock,
+                          [this] { return !buf_.empty() || input_done_ || token_->cancelled(); });
+        consumer_waiting_ = false;
+      }
       if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
       if (buf_.empty()) {
         if (error_) {
@@ -111,7 +118,9 @@ class PrefetchDataset : public Dataset {
       }
       Example e = std::move(buf_.front());
       buf_.pop_front();
-      cv_.notify_all();
+      // Wake a waiting worker only once the buffer is down to half: it then refills
+      // several elements per wake-up instead of one (a wake-up costs microseconds).
+      if (worker_waiting_ && buf_.size() <= cap_ / 2) worker_cv_.notify_one();
       return e;
     }
 
@@ -124,7 +133,10 @@ class PrefetchDataset : public Dataset {
     void run_locked(std::unique_lock<std::mutex>& lock) {
       while (true) {
         int64_t t0 = now_ns();
-        cv_.wait(lock, [this] { return token_->cancelled() || (!paused_ && buf_.size() < cap_); });
+        worker_waiting_ = true;
+        worker_cv_.wait(lock,
+                        [this] { return token_->cancelled() || (!paused_ && buf_.size() < cap_); });
+        worker_waiting_ = false;
         if (node_) node_->wait_output_ns += now_ns() - t0;
         if (token_->cancelled() || input_done_) return;
         in_input_ = true;
@@ -148,7 +160,12 @@ class PrefetchDataset : public Dataset {
         } else {
           input_done_ = true;
         }
-        cv_.notify_all();
+        // The consumer waits only on an empty buffer (or, in save(), for in_input_); it
+        // is woken once half the buffer is ready, so that it takes several elements
+        // per wake-up, or at the end.
+        if ((consumer_waiting_ && (input_done_ || buf_.size() >= std::max<size_t>(1, cap_ / 2))) ||
+            paused_)
+          consumer_cv_.notify_all();
         if (input_done_) return;
       }
     }
@@ -159,7 +176,10 @@ class PrefetchDataset : public Dataset {
     std::unique_ptr<Iterator> in_;
     CancellationToken::Registration registration_;
     std::mutex mu_;
-    std::condition_variable cv_;
+    std::condition_variable consumer_cv_;  // next() and save() wait here
+    std::condition_variable worker_cv_;    // the worker waits here for room
+    bool consumer_waiting_ = false;
+    bool worker_waiting_ = false;
     std::deque<Example> buf_;
     bool in_input_ = false;
     bool worker_running_ = false;

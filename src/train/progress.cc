@@ -41,6 +41,11 @@ ProgressLine::~ProgressLine() { finish(); }
 
 void ProgressLine::update(const ProgressInfo& p, bool force) {
   if (off_) return;
+  char acc[32] = "-";
+  if (p.accuracy) std::snprintf(acc, sizeof acc, "%.4f", *p.accuracy);
+  // The same step with the same accuracy was printed already (the final report after an
+  // evaluation that ended the run): do not print it twice.
+  if (printed_any_ && p.step == last_step_ && std::string(acc) == last_acc_) return;
   int64_t now = now_ns();
   if (!force && last_ns_ != 0 && (now - last_ns_) < static_cast<int64_t>(interval_ * 1e9)) return;
   if (last_ns_ == 0 && !force && !tty_) {
@@ -48,8 +53,9 @@ void ProgressLine::update(const ProgressInfo& p, bool force) {
     return;
   }
   last_ns_ = now;
-  char acc[32] = "-";
-  if (p.accuracy) std::snprintf(acc, sizeof acc, "%.4f", *p.accuracy);
+  printed_any_ = true;
+  last_step_ = p.step;
+  last_acc_ = acc;
   char line[256];
   int n = std::snprintf(
       line, sizeof line,

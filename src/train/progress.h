@@ -36,6 +36,9 @@ class ProgressLine {
   int64_t last_ns_ = 0;
   bool open_line_ = false;
   size_t last_width_ = 0;
+  bool printed_any_ = false;
+  int64_t last_step_ = -1;
+  std::string last_acc_;
 };
 
 std::string format_duration(double seconds);  // "1:02:03", "4:05", "7s"

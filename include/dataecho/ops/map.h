@@ -32,7 +32,11 @@ struct MapOptions {
   MapFn fn;
   int parallelism = 1;
   bool deterministic = true;
-  int64_t buffer = 0;  // finished elements waiting for the consumer; 0: `parallelism`
+  // Finished elements waiting for the consumer; 0: max(16, parallelism). The consumer
+  // is woken once half of `parallelism + buffer` results are ready (or at the end), so
+  // a larger buffer means fewer thread wake-ups: on a 2-core VM, 2 threads on a 60 us
+  // function reach 1.45x of one thread with buffer 2 and 1.8x with 16 (bench/ops_bench).
+  int64_t buffer = 0;
   uint64_t seed = 0;
 };
 DatasetPtr make_map(DatasetPtr input, MapOptions options);
