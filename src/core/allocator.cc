@@ -1,5 +1,9 @@
 #include "dataecho/core/allocator.h"
 
+// A C library header first: it is what defines __GLIBC__ (without one the check below
+// was false and the tuning silently did nothing).
+#include <cstdlib>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 
