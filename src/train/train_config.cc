@@ -137,6 +137,7 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     c.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0));
     c.out = top.get_string("out", c.out);  // relative to the current directory, as --out
     c.eval_every = top.get_int("eval_every", c.eval_every);
+    c.eval_every_fresh = top.get_int("eval_every_fresh", c.eval_every_fresh);
     c.eval_at_end = top.get_bool("eval_at_end", c.eval_at_end);
     c.checkpoint_every = top.get_int("checkpoint_every", c.checkpoint_every);
     c.progress = top.get_string("progress", c.progress);
@@ -194,6 +195,7 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   j["seed"] = c.seed;
   j["out"] = c.out;
   j["eval_every"] = c.eval_every;
+  j["eval_every_fresh"] = c.eval_every_fresh;
   j["eval_at_end"] = c.eval_at_end;
   j["checkpoint_every"] = c.checkpoint_every;
   j["progress"] = c.progress;
@@ -241,6 +243,9 @@ void validate_train_config(const TrainConfig& c) {
     config_error("max_seconds must be >= 0 (0: no limit), got " + num(c.max_seconds));
   if (c.threads < 1 || c.threads > 1024)
     config_error("threads must be in [1, 1024], got " + std::to_string(c.threads));
+  if (c.eval_every_fresh < 0)
+    config_error("eval_every_fresh must be >= 0 (0: off), got " +
+                 std::to_string(c.eval_every_fresh));
   if (c.eval_every < 0)
     config_error("eval_every must be >= 0 (0: only at the end), got " +
                  std::to_string(c.eval_every));

@@ -448,6 +448,9 @@ TrainResult Trainer::run() {
       break;
     }
     bool eval_now = has_eval && c.eval_every > 0 && step % c.eval_every == 0;
+    if (has_eval && c.eval_every_fresh > 0 &&
+        fresh / c.eval_every_fresh > (fresh - tb.fresh) / c.eval_every_fresh)
+      eval_now = true;  // this step crossed a multiple of eval_every_fresh
     if (eval_now && evaluate()) {
       r.stop_reason = "target";
       done = true;

@@ -176,6 +176,28 @@ TEST_F(TrainerTest, CountsEqualThePipelinesCountersWithAdaptiveEcho) {
   EXPECT_GT(r.echoed, 0);
 }
 
+// eval_every_fresh: an evaluation each time another 200 fresh examples have been read,
+// with and without echo, so that runs with different echo factors evaluate equally often
+// per fresh example.
+TEST_F(TrainerTest, EvaluatesEveryNFreshExamples) {
+  if (!has_stage("echo")) GTEST_SKIP() << "echo op not built in";
+  for (const char* stages : {R"([{"op":"batch","size":50}])",
+                             R"([{"op":"echo","factor":3},{"op":"batch","size":50}])"}) {
+    TrainConfig c = fashion_config(600, 200, json::parse(stages));
+    c.eval_every = 0;
+    c.eval_every_fresh = 200;
+    c.eval_at_end = false;
+    TrainResult r = Trainer(c).run();
+    EXPECT_EQ(r.fresh, 600) << stages;
+    ASSERT_EQ(r.evals.size(), 3u) << stages;
+    for (size_t i = 0; i < r.evals.size(); ++i) {
+      // Evaluated at the first step whose batch took the fresh count past 200 (i + 1).
+      EXPECT_GE(r.evals[i].fresh, 200 * static_cast<int64_t>(i + 1)) << stages;
+      EXPECT_LT(r.evals[i].fresh, 200 * static_cast<int64_t>(i + 1) + 50) << stages;
+    }
+  }
+}
+
 TEST_F(TrainerTest, SameSeedGivesIdenticalLossesWithOneThread) {
   auto run = [](uint64_t seed) {
     TrainConfig c = fashion_config(1000, 0, epochs_stages(500, 32), seed);

@@ -93,8 +93,13 @@ struct TrainConfig {
 
   int threads = 1;  // LibTorch intra-op threads (Debian's LibTorch uses 1 unless told)
   uint64_t seed = 0;
-  std::string out;               // output directory ("" = write nothing)
-  int64_t eval_every = 100;      // steps between evaluations; 0 = only at the end
+  std::string out;           // output directory ("" = write nothing)
+  int64_t eval_every = 100;  // steps between evaluations; 0 = only at the end
+  // Or: evaluate each time this many more fresh examples have been read (0: off). Runs
+  // with different echo factors then evaluate equally often per fresh example, which
+  // keeps time-to-target comparable: while an evaluation runs, the pipeline's buffers
+  // keep filling, so a run that evaluated more often would read fresh data for free.
+  int64_t eval_every_fresh = 0;
   bool eval_at_end = true;       // evaluate after the last step if it was not just evaluated
   int64_t checkpoint_every = 0;  // steps between checkpoints in `out`; 0 = only at the end
   bool resume = false;           // continue from the checkpoint in `out`

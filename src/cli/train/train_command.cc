@@ -31,7 +31,8 @@ void add_train_command(CLI::App& app) {
   struct Args {
     std::string config, train_spec, eval_spec, model, out;
     int64_t depth = 0, width = 0, warmup_steps = 0, decay_steps = 0, max_fresh = 0, max_steps = 0;
-    int64_t eval_every = 0, checkpoint_every = 0, num_classes = 0, in_channels = 0;
+    int64_t eval_every = 0, eval_every_fresh = 0, checkpoint_every = 0, num_classes = 0,
+            in_channels = 0;
     double lr = 0, momentum = 0, weight_decay = 0, target_accuracy = 0, target_loss = 0,
            max_seconds = 0;
     int threads = 1;
@@ -76,6 +77,9 @@ void add_train_command(CLI::App& app) {
                                  "seed of the model and, unless 0, of the training pipeline");
   auto* o_every = cmd->add_option("--eval-every", a->eval_every,
                                   "steps between evaluations (default 100; 0: at the end)");
+  auto* o_every_fresh = cmd->add_option(
+      "--eval-every-fresh", a->eval_every_fresh,
+      "or evaluate every this many fresh examples (comparable across echo factors)");
   auto* o_ckpt = cmd->add_option("--checkpoint-every", a->checkpoint_every,
                                  "steps between checkpoints (default: at the end)");
   auto* o_out =
@@ -108,6 +112,7 @@ void add_train_command(CLI::App& app) {
     if (given(o_threads)) c.threads = a->threads;
     if (given(o_seed)) c.seed = a->seed;
     if (given(o_every)) c.eval_every = a->eval_every;
+    if (given(o_every_fresh)) c.eval_every_fresh = a->eval_every_fresh;
     if (given(o_ckpt)) c.checkpoint_every = a->checkpoint_every;
     if (given(o_out)) c.out = a->out;
     if (given(o_prog)) c.progress = a->progress;
