@@ -1,4 +1,5 @@
 // TfRecordReader (see dataecho/formats/tfrecord.h).
+#include <algorithm>
 #include <cstring>
 
 #include "dataecho/formats/crc32c.h"
@@ -43,6 +44,7 @@ TfRecordReader::TfRecordReader(std::unique_ptr<ByteStream> stream)
 
 void TfRecordReader::seek(uint64_t offset) {
   stream_->seek(offset);
+  chunk_begin_ = chunk_end_ = 0;
   offset_ = record_offset_ = offset;
   dead_ = false;
 }
@@ -53,18 +55,51 @@ uint64_t TfRecordReader::bytes_after_record_start() {
     return static_cast<uint64_t>(size) > record_offset_
                ? static_cast<uint64_t>(size) - record_offset_
                : 0;
-  // Unknown size (a chunked HTTP response): count what is left.
+  // Unknown size (a chunked HTTP response): count what is left. The stream's position
+  // already counts what the chunk holds.
   char buf[64 << 10];
   while (stream_->read(buf, sizeof buf) > 0) {
   }
   return stream_->position() - record_offset_;
 }
 
+size_t TfRecordReader::take(unsigned char* dst, size_t n, uint32_t* crc) {
+  size_t done = 0;
+  while (done < n) {
+    size_t avail = chunk_end_ - chunk_begin_;
+    if (avail == 0) {
+      size_t left = n - done;
+      if (left >= kChunkBytes / 2) {
+        // A large body: straight from the stream into its buffer (one copy, by the
+        // kernel for a local file), then the CRC over it.
+        size_t got = stream_->read_fully(dst + done, left);
+        if (crc != nullptr) *crc = crc32c::extend(*crc, dst + done, got);
+        return done + got;
+      }
+      if (!chunk_) chunk_ = std::make_unique<unsigned char[]>(kChunkBytes);
+      chunk_begin_ = 0;
+      chunk_end_ = stream_->read(chunk_.get(), kChunkBytes);
+      if (chunk_end_ == 0) return done;
+      avail = chunk_end_;
+    }
+    size_t k = std::min(n - done, avail);
+    const unsigned char* src = chunk_.get() + chunk_begin_;
+    if (crc != nullptr) {
+      *crc = crc32c::extend_copy(*crc, dst + done, src, k);
+    } else {
+      std::memcpy(dst + done, src, k);
+    }
+    chunk_begin_ += k;
+    done += k;
+  }
+  return done;
+}
+
 TfRecordReader::Status TfRecordReader::next(std::shared_ptr<Buffer>* record) {
   if (dead_) return Status::kEnd;
   record_offset_ = offset_;
   unsigned char header[12];
-  size_t got = stream_->read_fully(header, sizeof header);
+  size_t got = take(header, sizeof header, nullptr);
   if (got == 0) return Status::kEnd;
   if (got < sizeof header) {
     dead_ = true;
@@ -89,20 +124,19 @@ TfRecordReader::Status TfRecordReader::next(std::shared_ptr<Buffer>* record) {
     return Status::kBadLengthCrc;
   }
   auto buf = Buffer::allocate(static_cast<size_t>(length));
-  if (stream_->read_fully(buf->mutable_data(), length) < length) {
+  uint32_t crc = 0;
+  auto* body = reinterpret_cast<unsigned char*>(buf->mutable_data());
+  if (take(body, length, options_.verify_crc ? &crc : nullptr) < length) {
     dead_ = true;
     return Status::kTruncated;
   }
   unsigned char footer[4];
-  if (stream_->read_fully(footer, 4) < 4) {
+  if (take(footer, 4, nullptr) < 4) {
     dead_ = true;
     return Status::kTruncated;
   }
   offset_ = body_start + length + 4;
-  if (options_.verify_crc &&
-      crc32c::unmask(load_u32(footer)) != crc32c::value(buf->data(), length)) {
-    return Status::kBadDataCrc;
-  }
+  if (options_.verify_crc && crc32c::unmask(load_u32(footer)) != crc) return Status::kBadDataCrc;
   *record = std::move(buf);
   return Status::kOk;
 }

@@ -1,10 +1,6 @@
 // LocalFileStream: a ByteStream over a local file, read through a read-ahead buffer of
 // StreamOptions::buffer_bytes (reads of 64 KiB or more, once the buffer is drained, bypass
-// it and go straight into the caller's memory). While the caller makes such large reads
-// (100 KiB TFRecord bodies between 12-byte headers), the buffer is refilled 4 KiB at a
-// time, so that nearly every byte of a large record is copied once, by the kernel, into
-// the record's own memory, instead of twice (kernel to buffer to record): measured with
-// bench/formats_bench. seek() moves the file offset and drops the buffer.
+// it and go straight into the caller's memory). seek() moves the file offset and drops the buffer.
 // Errors: a dataecho::Error (stage "io") naming the path and the operating system's reason.
 // Not thread-safe: one reader per stream.
 #include <fcntl.h>
@@ -22,11 +18,6 @@ namespace dataecho {
 namespace {
 
 constexpr size_t kDirectReadBytes = 64 << 10;
-// Refill size while large reads come: small enough that little of the next large read
-// goes through the buffer, large enough for a few small reads between them.
-constexpr size_t kSmallFillBytes = 4 << 10;
-// Small reads after the last large one before the stream goes back to full refills.
-constexpr int kSmallReadsBeforeFullFill = 64;
 
 class LocalFileStream : public ByteStream {
  public:
@@ -64,23 +55,14 @@ class LocalFileStream : public ByteStream {
     if (avail == 0) {
       // Large reads (a whole record) go straight to the caller's memory: one copy, not two.
       if (n >= std::min<size_t>(buffer_.size(), kDirectReadBytes)) {
-        small_reads_since_large_ = 0;
         size_t got = sys_read(dst, n);
         position_ += got;
         return got;
       }
       begin_ = 0;
-      size_t fill = buffer_.size();
-      if (small_reads_since_large_ < kSmallReadsBeforeFullFill)
-        fill = std::min(fill, kSmallFillBytes);
-      end_ = sys_read(buffer_.data(), fill);
+      end_ = sys_read(buffer_.data(), buffer_.size());
       avail = end_;
       if (avail == 0) return 0;
-    }
-    if (n >= kDirectReadBytes) {
-      small_reads_since_large_ = 0;
-    } else if (small_reads_since_large_ < kSmallReadsBeforeFullFill) {
-      ++small_reads_since_large_;
     }
     size_t k = std::min(n, avail);
     std::memcpy(dst, buffer_.data() + begin_, k);
@@ -126,8 +108,6 @@ class LocalFileStream : public ByteStream {
   uint64_t position_ = 0;
   std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;
-  // Starts "many small reads ago": a fresh stream refills its whole buffer.
-  int small_reads_since_large_ = kSmallReadsBeforeFullFill;
 };
 
 }  // namespace

@@ -1,10 +1,14 @@
-// CRC-32C: the fast path (SSE4.2, three interleaved streams joined with shift tables)
-// and the table fallback against a bitwise reference, on random lengths and alignments
-// that cover every block-size boundary of the three-way loop (3 x 8 KiB, 3 x 256 B).
+// CRC-32C: every implementation this CPU has (AVX-512 folding, SSE4.2 three interleaved
+// streams joined with shift tables, the table fallback) against a bitwise reference, on
+// random lengths and alignments that cover every block-size boundary (the folding's
+// 1,024-byte minimum and 256-byte blocks, the three-way loop's 3 x 8 KiB and 3 x 256 B),
+// with and without the copy that extend_copy makes on the way.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dataecho/formats/crc32c.h"
@@ -55,6 +59,38 @@ TEST(Crc32c, FastPathEqualsBitwiseOnRandomLengthsAndAlignments) {
     EXPECT_EQ(crc32c::extend(start, p, n), want) << "n=" << n << " offset=" << offset;
     EXPECT_EQ(crc32c::extend_portable(start, p, n), want) << "n=" << n << " offset=" << offset;
   }
+}
+
+TEST(Crc32c, EveryImplementationEqualsBitwiseAndCopiesExactly) {
+  constexpr size_t kMax = 70000;
+  std::vector<uint8_t> buf = random_bytes(kMax + 64, 5);
+  std::mt19937_64 rng(6);
+  std::vector<size_t> lengths = {0,    1,    255,  256,  257,   1023,  1024,
+                                 1025, 1279, 1280, 1281, 24576, 24577, kMax};
+  for (int i = 0; i < 200; ++i) lengths.push_back(rng() % (kMax + 1));
+  int tested = 0;
+  for (auto impl : {crc32c::Impl::kTable, crc32c::Impl::kSse42, crc32c::Impl::kAvx512}) {
+    if (!crc32c::supported(impl)) continue;
+    ++tested;
+    for (size_t n : lengths) {
+      size_t offset = rng() % 64;
+      uint32_t start = (rng() % 2) ? static_cast<uint32_t>(rng()) : 0;
+      const uint8_t* p = buf.data() + offset;
+      uint32_t want = bitwise_extend(start, p, n);
+      std::string where = "impl " + std::to_string(static_cast<int>(impl)) +
+                          " n=" + std::to_string(n) + " offset=" + std::to_string(offset);
+      EXPECT_EQ(crc32c::extend_with(impl, start, nullptr, p, n), want) << where;
+      // With the copy: into a destination with its own misalignment, guarded on both sides.
+      std::vector<uint8_t> out(n + 80, 0xa5);
+      size_t d = rng() % 64;
+      EXPECT_EQ(crc32c::extend_with(impl, start, out.data() + d, p, n), want) << where;
+      EXPECT_TRUE(std::equal(p, p + n, out.begin() + static_cast<std::ptrdiff_t>(d))) << where;
+      for (size_t i = 0; i < d; ++i) ASSERT_EQ(out[i], 0xa5) << where << " byte before";
+      for (size_t i = d + n; i < out.size(); ++i) ASSERT_EQ(out[i], 0xa5) << where << " byte after";
+    }
+  }
+  EXPECT_GE(tested, 1);
+  EXPECT_TRUE(crc32c::supported(crc32c::best_impl()));
 }
 
 TEST(Crc32c, ExtendInPiecesEqualsWhole) {

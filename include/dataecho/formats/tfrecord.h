@@ -21,10 +21,11 @@ namespace dataecho {
 
 // ---------------------------------------------------------------------------------
 // TfRecordReader: the records of one stream, front to back, both CRCs verified.
-// Buffers nothing itself (the ByteStream has the read-ahead buffer); each record is
-// read into a fresh Buffer that the caller keeps. Errors are returned as a status so
-// that a source can apply its on_error policy; I/O failures of the stream throw.
-// Not thread-safe.
+// Reads the stream in chunks of kChunkBytes (1 MiB: few system calls) and copies each
+// record into a fresh Buffer that the caller keeps, computing the data CRC in the same
+// pass as the copy; a record body larger than half a chunk is read straight into its
+// Buffer. Buffers: one chunk. Errors are returned as a status so that a source can
+// apply its on_error policy; I/O failures of the stream throw. Not thread-safe.
 class TfRecordReader {
  public:
   enum class Status {
@@ -59,9 +60,17 @@ class TfRecordReader {
   void seek(uint64_t offset);
   ByteStream& stream() { return *stream_; }
 
+  static constexpr size_t kChunkBytes = 1 << 20;
+
  private:
+  // Copies the next n bytes of the stream to dst (extending *crc over them when crc is
+  // not null); returns how many there were (fewer only at the end of the stream).
+  size_t take(unsigned char* dst, size_t n, uint32_t* crc);
+
   std::unique_ptr<ByteStream> stream_;
   Options options_;
+  std::unique_ptr<unsigned char[]> chunk_;  // allocated on first use
+  size_t chunk_begin_ = 0, chunk_end_ = 0;
   uint64_t offset_ = 0;
   uint64_t record_offset_ = 0;
   bool dead_ = false;
