@@ -20,7 +20,6 @@ trap stop_server EXIT
 make_shards
 calibrate
 MAX_FACTOR="$(awk -v r="$R_MEASURED" 'BEGIN { f = int(r + 0.5) + 1; if (f < 3) f = 3; print f }')"
-cp experiments/fashion_test_5k.json "$OUT/config/"
 render_config experiments/network_train.json "$OUT/config/network_train.json"
 render_config "experiments/$NAME.json" "$OUT/config/$NAME.json"
 {

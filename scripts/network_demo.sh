@@ -44,7 +44,6 @@ make_shards
 calibrate
 FACTOR="$(awk -v r="$R_MEASURED" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; if (f > 8) f = 8; print f }')"
 MAX_FACTOR="$(awk -v f="$FACTOR" 'BEGIN { print f + 1 }')"
-cp experiments/fashion_test_5k.json "$OUT/config/"
 render_config experiments/network_train.json "$OUT/config/network_train.json"
 render_config experiments/demo.json "$OUT/config/demo.json"
 echo "== training: baseline, example echoing before augmentation e=$FACTOR, adaptive (max $MAX_FACTOR)"
