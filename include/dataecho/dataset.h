@@ -83,6 +83,10 @@ class Dataset : public std::enable_shared_from_this<Dataset> {
   // For a source over several shards (files): one dataset per shard, in a stable order,
   // for `interleave` and file-level `shard`. Empty for every other node.
   virtual std::vector<std::shared_ptr<const Dataset>> shards() const { return {}; }
+  // False where the node's elements are counted by the iterators it reads (a source
+  // over shards, whose shards count into its stats however they are read), so that its
+  // own iterator does not count them a second time.
+  virtual bool counts_elements() const { return true; }
 
   // The dataset must be owned by a shared_ptr (all make_* functions return one).
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const;

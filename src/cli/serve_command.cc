@@ -23,25 +23,6 @@
 namespace dataecho::cli {
 namespace {
 
-bool port_accepts(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // Runs nginx until it exits or SIGINT/SIGTERM arrives; returns nginx's exit status.
 int run_nginx(const NginxConfigOptions& config, const std::string& rate_text) {
   std::vector<std::string> cmd = nginx_command(config);
@@ -71,13 +52,12 @@ int run_nginx(const NginxConfigOptions& config, const std::string& rate_text) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
       sigprocmask(SIG_SETMASK, &old, nullptr);
       if (!announced) {
-        throw Error(ErrorCode::kIo, "serve",
-                    "nginx exited at start: " + read_text(config.prefix_dir + "/error.log"),
+        throw Error(ErrorCode::kIo, "serve", "nginx exited at start: " + nginx_error_log(config),
                     "127.0.0.1:" + std::to_string(config.port));
       }
       return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     }
-    if (!announced && port_accepts(config.port)) {
+    if (!announced && loopback_port_accepts(config.port)) {
       announced = true;
       std::cout << "http://127.0.0.1:" << config.port << "/" << std::endl;
       std::cerr << "serving " << config.root_dir << " on 127.0.0.1:" << config.port << " ("
@@ -91,8 +71,7 @@ int run_nginx(const NginxConfigOptions& config, const std::string& rate_text) {
       waitpid(pid, nullptr, 0);
       sigprocmask(SIG_SETMASK, &old, nullptr);
       throw Error(ErrorCode::kIo, "serve",
-                  "nginx did not accept connections within 10 s: " +
-                      read_text(config.prefix_dir + "/error.log"));
+                  "nginx did not accept connections within 10 s: " + nginx_error_log(config));
     }
     timespec wait{0, announced ? 200000000L : 20000000L};
     int sig = sigtimedwait(&stop_signals, nullptr, &wait);

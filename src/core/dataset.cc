@@ -47,7 +47,7 @@ std::optional<Example> Iterator::next() {
 
 std::unique_ptr<Iterator> Dataset::make_iterator(const IteratorContext& ctx) const {
   auto it = make_iterator_impl(ctx);
-  it->stats_ = stats_.get();
+  it->stats_ = counts_elements() ? stats_.get() : nullptr;
   it->label_ = &label_;
   it->dataset_ = weak_from_this().lock();
   return it;

@@ -36,6 +36,12 @@ bool GzipSniffingReader::fill() {
 }
 
 size_t GzipSniffingReader::read(void* dst, size_t n) {
+  size_t got = read_some(dst, n);
+  position_ += got;
+  return got;
+}
+
+size_t GzipSniffingReader::read_some(void* dst, size_t n) {
   if (n == 0) return 0;
   if (!gzip_) {
     if (in_pos_ == in_.size() && !fill()) return 0;
@@ -76,15 +82,9 @@ size_t GzipSniffingReader::read(void* dst, size_t n) {
   }
 }
 
-size_t GzipSniffingReader::read_fully(void* dst, size_t n) {
-  auto* p = static_cast<char*>(dst);
-  size_t done = 0;
-  while (done < n) {
-    size_t got = read(p + done, n - done);
-    if (got == 0) break;
-    done += got;
-  }
-  return done;
+void GzipSniffingReader::seek(uint64_t offset) {
+  throw Error(ErrorCode::kInvalidArgument, "gzip",
+              "cannot seek to byte " + std::to_string(offset) + " of a gzip stream", uri());
 }
 
 }  // namespace dataecho

@@ -2,6 +2,7 @@
 // magic (1f 8b), passed through otherwise. Concatenated gzip members are read one after
 // another, as gzip(1) does. Buffers one 256 KiB input chunk. Errors: a dataecho::Error
 // (stage "gzip", kDataLoss) naming the stream's URI and the compressed byte offset.
+// A ByteStream itself (position() counts decompressed bytes) that cannot seek.
 // Not thread-safe.
 #pragma once
 
@@ -14,23 +15,27 @@
 
 namespace dataecho {
 
-class GzipSniffingReader {
+class GzipSniffingReader : public ByteStream {
  public:
   explicit GzipSniffingReader(std::unique_ptr<ByteStream> stream);
-  ~GzipSniffingReader();
+  ~GzipSniffingReader() override;
   GzipSniffingReader(const GzipSniffingReader&) = delete;
   GzipSniffingReader& operator=(const GzipSniffingReader&) = delete;
 
   // Up to n bytes of the (decompressed) data; 0 only at the end.
-  size_t read(void* dst, size_t n);
-  size_t read_fully(void* dst, size_t n);
+  size_t read(void* dst, size_t n) override;
+  uint64_t position() const override { return position_; }
+  void seek(uint64_t offset) override;          // throws: a gzip stream is read front to back
+  int64_t size() const override { return -1; }  // not known before the end
+  const std::string& uri() const override { return stream_->uri(); }
   bool compressed() const { return gzip_; }
-  const std::string& uri() const { return stream_->uri(); }
   // Bytes of the underlying stream consumed so far.
   uint64_t compressed_position() const { return stream_->position() - (in_.size() - in_pos_); }
 
  private:
   bool fill();
+  size_t read_some(void* dst, size_t n);
+  uint64_t position_ = 0;
   std::unique_ptr<ByteStream> stream_;
   bool gzip_ = false;
   bool z_init_ = false;

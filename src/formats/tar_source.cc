@@ -175,38 +175,16 @@ class TarFileDataset : public Dataset {
   std::string uri_;
 };
 
-class TarDataset : public Dataset {
- public:
-  explicit TarDataset(const TarOptions& o) {
-    auto shared = std::make_shared<const TarOptions>(o);
-    for (size_t i = 0; i < o.uris.size(); ++i) {
-      parts_.push_back(
-          std::make_shared<TarFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
-    }
-    whole_ = make_concatenate({parts_.begin(), parts_.end()});
-  }
-  std::string op_name() const override { return "tar"; }
-  std::vector<DatasetPtr> shards() const override { return {parts_.begin(), parts_.end()}; }
-  void attach(std::string label, std::shared_ptr<NodeStats> stats) override {
-    for (auto& p : parts_) p->attach(label, stats);
-    Dataset::attach(std::move(label), std::move(stats));
-  }
-
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return whole_->make_iterator(ctx);
-  }
-
- private:
-  std::vector<std::shared_ptr<Dataset>> parts_;
-  DatasetPtr whole_;
-};
-
 }  // namespace
 
 DatasetPtr make_tar_source(const TarOptions& o) {
   if (o.uris.empty()) throw_error(ErrorCode::kInvalidArgument, "tar", "no files given");
-  return std::make_shared<TarDataset>(o);
+  auto shared = std::make_shared<const TarOptions>(o);
+  std::vector<std::shared_ptr<Dataset>> files;
+  for (size_t i = 0; i < o.uris.size(); ++i) {
+    files.push_back(std::make_shared<TarFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
+  }
+  return make_sharded_source("tar", std::move(files));
 }
 
 }  // namespace dataecho

@@ -120,33 +120,6 @@ class TfRecordFileDataset : public Dataset {
   std::string uri_;
 };
 
-class TfRecordDataset : public Dataset {
- public:
-  explicit TfRecordDataset(const TfRecordOptions& o) {
-    auto shared = std::make_shared<const TfRecordOptions>(o);
-    for (size_t i = 0; i < o.uris.size(); ++i) {
-      parts_.push_back(
-          std::make_shared<TfRecordFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
-    }
-    whole_ = make_concatenate({parts_.begin(), parts_.end()});
-  }
-  std::string op_name() const override { return "tfrecord"; }
-  std::vector<DatasetPtr> shards() const override { return {parts_.begin(), parts_.end()}; }
-  void attach(std::string label, std::shared_ptr<NodeStats> stats) override {
-    for (auto& p : parts_) p->attach(label, stats);
-    Dataset::attach(std::move(label), std::move(stats));
-  }
-
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return whole_->make_iterator(ctx);
-  }
-
- private:
-  std::vector<std::shared_ptr<Dataset>> parts_;
-  DatasetPtr whole_;
-};
-
 }  // namespace
 
 DatasetPtr make_tfrecord_source(const TfRecordOptions& o) {
@@ -158,7 +131,13 @@ DatasetPtr make_tfrecord_source(const TfRecordOptions& o) {
     throw_error(ErrorCode::kInvalidArgument, "tfrecord",
                 "\"raw\" gives the record bytes; it takes no \"features\"");
   }
-  return std::make_shared<TfRecordDataset>(o);
+  auto shared = std::make_shared<const TfRecordOptions>(o);
+  std::vector<std::shared_ptr<Dataset>> files;
+  for (size_t i = 0; i < o.uris.size(); ++i) {
+    files.push_back(
+        std::make_shared<TfRecordFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
+  }
+  return make_sharded_source("tfrecord", std::move(files));
 }
 
 }  // namespace dataecho

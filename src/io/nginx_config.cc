@@ -1,5 +1,8 @@
 #include "dataecho/io/nginx_config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -110,6 +113,25 @@ std::vector<std::string> nginx_command(const NginxConfigOptions& options) {
           options.prefix_dir + "/nginx.conf",
           "-e",
           options.prefix_dir + "/error.log"};
+}
+
+bool loopback_port_accepts(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+std::string nginx_error_log(const NginxConfigOptions& options) {
+  std::ifstream f(options.prefix_dir + "/error.log");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
 
 }  // namespace dataecho

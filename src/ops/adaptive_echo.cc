@@ -11,6 +11,7 @@
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/echo.h"
+#include "worker_pause.h"
 
 namespace dataecho {
 namespace {
@@ -63,7 +64,7 @@ class AdaptiveEchoDataset : public Dataset {
 
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
-      Pause pause(this, lock);
+      WorkerPause pause(lock, paused_, cv_, cv_, [this] { return !in_input_; });
       if (error_)
         throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.begin("adaptive_echo");
@@ -76,11 +77,11 @@ class AdaptiveEchoDataset : public Dataset {
         w.write_example(p.element);
         w.write_i64(p.copies);
       }
-      unlocked(lock, [&] { in_->save(w); });
+      pause.unlocked([&] { in_->save(w); });
     }
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
-      Pause pause(this, lock);
+      WorkerPause pause(lock, paused_, cv_, cv_, [this] { return !in_input_; });
       r.expect("adaptive_echo");
       bool input_done = r.read_bool();
       Rng rng;
@@ -104,7 +105,7 @@ class AdaptiveEchoDataset : public Dataset {
         }
         pool.push_back(std::move(p));
       }
-      unlocked(lock, [&] { in_->restore(r); });
+      pause.unlocked([&] { in_->restore(r); });
       input_done_ = input_done;
       rng_ = rng;
       fresh_ = std::move(fresh);
@@ -157,37 +158,6 @@ class AdaptiveEchoDataset : public Dataset {
       Example element;  // as it came in (copy 0)
       int64_t copies;   // times emitted so far, < max_copies_
       uint64_t seq;     // arrival order, for eviction
-    };
-
-    // Stops the worker from taking input for the life of this object (save/restore).
-    // Runs `fn` (a save or restore of the input, while paused) without holding mu_: the
-    // input may create iterators and so take cancellation-token locks, while a token's
-    // cancel callback takes mu_; holding mu_ here would invert that lock order.
-    template <class Fn>
-    static void unlocked(std::unique_lock<std::mutex>& lock, Fn fn) {
-      lock.unlock();
-      try {
-        fn();
-      } catch (...) {
-        lock.lock();
-        throw;
-      }
-      lock.lock();
-    }
-
-    class Pause {
-     public:
-      Pause(It* it, std::unique_lock<std::mutex>& lock) : it_(it) {
-        it_->paused_ = true;
-        it_->cv_.wait(lock, [this] { return !it_->in_input_; });
-      }
-      ~Pause() {
-        it_->paused_ = false;
-        it_->cv_.notify_all();
-      }
-
-     private:
-      It* it_;
     };
 
     // Adds a just-emitted fresh element to the repeat candidates; a full pool drops its

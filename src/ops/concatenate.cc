@@ -3,6 +3,47 @@
 namespace dataecho {
 namespace {
 
+// Reads `parts` one after another.
+class ConcatIt : public Iterator {
+ public:
+  ConcatIt(const std::vector<DatasetPtr>& parts, const IteratorContext& ctx)
+      : parts_(parts), ctx_(ctx) {}
+  void save(StateWriter& w) override {
+    w.begin("concatenate");
+    w.write_u64(index_);
+    w.write_bool(current_ != nullptr);
+    if (current_) current_->save(w);
+  }
+  void restore(StateReader& r) override {
+    r.expect("concatenate");
+    index_ = r.read_u64();
+    if (index_ > parts_.size())
+      throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
+    current_.reset();
+    if (r.read_bool()) {
+      current_ = parts_[index_]->make_iterator(ctx_);
+      current_->restore(r);
+    }
+  }
+
+ protected:
+  std::optional<Example> next_impl() override {
+    while (index_ < parts_.size()) {
+      if (!current_) current_ = parts_[index_]->make_iterator(ctx_);
+      if (auto e = current_->next()) return e;
+      current_.reset();
+      ++index_;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const std::vector<DatasetPtr>& parts_;  // owned by the dataset, which outlives this
+  IteratorContext ctx_;
+  size_t index_ = 0;
+  std::unique_ptr<Iterator> current_;
+};
+
 class ConcatenateDataset : public Dataset {
  public:
   explicit ConcatenateDataset(std::vector<DatasetPtr> parts) : parts_(std::move(parts)) {}
@@ -11,57 +52,46 @@ class ConcatenateDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(parts_, ctx);
+    return std::make_unique<ConcatIt>(parts_, ctx);
   }
 
  private:
-  class It : public Iterator {
-   public:
-    It(const std::vector<DatasetPtr>& parts, const IteratorContext& ctx)
-        : parts_(parts), ctx_(ctx) {}
-    void save(StateWriter& w) override {
-      w.begin("concatenate");
-      w.write_u64(index_);
-      w.write_bool(current_ != nullptr);
-      if (current_) current_->save(w);
-    }
-    void restore(StateReader& r) override {
-      r.expect("concatenate");
-      index_ = r.read_u64();
-      if (index_ > parts_.size())
-        throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
-      current_.reset();
-      if (r.read_bool()) {
-        current_ = parts_[index_]->make_iterator(ctx_);
-        current_->restore(r);
-      }
-    }
-
-   protected:
-    std::optional<Example> next_impl() override {
-      while (index_ < parts_.size()) {
-        if (!current_) current_ = parts_[index_]->make_iterator(ctx_);
-        if (auto e = current_->next()) return e;
-        current_.reset();
-        ++index_;
-      }
-      return std::nullopt;
-    }
-
-   private:
-    const std::vector<DatasetPtr>& parts_;
-    IteratorContext ctx_;
-    size_t index_ = 0;
-    std::unique_ptr<Iterator> current_;
-  };
-
   std::vector<DatasetPtr> parts_;
+};
+
+class ShardedSourceDataset : public Dataset {
+ public:
+  ShardedSourceDataset(std::string op_name, std::vector<std::shared_ptr<Dataset>> shards)
+      : op_name_(std::move(op_name)), mutable_shards_(std::move(shards)) {
+    shards_.assign(mutable_shards_.begin(), mutable_shards_.end());
+  }
+  std::string op_name() const override { return op_name_; }
+  std::vector<DatasetPtr> shards() const override { return shards_; }
+  bool counts_elements() const override { return false; }  // the shards count them
+  void attach(std::string label, std::shared_ptr<NodeStats> stats) override {
+    for (auto& s : mutable_shards_) s->attach(label, stats);
+    Dataset::attach(std::move(label), std::move(stats));
+  }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    return std::make_unique<ConcatIt>(shards_, ctx);
+  }
+
+ private:
+  std::string op_name_;
+  std::vector<std::shared_ptr<Dataset>> mutable_shards_;  // for attach()
+  std::vector<DatasetPtr> shards_;
 };
 
 }  // namespace
 
 DatasetPtr make_concatenate(std::vector<DatasetPtr> parts) {
   return std::make_shared<ConcatenateDataset>(std::move(parts));
+}
+
+DatasetPtr make_sharded_source(std::string op_name, std::vector<std::shared_ptr<Dataset>> shards) {
+  return std::make_shared<ShardedSourceDataset>(std::move(op_name), std::move(shards));
 }
 
 }  // namespace dataecho

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dataecho/core/clock.h"
+#include "worker_pause.h"
 
 namespace dataecho {
 namespace {
@@ -109,18 +110,18 @@ class MapDataset : public Dataset {
 
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
-      quiesce(lock);
+      WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return busy_ == 0; });
       if (error_seq_ >= 0)
         throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.begin("map");
       w.write_u64(done_.size());
       for (const auto& [seq, e] : done_) w.write_example(*e.value);
       w.write_bool(input_done_);
-      with_input_unlocked(lock, [&] { in_->save(w); });
+      pause.unlocked([&] { in_->save(w); });
     }
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
-      quiesce(lock);
+      WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return busy_ == 0; });
       r.expect("map");
       uint64_t n = r.read_u64();
       done_.clear();
@@ -130,7 +131,7 @@ class MapDataset : public Dataset {
       next_seq_ = static_cast<int64_t>(n);
       input_done_ = r.read_bool();
       end_seq_ = input_done_ ? next_seq_ : -1;
-      with_input_unlocked(lock, [&] { in_->restore(r); });
+      pause.unlocked([&] { in_->restore(r); });
     }
 
    protected:
@@ -182,25 +183,6 @@ class MapDataset : public Dataset {
       }
     }
 
-    // Runs `fn` on the input while the workers are paused, without holding mu_: the
-    // input may create iterators (and so take cancellation-token locks), and the token's
-    // cancel callback takes mu_, so holding mu_ here would invert the lock order.
-    template <class Fn>
-    void with_input_unlocked(std::unique_lock<std::mutex>& lock, Fn fn) {
-      lock.unlock();
-      try {
-        fn();
-      } catch (...) {
-        lock.lock();
-        paused_ = false;
-        worker_cv_.notify_all();
-        throw;
-      }
-      lock.lock();
-      paused_ = false;
-      worker_cv_.notify_all();
-    }
-
     // Results the consumer can take now without waiting, counted up to wake_batch_.
     size_t ready_to_emit() const {
       if (!ds_->o_.deterministic) return done_.size();
@@ -209,11 +191,6 @@ class MapDataset : public Dataset {
         if (it->first != emit_seq_ + static_cast<int64_t>(n)) break;
       }
       return n;
-    }
-
-    void quiesce(std::unique_lock<std::mutex>& lock) {
-      paused_ = true;
-      consumer_cv_.wait(lock, [this] { return busy_ == 0; });
     }
 
     void run() {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dataecho/core/clock.h"
+#include "worker_pause.h"
 
 namespace dataecho {
 namespace {
@@ -48,8 +49,7 @@ class PrefetchDataset : public Dataset {
 
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
-      paused_ = true;
-      consumer_cv_.wait(lock, [this] { return !in_input_; });
+      WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return !in_input_; });
       w.begin("prefetch");
       w.write_bool(input_done_);
       w.write_bool(error_ != nullptr);
@@ -57,42 +57,20 @@ class PrefetchDataset : public Dataset {
         throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.write_u64(buf_.size());
       for (const auto& e : buf_) w.write_example(e);
-      with_input_unlocked(lock, [&] { in_->save(w); });
+      pause.unlocked([&] { in_->save(w); });
     }
     void restore(StateReader& r) override {
       std::unique_lock<std::mutex> lock(mu_);
-      paused_ = true;
-      consumer_cv_.wait(lock, [this] { return !in_input_; });
+      WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return !in_input_; });
       r.expect("prefetch");
       input_done_ = r.read_bool();
       r.read_bool();
       uint64_t n = r.read_u64();
       buf_.clear();
       for (uint64_t i = 0; i < n; ++i) buf_.push_back(r.read_example());
-      with_input_unlocked(lock, [&] { in_->restore(r); });
+      pause.unlocked([&] { in_->restore(r); });
     }
 
-   private:
-    // Runs `fn` on the input while the worker is paused, without holding mu_: the input
-    // may create iterators (and so take cancellation-token locks), and the token's
-    // cancel callback takes mu_, so holding mu_ here would invert the lock order.
-    template <class Fn>
-    void with_input_unlocked(std::unique_lock<std::mutex>& lock, Fn fn) {
-      lock.unlock();
-      try {
-        fn();
-      } catch (...) {
-        lock.lock();
-        paused_ = false;
-        worker_cv_.notify_all();
-        throw;
-      }
-      lock.lock();
-      paused_ = false;
-      worker_cv_.notify_all();
-    }
-
-   public:
    protected:
     std::optional<Example> next_impl() override {
       std::unique_lock<std::mutex> lock(mu_);

@@ -44,33 +44,6 @@ class RangeDataset : public Dataset {
   int64_t begin_, end_;
 };
 
-class ShardedRangeDataset : public Dataset {
- public:
-  explicit ShardedRangeDataset(const RangeOptions& o) {
-    int64_t n = o.shards;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t b = o.count * i / n, e = o.count * (i + 1) / n;
-      parts_.push_back(std::make_shared<RangeDataset>(b, e));
-    }
-    whole_ = make_concatenate({parts_.begin(), parts_.end()});
-  }
-  std::string op_name() const override { return "range"; }
-  std::vector<DatasetPtr> shards() const override { return {parts_.begin(), parts_.end()}; }
-  void attach(std::string label, std::shared_ptr<NodeStats> stats) override {
-    for (auto& p : parts_) p->attach(label, stats);
-    Dataset::attach(std::move(label), std::move(stats));
-  }
-
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return whole_->make_iterator(ctx);
-  }
-
- private:
-  std::vector<std::shared_ptr<Dataset>> parts_;
-  DatasetPtr whole_;
-};
-
 }  // namespace
 
 DatasetPtr make_range(const RangeOptions& o) {
@@ -81,7 +54,12 @@ DatasetPtr make_range(const RangeOptions& o) {
     throw_error(ErrorCode::kInvalidArgument, "range",
                 "shards must be >= 1, got " + std::to_string(o.shards));
   if (o.shards == 1) return std::make_shared<RangeDataset>(0, o.count);
-  return std::make_shared<ShardedRangeDataset>(o);
+  std::vector<std::shared_ptr<Dataset>> parts;
+  for (int64_t i = 0; i < o.shards; ++i) {
+    parts.push_back(
+        std::make_shared<RangeDataset>(o.count * i / o.shards, o.count * (i + 1) / o.shards));
+  }
+  return make_sharded_source("range", std::move(parts));
 }
 
 }  // namespace dataecho

@@ -208,10 +208,15 @@ TEST(TfRecord, ShardsIdsAndInterleave) {
   EXPECT_EQ(v[0].id(), 0);
   EXPECT_EQ(v[5].id(), (int64_t{1} << 40) | 1);
   EXPECT_EQ(v[5].get("image").bytes(), "img101");
+  // The source's stats count each record once, read in order or interleaved.
+  auto seq = build_in(dir, R"({"source": )" + src + "}");
+  ASSERT_EQ(testing::drain(*seq).size(), 12u);
+  EXPECT_EQ(seq->stats().nodes()[0]->elements.load(), 12);
   auto p =
       build_in(dir, R"({"source": )" + src + R"(, "stages": [{"op": "interleave", "cycle": 3}]})");
   auto w = testing::drain(*p);
   ASSERT_EQ(w.size(), 12u);
+  EXPECT_EQ(p->stats().nodes()[0]->elements.load(), 12);
   EXPECT_EQ(w[0].id(), 0);
   EXPECT_EQ(w[1].id(), int64_t{1} << 40);
   EXPECT_EQ(w[2].id(), int64_t{2} << 40);

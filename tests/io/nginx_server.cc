@@ -18,29 +18,6 @@
 #include "test_util.h"
 
 namespace dataecho::testing {
-namespace {
-
-bool can_connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 int free_loopback_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket() failed");
@@ -103,19 +80,18 @@ void NginxServer::launch() {
   pid_ = pid;
   // Bounded wait: up to 10 s for the port to accept connections.
   for (int i = 0; i < 1000; ++i) {
-    if (can_connect(config_.port)) return;
+    if (loopback_port_accepts(config_.port)) return;
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       throw std::runtime_error("nginx exited at start on port " + std::to_string(config_.port) +
-                               ": " + read_text(config_.prefix_dir + "/error.log"));
+                               ": " + nginx_error_log(config_));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   stop();
   throw std::runtime_error("nginx did not accept connections on port " +
-                           std::to_string(config_.port) + ": " +
-                           read_text(config_.prefix_dir + "/error.log"));
+                           std::to_string(config_.port) + ": " + nginx_error_log(config_));
 }
 
 void NginxServer::stop() {

@@ -44,4 +44,10 @@ std::vector<std::string> nginx_command(const NginxConfigOptions& options);
 // Bytes per second of an nginx rate ("2m" -> 2097152); 0 for empty. Throws on garbage.
 int64_t parse_nginx_rate(const std::string& rate);
 
+// Whether something accepts TCP connections on 127.0.0.1:port (nginx has started).
+bool loopback_port_accepts(int port);
+
+// The text of nginx's error log for these options (prefix_dir/error.log; "" if none).
+std::string nginx_error_log(const NginxConfigOptions& options);
+
 }  // namespace dataecho

@@ -22,4 +22,10 @@ DatasetPtr make_memory_source(std::vector<Example> examples, bool keep_ids = fal
 // read their files when no `interleave` follows them. Buffers nothing.
 DatasetPtr make_concatenate(std::vector<DatasetPtr> parts);
 
+// A source over several shards (files, or ranges of a `range`): reads them one after
+// another, and hands them to `interleave` and file-level `shard` through shards(). The
+// shards share the source's label and stats and count its elements, whichever way they
+// are read. Buffers nothing.
+DatasetPtr make_sharded_source(std::string op_name, std::vector<std::shared_ptr<Dataset>> shards);
+
 }  // namespace dataecho

@@ -86,7 +86,7 @@ struct CellResult {
   Spread fresh, steps, seconds, wall_seconds, achieved_echo, r;
   // Against the baseline cell of the same batch size (when both have figures):
   std::optional<double> fresh_reduction;  // baseline fresh / this cell's fresh
-  std::optional<double> speedup;          // baseline seconds / this cell's seconds
+  std::optional<double> speedup;          // baseline wall seconds to target / this cell's
   std::optional<double> ideal_speedup;    // min(achieved echo, baseline R)
   nlohmann::json to_json() const;
 };
