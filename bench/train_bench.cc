@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dataecho/core/allocator.h"
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/train/memory_pipeline.h"
@@ -22,6 +23,7 @@ using namespace dataecho;
 using namespace dataecho::train;
 
 int main(int argc, char** argv) {
+  tune_allocator_for_pipelines();  // as the dataecho tool does
   std::string model = "mlp";
   int64_t steps = 300, batch = 128, rounds = 3, examples = 4096;
   int threads = 1;

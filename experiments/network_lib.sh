@@ -34,8 +34,13 @@ render_config() {
     -e "s#@MAX_FACTOR@#${MAX_FACTOR:-4}#g" -e "s#@OUT@#${OUT}#g" -e "s#@PWD@#${PWD}#g" "$1" >"$2"
 }
 
-free_port() {
+free_port() {  # PREFERRED_PORT first when free: the served URL is part of every run's
+  # config, so a stable port is what lets a rerun skip the runs already done
   local p
+  if [[ -n "${PREFERRED_PORT:-}" ]] && ! (exec 3<>"/dev/tcp/127.0.0.1/$PREFERRED_PORT") 2>/dev/null; then
+    echo "$PREFERRED_PORT"
+    return
+  fi
   for _ in $(seq 50); do
     p=$((20000 + RANDOM % 20000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then

@@ -15,6 +15,12 @@ MODEL_ARGS="--model cnn --depth 2 --width 16 --threads 2"
 BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 [[ -x "$BIN" ]] || { echo "run_network: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 mkdir -p "$OUT"
+# A stable port per experiment (the URL is in every run's config: see free_port).
+case "$NAME" in
+  network) PREFERRED_PORT=28531 ;;
+  network_variants) PREFERRED_PORT=28532 ;;
+  *) PREFERRED_PORT=28539 ;;
+esac
 source experiments/network_lib.sh
 trap stop_server EXIT
 make_shards

@@ -154,9 +154,9 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     if (c.cell.variant != EchoVariant::kBaseline && c.speedup) {
       const CellResult* b = baseline_for(cells, c);
       double lo = *c.speedup, hi = *c.speedup;
-      if (b && b->seconds.median && c.seconds.max && c.seconds.min) {
-        lo = *b->seconds.median / *c.seconds.max;
-        hi = *b->seconds.median / *c.seconds.min;
+      if (b && b->wall_seconds.median && c.wall_seconds.max && c.wall_seconds.min) {
+        lo = *b->wall_seconds.median / *c.wall_seconds.max;
+        hi = *b->wall_seconds.median / *c.wall_seconds.min;
       }
       speed_series[key].title = key;
       speed_series[key].rows.push_back({*x, *c.speedup, lo, hi});
@@ -211,8 +211,8 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
   gp << "# Written by dataecho experiment; run `gnuplot plots.gp` in this folder.\n"
      << "set key outside right top\nset grid\n"
      << "do for [fmt in \"png svg\"] {\n"
-     << "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 enhanced font \"sans,10\" } "
-        "else { set terminal svg size 1000,600 enhanced font \"sans,10\" dynamic }\n";
+     << "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
+        "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }\n";
   const std::string name = gp_string(spec.name);
   std::vector<std::string> files;
   if (!fs_list.empty()) {
@@ -251,7 +251,7 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     gp << "set output \"speedup_vs_factor.\".fmt\n"
        << "set title " << name << ".\": wall-clock speedup to target vs echo factor\"\n"
        << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"speedup vs baseline "
-          "(time to target, evaluations excluded)\"\n"
+          "(wall-clock time to target)\"\n"
        << "set xrange [1:" << max_x + 0.5 << "]\nset yrange [0:*]\n"
        << "R = " << (r_base > 0 ? r_base : max_x + 1) << "\nideal(x) = x < R ? x : R\nplot ";
     for (size_t i = 0; i < sp_list.size(); ++i)
