@@ -209,48 +209,35 @@ DE_AVX512_TARGET inline __m128i fold128(__m128i x, const uint64_t k[2], __m128i 
   return _mm_xor_si128(_mm_xor_si128(lo, hi), data);
 }
 
-DE_AVX512_TARGET uint32_t extend_avx512(uint32_t crc, const uint8_t* p, size_t n, uint8_t* dst) {
-  if (n < kAvx512MinBytes) return extend_sse42(crc, p, n, dst);
-  __m512i x0 = _mm512_loadu_si512(p);
-  __m512i x1 = _mm512_loadu_si512(p + 64);
-  __m512i x2 = _mm512_loadu_si512(p + 128);
-  __m512i x3 = _mm512_loadu_si512(p + 192);
+// Loads the 256 bytes at p into d[0..3], stores them at dst when it is not null, and
+// moves both pointers past them.
+DE_AVX512_TARGET inline void load256(const uint8_t*& p, uint8_t*& dst, __m512i d[4]) {
+  for (int i = 0; i < 4; ++i) d[i] = _mm512_loadu_si512(p + 64 * i);
   if (dst != nullptr) {
-    _mm512_storeu_si512(dst, x0);
-    _mm512_storeu_si512(dst + 64, x1);
-    _mm512_storeu_si512(dst + 128, x2);
-    _mm512_storeu_si512(dst + 192, x3);
+    for (int i = 0; i < 4; ++i) _mm512_storeu_si512(dst + 64 * i, d[i]);
     dst += 256;
   }
+  p += 256;
+}
+
+DE_AVX512_TARGET uint32_t extend_avx512(uint32_t crc, const uint8_t* p, size_t n, uint8_t* dst) {
+  if (n < kAvx512MinBytes) return extend_sse42(crc, p, n, dst);
+  __m512i x[4], d[4];
+  load256(p, dst, x);
+  n -= 256;
   // A reflected CRC's starting register is the same as that register xored into the
   // first four bytes of the data, with a register of zero.
-  x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, static_cast<uint32_t>(~crc)));
-  p += 256;
-  n -= 256;
+  x[0] = _mm512_xor_si512(x[0], _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, static_cast<uint32_t>(~crc)));
   const __m512i k2048 = broadcast_fold(kFold2048);
   while (n >= 256) {
-    __m512i d0 = _mm512_loadu_si512(p);
-    __m512i d1 = _mm512_loadu_si512(p + 64);
-    __m512i d2 = _mm512_loadu_si512(p + 128);
-    __m512i d3 = _mm512_loadu_si512(p + 192);
-    if (dst != nullptr) {
-      _mm512_storeu_si512(dst, d0);
-      _mm512_storeu_si512(dst + 64, d1);
-      _mm512_storeu_si512(dst + 128, d2);
-      _mm512_storeu_si512(dst + 192, d3);
-      dst += 256;
-    }
-    x0 = fold512(x0, k2048, d0);
-    x1 = fold512(x1, k2048, d1);
-    x2 = fold512(x2, k2048, d2);
-    x3 = fold512(x3, k2048, d3);
-    p += 256;
+    load256(p, dst, d);
+    for (int i = 0; i < 4; ++i) x[i] = fold512(x[i], k2048, d[i]);
     n -= 256;
   }
   // Four accumulators into one (x0 is 192 bytes before x3, x1 128, x2 64) ...
-  __m512i t = fold512(x2, broadcast_fold(kFold512), x3);
-  t = fold512(x1, broadcast_fold(kFold1024), t);
-  t = fold512(x0, broadcast_fold(kFold1536), t);
+  __m512i t = fold512(x[2], broadcast_fold(kFold512), x[3]);
+  t = fold512(x[1], broadcast_fold(kFold1024), t);
+  t = fold512(x[0], broadcast_fold(kFold1536), t);
   // ... its four lanes into one ...
   alignas(64) __m128i lane[4];
   _mm512_store_si512(lane, t);
