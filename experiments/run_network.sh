@@ -19,6 +19,7 @@ mkdir -p "$OUT"
 case "$NAME" in
   network) PREFERRED_PORT=28531 ;;
   network_variants) PREFERRED_PORT=28532 ;;
+  network_batch) PREFERRED_PORT=28533 ;;
   *) PREFERRED_PORT=28539 ;;
 esac
 source experiments/network_lib.sh
