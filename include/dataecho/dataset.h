@@ -42,9 +42,9 @@ class Iterator {
   // The time spent inside next() is sampled: a cheap node (under kTimeEveryCallNs per
   // call) is timed on one call in kSampleStride, and that call's time stands for the
   // untimed calls since the previous timed one (the choice to time a call depends only
-  // on earlier calls, so the estimate is unbiased); a slow node is timed on every call. Reading the
-  // clock costs 20 to 100 ns on a VM, which is more than a cheap node's work; element, row and byte
-  // counts stay exact.
+  // on earlier calls, so the estimate is unbiased); a slow node is timed on every call.
+  // Reading the clock costs 20 to 100 ns on a VM, more than a cheap node's work.
+  // Element, row and byte counts stay exact.
   std::optional<Example> next();
   static constexpr uint32_t kSampleStride = 16;
   static constexpr int64_t kTimeEveryCallNs = 20'000;

@@ -8,35 +8,27 @@ namespace dataecho {
 
 std::optional<Example> Iterator::next() {
   if (stats_ == nullptr) return next_impl();
+  const bool timed = untimed_left_ == 0;
+  const int64_t t0 = timed ? now_ns() : 0;
+  if (!timed) --untimed_left_;
+  auto account = [&] {
+    if (!timed) return;
+    int64_t dt = now_ns() - t0;
+    stats_->next_ns.fetch_add(dt * stride_, std::memory_order_relaxed);
+    stride_ = dt >= kTimeEveryCallNs ? 1 : kSampleStride;
+    untimed_left_ = stride_ - 1;
+  };
   std::optional<Example> out;
-  if (untimed_left_ > 0) {
-    --untimed_left_;
-    try {
-      out = next_impl();
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(ErrorCode::kInternal, label(), e.what());
-    }
-  } else {
-    int64_t t0 = now_ns();
-    auto account = [&] {
-      int64_t dt = now_ns() - t0;
-      stats_->next_ns.fetch_add(dt * stride_, std::memory_order_relaxed);
-      stride_ = dt >= kTimeEveryCallNs ? 1 : kSampleStride;
-      untimed_left_ = stride_ - 1;
-    };
-    try {
-      out = next_impl();
-    } catch (const Error&) {
-      account();
-      throw;
-    } catch (const std::exception& e) {
-      account();
-      throw Error(ErrorCode::kInternal, label(), e.what());
-    }
+  try {
+    out = next_impl();
+  } catch (const Error&) {
     account();
+    throw;
+  } catch (const std::exception& e) {
+    account();
+    throw Error(ErrorCode::kInternal, label(), e.what());
   }
+  account();
   if (out) {
     stats_->elements.fetch_add(1, std::memory_order_relaxed);
     stats_->rows.fetch_add(static_cast<int64_t>(out->num_rows()), std::memory_order_relaxed);

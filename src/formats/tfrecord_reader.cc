@@ -76,7 +76,7 @@ size_t TfRecordReader::take(unsigned char* dst, size_t n, uint32_t* crc) {
         if (crc != nullptr) *crc = crc32c::extend(*crc, dst + done, got);
         return done + got;
       }
-      if (!chunk_) chunk_ = std::make_unique<unsigned char[]>(kChunkBytes);
+      if (!chunk_) chunk_ = std::make_unique_for_overwrite<unsigned char[]>(kChunkBytes);
       chunk_begin_ = 0;
       chunk_end_ = stream_->read(chunk_.get(), kChunkBytes);
       if (chunk_end_ == 0) return done;

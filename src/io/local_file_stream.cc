@@ -40,7 +40,7 @@ class LocalFileStream : public ByteStream {
       throw Error(ErrorCode::kInvalidArgument, "io", "is a directory, not a file", uri_);
     }
     size_ = S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : -1;
-    buffer_.resize(std::max<size_t>(options.buffer_bytes, 1));
+    buffer_bytes_ = std::max<size_t>(options.buffer_bytes, 1);
 #ifdef POSIX_FADV_SEQUENTIAL
     ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -54,11 +54,14 @@ class LocalFileStream : public ByteStream {
     size_t avail = end_ - begin_;
     if (avail == 0) {
       // Large reads (a whole record) go straight to the caller's memory: one copy, not two.
-      if (n >= std::min<size_t>(buffer_.size(), kDirectReadBytes)) {
+      if (n >= std::min<size_t>(buffer_bytes_, kDirectReadBytes)) {
         size_t got = sys_read(dst, n);
         position_ += got;
         return got;
       }
+      // Allocated on the first small read: a reader that only makes large ones (the
+      // TFRecord reader's 1 MiB chunks) never pays for it.
+      if (buffer_.empty()) buffer_.resize(buffer_bytes_);
       begin_ = 0;
       end_ = sys_read(buffer_.data(), buffer_.size());
       avail = end_;
@@ -106,7 +109,8 @@ class LocalFileStream : public ByteStream {
   int fd_ = -1;
   int64_t size_ = -1;
   uint64_t position_ = 0;
-  std::vector<char> buffer_;
+  size_t buffer_bytes_ = 0;
+  std::vector<char> buffer_;  // buffer_bytes_ once allocated
   size_t begin_ = 0, end_ = 0;
 };
 

@@ -334,18 +334,19 @@ nlohmann::json CellResult::to_json() const {
 std::string ExperimentReport::to_text() const {
   std::ostringstream o;
   char line[1024];
-  std::snprintf(line, sizeof line,
-                "%-34s %-7s %-26s %-22s %-22s %-22s %-16s %-16s %-7s %-7s %-6s\n", "cell",
-                "reached", "fresh to target", "steps to target", "s to target (wall)",
-                "s to target (train)", "achieved echo", "R", "fresh/", "speedup", "ideal");
+  // One format for the header and the rows, so that the columns line up.
+  static constexpr const char* kRow =
+      "%-34s %-7s %-26s %-22s %-22s %-22s %-16s %-16s %-7s %-7s %-6s\n";
+  std::snprintf(line, sizeof line, kRow, "cell", "reached", "fresh to target", "steps to target",
+                "s to target (wall)", "s to target (train)", "achieved echo", "R", "fresh/",
+                "speedup", "ideal");
   o << line;
   for (const auto& c : cells) {
     const std::string reached =
         std::to_string(c.reached) + "/" + std::to_string(c.cell.seeds.size());
-    std::snprintf(line, sizeof line,
-                  "%-34s %-7s %-26s %-22s %-22s %-22s %-16s %-16s %-7s %-7s %-6s\n",
-                  c.cell.id.c_str(), reached.c_str(), spread_text(c.fresh, "%.0f").c_str(),
-                  spread_text(c.steps, "%.0f").c_str(), spread_text(c.wall_seconds, "%.1f").c_str(),
+    std::snprintf(line, sizeof line, kRow, c.cell.id.c_str(), reached.c_str(),
+                  spread_text(c.fresh, "%.0f").c_str(), spread_text(c.steps, "%.0f").c_str(),
+                  spread_text(c.wall_seconds, "%.1f").c_str(),
                   spread_text(c.seconds, "%.1f").c_str(),
                   spread_text(c.achieved_echo, "%.2f").c_str(), spread_text(c.r, "%.2f").c_str(),
                   c.fresh_reduction ? fmt(c.fresh_reduction, "%.2fx").c_str() : "-",

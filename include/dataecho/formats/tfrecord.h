@@ -58,7 +58,6 @@ class TfRecordReader {
   uint64_t bytes_after_record_start();
   // Continues at a record boundary found by offset() earlier.
   void seek(uint64_t offset);
-  ByteStream& stream() { return *stream_; }
 
   static constexpr size_t kChunkBytes = 1 << 20;
 
