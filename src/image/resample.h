@@ -26,6 +26,13 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
 // Identity on [lo, lo + len), optionally reversed.
 Taps identity_taps(int lo, int len, bool reverse);
 
+// The horizontal filter's implementations: kWindow (AVX2 permutes within a 16-value
+// window), kGather (AVX2 gathers) and kScalar give the same bits; kBest picks per image.
+enum class HFilterKernel { kBest, kWindow, kGather, kScalar };
+// For tests: use `kernel` wherever it applies (kWindow falls back to kGather where a
+// group does not fit its window; without AVX2 everything is kScalar). Not thread-safe.
+void force_hfilter_kernel(HFilterKernel kernel);
+
 // Output: uint8 HWC (scale == nullptr) or float32 CHW with out = acc * scale[c] + bias[c].
 // `src` points at source pixel (origin_y, origin_x); taps hold absolute indices.
 Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty, const Taps& tx,

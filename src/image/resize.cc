@@ -116,13 +116,13 @@ inline v8sf load8(const float* p) {
 inline void store8(float* p, v8sf v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Columns [0, n) of an interleaved uint8 row with `channels` channels into `channels`
-// float planes of `n` values each.
+// float planes, `plane_stride` values apart.
 DATAECHO_CLONES
-void deinterleave(const uint8_t* row, int channels, int n, float* planes) {
+void deinterleave(const uint8_t* row, int channels, int n, int plane_stride, float* planes) {
   if (channels == 3) {
     float* p0 = planes;
-    float* p1 = planes + n;
-    float* p2 = planes + 2 * n;
+    float* p1 = planes + plane_stride;
+    float* p2 = planes + 2 * plane_stride;
     for (int i = 0; i < n; ++i) {
       p0[i] = row[3 * i];
       p1[i] = row[3 * i + 1];
@@ -131,8 +131,45 @@ void deinterleave(const uint8_t* row, int channels, int n, float* planes) {
     return;
   }
   for (int c = 0; c < channels; ++c)
-    for (int i = 0; i < n; ++i) planes[c * n + i] = row[i * channels + c];
+    for (int i = 0; i < n; ++i) planes[c * plane_stride + i] = row[i * channels + c];
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// deinterleave for 1 and 3 channels, 8 pixels at a time: byte shuffles pick each
+// channel's 8 bytes out of the pixels' 24, then widen to floats. The compiler's own
+// vectorization of the strided loop above is several times slower.
+__attribute__((target("avx2"))) void deinterleave_avx2(const uint8_t* row, int channels, int n,
+                                                       int plane_stride, float* planes) {
+  int i = 0;
+  if (channels == 1) {
+    for (; i + 8 <= n; i += 8) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i));
+      _mm256_storeu_ps(planes + i, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)));
+    }
+  } else if (channels == 3) {
+    // Pixels 0-4 come from bytes 0-15 (a), pixels 5-7 from bytes 8-23 (b); -1 gives 0.
+    const __m128i sa[3] = {
+        _mm_setr_epi8(0, 3, 6, 9, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+        _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+        _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)};
+    const __m128i sb[3] = {
+        _mm_setr_epi8(-1, -1, -1, -1, -1, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1),
+        _mm_setr_epi8(-1, -1, -1, -1, -1, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1),
+        _mm_setr_epi8(-1, -1, -1, -1, -1, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1)};
+    for (; i + 8 <= n; i += 8) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 3 * i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 3 * i + 8));
+      for (int c = 0; c < 3; ++c) {
+        const __m128i bytes = _mm_or_si128(_mm_shuffle_epi8(a, sa[c]), _mm_shuffle_epi8(b, sb[c]));
+        _mm256_storeu_ps(planes + c * plane_stride + i,
+                         _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+      }
+    }
+  }
+  for (; i < n; ++i)
+    for (int c = 0; c < channels; ++c) planes[c * plane_stride + i] = row[i * channels + c];
+}
+#endif
 
 // out[o] = sum_j w[j * n + o] * plane[start[o] + j]: the horizontal filter on one plane.
 // Weights are tap-major, so each tap's weights are contiguous.
@@ -188,14 +225,69 @@ __attribute__((target("avx2"))) void hfilter_avx2(const float* plane, const int*
     out[o] = acc;
   }
 }
+
+// The gather-free horizontal filter. Outputs go in groups of 8; a group's taps all lie
+// in a window of 16 consecutive source values starting at base[g], and idx holds each
+// output's first tap relative to that window. Two permutes and a blend pick 8 values
+// out of the window per tap: on AMD Zen a gather of 8 floats costs several times that.
+// The same operations in the same order as hfilter, so the same bits.
+// K > 0: that many taps, known at compile time (the loop unrolls); K == 0: k taps.
+template <int K>
+__attribute__((target("avx2"))) void hfilter_window_avx2(const float* plane, const int* start,
+                                                         const int* base, const int* idx,
+                                                         const float* w, int k, int n, float* out) {
+  if constexpr (K > 0) k = K;
+  const __m256i one = _mm256_set1_epi32(1);
+  int o = 0;
+  for (int g = 0; o + 8 <= n; o += 8, ++g) {
+    const float* p = plane + base[g];
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    __m256i ix = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + 8 * g));
+    __m256 a = _mm256_setzero_ps();
+    for (int j = 0; j < k; ++j) {
+      // permutevar8x32 uses the low 3 bits of each index; bit 3 (moved to the sign bit)
+      // chooses the upper half of the window.
+      const __m256 v =
+          _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, ix), _mm256_permutevar8x32_ps(hi, ix),
+                           _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
+      const __m256 t = _mm256_mul_ps(v, _mm256_loadu_ps(w + static_cast<size_t>(j) * n + o));
+      a = j == 0 ? t : _mm256_add_ps(a, t);
+      ix = _mm256_add_epi32(ix, one);
+    }
+    _mm256_storeu_ps(out + o, a);
+  }
+  for (; o < n; ++o) {
+    const float* p = plane + start[o];
+    float acc = p[0] * w[o];
+    for (int j = 1; j < k; ++j) acc += p[j] * w[j * n + o];
+    out[o] = acc;
+  }
+}
+
+void hfilter_window(const float* plane, const int* start, const int* base, const int* idx,
+                    const float* w, int k, int n, float* out) {
+  switch (k) {
+    case 1:
+      return hfilter_window_avx2<1>(plane, start, base, idx, w, k, n, out);
+    case 2:
+      return hfilter_window_avx2<2>(plane, start, base, idx, w, k, n, out);
+    case 3:
+      return hfilter_window_avx2<3>(plane, start, base, idx, w, k, n, out);
+    default:
+      return hfilter_window_avx2<0>(plane, start, base, idx, w, k, n, out);
+  }
+}
 #endif
 
-void hfilter_best(const float* plane, const int* start, const float* w, int k, int n, float* out) {
+HFilterKernel forced_kernel = HFilterKernel::kBest;
+
+bool cpu_has_avx2() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return hfilter_avx2(plane, start, w, k, n, out);
+  return avx2;
+#else
+  return false;
 #endif
-  hfilter(plane, start, w, k, n, out);
 }
 
 // out[i] = sum_j w[j] * rows[j][i] + bias for i < n.
@@ -227,7 +319,9 @@ inline uint8_t to_u8(float v) {
 }
 
 struct Scratch {
-  std::vector<float> planes;  // one source row, deinterleaved: C * (tx.hi - tx.lo)
+  std::vector<float> planes;  // one source row, deinterleaved: C planes of plane_stride
+  std::vector<int> base;      // windowed filter: each group's first source value
+  std::vector<int> idx;       // windowed filter: each output's first tap in its window
   std::vector<float> ring;    // ty.k horizontally filtered rows of C * OW floats
   std::vector<float> acc;
   std::vector<float> wx;   // tx weights, tap-major
@@ -237,7 +331,44 @@ struct Scratch {
   std::vector<const float*> rows;
 };
 
+// The horizontal kernel for this image's taps: windowed where every group of 8
+// outputs fits its window (upscaling and mild downscaling, the random resized crop's
+// usual case), gathers where not, plain C++ without AVX2. Fills s.base and s.idx.
+HFilterKernel choose_hfilter(Scratch& s, int n, int k) {
+  if (!cpu_has_avx2()) return HFilterKernel::kScalar;
+  if (forced_kernel == HFilterKernel::kScalar || forced_kernel == HFilterKernel::kGather)
+    return forced_kernel;
+  const int groups = n / 8;
+  s.base.resize(groups);
+  s.idx.resize(static_cast<size_t>(groups) * 8);
+  for (int g = 0; g < groups; ++g) {
+    const int* st = s.start.data() + 8 * g;
+    const int lo = *std::min_element(st, st + 8), hi = *std::max_element(st, st + 8) + k;
+    if (hi - lo > 16) return HFilterKernel::kGather;
+    s.base[g] = lo;
+    for (int i = 0; i < 8; ++i) s.idx[8 * g + i] = st[i] - lo;
+  }
+  return HFilterKernel::kWindow;
+}
+
+void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane, int k, int n,
+                      float* out) {
+  switch (kernel) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    case HFilterKernel::kWindow:
+      return hfilter_window(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(), k, n,
+                            out);
+    case HFilterKernel::kGather:
+      return hfilter_avx2(plane, s.start.data(), s.wx.data(), k, n, out);
+#endif
+    default:
+      return hfilter(plane, s.start.data(), s.wx.data(), k, n, out);
+  }
+}
+
 }  // namespace
+
+void force_hfilter_kernel(HFilterKernel kernel) { forced_kernel = kernel; }
 
 Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty, const Taps& tx,
                 const float* scale, const float* bias) {
@@ -245,7 +376,10 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
   const int C = src.channels, OH = ty.count, OW = tx.count;
   const int row_len = C * OW;
   const int n_in = tx.hi - tx.lo;
-  s.planes.resize(static_cast<size_t>(C) * n_in);
+  // Each plane has room for a whole 16-value window past its end (the windowed filter
+  // loads whole windows; what it reads there is never used).
+  const int plane_stride = n_in + 16;
+  s.planes.assign(static_cast<size_t>(C) * plane_stride, 0.0f);
   s.start.resize(OW);
   s.wx.resize(static_cast<size_t>(tx.k) * OW);
   for (int o = 0; o < OW; ++o) {
@@ -253,6 +387,7 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
     for (int j = 0; j < tx.k; ++j)
       s.wx[static_cast<size_t>(j) * OW + o] = tx.weight[static_cast<size_t>(o) * tx.k + j];
   }
+  const HFilterKernel kernel = choose_hfilter(s, OW, tx.k);
   s.ring.resize(static_cast<size_t>(ty.k) * row_len);
   s.ring_row.assign(ty.k, -1);
   s.acc.resize(row_len);
@@ -269,11 +404,16 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
         const int slot = y % ty.k;
         float* dst = s.ring.data() + static_cast<size_t>(slot) * row_len;
         if (s.ring_row[slot] != y) {
-          deinterleave(src_col0 + static_cast<int64_t>(y - origin_y) * src.stride, C, n_in,
-                       s.planes.data());
+          const uint8_t* row = src_col0 + static_cast<int64_t>(y - origin_y) * src.stride;
+#if defined(__x86_64__) && defined(__GNUC__)
+          if (kernel != HFilterKernel::kScalar)
+            deinterleave_avx2(row, C, n_in, plane_stride, s.planes.data());
+          else
+#endif
+            deinterleave(row, C, n_in, plane_stride, s.planes.data());
           for (int c = 0; c < C; ++c)
-            hfilter_best(s.planes.data() + static_cast<size_t>(c) * n_in, s.start.data(),
-                         s.wx.data(), tx.k, OW, dst + static_cast<size_t>(c) * OW);
+            hfilter_dispatch(kernel, s, s.planes.data() + static_cast<size_t>(c) * plane_stride,
+                             tx.k, OW, dst + static_cast<size_t>(c) * OW);
           s.ring_row[slot] = y;
         }
         s.rows[j] = dst;

@@ -8,6 +8,7 @@
 #include "dataecho/image/codec.h"
 #include "dataecho/image/transforms.h"
 #include "dataecho/spec/registry.h"
+#include "image/resample.h"
 #include "image_test_util.h"
 #include "test_util.h"
 
@@ -90,6 +91,40 @@ TEST(Resize, MatchesNaiveReference) {
   }
   Tensor img = synthetic_image(16, 16, 3);
   EXPECT_TRUE(resize(img, 16, 16).equals(img)) << "same size is the identity";
+}
+
+// The horizontal filter's SIMD kernels (windowed permutes, gathers) give the same bits
+// as the plain loop, for upscaling, downscaling with wide filters, crops and flips.
+TEST(Resize, EveryHorizontalKernelGivesTheSameBits) {
+  struct Case {
+    int h, w, c, oh, ow;
+  };
+  for (Case k : {Case{37, 53, 3, 64, 200}, Case{64, 180, 3, 30, 160}, Case{20, 256, 1, 20, 224},
+                 Case{20, 300, 3, 10, 41}, Case{9, 13, 2, 9, 13}, Case{15, 7, 3, 15, 8}}) {
+    Tensor img = synthetic_image(k.h, k.w, k.c, k.h * 7 + k.w);
+    std::vector<Tensor> outs;
+    for (auto kernel : {detail::HFilterKernel::kScalar, detail::HFilterKernel::kGather,
+                        detail::HFilterKernel::kWindow}) {
+      detail::force_hfilter_kernel(kernel);
+      Tensor resized = resize(img, k.oh, k.ow);
+      Tensor flipped = hflip(img);
+      Rng rng(k.w);
+      AugmentOptions o;
+      o.random_resized_crop = RandomResizedCropOptions{};
+      o.random_resized_crop->height = k.oh;
+      o.random_resized_crop->width = k.ow;
+      o.flip_probability = 0.5;
+      o.normalize = NormalizeOptions{};
+      Tensor augmented = augment(img, o, rng);
+      outs.push_back(resized);
+      outs.push_back(flipped);
+      outs.push_back(augmented);
+    }
+    detail::force_hfilter_kernel(detail::HFilterKernel::kBest);
+    for (size_t i = 3; i < outs.size(); ++i)
+      EXPECT_TRUE(outs[i].equals(outs[i % 3]))
+          << k.h << "x" << k.w << "x" << k.c << " -> " << k.oh << "x" << k.ow << " output " << i;
+  }
 }
 
 // ---- pad_crop, flip, crop ----
