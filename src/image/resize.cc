@@ -17,29 +17,42 @@
 
 namespace dataecho {
 namespace detail {
+namespace {
+// floor() for values well inside the int range. The x86-64 baseline has no rounding
+// instruction, so std::floor is a library call, and make_taps runs twice per image.
+inline int floor_int(double v) {
+  const int i = static_cast<int>(v);
+  return i - (v < i);
+}
+}  // namespace
+
 Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, bool antialias,
                bool reverse) {
   const double scale = static_cast<double>(in_len) / out_full;
   const double support = antialias && scale > 1.0 ? scale : 1.0;
+  const double inv_support = 1.0 / support;
   const int in_hi = in_lo + in_len;
   // Flat per-sample storage (no allocation per sample: this runs for every image).
   const int kmax = static_cast<int>(std::ceil(2 * support)) + 2;
   thread_local std::vector<double> wbuf;
   thread_local std::vector<int> first, count;
-  wbuf.assign(static_cast<size_t>(win_len) * kmax, 0.0);
+  thread_local std::vector<double> norm;
+  if (wbuf.size() < static_cast<size_t>(win_len) * kmax)
+    wbuf.resize(static_cast<size_t>(win_len) * kmax);
   first.resize(win_len);
   count.resize(win_len);
+  norm.resize(win_len);
   int k = 1;
   for (int i = 0; i < win_len; ++i) {
     const double center = in_lo + (win_lo + i + 0.5) * scale;
-    const int xmin = std::max(static_cast<int>(std::floor(center - support + 0.5)), in_lo);
-    const int xmax = std::min(static_cast<int>(std::floor(center + support + 0.5)), in_hi);
+    const int xmin = std::max(floor_int(center - support + 0.5), in_lo);
+    const int xmax = std::min(floor_int(center + support + 0.5), in_hi);
     double* w = wbuf.data() + static_cast<size_t>(i) * kmax;
     // Zero-weight taps at either end are dropped (an exact hit on a pixel centre is one tap).
     int n = 0, b = -1;
     double total = 0;
     for (int x = xmin; x < xmax; ++x) {
-      const double d = std::abs((x + 0.5 - center) / support);
+      const double d = std::abs((x + 0.5 - center) * inv_support);
       const double v = d < 1.0 ? 1.0 - d : 0.0;
       if (v <= 1e-9 && b < 0) continue;
       if (b < 0) b = x;
@@ -52,7 +65,9 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
       w[0] = total = 1.0;
       n = 1;
     }
-    for (int j = 0; j < n; ++j) w[j] /= total;
+    // Normalized as they are copied out below: rescaling them here, right after the
+    // scalar stores, costs a store-forwarding stall per sample.
+    norm[i] = 1.0 / total;
     first[i] = b;
     count[i] = n;
     k = std::max(k, n);
@@ -72,7 +87,7 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
     t.start[o] = s;
     for (int j = 0; j < count[i]; ++j)
       t.weight[static_cast<size_t>(o) * k + shift + j] =
-          static_cast<float>(wbuf[static_cast<size_t>(i) * kmax + j]);
+          static_cast<float>(wbuf[static_cast<size_t>(i) * kmax + j] * norm[i]);
     t.lo = std::min(t.lo, s);
     t.hi = std::max(t.hi, s + k);
   }
@@ -95,7 +110,7 @@ namespace {
 
 // The kernels below are compiled twice, for AVX2 and for the baseline ISA, and the
 // loader picks one (GCC function multiversioning). Floating-point contraction is off
-// (-std=c++20), so both give the same bits.
+// for this file (CMakeLists.txt), so both give the same bits.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define DATAECHO_CLONES __attribute__((target_clones("avx2", "default")))
@@ -372,7 +387,8 @@ void force_hfilter_kernel(HFilterKernel kernel) { forced_kernel = kernel; }
 
 Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty, const Taps& tx,
                 const float* scale, const float* bias) {
-  thread_local Scratch s;
+  thread_local Scratch scratch;
+  Scratch& s = scratch;  // one thread-local lookup, not one per use in the row loop
   const int C = src.channels, OH = ty.count, OW = tx.count;
   const int row_len = C * OW;
   const int n_in = tx.hi - tx.lo;
@@ -388,8 +404,13 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
       s.wx[static_cast<size_t>(j) * OW + o] = tx.weight[static_cast<size_t>(o) * tx.k + j];
   }
   const HFilterKernel kernel = choose_hfilter(s, OW, tx.k);
-  s.ring.resize(static_cast<size_t>(ty.k) * row_len);
-  s.ring_row.assign(ty.k, -1);
+  // Source row y lives in ring slot y & ring_mask: a power-of-two ring of at least
+  // ty.k rows holds any ty.k consecutive rows (and needs no division per row).
+  int ring_rows = 1;
+  while (ring_rows < ty.k) ring_rows *= 2;
+  const int ring_mask = ring_rows - 1;
+  s.ring.resize(static_cast<size_t>(ring_rows) * row_len);
+  s.ring_row.assign(ring_rows, -1);
   s.acc.resize(row_len);
   s.wy.resize(ty.k);
   s.rows.resize(ty.k);
@@ -401,7 +422,7 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
       const int y0 = ty.start[oy];
       for (int j = 0; j < ty.k; ++j) {
         const int y = y0 + j;
-        const int slot = y % ty.k;
+        const int slot = y & ring_mask;
         float* dst = s.ring.data() + static_cast<size_t>(slot) * row_len;
         if (s.ring_row[slot] != y) {
           const uint8_t* row = src_col0 + static_cast<int64_t>(y - origin_y) * src.stride;
