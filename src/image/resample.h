@@ -26,11 +26,13 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
 // Identity on [lo, lo + len), optionally reversed.
 Taps identity_taps(int lo, int len, bool reverse);
 
-// The horizontal filter's implementations: kWindow (AVX2 permutes within a 16-value
-// window), kGather (AVX2 gathers) and kScalar give the same bits; kBest picks per image.
-enum class HFilterKernel { kBest, kWindow, kGather, kScalar };
-// For tests: use `kernel` wherever it applies (kWindow falls back to kGather where a
-// group does not fit its window; without AVX2 everything is kScalar). Not thread-safe.
+// The horizontal filter's implementations: kNarrowWindow and kWindow (AVX2 permutes
+// within an 8- or 16-value window), kGather (AVX2 gathers) and kScalar give the same
+// bits; kBest picks per image.
+enum class HFilterKernel { kBest, kNarrowWindow, kWindow, kGather, kScalar };
+// For tests: use `kernel` wherever it applies (a window kernel falls back to the next
+// one where a group does not fit its window; without AVX2 everything is kScalar).
+// Not thread-safe.
 void force_hfilter_kernel(HFilterKernel kernel);
 
 // Output: uint8 HWC (scale == nullptr) or float32 CHW with out = acc * scale[c] + bias[c].

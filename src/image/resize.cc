@@ -24,14 +24,15 @@ inline int floor_int(double v) {
   const int i = static_cast<int>(v);
   return i - (v < i);
 }
-}  // namespace
 
-Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, bool antialias,
-               bool reverse) {
+// The taps for the source interval [0, in_len), in order: make_taps shifts and
+// reverses them. Computing them relative to the interval keeps them independent of
+// where it lies, so they can be cached.
+Taps compute_taps(int in_len, int out_full, int win_lo, int win_len, bool antialias) {
   const double scale = static_cast<double>(in_len) / out_full;
   const double support = antialias && scale > 1.0 ? scale : 1.0;
   const double inv_support = 1.0 / support;
-  const int in_hi = in_lo + in_len;
+  const int in_lo = 0, in_hi = in_len;
   // Flat per-sample storage (no allocation per sample: this runs for every image).
   const int kmax = static_cast<int>(std::ceil(2 * support)) + 2;
   thread_local std::vector<double> wbuf;
@@ -80,7 +81,7 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
   t.lo = in_hi;
   t.hi = in_lo;
   for (int i = 0; i < win_len; ++i) {
-    const int o = reverse ? win_len - 1 - i : i;
+    const int o = i;
     int s = first[i];
     const int shift = std::max(0, s + k - in_hi);  // pad at the front, staying inside the source
     s -= shift;
@@ -90,6 +91,59 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
           static_cast<float>(wbuf[static_cast<size_t>(i) * kmax + j] * norm[i]);
     t.lo = std::min(t.lo, s);
     t.hi = std::max(t.hi, s + k);
+  }
+  return t;
+}
+
+}  // namespace
+
+Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, bool antialias,
+               bool reverse) {
+  // A random resized crop asks for a few hundred distinct source lengths, twice per
+  // image; computing taps costs microseconds, copying cached ones a fraction of that.
+  // The cache is per thread, direct-mapped and bounded: 256 entries of a few KB each
+  // for a 224-pixel output (under 1 MB).
+  struct Entry {
+    uint64_t key = ~uint64_t{0};
+    Taps taps;
+  };
+  thread_local std::vector<Entry> cache;
+  const bool cacheable = in_len < (1 << 16) && out_full < (1 << 16) && win_lo >= 0 &&
+                         win_lo < (1 << 15) && win_len < (1 << 16);
+  Taps computed;
+  const Taps* rel = &computed;
+  if (cacheable) {
+    const uint64_t key = static_cast<uint64_t>(in_len) | static_cast<uint64_t>(out_full) << 16 |
+                         static_cast<uint64_t>(win_lo) << 32 |
+                         static_cast<uint64_t>(win_len) << 47 |
+                         static_cast<uint64_t>(antialias) << 63;
+    if (cache.empty()) cache.resize(256);
+    Entry& e = cache[(key * 0x9E3779B97F4A7C15ull) >> 56];
+    if (e.key != key) {
+      e.taps = compute_taps(in_len, out_full, win_lo, win_len, antialias);
+      e.key = key;
+    }
+    rel = &e.taps;
+  } else {
+    computed = compute_taps(in_len, out_full, win_lo, win_len, antialias);
+  }
+  Taps t;
+  t.count = rel->count;
+  t.k = rel->k;
+  t.lo = rel->lo + in_lo;
+  t.hi = rel->hi + in_lo;
+  t.start.resize(t.count);
+  if (!reverse) {
+    for (int i = 0; i < t.count; ++i) t.start[i] = rel->start[i] + in_lo;
+    t.weight = rel->weight;
+    return t;
+  }
+  t.weight.resize(rel->weight.size());
+  for (int i = 0; i < t.count; ++i) {
+    const int o = t.count - 1 - i;
+    t.start[o] = rel->start[i] + in_lo;
+    std::copy_n(rel->weight.begin() + static_cast<ptrdiff_t>(i) * t.k, t.k,
+                t.weight.begin() + static_cast<ptrdiff_t>(o) * t.k);
   }
   return t;
 }
@@ -247,7 +301,9 @@ __attribute__((target("avx2"))) void hfilter_avx2(const float* plane, const int*
 // out of the window per tap: on AMD Zen a gather of 8 floats costs several times that.
 // The same operations in the same order as hfilter, so the same bits.
 // K > 0: that many taps, known at compile time (the loop unrolls); K == 0: k taps.
-template <int K>
+// kNarrow: every group's taps fit in 8 values (upscaling by 8/7 or more, the usual
+// random resized crop), so one permute per tap does, without the second and the blend.
+template <int K, bool kNarrow>
 __attribute__((target("avx2"))) void hfilter_window_avx2(const float* plane, const int* start,
                                                          const int* base, const int* idx,
                                                          const float* w, int k, int n, float* out) {
@@ -256,15 +312,17 @@ __attribute__((target("avx2"))) void hfilter_window_avx2(const float* plane, con
   int o = 0;
   for (int g = 0; o + 8 <= n; o += 8, ++g) {
     const float* p = plane + base[g];
-    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    const __m256 lo = _mm256_loadu_ps(p);
+    const __m256 hi = kNarrow ? lo : _mm256_loadu_ps(p + 8);
     __m256i ix = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + 8 * g));
     __m256 a = _mm256_setzero_ps();
     for (int j = 0; j < k; ++j) {
       // permutevar8x32 uses the low 3 bits of each index; bit 3 (moved to the sign bit)
       // chooses the upper half of the window.
-      const __m256 v =
-          _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, ix), _mm256_permutevar8x32_ps(hi, ix),
-                           _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
+      const __m256 v = kNarrow ? _mm256_permutevar8x32_ps(lo, ix)
+                               : _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, ix),
+                                                  _mm256_permutevar8x32_ps(hi, ix),
+                                                  _mm256_castsi256_ps(_mm256_slli_epi32(ix, 28)));
       const __m256 t = _mm256_mul_ps(v, _mm256_loadu_ps(w + static_cast<size_t>(j) * n + o));
       a = j == 0 ? t : _mm256_add_ps(a, t);
       ix = _mm256_add_epi32(ix, one);
@@ -279,17 +337,18 @@ __attribute__((target("avx2"))) void hfilter_window_avx2(const float* plane, con
   }
 }
 
+template <bool kNarrow>
 void hfilter_window(const float* plane, const int* start, const int* base, const int* idx,
                     const float* w, int k, int n, float* out) {
   switch (k) {
     case 1:
-      return hfilter_window_avx2<1>(plane, start, base, idx, w, k, n, out);
+      return hfilter_window_avx2<1, kNarrow>(plane, start, base, idx, w, k, n, out);
     case 2:
-      return hfilter_window_avx2<2>(plane, start, base, idx, w, k, n, out);
+      return hfilter_window_avx2<2, kNarrow>(plane, start, base, idx, w, k, n, out);
     case 3:
-      return hfilter_window_avx2<3>(plane, start, base, idx, w, k, n, out);
+      return hfilter_window_avx2<3, kNarrow>(plane, start, base, idx, w, k, n, out);
     default:
-      return hfilter_window_avx2<0>(plane, start, base, idx, w, k, n, out);
+      return hfilter_window_avx2<0, kNarrow>(plane, start, base, idx, w, k, n, out);
   }
 }
 #endif
@@ -356,23 +415,29 @@ HFilterKernel choose_hfilter(Scratch& s, int n, int k) {
   const int groups = n / 8;
   s.base.resize(groups);
   s.idx.resize(static_cast<size_t>(groups) * 8);
+  int widest = 0;
   for (int g = 0; g < groups; ++g) {
     const int* st = s.start.data() + 8 * g;
     const int lo = *std::min_element(st, st + 8), hi = *std::max_element(st, st + 8) + k;
     if (hi - lo > 16) return HFilterKernel::kGather;
+    widest = std::max(widest, hi - lo);
     s.base[g] = lo;
     for (int i = 0; i < 8; ++i) s.idx[8 * g + i] = st[i] - lo;
   }
-  return HFilterKernel::kWindow;
+  return widest <= 8 && forced_kernel != HFilterKernel::kWindow ? HFilterKernel::kNarrowWindow
+                                                                : HFilterKernel::kWindow;
 }
 
 void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane, int k, int n,
                       float* out) {
   switch (kernel) {
 #if defined(__x86_64__) && defined(__GNUC__)
+    case HFilterKernel::kNarrowWindow:
+      return hfilter_window<true>(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(),
+                                  k, n, out);
     case HFilterKernel::kWindow:
-      return hfilter_window(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(), k, n,
-                            out);
+      return hfilter_window<false>(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(),
+                                   k, n, out);
     case HFilterKernel::kGather:
       return hfilter_avx2(plane, s.start.data(), s.wx.data(), k, n, out);
 #endif

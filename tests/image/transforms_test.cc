@@ -104,7 +104,7 @@ TEST(Resize, EveryHorizontalKernelGivesTheSameBits) {
     Tensor img = synthetic_image(k.h, k.w, k.c, k.h * 7 + k.w);
     std::vector<Tensor> outs;
     for (auto kernel : {detail::HFilterKernel::kScalar, detail::HFilterKernel::kGather,
-                        detail::HFilterKernel::kWindow}) {
+                        detail::HFilterKernel::kWindow, detail::HFilterKernel::kNarrowWindow}) {
       detail::force_hfilter_kernel(kernel);
       Tensor resized = resize(img, k.oh, k.ow);
       Tensor flipped = hflip(img);
@@ -121,7 +121,7 @@ TEST(Resize, EveryHorizontalKernelGivesTheSameBits) {
       outs.push_back(augmented);
     }
     detail::force_hfilter_kernel(detail::HFilterKernel::kBest);
-    for (size_t i = 3; i < outs.size(); ++i)
+    for (size_t i = 3; i < outs.size(); ++i)  // each kernel's three against the plain loop's
       EXPECT_TRUE(outs[i].equals(outs[i % 3]))
           << k.h << "x" << k.w << "x" << k.c << " -> " << k.oh << "x" << k.ow << " output " << i;
   }
