@@ -84,7 +84,8 @@ struct Geometry {
   bool identity = false;  // no crop, no resize, no flip
 };
 
-Geometry plan(int H, int W, const AugmentOptions& o, Rng& rng) {
+// The geometry of one augmentation: valid until the thread's next call.
+const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng) {
   Rect r{0, 0, H, W};
   int out_h = H, out_w = W;
   if (o.random_resized_crop) {
@@ -118,12 +119,17 @@ Geometry plan(int H, int W, const AugmentOptions& o, Rng& rng) {
     wx = static_cast<int>(std::lround((out_w - ww) / 2.0));
   }
   const bool flip = o.flip_probability > 0 && rng.bernoulli(o.flip_probability);
-  Geometry g;
+  // Per thread, so that the tables' storage is reused image after image.
+  thread_local Geometry g;
   const bool same_y = r.height == out_h, same_x = r.width == out_w;
-  g.ty = same_y ? detail::identity_taps(r.y + wy, wh, false)
-                : detail::make_taps(r.y, r.height, out_h, wy, wh, o.antialias, false);
-  g.tx = same_x ? detail::identity_taps(r.x + wx, ww, flip)
-                : detail::make_taps(r.x, r.width, out_w, wx, ww, o.antialias, flip);
+  if (same_y)
+    detail::identity_taps(g.ty, r.y + wy, wh, false);
+  else
+    detail::make_taps(g.ty, r.y, r.height, out_h, wy, wh, o.antialias, false);
+  if (same_x)
+    detail::identity_taps(g.tx, r.x + wx, ww, flip);
+  else
+    detail::make_taps(g.tx, r.x, r.width, out_w, wx, ww, o.antialias, flip);
   g.identity = !flip && same_y && same_x && wh == H && ww == W;
   return g;
 }
@@ -153,13 +159,61 @@ bool normalization(const AugmentOptions& o, int channels, std::vector<float>& sc
   return true;
 }
 
-Tensor finish(const ImageView& v, int origin_y, int origin_x, const Geometry& g,
-              const AugmentOptions& o) {
-  std::vector<float> scale, bias;
-  if (normalization(o, v.channels, scale, bias))
-    return detail::resample(v, origin_y, origin_x, g.ty, g.tx, scale.data(), bias.data());
-  return detail::resample(v, origin_y, origin_x, g.ty, g.tx, nullptr, nullptr);
+Tensor finish(const detail::RowSource& rows, const Geometry& g, const AugmentOptions& o) {
+  thread_local std::vector<float> scale, bias;  // reused: no allocation per image
+  if (normalization(o, rows.channels, scale, bias))
+    return detail::resample(rows, g.ty, g.tx, scale.data(), bias.data());
+  return detail::resample(rows, g.ty, g.tx, nullptr, nullptr);
 }
+
+// Rows of a JPEG region as resample asks for them, decoded kChunk rows at a time into
+// a small per-thread buffer: the decoded pixels are resampled while still in L1, and
+// the whole region is never held.
+class JpegRows {
+ public:
+  static constexpr int kChunk = 16;
+
+  JpegRows(JpegRegionDecoder& dec, const DecodedRegion& r) : dec_(dec), r_(r), next_(r.y) {
+    thread_local std::vector<uint8_t> buffer;
+    const size_t need = static_cast<size_t>(r.stride) * kChunk;
+    if (buffer.size() < need) buffer.resize(need);
+    buf_ = buffer.data();
+  }
+  ~JpegRows() { dec_.finish(); }  // a region abandoned half way (an exception)
+
+  detail::RowSource source() {
+    detail::RowSource s;
+    s.row = &JpegRows::row;
+    s.ctx = this;
+    s.channels = r_.channels;
+    s.origin_x = r_.x;
+    return s;
+  }
+
+ private:
+  static const uint8_t* row(void* ctx, int y) {
+    auto* self = static_cast<JpegRows*>(ctx);
+    if (y < self->first_)
+      throw_error(ErrorCode::kInternal, "decode_image",
+                  "region row " + std::to_string(y) + " asked for after row " +
+                      std::to_string(self->next_ - 1));
+    while (y >= self->next_) {  // rows between are decoded and dropped
+      const int n = self->dec_.read_rows(self->buf_, self->r_.stride, kChunk);
+      if (n == 0)
+        throw_error(ErrorCode::kInternal, "decode_image",
+                    "region row " + std::to_string(y) + " is past its end");
+      self->first_ = self->next_;
+      self->next_ += n;
+    }
+    return self->buf_ + static_cast<int64_t>(y - self->first_) * self->r_.stride;
+  }
+
+  JpegRegionDecoder& dec_;
+  DecodedRegion r_;
+  uint8_t* buf_ = nullptr;
+  int first_ = 0;  // image row of buf_'s first row
+  int next_ = 0;   // image row the decoder reads next
+};
 
 }  // namespace
 
@@ -181,7 +235,7 @@ Tensor random_pad_crop(const Tensor& hwc, int pad, Rng& rng) {
 
 Tensor hflip(const Tensor& hwc) {
   ImageView v = ImageView::of(hwc, "flip");
-  return detail::resample(v, 0, 0, detail::identity_taps(0, v.height, false),
+  return detail::resample(v, detail::identity_taps(0, v.height, false),
                           detail::identity_taps(0, v.width, true), nullptr, nullptr)
       .reshaped(hwc.shape());
 }
@@ -194,7 +248,7 @@ Tensor crop(const Tensor& hwc, const Rect& r) {
                 "rect " + std::to_string(r.width) + "x" + std::to_string(r.height) + "+" +
                     std::to_string(r.x) + "+" + std::to_string(r.y) + " is outside the " +
                     std::to_string(v.width) + "x" + std::to_string(v.height) + " image");
-  return detail::resample(v, 0, 0, detail::identity_taps(r.y, r.height, false),
+  return detail::resample(v, detail::identity_taps(r.y, r.height, false),
                           detail::identity_taps(r.x, r.width, false), nullptr, nullptr);
 }
 
@@ -205,7 +259,7 @@ Tensor normalize(const Tensor& hwc, const NormalizeOptions& options) {
   Geometry g;
   g.ty = detail::identity_taps(0, v.height, false);
   g.tx = detail::identity_taps(0, v.width, false);
-  return finish(v, 0, 0, g, o);
+  return finish(detail::row_source(v), g, o);
 }
 
 void validate(const AugmentOptions& o) {
@@ -249,12 +303,12 @@ Tensor augment(const Tensor& hwc, const AugmentOptions& o, Rng& rng) {
     padded = pad_crop_view(v, o.pad_crop, dy, dx);
     v = ImageView::of(padded, "augment");
   }
-  Geometry g = plan(v.height, v.width, o, rng);
+  const Geometry& g = plan(v.height, v.width, o, rng);
   if (g.identity && !o.normalize) {
     const Tensor& out = padded.defined() ? padded : hwc;
     return out.rank() == 3 ? out : out.reshaped({v.height, v.width, 1});
   }
-  return finish(v, 0, 0, g, o);
+  return finish(detail::row_source(v), g, o);
 }
 
 Tensor decode_augment(std::string_view bytes, const DecodeOptions& decode, const AugmentOptions& o,
@@ -263,17 +317,10 @@ Tensor decode_augment(std::string_view bytes, const DecodeOptions& decode, const
     return augment(decode_image(bytes, decode), o, rng);
   JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
   const ImageInfo info = dec.read_header(bytes, decode);
-  Geometry g = plan(info.height, info.width, o, rng);
+  const Geometry& g = plan(info.height, info.width, o, rng);
   if (g.identity && !o.normalize) return decode_jpeg(bytes, decode);
-  thread_local std::vector<uint8_t> scratch;
-  DecodedRegion r = dec.decode(g.ty.lo, g.tx.lo, g.ty.hi - g.ty.lo, g.tx.hi - g.tx.lo, scratch);
-  ImageView v;
-  v.data = r.data;
-  v.stride = r.stride;
-  v.height = r.height;
-  v.width = r.width;
-  v.channels = r.channels;
-  return finish(v, r.y, r.x, g, o);
+  JpegRows rows(dec, dec.start(g.ty.lo, g.tx.lo, g.ty.hi - g.ty.lo, g.tx.hi - g.tx.lo));
+  return finish(rows.source(), g, o);
 }
 
 }  // namespace dataecho

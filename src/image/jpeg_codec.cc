@@ -157,6 +157,8 @@ struct JpegRegionDecoder::State {
   bool header_ok = false;
   int out_channels = 0;
   int64_t max_pixels = 0;
+  int rows_left = 0;  // of the region being streamed
+  bool started = false;
 };
 
 JpegRegionDecoder::JpegRegionDecoder() : s_(new State) {
@@ -192,42 +194,43 @@ int read_header_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsign
   return 0;
 }
 
-int decode_region_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int y, int height,
-                    JDIMENSION* x, JDIMENSION* width,
-                    unsigned char* (*alloc)(void*, size_t, size_t), void* alloc_arg,
-                    size_t* stride_out) {
+// Starts decompression of rows [y, ...) and columns [*x, *x + *width) (widened by
+// jpeg_crop_scanline to whole iMCUs), skipping the rows above.
+int start_region_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int y, JDIMENSION* x,
+                   JDIMENSION* width) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
     return -1;
   }
   jpeg_start_decompress(cinfo);
   if (*x != 0 || *width != cinfo->output_width) jpeg_crop_scanline(cinfo, x, width);
-  const size_t stride = static_cast<size_t>(*width) * cinfo->output_components;
-  unsigned char* out = alloc(alloc_arg, stride, static_cast<size_t>(height));
-  *stride_out = stride;
   if (y > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y));
-  for (int row = 0; row < height;) {
+  return 0;
+}
+
+// Reads exactly `rows` scanlines, `stride` bytes apart.
+int read_rows_c(jpeg_decompress_struct* cinfo, ErrorManager* err, unsigned char* out, size_t stride,
+                int rows) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return -1;
+  }
+  for (int row = 0; row < rows;) {
     // Several rows per call, as tjDecompress2 does: a 2x2-subsampled image yields two
     // rows per upsampling step, and asking for one row at a time costs a copy.
     JSAMPROW ptrs[16];
-    const int want = std::min(16, height - row);
+    const int want = std::min(16, rows - row);
     for (int i = 0; i < want; ++i) ptrs[i] = out + static_cast<size_t>(row + i) * stride;
     JDIMENSION n = jpeg_read_scanlines(cinfo, ptrs, static_cast<JDIMENSION>(want));
     if (n == 0) {  // cannot happen with a memory source; never loop forever
-      std::snprintf(err->message, sizeof(err->message), "no scanline returned at row %d", y + row);
+      std::snprintf(err->message, sizeof(err->message), "no scanline returned at row %u",
+                    cinfo->output_scanline);
       jpeg_abort_decompress(cinfo);
       return -1;
     }
     row += static_cast<int>(n);
   }
-  jpeg_abort_decompress(cinfo);
   return 0;
-}
-
-unsigned char* alloc_scratch(void* arg, size_t stride, size_t rows) {
-  auto* v = static_cast<std::vector<uint8_t>*>(arg);
-  if (v->size() < stride * rows) v->resize(stride * rows);
-  return v->data();
 }
 
 }  // namespace
@@ -235,6 +238,7 @@ unsigned char* alloc_scratch(void* arg, size_t stride, size_t rows) {
 ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOptions& options) {
   State& s = *s_;
   s.header_ok = false;
+  s.started = false;  // read_header_c aborts whatever was in progress
   s.err.strict = options.strict;
   if (read_header_c(&s.cinfo, &s.err, reinterpret_cast<const unsigned char*>(bytes.data()),
                     bytes.size()) != 0)
@@ -258,11 +262,10 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
   return info;
 }
 
-DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
-                                        std::vector<uint8_t>& scratch) {
+DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   State& s = *s_;
   if (!s.header_ok)
-    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::decode before read_header");
+    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::start before read_header");
   s.header_ok = false;
   const int iw = static_cast<int>(s.cinfo.image_width), ih = static_cast<int>(s.cinfo.image_height);
   if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > ih || x + width > iw)
@@ -281,12 +284,12 @@ DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
   const int margin = 2 * std::max(1, s.cinfo.max_h_samp_factor);
   const int lo = std::max(0, x - margin), hi = std::min(iw, x + width + margin);
   JDIMENSION cx = static_cast<JDIMENSION>(lo), cw = static_cast<JDIMENSION>(hi - lo);
-  size_t stride = 0;
-  if (decode_region_c(&s.cinfo, &s.err, y, height, &cx, &cw, alloc_scratch, &scratch, &stride) != 0)
+  if (start_region_c(&s.cinfo, &s.err, y, &cx, &cw) != 0)
     throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+  s.started = true;
+  s.rows_left = height;
   DecodedRegion r;
-  r.data = scratch.data();
-  r.stride = static_cast<int64_t>(stride);
+  r.stride = static_cast<int64_t>(cw) * s.out_channels;
   r.y = y;
   r.x = static_cast<int>(cx);
   r.height = height;
@@ -294,6 +297,36 @@ DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
   r.channels = s.out_channels;
   r.image_height = ih;
   r.image_width = iw;
+  return r;
+}
+
+int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
+  State& s = *s_;
+  if (!s.started)
+    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::read_rows without start");
+  const int rows = std::min(max_rows, s.rows_left);
+  if (rows <= 0) return 0;
+  if (read_rows_c(&s.cinfo, &s.err, out, static_cast<size_t>(stride), rows) != 0) {
+    s.started = false;  // read_rows_c aborted the decompression
+    throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+  }
+  s.rows_left -= rows;
+  if (s.rows_left == 0) finish();
+  return rows;
+}
+
+void JpegRegionDecoder::finish() {
+  if (s_->started) jpeg_abort_decompress(&s_->cinfo);
+  s_->started = false;
+}
+
+DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
+                                        std::vector<uint8_t>& scratch) {
+  DecodedRegion r = start(y, x, height, width);
+  const size_t need = static_cast<size_t>(r.stride) * static_cast<size_t>(height);
+  if (scratch.size() < need) scratch.resize(need);
+  read_rows(scratch.data(), r.stride, height);
+  r.data = scratch.data();
   return r;
 }
 

@@ -21,10 +21,16 @@ struct Taps {
 // Samples the source interval [in_lo, in_lo + in_len) at `out_full` evenly spaced
 // points (pixel centres), keeping samples [win_lo, win_lo + win_len) of them, in
 // reverse order when `reverse`. Triangle filter, widened when downscaling if `antialias`.
-Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, bool antialias,
-               bool reverse);
+// Written into `t`, whose storage is reused (no allocation per image once warm).
+void make_taps(Taps& t, int in_lo, int in_len, int out_full, int win_lo, int win_len,
+               bool antialias, bool reverse);
 // Identity on [lo, lo + len), optionally reversed.
-Taps identity_taps(int lo, int len, bool reverse);
+void identity_taps(Taps& t, int lo, int len, bool reverse);
+inline Taps identity_taps(int lo, int len, bool reverse) {
+  Taps t;
+  identity_taps(t, lo, len, reverse);
+  return t;
+}
 
 // The horizontal filter's implementations: kNarrowWindow and kWindow (AVX2 permutes
 // within an 8- or 16-value window), kGather (AVX2 gathers) and kScalar give the same
@@ -35,9 +41,24 @@ enum class HFilterKernel { kBest, kNarrowWindow, kWindow, kGather, kScalar };
 // Not thread-safe.
 void force_hfilter_kernel(HFilterKernel kernel);
 
+// Where resample reads source rows: row(ctx, y) is source row y from column origin_x
+// on. resample asks for each row it needs once, in increasing order, so a source can
+// produce rows as they are asked for (a JPEG decoded a few rows at a time).
+struct RowSource {
+  const uint8_t* (*row)(void* ctx, int y) = nullptr;
+  void* ctx = nullptr;
+  int channels = 0;
+  int origin_x = 0;
+};
+
 // Output: uint8 HWC (scale == nullptr) or float32 CHW with out = acc * scale[c] + bias[c].
-// `src` points at source pixel (origin_y, origin_x); taps hold absolute indices.
-Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty, const Taps& tx,
-                const float* scale, const float* bias);
+// Taps hold absolute source indices.
+Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const float* scale,
+                const float* bias);
+// The rows of an image in memory (which must outlive the RowSource).
+RowSource row_source(const ImageView& v);
+// resample over an image in memory.
+Tensor resample(const ImageView& src, const Taps& ty, const Taps& tx, const float* scale,
+                const float* bias);
 
 }  // namespace dataecho::detail

@@ -97,8 +97,8 @@ Taps compute_taps(int in_len, int out_full, int win_lo, int win_len, bool antial
 
 }  // namespace
 
-Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, bool antialias,
-               bool reverse) {
+void make_taps(Taps& t, int in_lo, int in_len, int out_full, int win_lo, int win_len,
+               bool antialias, bool reverse) {
   // A random resized crop asks for a few hundred distinct source lengths, twice per
   // image; computing taps costs microseconds, copying cached ones a fraction of that.
   // The cache is per thread, direct-mapped and bounded: 256 entries of a few KB each
@@ -127,7 +127,6 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
   } else {
     computed = compute_taps(in_len, out_full, win_lo, win_len, antialias);
   }
-  Taps t;
   t.count = rel->count;
   t.k = rel->k;
   t.lo = rel->lo + in_lo;
@@ -135,8 +134,8 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
   t.start.resize(t.count);
   if (!reverse) {
     for (int i = 0; i < t.count; ++i) t.start[i] = rel->start[i] + in_lo;
-    t.weight = rel->weight;
-    return t;
+    t.weight.assign(rel->weight.begin(), rel->weight.end());
+    return;
   }
   t.weight.resize(rel->weight.size());
   for (int i = 0; i < t.count; ++i) {
@@ -145,11 +144,9 @@ Taps make_taps(int in_lo, int in_len, int out_full, int win_lo, int win_len, boo
     std::copy_n(rel->weight.begin() + static_cast<ptrdiff_t>(i) * t.k, t.k,
                 t.weight.begin() + static_cast<ptrdiff_t>(o) * t.k);
   }
-  return t;
 }
 
-Taps identity_taps(int lo, int len, bool reverse) {
-  Taps t;
+void identity_taps(Taps& t, int lo, int len, bool reverse) {
   t.count = len;
   t.k = 1;
   t.start.resize(len);
@@ -157,7 +154,6 @@ Taps identity_taps(int lo, int len, bool reverse) {
   for (int i = 0; i < len; ++i) t.start[i] = reverse ? lo + len - 1 - i : lo + i;
   t.lo = lo;
   t.hi = lo + len;
-  return t;
 }
 
 namespace {
@@ -450,8 +446,8 @@ void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane
 
 void force_hfilter_kernel(HFilterKernel kernel) { forced_kernel = kernel; }
 
-Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty, const Taps& tx,
-                const float* scale, const float* bias) {
+Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const float* scale,
+                const float* bias) {
   thread_local Scratch scratch;
   Scratch& s = scratch;  // one thread-local lookup, not one per use in the row loop
   const int C = src.channels, OH = ty.count, OW = tx.count;
@@ -480,9 +476,9 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
   s.wy.resize(ty.k);
   s.rows.resize(ty.k);
   const bool to_float = scale != nullptr;
-  const uint8_t* src_col0 = src.data + static_cast<int64_t>(tx.lo - origin_x) * C;
+  const int64_t col0 = static_cast<int64_t>(tx.lo - src.origin_x) * C;
 
-  auto fill = [&](std::byte* out_bytes) {
+  auto run = [&](std::byte* out_bytes) {
     for (int oy = 0; oy < OH; ++oy) {
       const int y0 = ty.start[oy];
       for (int j = 0; j < ty.k; ++j) {
@@ -490,7 +486,7 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
         const int slot = y & ring_mask;
         float* dst = s.ring.data() + static_cast<size_t>(slot) * row_len;
         if (s.ring_row[slot] != y) {
-          const uint8_t* row = src_col0 + static_cast<int64_t>(y - origin_y) * src.stride;
+          const uint8_t* row = src.row(src.ctx, y) + col0;
 #if defined(__x86_64__) && defined(__GNUC__)
           if (kernel != HFilterKernel::kScalar)
             deinterleave_avx2(row, C, n_in, plane_stride, s.planes.data());
@@ -531,8 +527,27 @@ Tensor resample(const ImageView& src, int origin_y, int origin_x, const Taps& ty
       }
     }
   };
+  // Tensor::make takes a std::function: a lambda of one reference fits in it without
+  // a heap allocation, the row loop's own closure would not.
+  auto fill = [&run](std::byte* out_bytes) { run(out_bytes); };
   if (to_float) return Tensor::make(DType::kFloat32, {C, OH, OW}, fill);
   return Tensor::make(DType::kUInt8, {OH, OW, C}, fill);
+}
+
+RowSource row_source(const ImageView& v) {
+  RowSource rows;
+  rows.row = [](void* ctx, int y) {
+    const auto* view = static_cast<const ImageView*>(ctx);
+    return view->data + static_cast<int64_t>(y) * view->stride;
+  };
+  rows.ctx = const_cast<ImageView*>(&v);  // only read through
+  rows.channels = v.channels;
+  return rows;
+}
+
+Tensor resample(const ImageView& src, const Taps& ty, const Taps& tx, const float* scale,
+                const float* bias) {
+  return resample(row_source(src), ty, tx, scale, bias);
 }
 
 }  // namespace detail
@@ -543,9 +558,10 @@ Tensor resize(const Tensor& hwc, int height, int width, bool antialias) {
     throw_error(
         ErrorCode::kInvalidArgument, "resize",
         "size must be positive, got " + std::to_string(height) + "x" + std::to_string(width));
-  detail::Taps ty = detail::make_taps(0, v.height, height, 0, height, antialias, false);
-  detail::Taps tx = detail::make_taps(0, v.width, width, 0, width, antialias, false);
-  return detail::resample(v, 0, 0, ty, tx, nullptr, nullptr);
+  detail::Taps ty, tx;
+  detail::make_taps(ty, 0, v.height, height, 0, height, antialias, false);
+  detail::make_taps(tx, 0, v.width, width, 0, width, antialias, false);
+  return detail::resample(v, ty, tx, nullptr, nullptr);
 }
 
 }  // namespace dataecho

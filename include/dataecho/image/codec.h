@@ -76,6 +76,16 @@ class JpegRegionDecoder {
   // `scratch` holds the pixels.
   DecodedRegion decode(int y, int x, int height, int width, std::vector<uint8_t>& scratch);
 
+  // The same region, streamed: start() skips to row y and returns the region's
+  // geometry (data is null); each read_rows() then decodes the next rows, at most
+  // `max_rows`, into `out` (rows `stride` bytes apart, stride >= the region's) and
+  // returns how many (0 once all `height` rows are read). A consumer that resamples
+  // as rows arrive needs a few rows of memory instead of the whole region. finish()
+  // ends a region early; read_header() does too.
+  DecodedRegion start(int y, int x, int height, int width);
+  int read_rows(uint8_t* out, int64_t stride, int max_rows);
+  void finish();
+
   static JpegRegionDecoder& thread_decoder();
 
  private:
