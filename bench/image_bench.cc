@@ -18,7 +18,6 @@
 // measured side by side is the figure that matters.
 #include <turbojpeg.h>
 #include <zlib.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -227,7 +226,6 @@ int main(int argc, char** argv) {
   // from the heap or from a fresh mmap (and its page faults) depends on the history
   // of the process: the fused variant measured 66% in one run and 88% in the next.
   tune_allocator_for_pipelines();
-  if (getenv("ARENAS")) mallopt(M_ARENA_MAX, atoi(getenv("ARENAS")));
   Args args = parse(argc, argv);
   std::vector<std::pair<std::string, std::vector<std::string>>> workloads;
   if (args.source == "fmnist" || args.source == "both") {
