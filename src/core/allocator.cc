@@ -14,19 +14,21 @@ namespace dataecho {
 
 bool tune_allocator_for_pipelines() {
 #if defined(__GLIBC__)
-  // Serve every block from the heap (no per-block mmap) and keep freed memory instead
-  // of trimming it, so that a tensor or batch freed is reused by the next one without
-  // page faults. (The same as GLIBC_TUNABLES
-  // glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=....)
+  // Serve every block from the heap (no per-block mmap), keep freed memory instead of
+  // trimming it, and use one arena, so that a batch freed by one thread is reused by the
+  // next batch whichever thread allocates it. (The same as GLIBC_TUNABLES
+  // glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...:glibc.malloc.arena_max=1.)
   //
-  // The number of arenas stays glibc's default (one per thread, up to 8 per core). It
-  // was 1, so that a block freed by one thread is reused whichever thread allocates
-  // next; but then every allocation of every pipeline thread takes the same lock, and
-  // two threads decoding and augmenting images ran at 75-85% of their speed with one
-  // arena per thread (image_bench, 2 threads). Reuse still happens: a block goes back
-  // to the arena of the thread that allocated it, which allocates the next one.
+  // One arena means one lock for every large allocation of every pipeline thread: two
+  // threads decoding and augmenting images run at about 85% of their speed with an
+  // arena each (image_bench, 2 threads). Per-thread arenas were tried and are much
+  // worse for real pipelines: a thread's arena is a heap of at most 64 MB, so a batch
+  // of 128 ImageNet-sized float images (77 MB) made by the batch thread is mmapped and
+  // unmapped every time, and its pages faulted in again (dataloader_bench, 1 thread:
+  // 600 images/s and 323k page faults, against 4,400 images/s and 60k faults).
   bool ok = mallopt(M_MMAP_MAX, 0) == 1;
   ok &= mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+  ok &= mallopt(M_ARENA_MAX, 1) == 1;
   return ok;
 #else
   return false;
