@@ -236,6 +236,18 @@ __attribute__((target("avx2"))) void deinterleave_avx2(const uint8_t* row, int c
 }
 #endif
 
+// Outputs [o, n) of the horizontal filter, one at a time (any k; the SIMD kernels'
+// remainder).
+inline void hfilter_from(int o, const float* plane, const int* start, const float* w, int k, int n,
+                         float* out) {
+  for (; o < n; ++o) {
+    const float* p = plane + start[o];
+    float acc = p[0] * w[o];
+    for (int j = 1; j < k; ++j) acc += p[j] * w[j * n + o];
+    out[o] = acc;
+  }
+}
+
 // out[o] = sum_j w[j * n + o] * plane[start[o] + j]: the horizontal filter on one plane.
 // Weights are tap-major, so each tap's weights are contiguous.
 void hfilter(const float* plane, const int* start, const float* w, int k, int n, float* out) {
@@ -255,12 +267,7 @@ void hfilter(const float* plane, const int* start, const float* w, int k, int n,
       out[o] = p[0] * w[o] + p[1] * w1[o] + p[2] * w2[o];
     }
   } else {
-    for (int o = 0; o < n; ++o) {
-      const float* p = plane + start[o];
-      float acc = 0;
-      for (int j = 0; j < k; ++j) acc += p[j] * w[j * n + o];
-      out[o] = acc;
-    }
+    hfilter_from(0, plane, start, w, k, n, out);
   }
 }
 
@@ -283,12 +290,7 @@ __attribute__((target("avx2"))) void hfilter_avx2(const float* plane, const int*
       _mm256_storeu_ps(out + o, a);
     }
   }
-  for (; o < n; ++o) {
-    const float* p = plane + start[o];
-    float acc = p[0] * w[o];
-    for (int j = 1; j < k; ++j) acc += p[j] * w[j * n + o];
-    out[o] = acc;
-  }
+  hfilter_from(o, plane, start, w, k, n, out);
 }
 
 // The gather-free horizontal filter. Outputs go in groups of 8; a group's taps all lie
@@ -325,12 +327,7 @@ __attribute__((target("avx2"))) void hfilter_window_avx2(const float* plane, con
     }
     _mm256_storeu_ps(out + o, a);
   }
-  for (; o < n; ++o) {
-    const float* p = plane + start[o];
-    float acc = p[0] * w[o];
-    for (int j = 1; j < k; ++j) acc += p[j] * w[j * n + o];
-    out[o] = acc;
-  }
+  hfilter_from(o, plane, start, w, k, n, out);
 }
 
 template <bool kNarrow>
@@ -360,26 +357,46 @@ bool cpu_has_avx2() {
 #endif
 }
 
-// out[i] = sum_j w[j] * rows[j][i] + bias for i < n.
-DATAECHO_CLONES
-void vfilter(const float* const* rows, const float* w, int k, int n, float bias, float* out) {
+// out[i] = sum_j w[j] * rows[j][off + i] + bias for i < n.
+__attribute__((always_inline)) inline void vfilter_body(const float* const* rows, size_t off,
+                                                        const float* w, int k, int n, float bias,
+                                                        float* out) {
   int i = 0;
   if (k == 2) {
-    const float* r0 = rows[0];
-    const float* r1 = rows[1];
+    const float* r0 = rows[0] + off;
+    const float* r1 = rows[1] + off;
     const float w0 = w[0], w1 = w[1];
     for (; i + 8 <= n; i += 8) store8(out + i, load8(r0 + i) * w0 + load8(r1 + i) * w1 + bias);
   } else {
     for (; i + 8 <= n; i += 8) {
-      v8sf a = load8(rows[0] + i) * w[0];
-      for (int j = 1; j < k; ++j) a += load8(rows[j] + i) * w[j];
+      v8sf a = load8(rows[0] + off + i) * w[0];
+      for (int j = 1; j < k; ++j) a += load8(rows[j] + off + i) * w[j];
       store8(out + i, a + bias);
     }
   }
   for (; i < n; ++i) {
-    float a = rows[0][i] * w[0];
-    for (int j = 1; j < k; ++j) a += rows[j][i] * w[j];
+    float a = rows[0][off + i] * w[0];
+    for (int j = 1; j < k; ++j) a += rows[j][off + i] * w[j];
     out[i] = a + bias;
+  }
+}
+
+DATAECHO_CLONES
+void vfilter(const float* const* rows, const float* w, int k, int n, float bias, float* out) {
+  vfilter_body(rows, 0, w, k, n, bias, out);
+}
+
+// One output row of every channel of the float output: channel c's row is at
+// rows[j] + c * n, its weights w[j] * scale[c] (the normalization folded in), and it is
+// written at out + c * out_stride. One call per output row, not per row and channel.
+// `wc` has room for k weights.
+DATAECHO_CLONES
+void vfilter_planes(const float* const* rows, const float* w, int k, int n, int channels,
+                    const float* scale, const float* bias, float* wc, float* out,
+                    size_t out_stride) {
+  for (int c = 0; c < channels; ++c) {
+    for (int j = 0; j < k; ++j) wc[j] = w[j] * scale[c];
+    vfilter_body(rows, static_cast<size_t>(c) * n, wc, k, n, bias[c], out + c * out_stride);
   }
 }
 
@@ -503,22 +520,9 @@ Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const floa
       const float* w = ty.weight.data() + static_cast<size_t>(oy) * ty.k;
       if (to_float) {
         // The normalization folds into the vertical weights: one pass writes the output.
-        auto* out = reinterpret_cast<float*>(out_bytes);
-        for (int c = 0; c < C; ++c) {
-          const float* rows_c[16];
-          std::vector<const float*> many;
-          const float** rc = rows_c;
-          if (ty.k > 16) {
-            many.resize(ty.k);
-            rc = many.data();
-          }
-          for (int j = 0; j < ty.k; ++j) {
-            rc[j] = s.rows[j] + static_cast<size_t>(c) * OW;
-            s.wy[j] = w[j] * scale[c];
-          }
-          vfilter(rc, s.wy.data(), ty.k, OW, bias[c],
-                  out + (static_cast<size_t>(c) * OH + oy) * OW);
-        }
+        auto* out = reinterpret_cast<float*>(out_bytes) + static_cast<size_t>(oy) * OW;
+        vfilter_planes(s.rows.data(), w, ty.k, OW, C, scale, bias, s.wy.data(), out,
+                       static_cast<size_t>(OH) * OW);
       } else {
         vfilter(s.rows.data(), w, ty.k, row_len, 0.0f, s.acc.data());
         auto* out = reinterpret_cast<uint8_t*>(out_bytes) + static_cast<size_t>(oy) * row_len;
