@@ -158,7 +158,8 @@ struct JpegRegionDecoder::State {
   int out_channels = 0;
   int64_t max_pixels = 0;
   int rows_left = 0;  // of the region being streamed
-  bool started = false;
+  bool started = false;  // a region is being streamed (decompression in progress)
+  bool done = false;     // the region's last row was read: read_rows returns 0
 };
 
 JpegRegionDecoder::JpegRegionDecoder() : s_(new State) {
@@ -238,7 +239,7 @@ int read_rows_c(jpeg_decompress_struct* cinfo, ErrorManager* err, unsigned char*
 ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOptions& options) {
   State& s = *s_;
   s.header_ok = false;
-  s.started = false;  // read_header_c aborts whatever was in progress
+  s.started = s.done = false;  // read_header_c aborts whatever was in progress
   s.err.strict = options.strict;
   if (read_header_c(&s.cinfo, &s.err, reinterpret_cast<const unsigned char*>(bytes.data()),
                     bytes.size()) != 0)
@@ -287,6 +288,7 @@ DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   if (start_region_c(&s.cinfo, &s.err, y, &cx, &cw) != 0)
     throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
   s.started = true;
+  s.done = false;
   s.rows_left = height;
   DecodedRegion r;
   r.stride = static_cast<int64_t>(cw) * s.out_channels;
@@ -302,6 +304,7 @@ DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
 
 int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
   State& s = *s_;
+  if (s.done) return 0;
   if (!s.started)
     throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::read_rows without start");
   const int rows = std::min(max_rows, s.rows_left);
@@ -311,13 +314,16 @@ int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
     throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
   }
   s.rows_left -= rows;
-  if (s.rows_left == 0) finish();
+  if (s.rows_left == 0) {
+    finish();
+    s.done = true;
+  }
   return rows;
 }
 
 void JpegRegionDecoder::finish() {
   if (s_->started) jpeg_abort_decompress(&s_->cinfo);
-  s_->started = false;
+  s_->started = s_->done = false;
 }
 
 DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,

@@ -227,6 +227,69 @@ TEST(Jpeg, RegionDecodeEqualsWholeImageDecode) {
   }
 }
 
+// The streaming interface returns the same rows as decode(), in whatever chunks they
+// are asked for; a region abandoned half way (finish(), or a new read_header()) leaves
+// the decoder ready for the next image.
+TEST(Jpeg, StreamedRegionEqualsDecodedRegionAndCanBeAbandoned) {
+  std::string jpg = encode_jpeg(synthetic_image(120, 90, 3, 5), 90);
+  std::string other = encode_jpeg(synthetic_image(40, 50, 3, 6), 90);
+  JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
+  std::vector<uint8_t> scratch;
+  dec.read_header(jpg);
+  DecodedRegion whole = dec.decode(17, 11, 70, 40, scratch);
+  const std::vector<uint8_t> want(scratch.begin(), scratch.begin() + whole.stride * whole.height);
+  for (int chunk : {1, 5, 16, 70}) {
+    dec.read_header(jpg);
+    DecodedRegion r = dec.start(17, 11, 70, 40);
+    EXPECT_EQ(r.data, nullptr);
+    ASSERT_EQ(r.x, whole.x);
+    ASSERT_EQ(r.stride, whole.stride);
+    std::vector<uint8_t> got(static_cast<size_t>(r.stride) * r.height);
+    int rows = 0;
+    while (int n = dec.read_rows(got.data() + rows * r.stride, r.stride, chunk)) {
+      EXPECT_LE(n, chunk);
+      rows += n;
+    }
+    EXPECT_EQ(rows, 70);
+    EXPECT_EQ(got, want) << "chunk " << chunk;
+  }
+  // Abandoned after a few rows, by finish() and by the next read_header().
+  std::vector<uint8_t> buf(static_cast<size_t>(whole.stride) * 8);
+  dec.read_header(jpg);
+  DecodedRegion r = dec.start(17, 11, 70, 40);
+  EXPECT_EQ(dec.read_rows(buf.data(), r.stride, 8), 8);
+  dec.finish();
+  EXPECT_NE(error_of([&] { dec.read_rows(buf.data(), r.stride, 8); }).find("without start"),
+            std::string::npos);
+  dec.read_header(jpg);
+  r = dec.start(0, 0, 120, 90);
+  EXPECT_EQ(dec.read_rows(buf.data(), r.stride, 3), 3);
+  ImageInfo info = dec.read_header(other);
+  EXPECT_EQ(info.width, 50);
+  DecodedRegion o = dec.decode(0, 0, 40, 50, scratch);
+  Tensor full = decode_jpeg(other);
+  for (int y = 0; y < 40; ++y)
+    for (int x = 0; x < 50; ++x)
+      for (int c = 0; c < 3; ++c)
+        ASSERT_EQ(o.data[y * o.stride + (x - o.x) * 3 + c], at(full, y, x, c));
+}
+
+// A corrupt JPEG met half way through a streamed decode_augment is an error, and the
+// thread's decoder decodes the next image correctly.
+TEST(Jpeg, CorruptDataMidRegionIsAnErrorAndTheDecoderRecovers) {
+  std::string jpg = encode_jpeg(synthetic_image(128, 128, 3, 9), 90);
+  std::string cut = jpg.substr(0, jpg.size() * 3 / 4);
+  AugmentOptions o;
+  o.resize_height = o.resize_width = 64;
+  o.normalize = NormalizeOptions{};
+  Rng a(3), b(3);
+  std::string msg = error_of([&] { decode_augment(cut, {}, o, a); });
+  EXPECT_NE(msg.find("corrupt JPEG data"), std::string::npos) << msg;
+  Tensor fused = decode_augment(jpg, {}, o, a);
+  Tensor ref = augment(decode_image(jpg), o, b);
+  EXPECT_TRUE(fused.equals(ref));
+}
+
 // ---- bad bytes ----
 
 TEST(Decode, UnknownBytesNameTheFirstBytes) {
