@@ -38,7 +38,7 @@ inline Taps identity_taps(int lo, int len, bool reverse) {
 enum class HFilterKernel { kBest, kNarrowWindow, kWindow, kGather, kScalar };
 // For tests: use `kernel` wherever it applies (a window kernel falls back to the next
 // one where a group does not fit its window; without AVX2 everything is kScalar).
-// Not thread-safe.
+// kScalar also turns off the AVX-512 vertical filter. Not thread-safe.
 void force_hfilter_kernel(HFilterKernel kernel);
 
 // Where resample reads source rows: row(ctx, y) is source row y from column origin_x

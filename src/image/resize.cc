@@ -357,6 +357,15 @@ bool cpu_has_avx2() {
 #endif
 }
 
+bool cpu_has_avx512f() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512f = __builtin_cpu_supports("avx512f");
+  return avx512f;
+#else
+  return false;
+#endif
+}
+
 // out[i] = sum_j w[j] * rows[j][off + i] + bias for i < n.
 __attribute__((always_inline)) inline void vfilter_body(const float* const* rows, size_t off,
                                                         const float* w, int k, int n, float bias,
@@ -399,6 +408,40 @@ void vfilter_planes(const float* const* rows, const float* w, int k, int n, int 
     vfilter_body(rows, static_cast<size_t>(c) * n, wc, k, n, bias[c], out + c * out_stride);
   }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// vfilter_planes for two taps (upscaling, the usual random resized crop) with 64-byte
+// stores. The vertical filter is bound by writing the output; whole-line stores made
+// decode_augment 1-2% faster on AMD Zen (alternating runs). Same operations in the
+// same order as vfilter_body, so the same bits.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own AVX-512 headers
+__attribute__((target("avx512f"))) void vfilter2_planes_avx512(const float* const* rows,
+                                                               const float* w, int n, int channels,
+                                                               const float* scale,
+                                                               const float* bias, float* out,
+                                                               size_t out_stride) {
+  for (int c = 0; c < channels; ++c) {
+    const float w0 = w[0] * scale[c], w1 = w[1] * scale[c], b = bias[c];
+    const float* r0 = rows[0] + static_cast<size_t>(c) * n;
+    const float* r1 = rows[1] + static_cast<size_t>(c) * n;
+    float* o = out + c * out_stride;
+    const __m512 v0 = _mm512_set1_ps(w0), v1 = _mm512_set1_ps(w1), vb = _mm512_set1_ps(b);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(o + i,
+                       _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(r0 + i), v0),
+                                                   _mm512_mul_ps(_mm512_loadu_ps(r1 + i), v1)),
+                                     vb));
+    for (; i < n; ++i) {
+      float a = r0[i] * w0;
+      a += r1[i] * w1;
+      o[i] = a + b;
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
 
 inline uint8_t to_u8(float v) {
   v += 0.5f;
@@ -521,8 +564,14 @@ Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const floa
       if (to_float) {
         // The normalization folds into the vertical weights: one pass writes the output.
         auto* out = reinterpret_cast<float*>(out_bytes) + static_cast<size_t>(oy) * OW;
-        vfilter_planes(s.rows.data(), w, ty.k, OW, C, scale, bias, s.wy.data(), out,
-                       static_cast<size_t>(OH) * OW);
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (ty.k == 2 && kernel != HFilterKernel::kScalar && cpu_has_avx512f())
+          vfilter2_planes_avx512(s.rows.data(), w, OW, C, scale, bias, out,
+                                 static_cast<size_t>(OH) * OW);
+        else
+#endif
+          vfilter_planes(s.rows.data(), w, ty.k, OW, C, scale, bias, s.wy.data(), out,
+                         static_cast<size_t>(OH) * OW);
       } else {
         vfilter(s.rows.data(), w, ty.k, row_len, 0.0f, s.acc.data());
         auto* out = reinterpret_cast<uint8_t*>(out_bytes) + static_cast<size_t>(oy) * row_len;

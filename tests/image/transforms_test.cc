@@ -114,7 +114,7 @@ TEST(Resize, EveryHorizontalKernelGivesTheSameBits) {
       o.random_resized_crop->height = k.oh;
       o.random_resized_crop->width = k.ow;
       o.flip_probability = 0.5;
-      o.normalize = NormalizeOptions{};
+      o.normalize = NormalizeOptions{{0.45f}, {0.226f}};  // a bias that is not 0
       Tensor augmented = augment(img, o, rng);
       outs.push_back(resized);
       outs.push_back(flipped);
