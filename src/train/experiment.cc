@@ -79,11 +79,13 @@ std::string make_cell_id(const ExperimentCell& c) {
 }
 
 // Spec file names in a config patch are relative to the experiment spec's folder; the
-// base config resolves its own names against its folder, so make these absolute-ish.
+// base config resolves names against its own folder, so these become absolute (a
+// relative result would be taken relative to the base config's folder).
 nlohmann::json resolve_patch_paths(nlohmann::json patch, const std::string& dir) {
   for (const char* key : {"train_spec", "eval_spec"}) {
     if (patch.contains(key) && patch[key].is_string())
-      patch[key] = join_path(dir, patch[key].get<std::string>());
+      patch[key] =
+          fs::absolute(join_path(dir, patch[key].get<std::string>())).lexically_normal().string();
   }
   return patch;
 }

@@ -4,10 +4,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "dataecho/core/error.h"
 #include "dataecho/train/experiment.h"
+#include "dataecho/train/train_config.h"
 #include "fashion_data.h"
 #include "test_util.h"
 
@@ -152,6 +155,40 @@ TEST(ExperimentSpec, RefusesBadSpecsWithThePath) {
   spec["base"].erase("max_steps");
   EXPECT_NE(testing::error_of([&] { experiment_spec_from_json(spec, ""); }).find("no budget"),
             std::string::npos);
+}
+
+// Spec names in "overrides" are relative to the experiment spec's folder, also when the
+// base config lives in another folder (and resolves its own names against that one).
+TEST(ExperimentSpec, OverrideSpecNamesAreRelativeToTheExperimentSpec) {
+  // Under the current directory and named relatively, as on a command line (a path
+  // through / would hide the bug: "/.." is "/").
+  const fs::path dir = "dataecho-exp-paths-" + std::to_string(getpid());
+  struct RemoveAtEnd {
+    fs::path p;
+    ~RemoveAtEnd() { fs::remove_all(p); }
+  } remove_at_end{dir};
+  fs::create_directories(dir / "examples");
+  fs::create_directories(dir / "experiments");
+  auto write = [](const fs::path& p, const json& j) { std::ofstream(p) << j.dump(); };
+  json base = tiny_base_config();
+  json base_train = base["train_spec"];
+  base_train["comment"] = "the base's";
+  json exp_train = base["train_spec"];
+  exp_train["comment"] = "the experiment's";
+  write(dir / "examples" / "train.json", base_train);
+  write(dir / "experiments" / "train.json", exp_train);
+  base["train_spec"] = "train.json";
+  write(dir / "examples" / "config.json", base);
+  json spec = {{"base", "../examples/config.json"}, {"grid", {{"variants", {"baseline"}}}}};
+  write(dir / "experiments" / "plain.json", spec);
+  spec["overrides"] = {{"train_spec", "train.json"}};
+  write(dir / "experiments" / "overridden.json", spec);
+  auto train_comment = [&](const std::string& name) {
+    ExperimentSpec s = load_experiment_spec((dir / "experiments" / name).string());
+    return train_config_from_json(s.base_config, s.base_dir).train_spec.value("comment", "");
+  };
+  EXPECT_EQ(train_comment("plain.json"), "the base's");
+  EXPECT_EQ(train_comment("overridden.json"), "the experiment's");
 }
 
 TEST(ExperimentSpec, ExpandsTheGrid) {
