@@ -173,7 +173,8 @@ class JpegRows {
  public:
   static constexpr int kChunk = 16;
 
-  JpegRows(JpegRegionDecoder& dec, const DecodedRegion& r) : dec_(dec), r_(r), next_(r.y) {
+  JpegRows(JpegRegionDecoder& dec, const DecodedRegion& r)
+      : dec_(dec), r_(r), first_(r.y), next_(r.y) {
     thread_local std::vector<uint8_t> buffer;
     const size_t need = static_cast<size_t>(r.stride) * kChunk;
     if (buffer.size() < need) buffer.resize(need);

@@ -81,13 +81,12 @@ Taps compute_taps(int in_len, int out_full, int win_lo, int win_len, bool antial
   t.lo = in_hi;
   t.hi = in_lo;
   for (int i = 0; i < win_len; ++i) {
-    const int o = i;
     int s = first[i];
     const int shift = std::max(0, s + k - in_hi);  // pad at the front, staying inside the source
     s -= shift;
-    t.start[o] = s;
+    t.start[i] = s;
     for (int j = 0; j < count[i]; ++j)
-      t.weight[static_cast<size_t>(o) * k + shift + j] =
+      t.weight[static_cast<size_t>(i) * k + shift + j] =
           static_cast<float>(wbuf[static_cast<size_t>(i) * kmax + j] * norm[i]);
     t.lo = std::min(t.lo, s);
     t.hi = std::max(t.hi, s + k);
@@ -101,15 +100,15 @@ void make_taps(Taps& t, int in_lo, int in_len, int out_full, int win_lo, int win
                bool antialias, bool reverse) {
   // A random resized crop asks for a few hundred distinct source lengths, twice per
   // image; computing taps costs microseconds, copying cached ones a fraction of that.
-  // The cache is per thread, direct-mapped and bounded: 256 entries of a few KB each
-  // for a 224-pixel output (under 1 MB).
+  // The cache is per thread, direct-mapped and bounded: 256 entries of at most 512
+  // outputs (a few KB each for a 224-pixel output: under 1 MB; 2 MB at most).
   struct Entry {
     uint64_t key = ~uint64_t{0};
     Taps taps;
   };
   thread_local std::vector<Entry> cache;
   const bool cacheable = in_len < (1 << 16) && out_full < (1 << 16) && win_lo >= 0 &&
-                         win_lo < (1 << 15) && win_len < (1 << 16);
+                         win_lo < (1 << 15) && win_len <= 512;
   Taps computed;
   const Taps* rel = &computed;
   if (cacheable) {
