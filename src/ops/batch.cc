@@ -5,62 +5,89 @@
 
 namespace dataecho {
 
-Example collate(const std::vector<Example>& elements, const std::string& stage) {
-  if (elements.empty()) throw_error(ErrorCode::kInternal, stage, "collate of no elements");
-  const Example& first = elements.front();
-  const int64_t n = static_cast<int64_t>(elements.size());
-  Example out;
-  std::vector<RowMeta> rows;
-  rows.reserve(elements.size());
-  for (const auto& e : elements) {
-    if (e.is_batch())
-      throw_error(ErrorCode::kInvalidArgument, stage,
-                  "cannot batch a batch: put one `batch` per pipeline, or `unbatch` first",
-                  e.describe());
-    rows.push_back(e.row(0));
-  }
-  for (const auto& [name, t0] : first.fields()) {
-    Shape shape;
-    shape.reserve(t0.rank() + 1);
-    shape.push_back(n);
-    shape.insert(shape.end(), t0.shape().begin(), t0.shape().end());
-    const size_t row_bytes = t0.nbytes();
-    out.set(name, Tensor::make(t0.dtype(), std::move(shape), [&](std::byte* dst) {
-              for (const auto& e : elements) {
-                const Tensor* t = e.find(name);
-                if (t == nullptr) {
-                  throw_error(ErrorCode::kInvalidArgument, stage,
-                              "field '" + name + "' is in element id " +
-                                  std::to_string(first.id()) + " but missing in element id " +
-                                  std::to_string(e.id()));
-                }
-                if (t->dtype() != t0.dtype() || t->shape() != t0.shape()) {
-                  throw_error(ErrorCode::kInvalidArgument, stage,
-                              "field '" + name + "' has " + dtype_name(t0.dtype()) + " shape " +
-                                  shape_to_string(t0.shape()) + " in element id " +
-                                  std::to_string(first.id()) + " but " + dtype_name(t->dtype()) +
-                                  " shape " + shape_to_string(t->shape()) + " in element id " +
-                                  std::to_string(e.id()) +
-                                  "; resize or pad to one shape before batching");
-                }
-                if (row_bytes) std::memcpy(dst, t->raw_data(), row_bytes);
-                dst += row_bytes;
-              }
-            }));
-  }
-  for (const auto& e : elements) {
-    if (e.fields().size() != first.fields().size()) {
+BatchBuilder::BatchBuilder(int64_t capacity, std::string stage)
+    : capacity_(std::max<int64_t>(capacity, 1)), stage_(std::move(stage)) {}
+
+void BatchBuilder::add(const Example& e) {
+  if (e.is_batch())
+    throw_error(ErrorCode::kInvalidArgument, stage_,
+                "cannot batch a batch: put one `batch` per pipeline, or `unbatch` first",
+                e.describe());
+  if (size() >= capacity_)
+    throw_error(ErrorCode::kInternal, stage_,
+                "batch of " + std::to_string(capacity_) + " rows is full");
+  if (rows_.empty()) {
+    first_id_ = e.id();
+    columns_.clear();
+    columns_.reserve(e.fields().size());
+    for (const auto& [name, t] : e.fields()) {
+      Column c;
+      c.name = name;
+      c.dtype = t.dtype();
+      c.shape = t.shape();
+      c.row_bytes = t.nbytes();
+      c.buffer = Buffer::allocate(c.row_bytes * static_cast<size_t>(capacity_));
+      columns_.push_back(std::move(c));
+    }
+  } else {
+    // Everything is checked before anything of this element is copied.
+    for (const Column& c : columns_) {
+      const Tensor* t = e.find(c.name);
+      if (t == nullptr)
+        throw_error(ErrorCode::kInvalidArgument, stage_,
+                    "field '" + c.name + "' is in element id " + std::to_string(first_id_) +
+                        " but missing in element id " + std::to_string(e.id()));
+      if (t->dtype() != c.dtype || t->shape() != c.shape)
+        throw_error(ErrorCode::kInvalidArgument, stage_,
+                    "field '" + c.name + "' has " + dtype_name(c.dtype) + " shape " +
+                        shape_to_string(c.shape) + " in element id " + std::to_string(first_id_) +
+                        " but " + dtype_name(t->dtype()) + " shape " + shape_to_string(t->shape()) +
+                        " in element id " + std::to_string(e.id()) +
+                        "; resize or pad to one shape before batching");
+    }
+    if (e.fields().size() != columns_.size()) {
       for (const auto& [name, t] : e.fields()) {
-        if (!first.find(name)) {
-          throw_error(ErrorCode::kInvalidArgument, stage,
+        const bool known = std::any_of(columns_.begin(), columns_.end(),
+                                       [&](const Column& c) { return c.name == name; });
+        if (!known)
+          throw_error(ErrorCode::kInvalidArgument, stage_,
                       "field '" + name + "' is in element id " + std::to_string(e.id()) +
-                          " but missing in element id " + std::to_string(first.id()));
-        }
+                          " but missing in element id " + std::to_string(first_id_));
       }
     }
   }
-  out.set_rows(std::move(rows));
+  const size_t row = rows_.size();
+  for (Column& c : columns_) {
+    if (c.row_bytes == 0) continue;
+    std::memcpy(c.buffer->mutable_data() + row * c.row_bytes, e.find(c.name)->raw_data(),
+                c.row_bytes);
+  }
+  rows_.push_back(e.row(0));
+}
+
+Example BatchBuilder::finish() {
+  if (rows_.empty()) throw_error(ErrorCode::kInternal, stage_, "collate of no elements");
+  const int64_t n = size();
+  Example out;
+  for (Column& c : columns_) {
+    Shape shape;
+    shape.reserve(c.shape.size() + 1);
+    shape.push_back(n);
+    shape.insert(shape.end(), c.shape.begin(), c.shape.end());
+    // A last batch smaller than the capacity views the first n rows of its buffers.
+    out.set(c.name, Tensor(c.dtype, std::move(shape), std::move(c.buffer)));
+  }
+  out.set_rows(std::move(rows_));
+  rows_.clear();
+  columns_.clear();
   return out;
+}
+
+Example collate(const std::vector<Example>& elements, const std::string& stage) {
+  if (elements.empty()) throw_error(ErrorCode::kInternal, stage, "collate of no elements");
+  BatchBuilder b(static_cast<int64_t>(elements.size()), stage);
+  for (const auto& e : elements) b.add(e);
+  return b.finish();
 }
 
 namespace {
@@ -78,9 +105,7 @@ class BatchDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> in, BatchOptions o) : in_(std::move(in)), o_(o) {
-      pending_.reserve(o_.size);
-    }
+    It(std::unique_ptr<Iterator> in, BatchOptions o) : in_(std::move(in)), o_(o) {}
     void save(StateWriter& w) override {
       w.begin("batch");
       w.write_bool(done_);
@@ -95,24 +120,20 @@ class BatchDataset : public Dataset {
    protected:
     std::optional<Example> next_impl() override {
       if (done_) return std::nullopt;
-      pending_.clear();
-      while (static_cast<int64_t>(pending_.size()) < o_.size) {
+      // Each element is copied into the batch as it arrives and dropped right after.
+      BatchBuilder b(o_.size, label());
+      while (b.size() < o_.size) {
         auto e = in_->next();
         if (!e) {
           done_ = true;
           break;
         }
-        pending_.push_back(std::move(*e));
+        b.add(*e);
       }
-      if (pending_.empty() ||
-          (o_.drop_remainder && static_cast<int64_t>(pending_.size()) < o_.size)) {
-        pending_.clear();
-        return std::nullopt;
-      }
-      Example b = collate(pending_, label());
-      pending_.clear();
-      count_rows(b);
-      return b;
+      if (b.size() == 0 || (o_.drop_remainder && b.size() < o_.size)) return std::nullopt;
+      Example out = b.finish();
+      count_rows(out);
+      return out;
     }
 
    private:
@@ -135,7 +156,6 @@ class BatchDataset : public Dataset {
 
     std::unique_ptr<Iterator> in_;
     BatchOptions o_;
-    std::vector<Example> pending_;
     bool done_ = false;
     std::vector<int64_t> ids_;
     std::atomic<int64_t>* fresh_rows_ = nullptr;

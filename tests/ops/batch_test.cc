@@ -62,6 +62,39 @@ TEST(Batch, MissingFieldIsAnError) {
   EXPECT_NE(msg.find("'label'"), std::string::npos) << msg;
 }
 
+TEST(Batch, ExtraFieldIsAnErrorNamingBothIds) {
+  auto ex = images(2, {1});
+  ex[1].set("mask", Tensor::scalar<int64_t>(1));
+  auto it = make_batch(make_memory_source(ex), {2, false})->make_iterator({});
+  std::string msg = error_of([&] { drain(*it); });
+  EXPECT_NE(msg.find("field 'mask' is in element id 1 but missing in element id 0"),
+            std::string::npos)
+      << msg;
+}
+
+// The builder copies each element in as it is added: the element can go at once, a
+// batch with fewer rows than its capacity views the first rows, and the builder is
+// empty and reusable after finish().
+TEST(Batch, BuilderCopiesOnAddAndFinishesShort) {
+  BatchBuilder b(4);
+  for (auto& e : images(3, {2})) {
+    Example moved = std::move(e);
+    b.add(moved);
+  }  // every element is gone here
+  EXPECT_EQ(b.size(), 3);
+  Example out = b.finish();
+  EXPECT_EQ(b.size(), 0);
+  const Tensor& img = out.get("image");
+  ASSERT_EQ(img.shape(), (Shape{3, 2}));
+  EXPECT_EQ(std::vector<float>(img.data<float>(), img.data<float>() + 6),
+            (std::vector<float>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(out.get("label").shape(), (Shape{3}));
+  EXPECT_EQ(out.num_rows(), 3u);
+  b.add(images(1, {5})[0]);  // a new batch may have other shapes
+  EXPECT_EQ(b.finish().get("image").shape(), (Shape{1, 5}));
+  EXPECT_NE(error_of([&] { b.finish(); }).find("no elements"), std::string::npos);
+}
+
 TEST(Batch, RejectsZeroSize) { EXPECT_THROW(make_batch(make_range({3}), {0, false}), Error); }
 
 }  // namespace
