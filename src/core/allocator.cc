@@ -20,8 +20,8 @@ bool tune_allocator_for_pipelines() {
   // glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...:glibc.malloc.arena_max=1.)
   //
   // One arena means one lock for every large allocation of every pipeline thread: two
-  // threads decoding and augmenting images run at about 85% of their speed with an
-  // arena each (image_bench, 2 threads). Per-thread arenas were tried and are much
+  // threads decoding and augmenting images reach about 85% of the speed they have with
+  // an arena each (image_bench, 2 threads). Per-thread arenas were tried and are much
   // worse for real pipelines: a thread's arena is a heap of at most 64 MB, so a batch
   // of 128 ImageNet-sized float images (77 MB) made by the batch thread is mmapped and
   // unmapped every time, and its pages faulted in again (dataloader_bench, 1 thread:
