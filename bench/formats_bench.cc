@@ -54,11 +54,14 @@ void BM_PlainRead(benchmark::State& state) {
 }
 BENCHMARK(BM_PlainRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// state.range(0): verify the CRCs (1, the default) or not (0: what the CRC costs).
 void BM_TfRecordReader(benchmark::State& state) {
   const std::string& path = bench_file();
+  TfRecordReader::Options options;
+  options.verify_crc = state.range(0) != 0;
   int64_t total = 0;
   for (auto _ : state) {
-    TfRecordReader r(open_stream(path));
+    TfRecordReader r(open_stream(path), options);
     std::shared_ptr<Buffer> rec;
     while (r.next(&rec) == TfRecordReader::Status::kOk) {
       benchmark::DoNotOptimize(rec->data());
@@ -67,7 +70,7 @@ void BM_TfRecordReader(benchmark::State& state) {
   }
   state.SetBytesProcessed(total);
 }
-BENCHMARK(BM_TfRecordReader)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TfRecordReader)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The whole source: raw records as tensors through a pipeline.
 void BM_TfRecordSourceRaw(benchmark::State& state) {

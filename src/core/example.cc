@@ -39,6 +39,11 @@ bool Example::erase(std::string_view name) {
   return false;
 }
 
+void Example::compact() {
+  for (auto& f : fields_)
+    if (f.second.pins_more_than_itself()) f.second = f.second.compacted();
+}
+
 size_t Example::nbytes() const {
   size_t n = 0;
   for (const auto& f : fields_) n += f.second.nbytes();

@@ -1,5 +1,6 @@
 #include "dataecho/core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -67,15 +68,17 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes) {
   std::shared_ptr<Buffer> b(new Buffer());
   b->data_ = static_cast<std::byte*>(p);
   b->size_ = nbytes;
+  b->footprint_ = rounded;
   b->release_ = [p] { std::free(p); };
   return b;
 }
 
-std::shared_ptr<Buffer> Buffer::wrap(std::byte* data, size_t nbytes,
-                                     std::function<void()> release) {
+std::shared_ptr<Buffer> Buffer::wrap(std::byte* data, size_t nbytes, std::function<void()> release,
+                                     size_t footprint) {
   std::shared_ptr<Buffer> b(new Buffer());
   b->data_ = data;
   b->size_ = nbytes;
+  b->footprint_ = std::max(nbytes, footprint);
   b->release_ = std::move(release);
   return b;
 }
@@ -151,6 +154,15 @@ Tensor Tensor::reshaped(Shape shape) const {
     return from_data(dtype_, std::move(shape), raw_data(), nbytes());
   }
   return Tensor(dtype_, std::move(shape), buffer_, offset_);
+}
+
+bool Tensor::pins_more_than_itself() const {
+  return buffer_ != nullptr && buffer_->footprint() > 2 * nbytes() + 4096;
+}
+
+Tensor Tensor::compacted() const {
+  if (!pins_more_than_itself()) return *this;
+  return from_data(dtype_, shape_, raw_data(), nbytes());
 }
 
 void Tensor::check_dtype(DType expected) const {

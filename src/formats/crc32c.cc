@@ -220,8 +220,54 @@ DE_AVX512_TARGET inline void load256(const uint8_t*& p, uint8_t*& dst, __m512i d
   p += 256;
 }
 
+// ---- Vector and scalar units together ----
+// The carry-less multiplies and the crc32 instruction run on different execution
+// units, so a loop that feeds both goes faster than either alone (measured on this
+// Zen 4 class VM, 100 KiB from L2: 50 GB/s vector alone, 66 GB/s both; 5 to 9 words
+// per stream per step measured 62-66, 12 words 52). The buffer is cut into
+// super-blocks: kHybridSteps vector steps of 256 bytes, during which three crc32
+// streams each cover kHybridStream bytes of the region after them; then one more
+// vector step folds the accumulators forward over that region as if it were zeros
+// and takes in the next 256 bytes, into which the region's register is xored (a
+// register at a position is the same as those four bytes xored into the data).
+constexpr size_t kHybridSteps = 8;
+constexpr size_t kHybridWords = 7;  // 8-byte words per stream per vector step
+constexpr size_t kHybridStream = kHybridSteps * kHybridWords * 8;
+constexpr size_t kHybridBlock = 256 * kHybridSteps + 3 * kHybridStream + 256;
+
+// reflect32(x^e mod P): the folding constants' form, for any distance.
+constexpr uint64_t xpow_reflected(size_t e) {
+  uint64_t r = 1;
+  for (size_t i = 0; i < e; ++i) {
+    r <<= 1;
+    if (r & (uint64_t{1} << 32)) r ^= 0x11edc6f41ull;  // P, unreflected
+  }
+  uint64_t out = 0;
+  for (int b = 0; b < 32; ++b)
+    if (r & (uint64_t{1} << b)) out |= uint64_t{1} << (31 - b);
+  return out;
+}
+static_assert(xpow_reflected(2048 + 31) == kFold2048[0] &&
+              xpow_reflected(2048 - 33) == kFold2048[1]);
+// Forward over the 256 bytes of a vector step plus the three streams' region.
+constexpr size_t kGapBits = 8 * (256 + 3 * kHybridStream);
+constexpr uint64_t kFoldGap[2] = {xpow_reflected(kGapBits + 31), xpow_reflected(kGapBits - 33)};
+
+const ShiftTable& shift_stream() {
+  static const ShiftTable s(kHybridStream);
+  return s;
+}
+
 DE_AVX512_TARGET uint32_t extend_avx512(uint32_t crc, const uint8_t* p, size_t n, uint8_t* dst) {
   if (n < kAvx512MinBytes) return extend_sse42(crc, p, n, dst);
+  // The vector loads from 64-byte boundaries: a load across two cache lines costs two
+  // (measured: 46-66 GB/s at odd offsets, 70 aligned).
+  if (size_t head = (64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63; head != 0) {
+    crc = extend_sse42(crc, p, head, dst);
+    p += head;
+    n -= head;
+    if (dst != nullptr) dst += head;
+  }
   __m512i x[4], d[4];
   load256(p, dst, x);
   n -= 256;
@@ -229,6 +275,43 @@ DE_AVX512_TARGET uint32_t extend_avx512(uint32_t crc, const uint8_t* p, size_t n
   // first four bytes of the data, with a register of zero.
   x[0] = _mm512_xor_si512(x[0], _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, static_cast<uint32_t>(~crc)));
   const __m512i k2048 = broadcast_fold(kFold2048);
+  if (n >= kHybridBlock) {
+    const __m512i kgap = broadcast_fold(kFoldGap);
+    const ShiftTable& shift = shift_stream();
+    while (n >= kHybridBlock) {
+      const uint8_t* s = p + 256 * kHybridSteps;
+      uint8_t* sdst = dst != nullptr ? dst + 256 * kHybridSteps : nullptr;
+      uint64_t c0 = 0, c1 = 0, c2 = 0;
+      for (size_t step = 0; step < kHybridSteps; ++step) {
+        load256(p, dst, d);
+        for (int i = 0; i < 4; ++i) x[i] = fold512(x[i], k2048, d[i]);
+        for (size_t w = 0; w < kHybridWords; ++w, s += 8) {
+          uint64_t v0, v1, v2;
+          std::memcpy(&v0, s, 8);
+          std::memcpy(&v1, s + kHybridStream, 8);
+          std::memcpy(&v2, s + 2 * kHybridStream, 8);
+          c0 = _mm_crc32_u64(c0, v0);
+          c1 = _mm_crc32_u64(c1, v1);
+          c2 = _mm_crc32_u64(c2, v2);
+          if (sdst != nullptr) {
+            std::memcpy(sdst, &v0, 8);
+            std::memcpy(sdst + kHybridStream, &v1, 8);
+            std::memcpy(sdst + 2 * kHybridStream, &v2, 8);
+            sdst += 8;
+          }
+        }
+      }
+      // The region's register from zero, then the step over it.
+      uint32_t r = shift(shift(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c1)) ^
+                   static_cast<uint32_t>(c2);
+      p += 3 * kHybridStream;
+      if (dst != nullptr) dst += 3 * kHybridStream;
+      load256(p, dst, d);
+      d[0] = _mm512_xor_si512(d[0], _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, r));
+      for (int i = 0; i < 4; ++i) x[i] = fold512(x[i], kgap, d[i]);
+      n -= kHybridBlock;
+    }
+  }
   while (n >= 256) {
     load256(p, dst, d);
     for (int i = 0; i < 4; ++i) x[i] = fold512(x[i], k2048, d[i]);

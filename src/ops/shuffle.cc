@@ -51,6 +51,7 @@ class ShuffleDataset : public Dataset {
           input_done_ = true;
           break;
         }
+        e->compact();
         buf_.push_back(std::move(*e));
       }
       if (buf_.empty()) return std::nullopt;
@@ -58,6 +59,7 @@ class ShuffleDataset : public Dataset {
       Example out = std::move(buf_[i]);
       if (!input_done_) {
         if (auto e = in_->next()) {
+          e->compact();
           buf_[i] = std::move(*e);
           return out;
         }

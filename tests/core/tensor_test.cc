@@ -70,6 +70,38 @@ TEST(Tensor, WrapReleasesOnce) {
   EXPECT_EQ(released, 1);
 }
 
+TEST(Tensor, CompactedCopiesOnlyWhatPinsMore) {
+  // A small tensor in a large buffer (a row of a batch) pins the buffer; compacted()
+  // copies it into one of its own. A tensor that fills its buffer is left as it is.
+  auto big = Buffer::allocate(1 << 20);
+  std::memset(big->mutable_data(), 7, 1 << 20);
+  Tensor row(DType::kUInt8, {1000}, big, 4096);
+  EXPECT_EQ(big->footprint(), size_t{1} << 20);
+  EXPECT_TRUE(row.pins_more_than_itself());
+  Tensor own = row.compacted();
+  EXPECT_FALSE(own.pins_more_than_itself());
+  EXPECT_FALSE(own.shares_buffer_with(row));
+  EXPECT_TRUE(own.equals(row));
+  Tensor whole(DType::kUInt8, {1 << 20}, big);
+  EXPECT_TRUE(whole.compacted().shares_buffer_with(whole));
+  EXPECT_FALSE(Tensor::scalar<int64_t>(3).pins_more_than_itself());
+
+  // wrap() with a footprint: a record inside a reader's chunk.
+  int released = 0;
+  {
+    static std::byte chunk[8192];
+    auto view = Buffer::wrap(
+        chunk + 100, 200, [&] { ++released; }, sizeof chunk);
+    EXPECT_EQ(view->footprint(), sizeof chunk);
+    Example e;
+    e.set("record", Tensor(DType::kUInt8, {200}, view));
+    e.set("label", Tensor::scalar<int64_t>(1));
+    e.compact();
+    EXPECT_FALSE(e.get("record").shares_buffer_with(Tensor(DType::kUInt8, {200}, view)));
+  }
+  EXPECT_EQ(released, 1);
+}
+
 TEST(Example, FieldsAndProvenance) {
   Example e(7);
   e.set("x", Tensor::scalar<float>(1.5f));

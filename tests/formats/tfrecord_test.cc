@@ -3,6 +3,7 @@
 // and every corruption under every on_error policy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -416,6 +417,139 @@ TEST(TfRecord, TruncatedHeaderAndEmptyFile) {
       dir, R"({"source": {"kind": "tfrecord", "uri": "short.tfrecord", "on_error": "skip"}})");
   EXPECT_EQ(testing::drain(*p).size(), 1u);
   EXPECT_EQ(p->stats().nodes()[0]->counter("bytes_lost").load(), 3);
+}
+
+// Records are views of the reader's chunks: sizes around every chunk boundary, large
+// bodies read on their own, records kept to the end (their chunks must not be reused)
+// and records dropped at once (the chunk is reused in place), over plain and HTTP-like
+// short reads alike.
+std::vector<std::string> boundary_payloads() {
+  constexpr size_t kChunk = TfRecordReader::kChunkBytes;
+  std::vector<std::string> out;
+  uint64_t x = 12345;
+  auto next = [&] {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x >> 33;
+  };
+  std::vector<size_t> sizes = {0,          1,           kChunk / 2 - 4, kChunk / 2 - 3,
+                               kChunk / 2, kChunk - 16, kChunk,         2 * kChunk + 5};
+  for (int i = 0; i < 60; ++i) sizes.push_back(next() % (kChunk / 3));
+  for (int i = 0; i < 5; ++i) sizes.push_back(next() % 12);
+  for (size_t n : sizes) {
+    std::string s(n, '\0');
+    for (auto& c : s) c = static_cast<char>(next());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+TEST(TfRecordReader, RecordsViewChunksAndStayIntactWhileHeld) {
+  std::string dir = temp_dir();
+  auto payloads = boundary_payloads();
+  {
+    TfRecordWriter w(dir + "/b.tfrecord");
+    for (const auto& p : payloads) w.write(p);
+  }
+  std::vector<std::shared_ptr<Buffer>> held;
+  {
+    TfRecordReader r(open_stream(dir + "/b.tfrecord"));
+    std::shared_ptr<Buffer> rec;
+    while (r.next(&rec) == TfRecordReader::Status::kOk) held.push_back(rec);
+    EXPECT_EQ(r.next(&rec), TfRecordReader::Status::kEnd);
+  }  // the records outlive their reader
+  ASSERT_EQ(held.size(), payloads.size());
+  size_t views = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    ASSERT_EQ(std::string_view(reinterpret_cast<const char*>(held[i]->data()), held[i]->size()),
+              payloads[i])
+        << "record " << i << " of " << payloads[i].size() << " bytes";
+    if (payloads[i].size() + 4 <= TfRecordReader::kChunkBytes / 2) {
+      EXPECT_EQ(held[i]->footprint(), TfRecordReader::kChunkBytes) << "record " << i;
+      ++views;
+    } else {
+      EXPECT_LT(held[i]->footprint(), payloads[i].size() + 64) << "a large body has its own";
+    }
+  }
+  EXPECT_GT(views, 60u);
+}
+
+TEST(TfRecordReader, RecordsDroppedAtOnceReadTheSame) {
+  std::string dir = temp_dir();
+  auto payloads = boundary_payloads();
+  {
+    TfRecordWriter w(dir + "/b.tfrecord");
+    for (const auto& p : payloads) w.write(p);
+  }
+  TfRecordReader r(open_stream(dir + "/b.tfrecord"));
+  size_t i = 0;
+  while (true) {
+    std::shared_ptr<Buffer> rec;
+    if (r.next(&rec) != TfRecordReader::Status::kOk) break;
+    ASSERT_LT(i, payloads.size());
+    ASSERT_EQ(std::string_view(reinterpret_cast<const char*>(rec->data()), rec->size()),
+              payloads[i])
+        << "record " << i;
+    ++i;
+  }
+  EXPECT_EQ(i, payloads.size());
+}
+
+TEST(TfRecordReader, RecordsReadTheSameThroughShortReads) {
+  // A stream that returns at most 1000 bytes per read(), like an HTTP body in pieces,
+  // and does not know its size.
+  class Trickle : public ByteStream {
+   public:
+    explicit Trickle(std::string data) : data_(std::move(data)) {}
+    size_t read(void* dst, size_t n) override {
+      size_t k = std::min({n, size_t{1000}, data_.size() - pos_});
+      std::memcpy(dst, data_.data() + pos_, k);
+      pos_ += k;
+      return k;
+    }
+    uint64_t position() const override { return pos_; }
+    void seek(uint64_t offset) override { pos_ = offset; }
+    int64_t size() const override { return -1; }
+    const std::string& uri() const override { return uri_; }
+
+   private:
+    std::string data_;
+    size_t pos_ = 0;
+    std::string uri_ = "trickle";
+  };
+  auto payloads = boundary_payloads();
+  std::string bytes;
+  for (const auto& p : payloads) bytes += frame(p);
+  TfRecordReader r(std::make_unique<Trickle>(bytes));
+  std::vector<std::shared_ptr<Buffer>> held;
+  std::shared_ptr<Buffer> rec;
+  while (r.next(&rec) == TfRecordReader::Status::kOk) held.push_back(rec);
+  ASSERT_EQ(held.size(), payloads.size());
+  for (size_t i = 0; i < held.size(); ++i)
+    ASSERT_EQ(std::string_view(reinterpret_cast<const char*>(held[i]->data()), held[i]->size()),
+              payloads[i])
+        << "record " << i;
+}
+
+TEST(TfRecord, ShuffleHoldsCopiesNotChunks) {
+  std::string dir = temp_dir();
+  {
+    TfRecordWriter w(dir + "/s.tfrecord");
+    for (int i = 0; i < 50; ++i) w.write(std::string(1000 + i, static_cast<char>('a' + i % 26)));
+  }
+  // Straight from the source a record views its chunk; out of a shuffle it has its own
+  // buffer, so that the shuffle buffer's elements hold 50 KB, not 50 chunks.
+  auto raw = run_in(dir, R"({"source": {"kind": "tfrecord", "uri": "s.tfrecord", "raw": true}})");
+  ASSERT_EQ(raw.size(), 50u);
+  EXPECT_TRUE(raw[0].get("record").pins_more_than_itself());
+  auto v = run_in(dir, R"({"source": {"kind": "tfrecord", "uri": "s.tfrecord", "raw": true},
+                           "stages": [{"op": "shuffle", "buffer": 20}]})");
+  ASSERT_EQ(v.size(), 50u);
+  for (const auto& e : v) {
+    const Tensor& t = e.get("record");
+    EXPECT_FALSE(t.pins_more_than_itself());
+    size_t i = t.nbytes() - 1000;
+    EXPECT_EQ(t.bytes(), std::string(1000 + i, static_cast<char>('a' + i % 26)));
+  }
 }
 
 }  // namespace

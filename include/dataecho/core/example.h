@@ -38,6 +38,10 @@ class Example {
   const std::vector<Field>& fields() const { return fields_; }
   std::vector<Field>& mutable_fields() { return fields_; }
   size_t nbytes() const;  // sum of the tensors' byte sizes
+  // Gives every tensor that pins a much larger buffer (Tensor::pins_more_than_itself)
+  // a buffer of its own. Operators that hold elements for long (shuffle) call it, so
+  // that what they hold is what their buffer size declares.
+  void compact();
 
   // ---- provenance ----
   // An example is one row; a batch (made by `batch`) has one row per element, and its

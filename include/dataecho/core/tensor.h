@@ -44,15 +44,17 @@ using Shape = std::vector<int64_t>;
 std::string shape_to_string(const Shape& shape);  // "[2, 28, 28]"
 int64_t shape_elements(const Shape& shape);       // 1 for a scalar
 
-// A contiguous, 64-byte aligned block of bytes. Written only by whoever allocated it,
-// before it is handed to a Tensor; read-only afterwards.
+// A contiguous block of bytes. Written only by whoever allocated it, before it is
+// handed to a Tensor; read-only afterwards. allocate() gives 64-byte aligned memory.
 class Buffer {
  public:
   static std::shared_ptr<Buffer> allocate(size_t nbytes);
-  // Adopts memory owned elsewhere (an mmapped file, a decoder's output): `release`
-  // runs when the last tensor that shares it goes away. No copy.
-  static std::shared_ptr<Buffer> wrap(std::byte* data, size_t nbytes,
-                                      std::function<void()> release);
+  // Adopts memory owned elsewhere (an mmapped file, a decoder's output, a record inside
+  // the chunk a reader read): `release` runs when the last tensor that shares it goes
+  // away. No copy, any alignment. `footprint`: the bytes that stay allocated while this
+  // buffer lives, when more than nbytes (the whole chunk a record lies in).
+  static std::shared_ptr<Buffer> wrap(std::byte* data, size_t nbytes, std::function<void()> release,
+                                      size_t footprint = 0);
 
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -61,11 +63,14 @@ class Buffer {
   const std::byte* data() const { return data_; }
   std::byte* mutable_data() { return data_; }
   size_t size() const { return size_; }
+  // The bytes this buffer keeps allocated: at least its size.
+  size_t footprint() const { return footprint_; }
 
  private:
   Buffer() = default;
   std::byte* data_ = nullptr;
   size_t size_ = 0;
+  size_t footprint_ = 0;
   std::function<void()> release_;
 };
 
@@ -137,6 +142,12 @@ class Tensor {
 
   // A tensor with the same bytes viewed under another shape of equal element count.
   Tensor reshaped(Shape shape) const;
+  // Whether this tensor keeps alive much more memory than its own bytes (a record that
+  // views its read chunk, a row of a batch): more than twice its size plus 4 KiB.
+  bool pins_more_than_itself() const;
+  // This tensor with its bytes in a buffer of its own when pins_more_than_itself(),
+  // else itself (no copy).
+  Tensor compacted() const;
 
  private:
   void check_dtype(DType expected) const;
