@@ -107,7 +107,22 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<const Buffer> buffer, s
   }
 }
 
+namespace {
+thread_local OutputSlot* t_output_slot = nullptr;
+}  // namespace
+
+ScopedOutputSlot::ScopedOutputSlot(OutputSlot* slot) : previous_(t_output_slot) {
+  t_output_slot = slot;
+}
+ScopedOutputSlot::~ScopedOutputSlot() { t_output_slot = previous_; }
+
 Tensor Tensor::make(DType dtype, Shape shape, const std::function<void(std::byte*)>& fill) {
+  if (OutputSlot* slot = t_output_slot;
+      slot != nullptr && !slot->taken && slot->dtype == dtype && slot->shape == shape) {
+    fill(slot->buffer->mutable_data() + slot->offset);
+    slot->taken = true;
+    return Tensor(dtype, std::move(shape), slot->buffer, slot->offset);
+  }
   size_t nbytes = static_cast<size_t>(shape_elements(shape)) * dtype_size(dtype);
   if (shape.empty() && nbytes <= sizeof(inline_)) {
     Tensor t;

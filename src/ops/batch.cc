@@ -5,8 +5,104 @@
 
 namespace dataecho {
 
+// ---- RowPlacer ----
+
+bool RowPlacer::slot_for(int64_t k, OutputSlot* slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!has_column_ || k < 0) return false;
+  slot->dtype = dtype_;
+  slot->shape = shape_;
+  slot->buffer = buffer_locked(k / size_);
+  slot->offset = static_cast<size_t>(k % size_) * row_bytes_;
+  slot->taken = false;
+  return true;
+}
+
+bool RowPlacer::has_column() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return has_column_;
+}
+
+void RowPlacer::set_column(DType dtype, const Shape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (has_column_) return;
+  dtype_ = dtype;
+  shape_ = shape;
+  row_bytes_ = static_cast<size_t>(shape_elements(shape)) * dtype_size(dtype);
+  has_column_ = true;
+}
+
+bool RowPlacer::is_column(DType dtype, const Shape& shape) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return has_column_ && dtype == dtype_ && shape == shape_;
+}
+
+std::shared_ptr<Buffer> RowPlacer::buffer_locked(int64_t b) {
+  auto& buf = buffers_[b];
+  if (!buf) buf = Buffer::allocate(row_bytes_ * static_cast<size_t>(size_));
+  return buf;
+}
+
+std::shared_ptr<Buffer> RowPlacer::batch_buffer(int64_t b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return buffer_locked(b);
+}
+
+bool RowPlacer::holds(const Buffer* buffer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [b, buf] : buffers_)
+    if (buf.get() == buffer) return true;
+  return false;
+}
+
+void RowPlacer::finish_batch(int64_t b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  buffers_.erase(b);
+}
+
+void RowPlacer::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  buffers_.clear();
+}
+
+// ---- BatchBuilder ----
+
 BatchBuilder::BatchBuilder(int64_t capacity, std::string stage)
     : capacity_(std::max<int64_t>(capacity, 1)), stage_(std::move(stage)) {}
+
+BatchBuilder::BatchBuilder(int64_t capacity, std::string stage, RowPlacer* placer,
+                           int64_t batch_index)
+    : capacity_(std::max<int64_t>(capacity, 1)),
+      stage_(std::move(stage)),
+      placer_(placer),
+      batch_index_(batch_index) {}
+
+// With a placer: the column the map computes in place (chosen from the first batch's
+// first element) takes the placer's buffer for this batch.
+void BatchBuilder::place_column() {
+  auto unique = [&](const Column& c) {
+    return std::count_if(columns_.begin(), columns_.end(), [&](const Column& o) {
+             return o.dtype == c.dtype && o.shape == c.shape;
+           }) == 1;
+  };
+  if (!placer_->has_column()) {
+    const Column* best = nullptr;
+    for (const Column& c : columns_) {
+      if (c.row_bytes >= RowPlacer::kMinRowBytes && unique(c) &&
+          (best == nullptr || c.row_bytes > best->row_bytes))
+        best = &c;
+    }
+    if (best == nullptr) return;
+    placer_->set_column(best->dtype, best->shape);
+  }
+  for (Column& c : columns_) {
+    if (placer_->is_column(c.dtype, c.shape) && unique(c)) {
+      c.buffer = placer_->batch_buffer(batch_index_);
+      c.placed = true;
+      return;
+    }
+  }
+}
 
 void BatchBuilder::add(const Example& e) {
   if (e.is_batch())
@@ -26,9 +122,11 @@ void BatchBuilder::add(const Example& e) {
       c.dtype = t.dtype();
       c.shape = t.shape();
       c.row_bytes = t.nbytes();
-      c.buffer = Buffer::allocate(c.row_bytes * static_cast<size_t>(capacity_));
       columns_.push_back(std::move(c));
     }
+    if (placer_ != nullptr) place_column();
+    for (Column& c : columns_)
+      if (!c.buffer) c.buffer = Buffer::allocate(c.row_bytes * static_cast<size_t>(capacity_));
   } else {
     // Everything is checked before anything of this element is copied.
     for (const Column& c : columns_) {
@@ -59,8 +157,22 @@ void BatchBuilder::add(const Example& e) {
   const size_t row = rows_.size();
   for (Column& c : columns_) {
     if (c.row_bytes == 0) continue;
-    std::memcpy(c.buffer->mutable_data() + row * c.row_bytes, e.find(c.name)->raw_data(),
-                c.row_bytes);
+    const Tensor& t = *e.find(c.name);
+    std::byte* dst = c.buffer->mutable_data() + row * c.row_bytes;
+    if (c.placed) {
+      if (t.raw_data() == dst) {
+        ++placed_rows_;  // computed in place by the map
+        continue;
+      }
+      // Output k of the map is row k of this numbering by construction; anything else
+      // would mean a row of this batch holds an element not yet added.
+      if (t.buffer() != nullptr && placer_->holds(t.buffer().get()))
+        throw_error(ErrorCode::kInternal, stage_,
+                    "map-and-batch fusion: field '" + c.name + "' of element id " +
+                        std::to_string(e.id()) + " is not in its row",
+                    e.describe());
+    }
+    std::memcpy(dst, t.raw_data(), c.row_bytes);
   }
   rows_.push_back(e.row(0));
 }
@@ -99,13 +211,17 @@ class BatchDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_->make_iterator(ctx), o_);
+    IteratorContext c = ctx;
+    c.placer = input_->accepts_row_placer() ? std::make_shared<RowPlacer>(o_.size) : nullptr;
+    auto placer = c.placer;
+    return std::make_unique<It>(input_->make_iterator(c), o_, std::move(placer));
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> in, BatchOptions o) : in_(std::move(in)), o_(o) {}
+    It(std::unique_ptr<Iterator> in, BatchOptions o, std::shared_ptr<RowPlacer> placer)
+        : in_(std::move(in)), o_(o), placer_(std::move(placer)) {}
     void save(StateWriter& w) override {
       w.begin("batch");
       w.write_bool(done_);
@@ -114,14 +230,17 @@ class BatchDataset : public Dataset {
     void restore(StateReader& r) override {
       r.expect("batch");
       done_ = r.read_bool();
-      in_->restore(r);
+      in_->restore(r);  // a fused map numbers its outputs from 0 again (RowPlacer::reset)
+      batch_index_ = 0;
     }
 
    protected:
     std::optional<Example> next_impl() override {
       if (done_) return std::nullopt;
-      // Each element is copied into the batch as it arrives and dropped right after.
-      BatchBuilder b(o_.size, label());
+      // Each element is copied into the batch as it arrives and dropped right after
+      // (or, fused with a map, found in its row already).
+      BatchBuilder b = placer_ ? BatchBuilder(o_.size, label(), placer_.get(), batch_index_)
+                               : BatchBuilder(o_.size, label());
       while (b.size() < o_.size) {
         auto e = in_->next();
         if (!e) {
@@ -130,7 +249,12 @@ class BatchDataset : public Dataset {
         }
         b.add(*e);
       }
+      if (placer_) placer_->finish_batch(batch_index_++);
       if (b.size() == 0 || (o_.drop_remainder && b.size() < o_.size)) return std::nullopt;
+      if (stats() && b.placed_rows() > 0) {
+        if (!placed_rows_) placed_rows_ = &stats()->counter("placed_rows");
+        placed_rows_->fetch_add(b.placed_rows(), std::memory_order_relaxed);
+      }
       Example out = b.finish();
       count_rows(out);
       return out;
@@ -156,6 +280,9 @@ class BatchDataset : public Dataset {
 
     std::unique_ptr<Iterator> in_;
     BatchOptions o_;
+    std::shared_ptr<RowPlacer> placer_;  // set when fused with the map below
+    int64_t batch_index_ = 0;            // the placer's numbering
+    std::atomic<int64_t>* placed_rows_ = nullptr;
     bool done_ = false;
     std::vector<int64_t> ids_;
     std::atomic<int64_t>* fresh_rows_ = nullptr;

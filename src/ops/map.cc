@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/ops/batch.h"
 #include "worker_pause.h"
 
 namespace dataecho {
@@ -35,18 +36,26 @@ class MapDataset : public Dataset {
   MapDataset(DatasetPtr input, MapOptions o) : input_(std::move(input)), o_(std::move(o)) {}
   std::string op_name() const override { return "map(" + o_.name + ")"; }
   bool owns_threads() const override { return o_.parallelism > 1; }
+  // One output per input, in input order: a batch above may have outputs computed in
+  // their rows. Not when unordered (the k-th output is not the k-th input's).
+  bool accepts_row_placer() const override { return o_.deterministic || o_.parallelism <= 1; }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    if (o_.parallelism <= 1) return std::make_unique<SyncIt>(input_->make_iterator(ctx), this, ctx);
-    return std::make_unique<ParallelIt>(input_, this, ctx);
+    IteratorContext below = ctx;
+    below.placer = nullptr;  // for this map only
+    std::shared_ptr<RowPlacer> placer = accepts_row_placer() ? ctx.placer : nullptr;
+    if (o_.parallelism <= 1)
+      return std::make_unique<SyncIt>(input_->make_iterator(below), this, ctx, std::move(placer));
+    return std::make_unique<ParallelIt>(input_, this, below, std::move(placer));
   }
 
  private:
   class SyncIt : public Iterator {
    public:
-    SyncIt(std::unique_ptr<Iterator> in, const MapDataset* ds, const IteratorContext& ctx)
-        : in_(std::move(in)), ds_(ds), token_(ctx.cancel) {}
+    SyncIt(std::unique_ptr<Iterator> in, const MapDataset* ds, const IteratorContext& ctx,
+           std::shared_ptr<RowPlacer> placer)
+        : in_(std::move(in)), ds_(ds), token_(ctx.cancel), placer_(std::move(placer)) {}
     void save(StateWriter& w) override {
       w.begin("map");
       w.write_u64(0);
@@ -57,6 +66,8 @@ class MapDataset : public Dataset {
       if (r.read_u64() != 0)
         throw_error(ErrorCode::kInvalidArgument, label(), "saved state has buffered elements");
       in_->restore(r);
+      seq_ = 0;
+      if (placer_) placer_->reset();
     }
 
    protected:
@@ -66,6 +77,10 @@ class MapDataset : public Dataset {
         auto e = in_->next();
         if (!e) return e;
         MapContext mc{ds_->o_.seed, token_.get()};
+        OutputSlot slot;
+        bool armed = placer_ && placer_->slot_for(seq_, &slot);
+        ++seq_;
+        ScopedOutputSlot scope(armed ? &slot : nullptr);
         return apply(ds_->o_, mc, std::move(*e), label());
       } catch (...) {
         failed_ = true;  // the stream ends at its first error, as in parallel mode
@@ -77,6 +92,8 @@ class MapDataset : public Dataset {
     std::unique_ptr<Iterator> in_;
     const MapDataset* ds_;
     std::shared_ptr<CancellationToken> token_;
+    std::shared_ptr<RowPlacer> placer_;  // fused with the batch above
+    int64_t seq_ = 0;                    // outputs since the start or restore()
     bool failed_ = false;
   };
 
@@ -87,8 +104,9 @@ class MapDataset : public Dataset {
   // during save(), which waits until no worker holds an element outside `done_`.
   class ParallelIt : public Iterator {
    public:
-    ParallelIt(DatasetPtr input, const MapDataset* ds, const IteratorContext& ctx)
-        : ds_(ds), token_(ctx.cancel->child()) {
+    ParallelIt(DatasetPtr input, const MapDataset* ds, const IteratorContext& ctx,
+               std::shared_ptr<RowPlacer> placer)
+        : ds_(ds), token_(ctx.cancel->child()), placer_(std::move(placer)) {
       IteratorContext c = ctx;
       c.cancel = token_;
       in_ = input->make_iterator(c);
@@ -131,6 +149,9 @@ class MapDataset : public Dataset {
       next_seq_ = static_cast<int64_t>(n);
       input_done_ = r.read_bool();
       end_seq_ = input_done_ ? next_seq_ : -1;
+      // Sequence numbers start at 0 again, so does the placer's numbering; no worker
+      // holds a slot now.
+      if (placer_) placer_->reset();
       pause.unlocked([&] { in_->restore(r); });
     }
 
@@ -243,6 +264,10 @@ class MapDataset : public Dataset {
         lock.unlock();
         Result res;
         try {
+          // Fused with a batch: the output's big tensor goes straight into its row.
+          OutputSlot slot;
+          bool armed = placer_ && placer_->slot_for(seq, &slot);
+          ScopedOutputSlot scope(armed ? &slot : nullptr);
           res.value = apply(ds_->o_, mc, std::move(*e), label());
         } catch (...) {
           res.error = std::current_exception();
@@ -261,6 +286,7 @@ class MapDataset : public Dataset {
 
     const MapDataset* ds_;
     std::shared_ptr<CancellationToken> token_;
+    std::shared_ptr<RowPlacer> placer_;  // fused with the batch above
     std::unique_ptr<Iterator> in_;
     size_t capacity_ = 0;
     // The consumer is woken when this many results are ready (or at the end), and a

@@ -74,11 +74,21 @@ void register_builtin_functions(Registry& r) {
   };
 
   // Adds a float32 field "noise" drawn from the element's own random stream: the
-  // smallest stand-in for a random augmentation.
-  r.map_fns["random_noise"] = [](SpecObject&) -> MapFn {
-    return [](Example e, const MapContext& ctx) {
+  // smallest stand-in for a random augmentation. With "size": n, a vector of n values
+  // (a stand-in for an augmented image: large enough, it is computed in its batch row
+  // when a batch follows; see ops/batch.h).
+  r.map_fns["random_noise"] = [](SpecObject& a) -> MapFn {
+    int64_t size = a.get_int("size", 0, 0);
+    return [size](Example e, const MapContext& ctx) {
       Rng rng = ctx.rng_for(e);
-      e.set("noise", Tensor::scalar<float>(static_cast<float>(rng.uniform01())));
+      if (size == 0) {
+        e.set("noise", Tensor::scalar<float>(static_cast<float>(rng.uniform01())));
+      } else {
+        e.set("noise", Tensor::make(DType::kFloat32, {size}, [&](std::byte* out) {
+                auto* v = reinterpret_cast<float*>(out);
+                for (int64_t i = 0; i < size; ++i) v[i] = static_cast<float>(rng.uniform01());
+              }));
+      }
       return e;
     };
   };

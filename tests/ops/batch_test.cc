@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <map>
+
+#include "dataecho/core/example_json.h"
 #include "dataecho/ops/batch.h"
 #include "dataecho/ops/sources.h"
 #include "test_util.h"
@@ -93,6 +97,128 @@ TEST(Batch, BuilderCopiesOnAddAndFinishesShort) {
   b.add(images(1, {5})[0]);  // a new batch may have other shapes
   EXPECT_EQ(b.finish().get("image").shape(), (Shape{1, 5}));
   EXPECT_NE(error_of([&] { b.finish(); }).find("no elements"), std::string::npos);
+}
+
+// ---- map-and-batch fusion ----
+
+std::string noise_spec(int parallelism, const std::string& between = "",
+                       const std::string& map_extra = "") {
+  // 4096 floats: 16 KiB, the smallest row the fusion places.
+  return R"({"seed": 5, "source": {"kind": "range", "count": 50}, "stages": [
+      {"op": "map", "fn": "random_noise", "args": {"size": 4096}, "parallelism": )" +
+         std::to_string(parallelism) + map_extra + "}, " + between +
+         R"({"op": "batch", "size": 8}]})";
+}
+
+int64_t placed_rows(Pipeline& p) {
+  auto stats = p.stats();
+  for (const auto& n : stats.nodes())
+    if (n->name.find("batch") != std::string::npos) return n->counter("placed_rows").load();
+  return -1;
+}
+
+std::vector<std::string> as_json(const std::vector<Example>& v) {
+  std::vector<std::string> out;
+  for (const auto& e : v) out.push_back(example_to_json(e, true).dump());
+  return out;
+}
+
+TEST(BatchFusion, MapComputesRowsInPlaceAndTheBatchesAreTheSame) {
+  for (int parallelism : {1, 3}) {
+    SCOPED_TRACE("parallelism " + std::to_string(parallelism));
+    auto fused = build(noise_spec(parallelism));
+    auto a = drain(*fused);
+    // A second map in between takes the fusion: its outputs are the first map's tensors,
+    // computed elsewhere, so every row is copied as without fusion.
+    auto plain =
+        build(noise_spec(parallelism, R"({"op": "map", "fn": "identity", "parallelism": 1}, )"));
+    auto b = drain(*plain);
+    ASSERT_EQ(a.size(), 7u);
+    EXPECT_EQ(as_json(a), as_json(b));
+    EXPECT_EQ(a.back().num_rows(), 2u) << "the short last batch";
+    EXPECT_EQ(placed_rows(*plain), 0);
+    // Only outputs computed before the first batch chose its column are copied: one
+    // with a synchronous map, at most the map's capacity (3 + 16) with threads.
+    int64_t placed = placed_rows(*fused);
+    if (parallelism == 1) {
+      EXPECT_EQ(placed, 49);
+    }
+    EXPECT_GE(placed, 50 - 19);
+    // The rows are where the map wrote them: the batch's buffer is one per batch.
+    EXPECT_EQ(a[3].get("noise").shape(), (Shape{8, 4096}));
+  }
+}
+
+TEST(BatchFusion, UnorderedMapIsNotFused) {
+  auto p = build(noise_spec(3, "", R"(, "deterministic": false)"));
+  auto v = drain(*p);
+  EXPECT_EQ(placed_rows(*p), 0);
+  auto want = drain(*build(noise_spec(1)));
+  // The same rows, in another order: compare each id's noise.
+  std::map<int64_t, std::vector<float>> got, expect;
+  for (auto* pair : {&v, &want}) {
+    auto& m = pair == &v ? got : expect;
+    for (const auto& b : *pair) {
+      const float* f = b.get("noise").data<float>();
+      for (size_t r = 0; r < b.num_rows(); ++r)
+        m[b.row(r).id] = std::vector<float>(f + r * 4096, f + (r + 1) * 4096);
+    }
+  }
+  EXPECT_EQ(got, expect);
+}
+
+TEST(BatchFusion, SaveRestoreIsIdentical) {
+  expect_save_restore_identical(noise_spec(1), {0, 1, 3, 6, 7});
+  expect_save_restore_identical(noise_spec(3), {0, 1, 3, 6, 7});
+  // Restored into the pipeline that saved, after it went on: the numbering of rows
+  // starts again with the restored position.
+  for (int parallelism : {1, 3}) {
+    SCOPED_TRACE("parallelism " + std::to_string(parallelism));
+    auto full = as_json(drain(*build(noise_spec(parallelism))));
+    auto p = build(noise_spec(parallelism));
+    drain(*p, 2);
+    std::string state = p->save();
+    drain(*p, 3);
+    p->restore(state);
+    auto rest = as_json(drain(*p));
+    EXPECT_EQ(rest, std::vector<std::string>(full.begin() + 2, full.end()));
+  }
+}
+
+TEST(BatchFusion, BuilderPlacesOnlyAUniqueLargeColumnAndRefusesAMisplacedRow) {
+  auto element = [](int64_t id, RowPlacer* placer, int64_t k) {
+    OutputSlot slot;
+    bool armed = placer != nullptr && placer->slot_for(k, &slot);
+    ScopedOutputSlot scope(armed ? &slot : nullptr);
+    Example e(id);
+    e.set("a", Tensor::make(DType::kFloat32, {8192}, [&](std::byte* out) {
+            std::memset(out, static_cast<int>(id), 8192 * 4);
+          }));
+    return e;
+  };
+  {
+    // Two fields of one dtype and shape: which row is whose would be ambiguous.
+    RowPlacer placer(4);
+    BatchBuilder b(4, "batch", &placer, 0);
+    Example e = element(0, nullptr, 0);
+    e.set("b", e.get("a"));
+    b.add(e);
+    EXPECT_FALSE(placer.has_column());
+  }
+  RowPlacer placer(4);
+  BatchBuilder b(4, "batch", &placer, 0);
+  b.add(element(0, nullptr, 0));  // chooses the column
+  ASSERT_TRUE(placer.has_column());
+  b.add(element(1, &placer, 1));  // computed in its row
+  EXPECT_EQ(b.placed_rows(), 1);
+  // Output 3 computed into row 3 but added as row 2: refused, nothing overwritten.
+  Example wrong = element(3, &placer, 3);
+  EXPECT_NE(error_of([&] { b.add(wrong); }).find("not in its row"), std::string::npos);
+  b.add(element(2, &placer, 2));
+  b.add(wrong);
+  Example out = b.finish();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(out.get("a").raw_data());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(bytes[r * 8192 * 4 + 5], r) << "row " << r;
 }
 
 TEST(Batch, RejectsZeroSize) { EXPECT_THROW(make_batch(make_range({3}), {0, false}), Error); }

@@ -74,6 +74,29 @@ class Buffer {
   std::function<void()> release_;
 };
 
+// A place prepared for one tensor: while a ScopedOutputSlot holds it on a thread, the
+// first Tensor::make of exactly this dtype and shape on that thread writes into
+// `buffer` at `offset` instead of a fresh buffer, and sets `taken`. Map-and-batch fusion
+// uses it so that a map function's output is computed straight into its batch row
+// (see RowPlacer in src/ops). Whoever fills the slot must own those bytes.
+struct OutputSlot {
+  DType dtype = DType::kUInt8;
+  Shape shape;
+  std::shared_ptr<Buffer> buffer;
+  size_t offset = 0;
+  bool taken = false;
+};
+class ScopedOutputSlot {
+ public:
+  explicit ScopedOutputSlot(OutputSlot* slot);  // null: none
+  ~ScopedOutputSlot();
+  ScopedOutputSlot(const ScopedOutputSlot&) = delete;
+  ScopedOutputSlot& operator=(const ScopedOutputSlot&) = delete;
+
+ private:
+  OutputSlot* previous_;
+};
+
 class Tensor {
  public:
   Tensor() = default;  // undefined: no dtype, no data
@@ -100,7 +123,8 @@ class Tensor {
   static Tensor from_data(DType dtype, Shape shape, const void* data, size_t nbytes);
   // A uint8 tensor of shape [n] holding the bytes.
   static Tensor from_bytes(std::string_view bytes);
-  // An uninitialized tensor's buffer to fill before wrapping: `fill` gets the bytes.
+  // An uninitialized tensor's buffer to fill before wrapping: `fill` gets the bytes
+  // (those of the thread's OutputSlot when it matches; see there).
   static Tensor make(DType dtype, Shape shape, const std::function<void(std::byte*)>& fill);
 
   bool defined() const { return defined_; }
