@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "dataecho/io/byte_stream.h"
 #include "dataecho/spec/registry.h"
 
 namespace dataecho {
@@ -104,6 +105,13 @@ std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path) {
     if (slash != std::string::npos) o.base_dir = path.substr(0, slash);
   }
   return build_pipeline(load_spec_file(path), o);
+}
+
+std::string resolve_spec_path(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || base_dir.empty() || is_http_uri(path) ||
+      path.rfind("file://", 0) == 0)
+    return path;
+  return base_dir + "/" + path;
 }
 
 }  // namespace dataecho

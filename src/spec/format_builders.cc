@@ -2,15 +2,14 @@
 #include "dataecho/formats/idx.h"
 #include "dataecho/formats/tar.h"
 #include "dataecho/formats/tfrecord.h"
+#include "dataecho/spec/build.h"
 #include "dataecho/spec/registry.h"
 
 namespace dataecho {
 namespace {
 
 std::string resolve(const std::string& path, const BuildContext& ctx) {
-  if (path.empty() || path[0] == '/' || is_http_uri(path) || ctx.base_dir.empty()) return path;
-  if (path.rfind("file://", 0) == 0) return path;
-  return ctx.base_dir + "/" + path;
+  return resolve_spec_path(ctx.base_dir, path);
 }
 
 OnError read_on_error(SpecObject& s) {

@@ -29,11 +29,6 @@ constexpr const char* kStage = "experiment";
   throw Error(ErrorCode::kInvalidArgument, kStage, message, input);
 }
 
-std::string join_path(const std::string& base, const std::string& path) {
-  if (base.empty() || path.empty() || path[0] == '/') return path;
-  return base + "/" + path;
-}
-
 std::string dir_of(const std::string& path) {
   auto slash = path.find_last_of('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
@@ -84,8 +79,9 @@ std::string make_cell_id(const ExperimentCell& c) {
 nlohmann::json resolve_patch_paths(nlohmann::json patch, const std::string& dir) {
   for (const char* key : {"train_spec", "eval_spec"}) {
     if (patch.contains(key) && patch[key].is_string())
-      patch[key] =
-          fs::absolute(join_path(dir, patch[key].get<std::string>())).lexically_normal().string();
+      patch[key] = fs::absolute(resolve_spec_path(dir, patch[key].get<std::string>()))
+                       .lexically_normal()
+                       .string();
   }
   return patch;
 }
@@ -192,7 +188,7 @@ ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::
     const nlohmann::json* base = top.raw("base");
     if (!base) throw_spec_error("$.base", "expected a training config (a file name or an object)");
     if (base->is_string()) {
-      const std::string path = join_path(base_dir, base->get<std::string>());
+      const std::string path = resolve_spec_path(base_dir, base->get<std::string>());
       spec.base_config = load_spec_file(path);
       spec.base_dir = dir_of(path);
     } else if (base->is_object()) {

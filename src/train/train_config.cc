@@ -17,11 +17,6 @@ constexpr const char* kStage = "train config";
   throw Error(ErrorCode::kInvalidArgument, kStage, message);
 }
 
-std::string join_path(const std::string& base, const std::string& path) {
-  if (base.empty() || path.empty() || path[0] == '/') return path;
-  return base + "/" + path;
-}
-
 std::string num(double v) {
   std::ostringstream s;
   s << v;
@@ -47,7 +42,7 @@ void read_spec(SpecObject& o, const std::string& key, const std::string& base_di
   const nlohmann::json* j = o.raw(key);
   if (!j) return;
   if (j->is_string()) {
-    load_spec_into(join_path(base_dir, j->get<std::string>()), spec, dir);
+    load_spec_into(resolve_spec_path(base_dir, j->get<std::string>()), spec, dir);
   } else if (j->is_object()) {
     spec = *j;
     dir = base_dir;

@@ -22,4 +22,8 @@ nlohmann::json parse_spec_text(const std::string& text, const std::string& origi
 nlohmann::json load_spec_file(const std::string& path);
 std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path);
 
+// A path named in a spec, as seen from the spec's folder `base_dir`: unchanged when it
+// is absolute, a URL (http(s)://, file://) or base_dir is empty; else base_dir/path.
+std::string resolve_spec_path(const std::string& base_dir, const std::string& path);
+
 }  // namespace dataecho
