@@ -32,7 +32,8 @@ namespace dataecho {
 // to its records and comes back for reuse when the last is dropped, in any thread.
 // Operators that hold elements for long copy such records out (Example::compact).
 // Why views: copying each record out of the chunk cost as much as the CRC; with views
-// and the faster CRC the reader went from 71% to 78% of plain read() (docs/formats.md).
+// and the faster CRC the reader went from 69-77% to 72-79% of plain read() (medians of
+// four alternating sets, docs/formats.md).
 // Errors are returned as a status so that a source can apply its on_error policy; I/O
 // failures of the stream throw. Not thread-safe (one reader per stream).
 class TfRecordReader {
