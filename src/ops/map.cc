@@ -16,10 +16,15 @@
 namespace dataecho {
 namespace {
 
-// Runs the map function and turns whatever it throws into an Error naming the node,
-// the function and the element.
-Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::string& label) {
+// Runs the map function on output `seq` and turns whatever it throws into an Error
+// naming the node, the function and the element. Fused with a batch (`placer`), the
+// output's big tensor is computed straight into its row.
+Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::string& label,
+              RowPlacer* placer, int64_t seq) {
   std::string where = e.describe();
+  OutputSlot slot;
+  bool armed = placer != nullptr && placer->slot_for(seq, &slot);
+  ScopedOutputSlot scope(armed ? &slot : nullptr);
   try {
     return o.fn(std::move(e), ctx);
   } catch (const Error& err) {
@@ -77,11 +82,7 @@ class MapDataset : public Dataset {
         auto e = in_->next();
         if (!e) return e;
         MapContext mc{ds_->o_.seed, token_.get()};
-        OutputSlot slot;
-        bool armed = placer_ && placer_->slot_for(seq_, &slot);
-        ++seq_;
-        ScopedOutputSlot scope(armed ? &slot : nullptr);
-        return apply(ds_->o_, mc, std::move(*e), label());
+        return apply(ds_->o_, mc, std::move(*e), label(), placer_.get(), seq_++);
       } catch (...) {
         failed_ = true;  // the stream ends at its first error, as in parallel mode
         throw;
@@ -264,11 +265,7 @@ class MapDataset : public Dataset {
         lock.unlock();
         Result res;
         try {
-          // Fused with a batch: the output's big tensor goes straight into its row.
-          OutputSlot slot;
-          bool armed = placer_ && placer_->slot_for(seq, &slot);
-          ScopedOutputSlot scope(armed ? &slot : nullptr);
-          res.value = apply(ds_->o_, mc, std::move(*e), label());
+          res.value = apply(ds_->o_, mc, std::move(*e), label(), placer_.get(), seq);
         } catch (...) {
           res.error = std::current_exception();
         }

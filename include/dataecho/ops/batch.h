@@ -27,11 +27,6 @@ struct BatchOptions {
 };
 DatasetPtr make_batch(DatasetPtr input, const BatchOptions& options);
 
-// Builds one batch of up to `capacity` rows element by element. add() checks an element
-// against the first (same fields, dtypes and shapes; errors name the field, both shapes
-// and both element ids) and copies it into the batch's buffers at once, so the caller
-// can drop it while its bytes are still in cache. finish() returns the batch (its
-// fields' leading dimension is the number of rows added) and empties the builder.
 // The rows of the batches a fused map computes into (see above). The map's k-th output
 // since its iterator started or was restored belongs in row k % size of batch k / size;
 // the batch (its BatchBuilder) chooses the column from its first element. Thread-safe:
@@ -62,6 +57,12 @@ class RowPlacer {
   std::map<int64_t, std::shared_ptr<Buffer>> buffers_;
 };
 
+// Builds one batch of up to `capacity` rows element by element. add() checks an element
+// against the first (same fields, dtypes and shapes; errors name the field, both shapes
+// and both element ids) and copies it into the batch's buffers at once, so the caller
+// can drop it while its bytes are still in cache. finish() returns the batch (its
+// fields' leading dimension is the number of rows added) and empties the builder.
+// With a RowPlacer, a row the map already computed in place is not copied.
 class BatchBuilder {
  public:
   BatchBuilder(int64_t capacity, std::string stage = "batch");
