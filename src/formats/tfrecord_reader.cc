@@ -187,38 +187,25 @@ TfRecordReader::Status TfRecordReader::next(std::shared_ptr<Buffer>* record) {
   constexpr size_t kHeader = 12, kFooter = 4;
   size_t got = ensure(kHeader);
   if (got == 0) return Status::kEnd;
-  if (got < kHeader) {
-    dead_ = true;
-    return Status::kTruncated;
-  }
+  if (got < kHeader) return fail(Status::kTruncated);
   const unsigned char* header = at();
   uint64_t length = load_u64(header);
-  if (options_.verify_crc && crc32c::unmask(load_u32(header + 8)) != crc32c::value(header, 8)) {
-    dead_ = true;
-    return Status::kBadLengthCrc;
-  }
+  if (options_.verify_crc && crc32c::unmask(load_u32(header + 8)) != crc32c::value(header, 8))
+    return fail(Status::kBadLengthCrc);
   chunk_begin_ += kHeader;
   int64_t size = stream_->size();
   uint64_t body_start = record_offset_ + kHeader;
   if (size >= 0) {
     uint64_t left =
         static_cast<uint64_t>(size) > body_start ? static_cast<uint64_t>(size) - body_start : 0;
-    if (length > left || left - length < kFooter) {
-      dead_ = true;
-      return Status::kTruncated;
-    }
-  } else if (length > options_.max_record_bytes) {
-    dead_ = true;
-    return Status::kBadLengthCrc;
-  }
+    if (length > left || left - length < kFooter) return fail(Status::kTruncated);
+  } else if (length > options_.max_record_bytes)
+    return fail(Status::kBadLengthCrc);
   std::shared_ptr<Buffer> buf;
   uint32_t crc = 0;
   if (length + kFooter <= kChunkBytes / 2) {
     // The usual case: the record and its CRC made contiguous in the chunk, then viewed.
-    if (ensure(length + kFooter) < length + kFooter) {
-      dead_ = true;
-      return Status::kTruncated;
-    }
+    if (ensure(length + kFooter) < length + kFooter) return fail(Status::kTruncated);
     buf = view(static_cast<size_t>(length));
     if (options_.verify_crc) crc = crc32c::value(at(), length);
     chunk_begin_ += length;
@@ -235,15 +222,9 @@ TfRecordReader::Status TfRecordReader::next(std::shared_ptr<Buffer>* record) {
     }
     chunk_begin_ += head;
     size_t rest = static_cast<size_t>(length) - head;
-    if (stream_->read_fully(body + head, rest) < rest) {
-      dead_ = true;
-      return Status::kTruncated;
-    }
+    if (stream_->read_fully(body + head, rest) < rest) return fail(Status::kTruncated);
     if (options_.verify_crc) crc = crc32c::extend(crc, body + head, rest);
-    if (ensure(kFooter) < kFooter) {
-      dead_ = true;
-      return Status::kTruncated;
-    }
+    if (ensure(kFooter) < kFooter) return fail(Status::kTruncated);
   }
   uint32_t stored = load_u32(at());
   chunk_begin_ += kFooter;

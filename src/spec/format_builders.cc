@@ -8,10 +8,6 @@
 namespace dataecho {
 namespace {
 
-std::string resolve(const std::string& path, const BuildContext& ctx) {
-  return resolve_spec_path(ctx.base_dir, path);
-}
-
 OnError read_on_error(SpecObject& s) {
   return parse_on_error(s.get_string("on_error", "fail", {"fail", "skip", "echo"}));
 }
@@ -81,8 +77,8 @@ std::vector<TfFeature> read_features(SpecObject& s) {
 void register_format_builders(Registry& r) {
   r.sources["idx"] = [](SpecObject& s, BuildContext& ctx) {
     IdxOptions o;
-    o.images = resolve(s.get_string("images"), ctx);
-    o.labels = s.has("labels") ? resolve(s.get_string("labels"), ctx) : "";
+    o.images = resolve_spec_path(ctx.base_dir, s.get_string("images"));
+    o.labels = s.has("labels") ? resolve_spec_path(ctx.base_dir, s.get_string("labels")) : "";
     o.limit = s.get_int("limit", -1, -1);
     o.on_error = read_on_error(s);
     o.stream = read_stream_options(s);

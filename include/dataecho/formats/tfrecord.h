@@ -91,6 +91,11 @@ class TfRecordReader {
   size_t ensure(size_t n);
   unsigned char* at() const;
   std::shared_ptr<Buffer> view(size_t nbytes);  // the next nbytes of the chunk
+  // The framing is lost: the reader stays at the end (next() gives kEnd) after `s`.
+  Status fail(Status s) {
+    dead_ = true;
+    return s;
+  }
 
   std::unique_ptr<ByteStream> stream_;
   Options options_;
