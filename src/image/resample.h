@@ -41,6 +41,13 @@ enum class HFilterKernel { kBest, kNarrowWindow, kWindow, kGather, kScalar };
 // kScalar also turns off the AVX-512 vertical filter. Not thread-safe.
 void force_hfilter_kernel(HFilterKernel kernel);
 
+// How the AVX-512 vertical filter writes a float output: kBest streams outputs of 256
+// KiB or more past the cache (non-temporal stores, see resize.cc), kCached never,
+// kStreaming whatever the size. All give the same bits. For tests and image_bench; not
+// thread-safe.
+enum class StoreMode { kBest, kCached, kStreaming };
+void force_store_mode(StoreMode mode);
+
 // Where resample reads source rows: row(ctx, y) is source row y from column origin_x
 // on. resample asks for each row it needs once, in increasing order, so a source can
 // produce rows as they are asked for (a JPEG decoded a few rows at a time).
