@@ -428,16 +428,15 @@ void vfilter_planes(const float* const* rows, const float* w, int k, int n, int 
 // order as vfilter_body, so the same bits.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own AVX-512 headers
-// Sixteen outputs of vfilter_body at `off`.
-__attribute__((target("avx512f"), always_inline)) inline __m512 vfilter16(const float* const* rows,
-                                                                          size_t off,
-                                                                          const float* w, int k,
-                                                                          __m512 bias) {
+// Sixteen outputs of vfilter_body at `off`; `w2` holds w[0] and w[1] broadcast, for
+// the usual two taps (loaded once per row, not once per store).
+__attribute__((target("avx512f"), always_inline)) inline __m512 vfilter16(
+    const float* const* rows, size_t off, const float* w, int k, const __m512* w2, __m512 bias) {
+  if (k == 2)
+    return _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(rows[0] + off), w2[0]),
+                                       _mm512_mul_ps(_mm512_loadu_ps(rows[1] + off), w2[1])),
+                         bias);
   __m512 a = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + off), _mm512_set1_ps(w[0]));
-  if (k == 2)  // the loop's sum for two taps, unrolled
-    return _mm512_add_ps(
-        _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(rows[1] + off), _mm512_set1_ps(w[1]))),
-        bias);
   for (int j = 1; j < k; ++j)
     a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(rows[j] + off), _mm512_set1_ps(w[j])));
   return _mm512_add_ps(a, bias);
@@ -451,10 +450,11 @@ __attribute__((target("avx512f"))) void vfilter_planes_avx512(
     const size_t off = static_cast<size_t>(c) * n;
     float* o = out + c * out_stride;
     const __m512 vb = _mm512_set1_ps(bias[c]);
+    const __m512 w2[2] = {_mm512_set1_ps(wc[0]), _mm512_set1_ps(k > 1 ? wc[1] : 0.0f)};
     int i = 0;
     if (stream && (reinterpret_cast<uintptr_t>(o) & 63) == 0)
-      for (; i + 16 <= n; i += 16) _mm512_stream_ps(o + i, vfilter16(rows, off + i, wc, k, vb));
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, vfilter16(rows, off + i, wc, k, vb));
+      for (; i + 16 <= n; i += 16) _mm512_stream_ps(o + i, vfilter16(rows, off + i, wc, k, w2, vb));
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, vfilter16(rows, off + i, wc, k, w2, vb));
     for (; i < n; ++i) {
       float a = rows[0][off + i] * wc[0];
       for (int j = 1; j < k; ++j) a += rows[j][off + i] * wc[j];
