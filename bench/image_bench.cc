@@ -13,7 +13,9 @@
 //   unfused    decode_image then augment with the same options (two passes, for context);
 //   augment    augment alone on already decoded images: what the augmentation costs.
 // Rounds alternate between the variants and the best round of each is kept, so that
-// load from other processes on the machine hurts every variant alike.
+// load from other processes on the machine hurts every variant alike; the last column
+// is the median over rounds of each round's ratio to the reference measured just
+// before it.
 //
 // Usage: image_bench [--images N] [--seconds S] [--rounds R] [--threads 1,2]
 //                    [--source fmnist|synthetic|both] [--json FILE]
@@ -255,8 +257,8 @@ int main(int argc, char** argv) {
   }
 
   std::string json = "[";
-  std::printf("%-30s %7s %-26s %10s %7s %14s %7s\n", "workload", "threads", "variant", "images/s",
-              "vs ref", "per cpu-second", "vs ref");
+  std::printf("%-30s %7s %-26s %10s %7s %14s %7s %9s\n", "workload", "threads", "variant",
+              "images/s", "vs ref", "per cpu-second", "vs ref", "rounds");
   for (const auto& [name, jpegs] : workloads) {
     size_t bytes = 0;
     for (const auto& j : jpegs) bytes += j.size();
@@ -267,25 +269,37 @@ int main(int argc, char** argv) {
                                   Variant::kUnfused, Variant::kAugmentOnly};
       constexpr int kVariants = std::size(variants);
       Rate best[kVariants];
+      // Each round's rate over the reference's in the same round: the median of these
+      // pairs is steadier than the ratio of the best rounds when the load drifts.
+      std::vector<double> paired[kVariants];
       measure(Variant::kFused, jpegs, threads, 0.2);  // warm up allocators and caches
-      for (int r = 0; r < args.rounds; ++r)
+      for (int r = 0; r < args.rounds; ++r) {
+        double reference = 0;
         for (int k = 0; k < kVariants; ++k) {
           Rate m = measure(variants[k], jpegs, threads, args.seconds);
           best[k].wall = std::max(best[k].wall, m.wall);
           best[k].cpu = std::max(best[k].cpu, m.cpu);
+          if (k == 0) reference = m.wall;
+          paired[k].push_back(m.wall / reference);
         }
+      }
       for (int k = 0; k < kVariants; ++k) {
-        std::printf("%-30s %7d %-26s %10.0f %6.1f%% %14.0f %6.1f%%\n", name.c_str(), threads,
-                    variant_name(variants[k]), best[k].wall, 100.0 * best[k].wall / best[0].wall,
-                    best[k].cpu, 100.0 * best[k].cpu / best[0].cpu);
+        std::sort(paired[k].begin(), paired[k].end());
+        const size_t n = paired[k].size();
+        const double median = (paired[k][(n - 1) / 2] + paired[k][n / 2]) / 2;
+        std::printf("%-30s %7d %-26s %10.0f %6.1f%% %14.0f %6.1f%% %8.1f%%\n", name.c_str(),
+                    threads, variant_name(variants[k]), best[k].wall,
+                    100.0 * best[k].wall / best[0].wall, best[k].cpu,
+                    100.0 * best[k].cpu / best[0].cpu, 100.0 * median);
         char line[640];
         std::snprintf(line, sizeof(line),
                       "%s{\"workload\": \"%s\", \"threads\": %d, \"variant\": \"%s\", "
                       "\"images_per_s\": %.1f, \"vs_reference\": %.4f, "
-                      "\"images_per_cpu_s\": %.1f, \"cpu_vs_reference\": %.4f}",
+                      "\"images_per_cpu_s\": %.1f, \"cpu_vs_reference\": %.4f, "
+                      "\"median_round_vs_reference\": %.4f}",
                       json.size() > 1 ? ", " : "", name.c_str(), threads, variant_name(variants[k]),
                       best[k].wall, best[k].wall / best[0].wall, best[k].cpu,
-                      best[k].cpu / best[0].cpu);
+                      best[k].cpu / best[0].cpu, median);
         json += line;
       }
     }
