@@ -14,21 +14,17 @@ namespace dataecho {
 
 bool tune_allocator_for_pipelines() {
 #if defined(__GLIBC__)
-  // Serve every block from the heap (no per-block mmap), keep freed memory instead of
-  // trimming it, and use one arena, so that a batch freed by one thread is reused by the
-  // next batch whichever thread allocates it. (The same as GLIBC_TUNABLES
-  // glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...:glibc.malloc.arena_max=1.)
+  // Serve every block from the heap (no per-block mmap) and keep freed memory instead
+  // of trimming it, so that memory freed is reused without its pages faulting in again.
+  // (The same as GLIBC_TUNABLES glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...)
   //
-  // One arena means one lock for every large allocation of every pipeline thread: two
-  // threads decoding and augmenting images reach about 85% of the speed they have with
-  // an arena each (image_bench, 2 threads). Per-thread arenas were tried and are much
-  // worse for real pipelines: a thread's arena is a heap of at most 64 MB, so a batch
-  // of 128 ImageNet-sized float images (77 MB) made by the batch thread is mmapped and
-  // unmapped every time, and its pages faulted in again (dataloader_bench, 1 thread:
-  // 600 images/s and 323k page faults, against 4,400 images/s and 60k faults).
+  // Tensors of 256 KiB or more do not come from malloc at all but from the block cache
+  // (src/core/block_cache.cc), so each thread keeps its own arena. An earlier version
+  // also set one arena for the whole process, so that batches freed by one thread were
+  // reused by another; that arena's lock then serialized every small allocation of
+  // parallel map workers (two threads decoding 28x28 PNGs ran at 40% of one thread).
   bool ok = mallopt(M_MMAP_MAX, 0) == 1;
   ok &= mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
-  ok &= mallopt(M_ARENA_MAX, 1) == 1;
   return ok;
 #else
   return false;

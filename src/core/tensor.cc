@@ -1,11 +1,10 @@
 #include "dataecho/core/tensor.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <new>
+
+#include "core/block_cache.h"
 
 namespace dataecho {
 
@@ -63,38 +62,22 @@ int64_t shape_elements(const Shape& shape) {
   return n;
 }
 
-namespace {
-
-// Buffers this large (batches of images: 77 MB for 128 ImageNet-sized float images) ask
-// the kernel for transparent huge pages where it offers them on request
-// (/sys/kernel/mm/transparent_hugepage/enabled = madvise, Debian's default): their
-// first touch then faults once per 2 MiB instead of once per 4 KiB.
-constexpr size_t kHugePageAdviceBytes = size_t{8} << 20;
-
-void advise_huge_pages(void* p, size_t nbytes) {
-#if defined(MADV_HUGEPAGE)
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + nbytes) & ~(kHuge - 1);
-  // Advice only: where the kernel has no huge pages to give, the buffer works as before.
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)nbytes;
-#endif
-}
-
-}  // namespace
-
 std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes) {
   constexpr size_t kAlign = 64;
   size_t rounded = (nbytes + kAlign - 1) / kAlign * kAlign;
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->size_ = nbytes;
+  if (rounded >= detail::kLargeBlockBytes) {
+    size_t mapped = 0;
+    void* p = detail::acquire_large_block(rounded, &mapped);
+    b->data_ = static_cast<std::byte*>(p);
+    b->footprint_ = mapped;
+    b->release_ = [p, mapped] { detail::release_large_block(p, mapped); };
+    return b;
+  }
   void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
   if (p == nullptr) throw std::bad_alloc();
-  if (rounded >= kHugePageAdviceBytes) advise_huge_pages(p, rounded);
-  std::shared_ptr<Buffer> b(new Buffer());
   b->data_ = static_cast<std::byte*>(p);
-  b->size_ = nbytes;
   b->footprint_ = rounded;
   b->release_ = [p] { std::free(p); };
   return b;
