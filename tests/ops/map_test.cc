@@ -100,5 +100,56 @@ TEST(Map, RandomnessComesFromTheElementNotTheThread) {
   EXPECT_EQ(run_noise(1), run_noise(4));
 }
 
+int64_t input_takes(const Dataset& ds) { return ds.node_stats()->counter("input_takes").load(); }
+
+// A cheap function's elements are taken several at a time (each take is a lock and
+// often a thread wake-up); an expensive one's one at a time, so that the work spreads
+// over the threads. Outputs are the same either way.
+TEST(Map, CheapElementsAreTakenSeveralAtATime) {
+  for (bool cheap : {true, false}) {
+    SCOPED_TRACE(cheap);
+    MapOptions o;
+    o.name = "f";
+    o.parallelism = 2;
+    o.fn = [cheap](Example e, const MapContext&) {
+      if (!cheap) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      return e;
+    };
+    const int64_t n = cheap ? 2000 : 100;
+    auto ds = make_map(make_range({n}), o);
+    const_cast<Dataset*>(ds.get())->attach("1:map(f)", std::make_shared<NodeStats>("1:map(f)"));
+    auto it = ds->make_iterator({});
+    EXPECT_EQ(ids(drain(*it)), iota(n));
+    const int64_t takes = input_takes(*ds);
+    if (cheap)
+      EXPECT_LE(takes, n / 3) << "at most a third as many takes as elements";
+    else
+      EXPECT_GE(takes, n) << "one element per take (and the take that finds the end)";
+  }
+}
+
+// An input that fails in the middle of a take: every element before the failure comes
+// out, then the error, then the end.
+TEST(Map, InputErrorInsideATakeKeepsTheElementsBefore) {
+  MapOptions o;
+  o.name = "f";
+  o.parallelism = 2;
+  o.fn = [](Example e, const MapContext&) { return e; };
+  auto failing = make_map(make_range({1000}), [] {
+    MapOptions f;
+    f.name = "fail_at_777";
+    f.fn = [](Example e, const MapContext&) {
+      if (e.id() == 777) throw std::runtime_error("bad record");
+      return e;
+    };
+    return f;
+  }());
+  auto it = make_map(failing, o)->make_iterator({});
+  for (int64_t i = 0; i < 777; ++i) ASSERT_EQ(it->next()->id(), i);
+  std::string msg = error_of([&] { it->next(); });
+  EXPECT_NE(msg.find("bad record"), std::string::npos) << msg;
+  EXPECT_FALSE(it->next());
+}
+
 }  // namespace
 }  // namespace dataecho::testing
