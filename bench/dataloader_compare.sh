@@ -23,7 +23,7 @@
 # 3. Prints a table and writes OUT/dataloader_compare.json.
 #
 # --malloc-tuned runs every process of both sides with
-#   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295:glibc.malloc.arena_max=1
+#   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
 # (freed memory stays in the heap and is reused instead of being unmapped and faulted in
 # again: see docs/dataloader.md) and writes OUT/dataloader_compare_malloc_tuned.json.
 #
@@ -121,7 +121,7 @@ PNG_ARGS="{\"pad_crop\": 4, \"flip\": true, \"normalize\": {\"mean\": [$PNG_MEAN
 
 # ---- 2. runs ----
 if [[ $TUNED == 1 ]]; then
-  export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295:glibc.malloc.arena_max=1
+  export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
   RUNS=$OUT/dataloader_runs_malloc_tuned
   RESULT=$OUT/dataloader_compare_malloc_tuned.json
   mkdir -p "$RUNS"

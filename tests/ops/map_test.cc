@@ -111,6 +111,7 @@ TEST(Map, CheapElementsAreTakenSeveralAtATime) {
     MapOptions o;
     o.name = "f";
     o.parallelism = 2;
+    o.buffer = 64;  // room for takes of up to 16, whatever the consumer's pace
     o.fn = [cheap](Example e, const MapContext&) {
       if (!cheap) std::this_thread::sleep_for(std::chrono::microseconds(300));
       return e;
