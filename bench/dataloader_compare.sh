@@ -120,6 +120,11 @@ JPEG_ARGS='{"channels": 3, "random_resized_crop": 224, "flip": true, "normalize"
 PNG_ARGS="{\"pad_crop\": 4, \"flip\": true, \"normalize\": {\"mean\": [$PNG_MEAN], \"std\": [$PNG_STD]}}"
 
 # ---- 2. runs ----
+# Freshly written shards are still being written back to disk by kernel threads, which
+# take CPU from the first runs on a small machine (dataecho's 0-thread run measured 20%
+# slower right after the conversion): flush them first.
+sync
+sleep 2
 if [[ $TUNED == 1 ]]; then
   export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
   RUNS=$OUT/dataloader_runs_malloc_tuned
