@@ -6,7 +6,14 @@
 #include <new>
 #include <vector>
 
-#include "core/asan.h"
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define DATAECHO_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define DATAECHO_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define DATAECHO_POISON(p, n) ((void)(p), (void)(n))
+#define DATAECHO_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 // Why not malloc: glibc serves a block this large either from a fresh mmap, whose
 // pages fault in again every time (a fault costs microseconds on a VM, and a batch of

@@ -2,11 +2,8 @@
 // alpha are converted to 8-bit grey or RGB (alpha dropped, not composited).
 #include <spng.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
-#include "core/asan.h"
 #include "dataecho/image/codec.h"
 
 namespace dataecho {
@@ -14,114 +11,10 @@ namespace {
 
 constexpr const char* kDecode = "decode_image";
 
-// What libspng, and zlib through it, allocate while decoding one image comes from a
-// block each thread keeps (bump allocation, freed all at once when the decode ends)
-// rather than from malloc. A 28x28 PNG decode made about five allocations of 1-32 KB
-// (context, inflate state, window, rows). Pipelines run with one malloc arena
-// (tune_allocator_for_pipelines), so with two map threads every one of them waited on
-// the other thread's malloc lock: 2 threads decoded Fashion-MNIST PNGs at 23k images/s
-// against 60k for 1 (bench/dataloader_compare.sh). What does not fit the block (large
-// images) goes to malloc as before. Not for encoding, whose output buffer outlives
-// the context.
-class DecodeScratch {
- public:
-  static constexpr size_t kBytes = size_t{256} << 10;
-  static constexpr size_t kAlign = 16;  // malloc's (alignof(max_align_t))
-
-  // Starts a decode's allocations; false if one is already running on this thread.
-  bool begin() {
-    if (active_) return false;
-    active_ = true;
-    return true;
-  }
-  void end() {
-    active_ = false;
-    used_ = 0;
-    if (block_) DATAECHO_POISON(block_.get(), kBytes);  // ASan: no use after the decode
-  }
-
-  static void* malloc_fn(size_t n) { return instance().allocate(n); }
-  static void* calloc_fn(size_t count, size_t n) {
-    if (n != 0 && count > SIZE_MAX / n) return nullptr;
-    void* p = instance().allocate(count * n);
-    if (p) std::memset(p, 0, count * n);
-    return p;
-  }
-  static void* realloc_fn(void* p, size_t n) { return instance().reallocate(p, n); }
-  static void free_fn(void* p) { instance().release(p); }
-
-  static DecodeScratch& instance() {
-    thread_local DecodeScratch scratch;
-    return scratch;
-  }
-
- private:
-  // Each allocation in the block is preceded by its size, for realloc.
-  static constexpr size_t kHeader = kAlign;
-
-  bool owns(const void* p) const {
-    const auto* b = static_cast<const std::byte*>(p);
-    return block_ && b >= block_.get() && b < block_.get() + kBytes;
-  }
-  static size_t& size_of(void* p) {
-    return *reinterpret_cast<size_t*>(static_cast<std::byte*>(p) - kHeader);
-  }
-
-  void* allocate(size_t n) {
-    const size_t rounded = (n + kAlign - 1) / kAlign * kAlign;
-    if (rounded >= n && rounded <= kBytes - kHeader && used_ + kHeader + rounded <= kBytes) {
-      if (!block_) block_.reset(new (std::align_val_t{kAlign}) std::byte[kBytes]);
-      std::byte* p = block_.get() + used_ + kHeader;
-      DATAECHO_UNPOISON(p - kHeader, kHeader + rounded);
-      used_ += kHeader + rounded;
-      size_of(p) = rounded;
-      return p;
-    }
-    return std::malloc(n);
-  }
-
-  void* reallocate(void* p, size_t n) {
-    if (p == nullptr) return allocate(n);
-    if (!owns(p)) return std::realloc(p, n);
-    const size_t old = size_of(p);
-    if (n <= old) return p;
-    void* q = allocate(n);
-    if (q) std::memcpy(q, p, old);  // p itself stays until the decode ends
-    return q;
-  }
-
-  void release(void* p) {
-    if (p != nullptr && !owns(p)) std::free(p);
-    // Blocks in the scratch are taken back all at once, in end().
-  }
-
-  struct BlockDeleter {
-    void operator()(std::byte* b) const { ::operator delete[](b, std::align_val_t{kAlign}); }
-  };
-  std::unique_ptr<std::byte[], BlockDeleter> block_;
-  size_t used_ = 0;
-  bool active_ = false;
-};
-
 struct CtxDeleter {
-  bool scratch = false;  // allocated from DecodeScratch
-  void operator()(spng_ctx* c) const {
-    spng_ctx_free(c);
-    if (scratch) DecodeScratch::instance().end();
-  }
+  void operator()(spng_ctx* c) const { spng_ctx_free(c); }
 };
 using Ctx = std::unique_ptr<spng_ctx, CtxDeleter>;
-
-// A decoding context whose allocations come from this thread's DecodeScratch.
-Ctx new_decode_ctx() {
-  static spng_alloc alloc{DecodeScratch::malloc_fn, DecodeScratch::realloc_fn,
-                          DecodeScratch::calloc_fn, DecodeScratch::free_fn};
-  DecodeScratch& scratch = DecodeScratch::instance();
-  if (!scratch.begin()) return Ctx(spng_ctx_new(0));
-  spng_ctx* c = spng_ctx_new2(&alloc, 0);
-  if (c == nullptr) scratch.end();
-  return Ctx(c, CtxDeleter{c != nullptr});
-}
 
 [[noreturn]] void png_fail(const char* what, int rc) {
   throw_error(ErrorCode::kDataLoss, kDecode,
@@ -129,7 +22,7 @@ Ctx new_decode_ctx() {
 }
 
 Ctx open_png(std::string_view bytes, const DecodeOptions& options, spng_ihdr& ihdr) {
-  Ctx ctx = new_decode_ctx();
+  Ctx ctx(spng_ctx_new(0));
   if (!ctx) throw_error(ErrorCode::kInternal, kDecode, "spng_ctx_new failed");
   // Refuse oversized images and chunks before anything is allocated for them.
   spng_set_image_limits(ctx.get(), 1u << 24, 1u << 24);
