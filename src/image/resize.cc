@@ -423,9 +423,9 @@ void vfilter_planes(const float* const* rows, const float* w, int k, int n, int 
 // KiB, more than half the L2 of the machines measured, and goes into a batch that the
 // consumer reads long after. Measured on AMD Zen with AVX-512: dataloader_bench's JPEG
 // pipeline 4% faster (0 threads); image_bench's decode_augment, whose output is dropped
-// at once, 2-4% faster with 1 thread and 4-11% with 2 (its "cached" row). The caller
-// issues the store fence before the output is published. Same operations in the same
-// order as vfilter_body, so the same bits.
+// at once, 1-4 points faster with 1 thread and 1-11 with 2 over four runs (against its
+// "cached" row). The caller issues the store fence before the output is published.
+// Same operations in the same order as vfilter_body, so the same bits.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own AVX-512 headers
 // Sixteen outputs of vfilter_body at `off`; `w2` holds w[0] and w[1] broadcast, for
