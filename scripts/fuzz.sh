@@ -7,6 +7,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER_TARGET=${1:-${FUZZ_TIME:-20}}
+if ! [[ $SECONDS_PER_TARGET =~ ^[0-9]+$ ]]; then
+  # libFuzzer reads anything else as no limit at all and would run forever.
+  sed -n '2,6p' "$0" >&2
+  exit 2
+fi
 OUT=${FUZZ_BUILD:-$ROOT/build-fuzz}
 CXX=${CXX_FUZZ:-clang++-14}
 JOBS=${FUZZ_JOBS:-2}
@@ -18,7 +23,7 @@ FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
        -I"$ROOT/include" -I"$ROOT/src" -I"$OUT/proto")
 SOURCES=(
   "$OUT/proto/dataecho/proto/example.pb.cc"
-  "$ROOT/src/core/tensor.cc" "$ROOT/src/core/error.cc" "$ROOT/src/core/example.cc" "$ROOT/src/core/stats.cc"
+  "$ROOT/src/core/tensor.cc" "$ROOT/src/core/block_cache.cc" "$ROOT/src/core/error.cc" "$ROOT/src/core/example.cc" "$ROOT/src/core/stats.cc"
   "$ROOT/src/io/open_stream.cc" "$ROOT/src/io/local_file_stream.cc" "$ROOT/fuzz/http_stub.cc"
   "$ROOT/src/formats/crc32c.cc" "$ROOT/src/formats/memory_stream.cc" "$ROOT/src/formats/tfrecord_reader.cc"
   "$ROOT/src/formats/tfrecord_writer.cc" "$ROOT/src/formats/tf_example.cc" "$ROOT/src/formats/tar_reader.cc"
