@@ -8,8 +8,8 @@ namespace dataecho {
 // every such block is a fresh mmap whose pages fault in again, which profiling showed
 // costing more than the JPEG decode itself (docs/dataloader.md). Peak memory is
 // unchanged: what is kept is what was allocated at once before. Tensors' own buffers
-// of 256 KiB or more (images, batches) come from dataecho's block cache, which keeps
-// them for reuse whether or not this is called. Call once, early, from a program's
+// of 8 MiB or more (batches) come from dataecho's block cache, which keeps them for
+// reuse whether or not this is called. Call once, early, from a program's
 // main(); the dataecho tool does. A library embedded elsewhere leaves the choice to the
 // host program. Returns false where the C library offers no such control.
 bool tune_allocator_for_pipelines();
