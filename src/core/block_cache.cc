@@ -44,7 +44,6 @@ constexpr size_t kHuge = size_t{2} << 20;
 struct Cached {
   void* p;
   size_t size;
-  uint64_t stamp;  // when it was freed: the oldest go first
 };
 
 class BlockCache {
@@ -64,30 +63,28 @@ class BlockCache {
       if (best < cached_.size()) {
         p = cached_[best].p;
         *mapped = cached_[best].size;
-        cached_bytes_ -= *mapped;
+        s_.cached_bytes -= *mapped;
         cached_.erase(cached_.begin() + static_cast<std::ptrdiff_t>(best));
-        ++stats_.reuses;
+        ++s_.reuses;
       } else {
-        peak_ = std::max(peak_, live_ + size);
-        while (!cached_.empty() && live_ + size + cached_bytes_ > peak_) {
-          auto oldest = cached_.begin();
-          for (auto it = cached_.begin(); it != cached_.end(); ++it)
-            if (it->stamp < oldest->stamp) oldest = it;
-          cached_bytes_ -= oldest->size;
-          evicted.push_back(*oldest);
-          cached_.erase(oldest);
+        s_.peak_live_bytes = std::max(s_.peak_live_bytes, s_.live_bytes + size);
+        // cached_ is in the order the blocks were freed: the oldest first.
+        while (!cached_.empty() && s_.live_bytes + size + s_.cached_bytes > s_.peak_live_bytes) {
+          s_.cached_bytes -= cached_.front().size;
+          evicted.push_back(cached_.front());
+          cached_.erase(cached_.begin());
         }
         *mapped = size;
       }
-      live_ += *mapped;
-      peak_ = std::max(peak_, live_);
+      s_.live_bytes += *mapped;
+      s_.peak_live_bytes = std::max(s_.peak_live_bytes, s_.live_bytes);
     }
     for (const Cached& c : evicted) unmap(c.p, c.size);  // outside the lock
     if (p == nullptr) {
       p = map(size);
       if (p == nullptr) {
         std::lock_guard<std::mutex> lock(mu_);
-        live_ -= size;
+        s_.live_bytes -= size;
         throw std::bad_alloc();
       }
     }
@@ -98,18 +95,14 @@ class BlockCache {
   void release(void* p, size_t mapped) {
     DATAECHO_POISON(p, mapped);  // under ASan a use after free is reported
     std::lock_guard<std::mutex> lock(mu_);
-    live_ -= mapped;
-    cached_.push_back(Cached{p, mapped, ++clock_});
-    cached_bytes_ += mapped;
+    s_.live_bytes -= mapped;
+    s_.cached_bytes += mapped;
+    cached_.push_back(Cached{p, mapped});
   }
 
   BlockCacheStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    BlockCacheStats s = stats_;
-    s.live_bytes = live_;
-    s.cached_bytes = cached_bytes_;
-    s.peak_live_bytes = peak_;
-    return s;
+    return s_;
   }
 
  private:
@@ -129,7 +122,7 @@ class BlockCache {
     (void)::madvise(b, size, MADV_HUGEPAGE);  // advice only
 #endif
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.maps;
+    ++s_.maps;
     return b;
   }
 
@@ -137,14 +130,12 @@ class BlockCache {
     DATAECHO_UNPOISON(p, size);
     ::munmap(p, size);
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.unmaps;
+    ++s_.unmaps;
   }
 
   std::mutex mu_;
-  std::vector<Cached> cached_;
-  size_t live_ = 0, cached_bytes_ = 0, peak_ = 0;
-  uint64_t clock_ = 0;
-  BlockCacheStats stats_;
+  std::vector<Cached> cached_;  // freed blocks, in the order they were freed
+  BlockCacheStats s_;           // the byte counts and counters, under mu_
 };
 
 BlockCache& cache() {
