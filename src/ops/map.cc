@@ -1,6 +1,7 @@
 #include "dataecho/ops/map.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -231,6 +232,8 @@ class MapDataset : public Dataset {
 
     void run() {
       NodeStats* st = ds_->node_stats().get();
+      // Looked up once: counter() takes the stats' lock and searches their map.
+      std::atomic<int64_t>* takes = st ? &st->counter("input_takes") : nullptr;
       MapContext mc{ds_->o_.seed, token_.get()};
       std::vector<Example> taken;
       std::vector<Result> results;
@@ -248,7 +251,7 @@ class MapDataset : public Dataset {
         if (token_->cancelled() || input_done_) return;
         // Take the next input elements; only this worker reads the input now.
         const size_t want = claim_size();
-        if (st) st->counter("input_takes").fetch_add(1, std::memory_order_relaxed);
+        if (takes) takes->fetch_add(1, std::memory_order_relaxed);
         input_busy_ = true;
         ++busy_;
         lock.unlock();
