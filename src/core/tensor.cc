@@ -126,7 +126,8 @@ ScopedOutputSlot::ScopedOutputSlot(OutputSlot* slot) : previous_(t_output_slot) 
 }
 ScopedOutputSlot::~ScopedOutputSlot() { t_output_slot = previous_; }
 
-Tensor Tensor::make(DType dtype, Shape shape, const std::function<void(std::byte*)>& fill) {
+Tensor Tensor::make(DType dtype, Shape shape, const std::function<void(std::byte*)>& fill,
+                    size_t skew) {
   if (OutputSlot* slot = t_output_slot;
       slot != nullptr && !slot->taken && slot->dtype == dtype && slot->shape == shape) {
     fill(slot->buffer->mutable_data() + slot->offset);
@@ -141,9 +142,9 @@ Tensor Tensor::make(DType dtype, Shape shape, const std::function<void(std::byte
     fill(reinterpret_cast<std::byte*>(t.inline_));
     return t;
   }
-  auto buf = Buffer::allocate(nbytes);
-  fill(buf->mutable_data());
-  return Tensor(dtype, std::move(shape), std::move(buf));
+  auto buf = Buffer::allocate(nbytes + skew);
+  fill(buf->mutable_data() + skew);
+  return Tensor(dtype, std::move(shape), std::move(buf), skew);
 }
 
 Tensor Tensor::from_data(DType dtype, Shape shape, const void* data, size_t nbytes) {

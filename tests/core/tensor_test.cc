@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "dataecho/core/example.h"
 #include "dataecho/core/tensor.h"
 
@@ -100,6 +103,31 @@ TEST(Tensor, CompactedCopiesOnlyWhatPinsMore) {
     EXPECT_FALSE(e.get("record").shares_buffer_with(Tensor(DType::kUInt8, {200}, view)));
   }
   EXPECT_EQ(released, 1);
+}
+
+TEST(Tensor, MakeSkewsAFreshBufferButFillsASlotWhereItIs) {
+  auto fill = [](std::byte* p) { std::memset(p, 5, 48); };
+  Tensor plain = Tensor::make(DType::kUInt8, {16, 3}, fill);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(plain.raw_data()) % 64, 0u);
+  Tensor skewed = Tensor::make(DType::kUInt8, {16, 3}, fill, 8);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(skewed.raw_data()) % 64, 8u);
+  EXPECT_EQ(skewed.offset(), 8u);
+  EXPECT_TRUE(skewed.equals(plain));
+  EXPECT_FALSE(skewed.pins_more_than_itself());
+
+  // A matching output slot is filled at its own offset, skew or not.
+  OutputSlot slot;
+  slot.shape = {16, 3};
+  slot.buffer = Buffer::allocate(4096);
+  slot.offset = 128;
+  {
+    ScopedOutputSlot scope(&slot);
+    Tensor placed = Tensor::make(DType::kUInt8, {16, 3}, fill, 8);
+    EXPECT_TRUE(slot.taken);
+    EXPECT_EQ(placed.offset(), 128u);
+    EXPECT_EQ(placed.raw_data(), slot.buffer->data() + 128);
+    EXPECT_TRUE(placed.equals(plain));
+  }
 }
 
 TEST(Example, FieldsAndProvenance) {

@@ -124,8 +124,12 @@ class Tensor {
   // A uint8 tensor of shape [n] holding the bytes.
   static Tensor from_bytes(std::string_view bytes);
   // An uninitialized tensor's buffer to fill before wrapping: `fill` gets the bytes
-  // (those of the thread's OutputSlot when it matches; see there).
-  static Tensor make(DType dtype, Shape shape, const std::function<void(std::byte*)>& fill);
+  // (those of the thread's OutputSlot when it matches; see there). `skew`: a tensor
+  // given a buffer of its own starts that many bytes past the buffer's 64-byte aligned
+  // start (decode_jpeg uses it to keep libjpeg-turbo from writing with non-temporal
+  // stores); an OutputSlot is filled where it is.
+  static Tensor make(DType dtype, Shape shape, const std::function<void(std::byte*)>& fill,
+                     size_t skew = 0);
 
   bool defined() const { return defined_; }
   DType dtype() const { return dtype_; }
