@@ -172,6 +172,43 @@ namespace {
 // reads them, and are written through it.
 constexpr size_t kStreamOutputBytes = size_t{256} << 10;
 
+// While streaming, each plane's page kLookaheadBytes ahead of the row being written is
+// touched with a prefetch, once per page, so that its address translation is ready
+// when the stores get there. A batch of 128 224x224 images is 77 MB, far beyond what
+// the TLB covers at 4 KiB (in a VM the host's pages count too, whatever the guest
+// maps), so every 4 KiB of output started with a page walk that the non-temporal
+// stores waited for. Measured on the AMD Zen 4 VM with dataloader_bench's JPEG pipeline
+// (batches of 128), the same build with and without, alternating: 0 threads +8-10%
+// (median of 8 pairs), 1 thread +5-7%, 2 threads +3-8%. Batches of 4 (2.4 MB) had run
+// 7-12% faster than batches of 128 without it. 16, 32 and 64 rows ahead measured the
+// same, one prefetch per row the same as one per page. The prefetched line is read
+// once (64 bytes per 4 KiB).
+constexpr size_t kLookaheadBytes = size_t{16} << 10;
+constexpr size_t kPageBytes = 4096;
+
+// The look-ahead prefetches before row `oy` of a [C, OH, OW] float output is written:
+// in each plane, the pages that start in (at - row, at], where `at` is kLookaheadBytes
+// past the row (the first row: every page up to its `at`).
+#if defined(__x86_64__) && defined(__GNUC__)
+void prefetch_ahead(const std::byte* out, int C, int OH, int OW, int oy) {
+  // Through asm: GCC takes a function that only prefetches for one without effects and
+  // drops its calls.
+  auto touch = [](uintptr_t a) { asm volatile("prefetcht2 (%0)" : : "r"(a)); };
+  const size_t row = static_cast<size_t>(OW) * sizeof(float);
+  const size_t plane = row * static_cast<size_t>(OH);
+  const size_t at = std::min(static_cast<size_t>(oy) * row + kLookaheadBytes, plane - 1);
+  const size_t after =
+      oy == 0 ? 0 : std::min(at, static_cast<size_t>(oy) * row + kLookaheadBytes - row);
+  for (int c = 0; c < C; ++c) {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(out) + static_cast<size_t>(c) * plane;
+    if (oy == 0) touch(base);
+    for (uintptr_t page = ((base + after) / kPageBytes + 1) * kPageBytes; page <= base + at;
+         page += kPageBytes)
+      touch(page);
+  }
+}
+#endif
+
 // 8-float vectors in static inline helpers; the ABI note about passing them without AVX
 // is moot (nothing crosses a library boundary).
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -595,6 +632,7 @@ Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const floa
         // The normalization folds into the vertical weights: one pass writes the output.
         auto* out = reinterpret_cast<float*>(out_bytes) + static_cast<size_t>(oy) * OW;
 #if defined(__x86_64__) && defined(__GNUC__)
+        if (stream) prefetch_ahead(out_bytes, C, OH, OW, oy);
         if (avx512)
           vfilter_planes_avx512(s.rows.data(), w, ty.k, OW, C, scale, bias, s.wy.data(), stream,
                                 out, static_cast<size_t>(OH) * OW);
