@@ -161,6 +161,28 @@ import json, os, platform, re, subprocess, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
 jpeg_images, png_images, epochs = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
 
+def rates(name):
+    """images/s of each round, None where the round has no run."""
+    out = []
+    for r in range(1, rounds + 1):
+        path = os.path.join(runs, f"r{r}_{name}.json")
+        if not os.path.exists(path):
+            out.append(None)
+            continue
+        with open(path) as f:
+            lines = [l for l in f.read().splitlines() if l.startswith("{")]
+        out.append(json.loads(lines[-1])["images_per_s"])
+    return out
+
+def paired(a, b):
+    """Each round's a/b (the two ran minutes apart, under the same load) and their median."""
+    ratios = [x / y for x, y in zip(a, b) if x and y]
+    if not ratios:
+        return [], None
+    s = sorted(ratios)
+    mid = len(s) // 2
+    return ratios, (s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2)
+
 def load(name):
     best = None
     for r in range(1, rounds + 1):
@@ -196,6 +218,12 @@ for wl in ("jpeg", "png"):
                "dataecho_images_per_cpu_s": de["images_per_cpu_s"] if de else None,
                "dataloader_images_per_cpu_s": dl["images_per_cpu_s"] if dl else None,
                "reference_images_per_cpu_s": ref["images_per_cpu_s"] if ref else None}
+        # Best against best can pair a fast minute of one side with a slow one of the
+        # other; the median of each round's own ratio cannot.
+        row["dataecho_over_reference_rounds"], row["dataecho_over_reference_median_of_rounds"] = (
+            paired(rates(f"{wl}_dataecho_t{t}"), rates(f"{wl}_reference_t{t}")) if ref else ([], None))
+        row["dataecho_over_dataloader_rounds"], row["dataecho_over_dataloader_median_of_rounds"] = (
+            paired(rates(f"{wl}_dataecho_t{t}"), rates(f"{wl}_dataloader_w{t}")) if dl else ([], None))
         row["dataecho_over_dataloader"] = (row["dataecho_images_per_s"] / row["dataloader_images_per_s"]
                                            if de and dl else None)
         row["dataecho_over_reference"] = (row["dataecho_images_per_s"] / row["reference_images_per_s"]
@@ -221,7 +249,7 @@ result = {
     "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
     "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__, "pillow": PIL.__version__},
     "settings": {"batch": 128, "epochs_per_run": epochs, "rounds": rounds, "jpeg_images": jpeg_images,
-                 "png_images": png_images, "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "rate": "best epoch of the best round; images after the first batch / time from first to last batch"},
+                 "png_images": png_images, "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "rate": "best epoch of the best round; images after the first batch / time from first to last batch; *_rounds: each round's own ratio, and their median"},
     "elapsed_s": elapsed,
     "rows": rows,
 }
@@ -231,8 +259,8 @@ with open(out, "w") as f:
 def fmt(v, spec="{:.0f}"):
     return "-" if v is None else spec.format(v)
 print()
-print(f"{'':12} {'--------- images/s (wall) ---------':^43} {'------ images per CPU-second ------':^43} {'---- peak RSS MiB ----':^26}")
-print(f"{'workload':8} {'thr':>3} {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'ref':>7} {'de/ref':>6}"
+print(f"{'':12} {'--------------- images/s (wall) ----------------':^57} {'------ images per CPU-second ------':^43} {'---- peak RSS MiB ----':^26}")
+print(f"{'workload':8} {'thr':>3} {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'ref':>7} {'de/ref':>6} {'rounds':>6} {'rounds':>6}"
       f" {'dataecho':>9} {'DataLoader':>10} {'ratio':>6} {'ref':>7} {'de/ref':>6}"
       f" {'dataecho':>8} {'DataLoader':>10} {'workers':>8}")
 for r in rows:
@@ -240,12 +268,15 @@ for r in rows:
     print(f"{r['workload']:8} {r['threads']:>3} {fmt(r['dataecho_images_per_s']):>9} {fmt(r['dataloader_images_per_s']):>10}"
           f" {fmt(r['dataecho_over_dataloader'], '{:.2f}x'):>6} {fmt(r['reference_images_per_s']):>7}"
           f" {fmt(r['dataecho_over_reference'], '{:.0%}'):>6}"
+          f" {fmt(r['dataecho_over_dataloader_median_of_rounds'], '{:.1f}x'):>6}"
+          f" {fmt(r['dataecho_over_reference_median_of_rounds'], '{:.0%}'):>6}"
           f" {fmt(r['dataecho_images_per_cpu_s']):>9} {fmt(r['dataloader_images_per_cpu_s']):>10}"
           f" {fmt(r['cpu_dataecho_over_dataloader'], '{:.2f}x'):>6} {fmt(r['reference_images_per_cpu_s']):>7}"
           f" {fmt(r['cpu_dataecho_over_reference'], '{:.0%}'):>6}"
           f" {fmt(r['dataecho_peak_rss_mib']):>8} {fmt(r['dataloader_peak_rss_mib']):>10}"
           f" {('+'.join(f'{x:.0f}' for x in w)) if w else '-':>8}")
-print(f"\nimages/s as float batches of 128 (best epoch); threads 0 = all in the consumer's thread"
+print(f"\nimages/s as float batches of 128 (best epoch of the best round; the two 'rounds' columns: the"
+      f" median over rounds of each round's dataecho/DataLoader and dataecho/ref); threads 0 = all in the consumer's thread"
       f" (dataecho inline, DataLoader num_workers=0); reference = TurboJPEG decode only, max(1, thr) threads;"
       f" RSS = peak resident set of the process (/usr/bin/time -v), DL workers = each worker's VmHWM."
       f"\nmachine: {result['machine']['cpu']}, {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f};"
