@@ -182,6 +182,13 @@ size_t TfRecordReader::ensure(size_t n) {
 }
 
 TfRecordReader::Status TfRecordReader::next(std::shared_ptr<Buffer>* record) {
+  // The caller is done with the record it passes back (see the header). Holding it
+  // through this call pinned its chunk, so every chunk switch took a fresh one: two
+  // chunks alternated, 1 MiB between them, and the kernel's copy and the CRC found
+  // their memory outside L2 more often. Measured on the AMD Zen 4 VM, 100 KiB records,
+  // the same build with the loop holding the previous record or not: 76.0-80.2% of
+  // plain read() against 78.6-83.4% (three runs of ten; docs/formats.md).
+  record->reset();
   if (dead_) return Status::kEnd;
   record_offset_ = offset_;
   constexpr size_t kHeader = 12, kFooter = 4;

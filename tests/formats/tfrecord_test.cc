@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -492,6 +493,33 @@ TEST(TfRecordReader, RecordsDroppedAtOnceReadTheSame) {
     ++i;
   }
   EXPECT_EQ(i, payloads.size());
+}
+
+TEST(TfRecordReader, ALoopIntoOneVariableReadsOnInTheSameChunk) {
+  // next() releases what it is given before reading: the loop below holds no record
+  // through the call, so the reader reads on into its one chunk, in place, instead of
+  // alternating with a second (every record's bytes lie within one chunk's span).
+  std::string dir = temp_dir();
+  const std::string payload(100 << 10, 'r');
+  const int records = 40;  // 4 MB: several chunk wraps
+  {
+    TfRecordWriter w(dir + "/c.tfrecord");
+    for (int i = 0; i < records; ++i) w.write(payload);
+  }
+  TfRecordReader r(open_stream(dir + "/c.tfrecord"));
+  std::shared_ptr<Buffer> rec;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  int n = 0;
+  while (r.next(&rec) == TfRecordReader::Status::kOk) {
+    ASSERT_EQ(rec->size(), payload.size());
+    const auto at = reinterpret_cast<uintptr_t>(rec->data());
+    lo = std::min(lo, at);
+    hi = std::max(hi, at + rec->size());
+    ++n;
+  }
+  EXPECT_EQ(n, records);
+  EXPECT_EQ(rec, nullptr) << "kEnd releases the last record too";
+  EXPECT_LE(hi - lo, TfRecordReader::kChunkBytes);
 }
 
 TEST(TfRecordReader, RecordsReadTheSameThroughShortReads) {

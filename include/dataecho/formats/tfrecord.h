@@ -60,7 +60,10 @@ class TfRecordReader {
   TfRecordReader(const TfRecordReader&) = delete;
   TfRecordReader& operator=(const TfRecordReader&) = delete;
 
-  // Reads the next record into *record (a uint8 buffer of exactly its length).
+  // Reads the next record into *record (a uint8 buffer of exactly its length). What
+  // *record held is released first, whatever the status: a loop that reads every record
+  // into one variable then lets the reader read on into the chunk the last record
+  // viewed, still in cache, instead of a fresh one.
   Status next(std::shared_ptr<Buffer>* record);
   // After a status other than kOk/kBadDataCrc the reader stays at the end: next() gives kEnd.
 
