@@ -90,8 +90,8 @@ Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
   // stores, which send it to memory, and whoever reads the image next (augment, most
   // often at once) would wait for it to come back. Rows of a multiple of 16 bytes are
   // then all written through the cache. Measured on AMD Zen 4 (image_bench, "decode_image
-  // + augment", 256x256 JPEGs): 67-68% -> 78-79% of the TurboJPEG loop on Fashion-MNIST,
-  // 77-78% -> 82-87% on colour. A batch row (an OutputSlot) is written where it is: the
+  // + augment", 256x256 JPEGs): 67-68% -> 71-79% of the TurboJPEG loop on Fashion-MNIST,
+  // 75-78% -> 81-88% on colour. A batch row (an OutputSlot) is written where it is: the
   // batch goes to its consumer later, and streaming it to memory costs nothing there.
   constexpr size_t kSkew = 8;
   return Tensor::make(
