@@ -161,18 +161,26 @@ import json, os, platform, re, subprocess, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
 jpeg_images, png_images, epochs = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
 
-def rates(name):
-    """images/s of each round, None where the round has no run."""
+def per_round(name):
+    """Each round's run (its JSON line plus peak_rss_mib), None where the round has none."""
     out = []
     for r in range(1, rounds + 1):
-        path = os.path.join(runs, f"r{r}_{name}.json")
-        if not os.path.exists(path):
+        base = os.path.join(runs, f"r{r}_{name}")
+        if not os.path.exists(base + ".json"):
             out.append(None)
             continue
-        with open(path) as f:
+        with open(base + ".json") as f:
             lines = [l for l in f.read().splitlines() if l.startswith("{")]
-        out.append(json.loads(lines[-1])["images_per_s"])
+        j = json.loads(lines[-1])
+        with open(base + ".time") as f:
+            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", f.read())
+        j["peak_rss_mib"] = int(m.group(1)) / 1024 if m else None
+        out.append(j)
     return out
+
+def rates(runs_of):
+    """images/s of each round, None where the round has no run."""
+    return [j["images_per_s"] if j else None for j in runs_of]
 
 def paired(a, b):
     """Each round's a/b (the two ran minutes apart, under the same load) and their median."""
@@ -183,28 +191,18 @@ def paired(a, b):
     mid = len(s) // 2
     return ratios, (s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2)
 
-def load(name):
-    best = None
-    for r in range(1, rounds + 1):
-        base = os.path.join(runs, f"r{r}_{name}")
-        if not os.path.exists(base + ".json"):
-            continue
-        with open(base + ".json") as f:
-            lines = [l for l in f.read().splitlines() if l.startswith("{")]
-        j = json.loads(lines[-1])
-        with open(base + ".time") as f:
-            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", f.read())
-        j["peak_rss_mib"] = int(m.group(1)) / 1024 if m else None
-        if best is None or j["images_per_s"] > best["images_per_s"]:
-            best = j
-    return best
+def best(runs_of):
+    """The round with the highest images/s."""
+    present = [j for j in runs_of if j]
+    return max(present, key=lambda j: j["images_per_s"]) if present else None
 
 rows = []
 for wl in ("jpeg", "png"):
     for t in threads:
-        de = load(f"{wl}_dataecho_t{t}")
-        dl = load(f"{wl}_dataloader_w{t}")
-        ref = load(f"{wl}_reference_t{t}") if wl == "jpeg" else None
+        de_runs = per_round(f"{wl}_dataecho_t{t}")
+        dl_runs = per_round(f"{wl}_dataloader_w{t}")
+        ref_runs = per_round(f"{wl}_reference_t{t}") if wl == "jpeg" else []
+        de, dl, ref = best(de_runs), best(dl_runs), best(ref_runs)
         row = {"workload": wl, "threads": t,
                "dataecho_images_per_s": de["images_per_s"] if de else None,
                "dataloader_images_per_s": dl["images_per_s"] if dl else None,
@@ -221,9 +219,9 @@ for wl in ("jpeg", "png"):
         # Best against best can pair a fast minute of one side with a slow one of the
         # other; the median of each round's own ratio cannot.
         row["dataecho_over_reference_rounds"], row["dataecho_over_reference_median_of_rounds"] = (
-            paired(rates(f"{wl}_dataecho_t{t}"), rates(f"{wl}_reference_t{t}")) if ref else ([], None))
+            paired(rates(de_runs), rates(ref_runs)) if ref else ([], None))
         row["dataecho_over_dataloader_rounds"], row["dataecho_over_dataloader_median_of_rounds"] = (
-            paired(rates(f"{wl}_dataecho_t{t}"), rates(f"{wl}_dataloader_w{t}")) if dl else ([], None))
+            paired(rates(de_runs), rates(dl_runs)) if dl else ([], None))
         row["dataecho_over_dataloader"] = (row["dataecho_images_per_s"] / row["dataloader_images_per_s"]
                                            if de and dl else None)
         row["dataecho_over_reference"] = (row["dataecho_images_per_s"] / row["reference_images_per_s"]
