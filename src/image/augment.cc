@@ -170,28 +170,25 @@ Tensor finish(const detail::RowSource& rows, const Geometry& g, const AugmentOpt
 // a small per-thread buffer: the decoded pixels are resampled while still in L1, and
 // the whole region is never held.
 //
-// Every row starts kRowSkew bytes past a 64-byte boundary. libjpeg-turbo's SIMD colour
-// conversion writes a row that starts on a 16-byte (SSE2) or 32-byte (AVX2) boundary
-// with non-temporal stores (movntdq): the row goes to memory, bypassing the cache, and
-// the resampler, which reads it a moment later, waits for it to come back. A row 8
-// bytes off takes the converter's unaligned path, plain stores, and stays in L1.
-// Measured on AMD Zen 4 (image_bench, Fashion-MNIST 256x256 JPEGs): decode_augment
-// went from 90-91% to 94-95% of the TurboJPEG loop with 1 thread; with every row
-// aligned (the worst case) it was 81-90%. The buffer had been taken as it came, its
-// rows 48 bytes apart for a region 16 pixels wide, so about every other row was
-// written to memory.
+// Every row starts JpegRegionDecoder::kRowSkew bytes past a 64-byte boundary, so that
+// libjpeg-turbo writes it through the cache (see there) and the resampler, which reads
+// it a moment later, finds it in L1. Measured on AMD Zen 4 (image_bench, Fashion-MNIST
+// 256x256 JPEGs): decode_augment went from 90-91% to 94-95% of the TurboJPEG loop with
+// 1 thread; with every row aligned (the worst case) it was 81-90%. The buffer had been
+// taken as it came, its rows 48 bytes apart for a region 16 pixels wide, so about
+// every other row was written to memory.
 class JpegRows {
  public:
   static constexpr int kChunk = 16;
-  static constexpr size_t kRowSkew = 8;
 
   JpegRows(JpegRegionDecoder& dec, const DecodedRegion& r)
       : dec_(dec), r_(r), pitch_((r.stride + 63) / 64 * 64), first_(r.y), next_(r.y) {
     thread_local std::vector<uint8_t> buffer;
-    const size_t need = static_cast<size_t>(pitch_) * kChunk + 64 + kRowSkew;
+    constexpr size_t kSkew = JpegRegionDecoder::kRowSkew;
+    const size_t need = static_cast<size_t>(pitch_) * kChunk + 64 + kSkew;
     if (buffer.size() < need) buffer.resize(need);
     const auto base = reinterpret_cast<uintptr_t>(buffer.data());
-    buf_ = buffer.data() + ((64 - base % 64) % 64) + kRowSkew;
+    buf_ = buffer.data() + ((64 - base % 64) % 64) + kSkew;
   }
   ~JpegRows() { dec_.finish(); }  // a region abandoned half way (an exception)
 

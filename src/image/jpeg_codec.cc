@@ -85,15 +85,13 @@ Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
     throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");
   const int channels = output_channels(options, stored_channels(colorspace));
   const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
-  // The image starts 8 bytes past a 64-byte boundary: libjpeg-turbo's SIMD colour
-  // conversion writes a row that starts on a 16- or 32-byte boundary with non-temporal
-  // stores, which send it to memory, and whoever reads the image next (augment, most
-  // often at once) would wait for it to come back. Rows of a multiple of 16 bytes are
-  // then all written through the cache. Measured on AMD Zen 4 (image_bench, "decode_image
-  // + augment", 256x256 JPEGs): 67-68% -> 71-79% of the TurboJPEG loop on Fashion-MNIST,
-  // 75-78% -> 81-88% on colour. A batch row (an OutputSlot) is written where it is: the
-  // batch goes to its consumer later, and streaming it to memory costs nothing there.
-  constexpr size_t kSkew = 8;
+  // The image starts JpegRegionDecoder::kRowSkew bytes past a 64-byte boundary, so
+  // that libjpeg-turbo writes its rows through the cache (see there) for whoever reads
+  // the image next (augment, most often at once); rows of a multiple of 16 bytes then
+  // all are. Measured on AMD Zen 4 (image_bench, "decode_image + augment", 256x256
+  // JPEGs): 67-68% -> 71-79% of the TurboJPEG loop on Fashion-MNIST, 75-78% -> 81-88%
+  // on colour. A batch row (an OutputSlot) is written where it is: the batch goes to
+  // its consumer later, and streaming it to memory costs nothing there.
   return Tensor::make(
       DType::kUInt8, {height, width, channels},
       [&](std::byte* out) {
@@ -106,7 +104,7 @@ Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
                           tjGetErrorStr2(h));
         }
       },
-      kSkew);
+      JpegRegionDecoder::kRowSkew);
 }
 
 std::string encode_jpeg(const Tensor& hwc, int quality) {

@@ -85,6 +85,12 @@ class JpegRegionDecoder {
   DecodedRegion start(int y, int x, int height, int width);
   int read_rows(uint8_t* out, int64_t stride, int max_rows);
   void finish();
+  // Where decoded rows should start to stay in the cache: kRowSkew bytes past a 64-byte
+  // boundary (and `stride` a multiple of 64). libjpeg-turbo's SIMD colour conversion
+  // writes a row that starts on a 16-byte (SSE2) or 32-byte (AVX2) boundary with
+  // non-temporal stores (movntdq): the row goes to memory, and whoever reads it next
+  // waits for it to come back. A row 8 bytes off takes its plain-store path.
+  static constexpr size_t kRowSkew = 8;
 
   static JpegRegionDecoder& thread_decoder();
 
