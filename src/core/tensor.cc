@@ -65,7 +65,7 @@ int64_t shape_elements(const Shape& shape) {
 std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes) {
   constexpr size_t kAlign = 64;
   size_t rounded = (nbytes + kAlign - 1) / kAlign * kAlign;
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(Key{});
   b->size_ = nbytes;
   if (rounded >= detail::kLargeBlockBytes) {
     size_t mapped = 0;
@@ -85,7 +85,7 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t nbytes) {
 
 std::shared_ptr<Buffer> Buffer::wrap(std::byte* data, size_t nbytes, std::function<void()> release,
                                      size_t footprint) {
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(Key{});
   b->data_ = data;
   b->size_ = nbytes;
   b->footprint_ = std::max(nbytes, footprint);

@@ -47,6 +47,10 @@ int64_t shape_elements(const Shape& shape);       // 1 for a scalar
 // A contiguous block of bytes. Written only by whoever allocated it, before it is
 // handed to a Tensor; read-only afterwards. allocate() gives 64-byte aligned memory.
 class Buffer {
+  struct Key {
+    explicit Key() = default;
+  };
+
  public:
   static std::shared_ptr<Buffer> allocate(size_t nbytes);
   // Adopts memory owned elsewhere (an mmapped file, a decoder's output, a record inside
@@ -56,6 +60,9 @@ class Buffer {
   static std::shared_ptr<Buffer> wrap(std::byte* data, size_t nbytes, std::function<void()> release,
                                       size_t footprint = 0);
 
+  // Only allocate() and wrap() make buffers (Key is private); the constructor is public
+  // so that std::make_shared can put the buffer and its count in one allocation.
+  explicit Buffer(Key) {}
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer();
@@ -67,7 +74,6 @@ class Buffer {
   size_t footprint() const { return footprint_; }
 
  private:
-  Buffer() = default;
   std::byte* data_ = nullptr;
   size_t size_ = 0;
   size_t footprint_ = 0;
