@@ -290,6 +290,42 @@ TEST(Jpeg, CorruptDataMidRegionIsAnErrorAndTheDecoderRecovers) {
   EXPECT_TRUE(fused.equals(ref));
 }
 
+// A JPEG with its DQT segments cut out: the header refers to quantization tables it
+// never defines.
+std::string without_quant_tables(const std::string& jpg) {
+  std::string out = jpg.substr(0, 2);  // SOI
+  size_t i = 2;
+  while (i + 4 <= jpg.size() && static_cast<uint8_t>(jpg[i]) == 0xff) {
+    const auto marker = static_cast<uint8_t>(jpg[i + 1]);
+    const size_t len = (static_cast<uint8_t>(jpg[i + 2]) << 8) | static_cast<uint8_t>(jpg[i + 3]);
+    if (marker == 0xda) break;  // SOS: the rest is the scan
+    if (marker != 0xdb) out += jpg.substr(i, 2 + len);
+    i += 2 + len;
+  }
+  EXPECT_LT(out.size() + 64, jpg.size()) << "no DQT found";
+  return out + jpg.substr(i);
+}
+
+// libjpeg keeps the tables of the last image in its decompressor, for abbreviated
+// datastreams; a per-thread decompressor then decoded a JPEG that lacks its tables with
+// the previous image's, silently (found by fuzz/image_decode_fuzz.cc). Each image must
+// be decoded on its own.
+TEST(Jpeg, MissingTablesAreAnErrorNotThePreviousImagesTables) {
+  const std::string coarse = encode_jpeg(synthetic_image(32, 32, 3, 4), 5);
+  const std::string broken = without_quant_tables(encode_jpeg(synthetic_image(32, 32, 3, 5), 95));
+  AugmentOptions o;
+  o.resize_height = o.resize_width = 16;
+  for (int round = 0; round < 2; ++round) {  // after a good image, and after the error
+    decode_image(coarse);
+    std::string msg = error_of([&] { decode_image(broken); });
+    EXPECT_NE(msg.find("Quantization table"), std::string::npos) << msg;
+    Rng rng(1);
+    decode_augment(coarse, {}, o, rng);
+    msg = error_of([&] { decode_augment(broken, {}, o, rng); });
+    EXPECT_NE(msg.find("Quantization table"), std::string::npos) << msg;
+  }
+}
+
 // ---- bad bytes ----
 
 TEST(Decode, UnknownBytesNameTheFirstBytes) {
