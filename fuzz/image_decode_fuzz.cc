@@ -19,6 +19,7 @@
 #include "dataecho/core/rng.h"
 #include "dataecho/image/codec.h"
 #include "dataecho/image/transforms.h"
+#include "image/image_test_util.h"  // tests/: the tests' synthetic images
 
 namespace {
 
@@ -53,19 +54,6 @@ AugmentOptions augment_options(uint8_t pick) {
   return a;
 }
 
-// A w x h image with `channels` channels: gradients and a little noise, so that the
-// encoders produce every kind of block.
-Tensor test_image(int h, int w, int channels) {
-  return Tensor::make(DType::kUInt8, {h, w, channels}, [&](std::byte* out) {
-    Rng rng(static_cast<uint64_t>(h * 1000 + w * 10 + channels));
-    for (int y = 0; y < h; ++y)
-      for (int x = 0; x < w; ++x)
-        for (int c = 0; c < channels; ++c)
-          out[(static_cast<size_t>(y) * w + x) * channels + c] = static_cast<std::byte>(
-              (x * 7 + y * 3 + c * 50 + static_cast<int>(rng.uniform(16))) & 0xff);
-  });
-}
-
 void write_seeds(const std::string& dir) {
   struct Shape3 {
     int h, w, c;
@@ -73,7 +61,7 @@ void write_seeds(const std::string& dir) {
   const Shape3 shapes[] = {{8, 8, 1}, {16, 12, 3}, {17, 33, 3}, {40, 40, 1}, {64, 48, 3}};
   int n = 0;
   for (const Shape3& s : shapes) {
-    Tensor img = test_image(s.h, s.w, s.c);
+    Tensor img = testing::synthetic_image(s.h, s.w, s.c, static_cast<uint64_t>(n));
     const std::string images[] = {encode_jpeg(img, 90), encode_jpeg(img, 40), encode_png(img)};
     for (const std::string& bytes : images) {
       std::ofstream f(dir + "/seed" + std::to_string(n), std::ios::binary);

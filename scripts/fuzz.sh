@@ -21,7 +21,7 @@ mkdir -p "$OUT/proto/dataecho/proto" "$OUT/obj"
 protoc --cpp_out="$OUT/proto/dataecho/proto" -I "$ROOT/proto" "$ROOT/proto/example.proto"
 
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-       -I"$ROOT/include" -I"$ROOT/src" -I"$OUT/proto")
+       -I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$OUT/proto")
 SOURCES=(
   "$OUT/proto/dataecho/proto/example.pb.cc"
   "$ROOT/src/core/tensor.cc" "$ROOT/src/core/block_cache.cc" "$ROOT/src/core/error.cc" "$ROOT/src/core/example.cc" "$ROOT/src/core/stats.cc"

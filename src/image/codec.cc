@@ -1,13 +1,12 @@
 // Format sniffing and dispatch to the JPEG and PNG codecs.
 #include <cstdio>
 
-#include <turbojpeg.h>
-
 #include "dataecho/image/codec.h"
 
 namespace dataecho {
 
-ImageInfo read_png_info(std::string_view bytes);  // png_codec.cc
+ImageInfo read_png_info(std::string_view bytes);   // png_codec.cc
+ImageInfo read_jpeg_info(std::string_view bytes);  // jpeg_codec.cc
 
 const char* image_format_name(ImageFormat format) {
   switch (format) {
@@ -52,21 +51,8 @@ ImageInfo read_image_info(std::string_view bytes) {
   switch (sniff_image_format(bytes)) {
     case ImageFormat::kPng:
       return read_png_info(bytes);
-    case ImageFormat::kJpeg: {
-      tjhandle h = tjInitDecompress();
-      int w = 0, ht = 0, subsamp = 0, cs = 0;
-      int rc = tjDecompressHeader3(h, reinterpret_cast<const unsigned char*>(bytes.data()),
-                                   bytes.size(), &w, &ht, &subsamp, &cs);
-      std::string err = rc ? tjGetErrorStr2(h) : "";
-      tjDestroy(h);
-      if (rc) throw_error(ErrorCode::kDataLoss, "decode_image", "bad JPEG header: " + err);
-      ImageInfo info;
-      info.format = ImageFormat::kJpeg;
-      info.width = w;
-      info.height = ht;
-      info.channels = cs == TJCS_GRAY ? 1 : 3;
-      return info;
-    }
+    case ImageFormat::kJpeg:
+      return read_jpeg_info(bytes);
     case ImageFormat::kUnknown:
       break;
   }

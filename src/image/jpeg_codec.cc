@@ -58,19 +58,47 @@ void check_size(int width, int height, const DecodeOptions& o, const char* what)
                     " pixels)");
 }
 
-}  // namespace
-
-Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
-  TjHandle handle(false);
-  tjhandle h = handle.h;
-  if (!h) throw_error(ErrorCode::kInternal, kDecode, "tjInitDecompress failed");
-  auto* buf = reinterpret_cast<const unsigned char*>(bytes.data());
-  int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(h, buf, bytes.size(), &width, &height, &subsamp, &colorspace) != 0) {
+// The header of `bytes` read with `h`: width, height and TurboJPEG's colourspace.
+struct JpegHeader {
+  int width = 0, height = 0, colorspace = 0;
+};
+JpegHeader read_jpeg_header(tjhandle h, std::string_view bytes) {
+  JpegHeader hdr;
+  int subsamp = 0;
+  if (tjDecompressHeader3(h, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                          &hdr.width, &hdr.height, &subsamp, &hdr.colorspace) != 0) {
     throw_error(ErrorCode::kDataLoss, kDecode,
                 std::string("bad JPEG header: ") + tjGetErrorStr2(h) + " (" +
                     std::to_string(bytes.size()) + " bytes)");
   }
+  return hdr;
+}
+
+tjhandle checked(const TjHandle& handle) {
+  if (!handle.h) throw_error(ErrorCode::kInternal, kDecode, "tjInitDecompress failed");
+  return handle.h;
+}
+
+}  // namespace
+
+// Declared in codec.cc, the only caller.
+ImageInfo read_jpeg_info(std::string_view bytes) {
+  TjHandle handle(false);
+  const JpegHeader hdr = read_jpeg_header(checked(handle), bytes);
+  ImageInfo info;
+  info.format = ImageFormat::kJpeg;
+  info.width = hdr.width;
+  info.height = hdr.height;
+  info.channels = stored_channels(hdr.colorspace);
+  return info;
+}
+
+Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
+  TjHandle handle(false);
+  tjhandle h = checked(handle);
+  auto* buf = reinterpret_cast<const unsigned char*>(bytes.data());
+  const JpegHeader hdr = read_jpeg_header(h, bytes);
+  const int width = hdr.width, height = hdr.height, colorspace = hdr.colorspace;
   check_size(width, height, options, "JPEG");
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
     throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");

@@ -1,4 +1,4 @@
-// Synthetic test images for the image tests.
+// Synthetic test images for the image tests (and the seeds of fuzz/image_decode_fuzz.cc).
 #pragma once
 
 #include <cmath>
