@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  # toolchain
-  g++ cmake ninja-build pkg-config clang time curl tar
+  # toolchain (clang's sanitizer and libFuzzer runtimes are a separate package on Debian 12:
+  # without libclang-rt-14-dev, scripts/fuzz.sh cannot link; scripts/fresh_check.sh checks
+  # this whole list on a minimal Debian root)
+  g++ cmake ninja-build pkg-config clang libclang-rt-14-dev time curl tar
   # engine
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libarchive-dev
   libprotobuf-dev protobuf-compiler libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev zlib1g-dev

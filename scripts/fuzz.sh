@@ -16,6 +16,20 @@ fi
 OUT=${FUZZ_BUILD:-$ROOT/build-fuzz}
 CXX=${CXX_FUZZ:-clang++-14}
 JOBS=${FUZZ_JOBS:-2}
+command -v "$CXX" >/dev/null || {
+  echo "fuzz.sh: $CXX not found: install Debian's clang (scripts/bootstrap.sh --deps does)" >&2
+  exit 1
+}
+# clang finds the libFuzzer and ASan runtimes only at link time; say which package is
+# missing rather than leave a linker error about libclang_rt.*.a.
+RUNTIME_DIR=$("$CXX" -print-runtime-dir)
+for lib in libclang_rt.fuzzer-x86_64.a libclang_rt.asan-x86_64.a libclang_rt.ubsan_standalone-x86_64.a; do
+  if [[ ! -f "$RUNTIME_DIR/$lib" ]]; then
+    echo "fuzz.sh: $RUNTIME_DIR/$lib is missing: clang's runtimes come with Debian's" \
+      "libclang-rt-14-dev (apt-get install libclang-rt-14-dev, or scripts/bootstrap.sh --deps)" >&2
+    exit 1
+  fi
+done
 mkdir -p "$OUT/proto/dataecho/proto" "$OUT/obj"
 
 protoc --cpp_out="$OUT/proto/dataecho/proto" -I "$ROOT/proto" "$ROOT/proto/example.proto"

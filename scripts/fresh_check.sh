@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The README's two commands as a new user meets them: a minimal Debian 12 root
+# (debootstrap --variant=minbase bookworm, nothing else installed), the committed tree
+# (git archive HEAD) copied into it, then scripts/demo.sh and scripts/test.sh run there
+# as root with a clean environment. Prints PASS or FAIL for each and exits non-zero if
+# either failed.
+#
+# Run it before changing scripts/bootstrap.sh or any install step: the development
+# machines and CI have packages a fresh machine lacks, so a green CI can hide a missing
+# install. It takes as long as CI's whole run plus the demo plus the debootstrap (an
+# hour or more on 2 cores), so CI never runs it.
+#
+#   scripts/fresh_check.sh [--root DIR] [--keep] [--only demo|test]
+#     --root DIR   where the root goes (default /var/tmp/dataecho-fresh); an old root
+#                  there from an earlier check is removed first
+#     --keep       leave the root in place afterwards (to look around with chroot)
+#     --only X     run just one of the two commands
+# Logs: DIR.logs/{debootstrap,demo,test}.log (outside the root, so they survive it).
+#
+# Needs root. Installs debootstrap if it is missing. /proc, /sys and /dev are
+# bind-mounted into the root (the sanitizers and nginx need them) and unmounted on every
+# exit path; the root is never removed while anything is still mounted under it.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=/var/tmp/dataecho-fresh
+KEEP=0
+ONLY=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --root) ROOT=$(realpath -m "$2"); shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --only) ONLY=$2; shift 2 ;;
+    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+  esac
+done
+[[ -z "$ONLY" || "$ONLY" == demo || "$ONLY" == test ]] || { echo "fresh_check: --only takes demo or test" >&2; exit 2; }
+[[ "$(id -u)" -eq 0 ]] || { echo "fresh_check: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
+case $ROOT in
+  /|/bin|/boot|/dev|/etc|/home|/lib*|/proc|/root|/run|/sbin|/sys|/tmp|/usr|/var|/var/tmp|/work)
+    echo "fresh_check: refusing --root $ROOT" >&2; exit 2 ;;
+esac
+LOGS="$ROOT.logs"
+
+# The Debian mirror this machine already uses (deb822 or one-line sources).
+mirror=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/\{0,1\}$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
+[[ -n "$mirror" ]] || mirror=$(sed -n 's/^deb  *\(http[^ ]*\/debian\)\/\{0,1\}  *bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+mounted_under() {  # the mount points at or below $ROOT, deepest first
+  findmnt -rn -o TARGET | awk -v r="$ROOT" '$0 == r || index($0, r "/") == 1' | sort -r
+}
+unmount_all() {
+  local m
+  for m in $(mounted_under); do
+    umount -R "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+}
+remove_root() {  # never through a live bind mount: that would delete the host's /dev
+  unmount_all
+  if [[ -n "$(mounted_under)" ]]; then
+    echo "fresh_check: still mounted under $ROOT, not removing it:" >&2
+    mounted_under >&2
+    return 1
+  fi
+  rm -rf --one-file-system "$ROOT"
+}
+cleanup() {
+  local rc=$?
+  # processes left running inside the root (nginx from a failed test) hold its mounts
+  local p
+  for p in /proc/[0-9]*; do
+    [[ "$(readlink "$p/root" 2>/dev/null)" == "$ROOT" ]] && kill -KILL "${p#/proc/}" 2>/dev/null || true
+  done
+  unmount_all
+  if [[ $KEEP -eq 0 && -d "$ROOT" ]]; then remove_root || rc=1; fi
+  exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+command -v debootstrap >/dev/null || {
+  echo "== installing debootstrap"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
+}
+if [[ -e "$ROOT" ]]; then
+  echo "== removing the old root $ROOT"
+  remove_root
+fi
+mkdir -p "$LOGS"
+t0=$(date +%s)
+echo "== debootstrap --variant=minbase bookworm $ROOT $mirror (log: $LOGS/debootstrap.log)"
+debootstrap --variant=minbase bookworm "$ROOT" "$mirror" >"$LOGS/debootstrap.log" 2>&1 || {
+  tail -20 "$LOGS/debootstrap.log"; echo "fresh_check: debootstrap failed" >&2; exit 1; }
+echo "   $(($(date +%s) - t0)) s"
+
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# A chroot has no init: keep package scripts from starting daemons (nginx on port 80)
+# that would outlive the check and hold its mounts. The tests start their own nginx.
+printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+chmod +x "$ROOT/usr/sbin/policy-rc.d"
+mkdir -p "$ROOT/root/dataecho"
+git -C "$REPO" archive HEAD | tar -x -C "$ROOT/root/dataecho"
+echo "== copied $(git -C "$REPO" rev-parse --short HEAD) into $ROOT/root/dataecho"
+
+for d in proc sys dev; do
+  mount --rbind "/$d" "$ROOT/$d"
+  mount --make-rslave "$ROOT/$d"
+done
+
+run_in_root() {  # run_in_root NAME COMMAND: a login-like clean environment, as root
+  local name=$1 cmd=$2 t rc=0
+  t=$(date +%s)
+  echo "== $name: $cmd (log: $LOGS/$name.log)"
+  chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/bash -c "cd /root/dataecho && $cmd" </dev/null >"$LOGS/$name.log" 2>&1 || rc=$?
+  tail -5 "$LOGS/$name.log" | sed 's/^/   | /'
+  if [[ $rc -eq 0 ]]; then
+    RESULTS+=("PASS  $cmd  ($(($(date +%s) - t)) s)")
+  else
+    RESULTS+=("FAIL  $cmd  (exit $rc after $(($(date +%s) - t)) s; $LOGS/$name.log)")
+    FAILED=1
+  fi
+}
+RESULTS=()
+FAILED=0
+[[ -z "$ONLY" || "$ONLY" == demo ]] && run_in_root demo scripts/demo.sh
+[[ -z "$ONLY" || "$ONLY" == test ]] && run_in_root test scripts/test.sh
+
+echo
+echo "== fresh_check: minimal Debian 12 root, commit $(git -C "$REPO" rev-parse --short HEAD), $(($(date +%s) - t0)) s in all"
+printf '   %s\n' "${RESULTS[@]}"
+exit "$FAILED"
