@@ -87,6 +87,21 @@ void Example::add_echo(int32_t delta) {
   set_rows(std::move(rows));
 }
 
+void Example::stamp_epoch(int32_t epoch) {
+  if (epoch == 0) return;
+  if (!rows_) {
+    if (single_.epoch == 0) single_.epoch = epoch;
+    return;
+  }
+  bool any = false;
+  for (const auto& r : *rows_) any = any || r.epoch == 0;
+  if (!any) return;
+  auto rows = *rows_;
+  for (auto& r : rows)
+    if (r.epoch == 0) r.epoch = epoch;
+  set_rows(std::move(rows));
+}
+
 std::string Example::describe() const {
   if (!rows_) return "element id " + std::to_string(single_.id);
   if (rows_->empty()) return "empty batch";

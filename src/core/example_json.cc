@@ -33,13 +33,18 @@ nlohmann::json tensor_values_json(const Tensor& t) {
 
 nlohmann::ordered_json example_to_json(const Example& e, bool with_values) {
   nlohmann::ordered_json j;
-  nlohmann::json ids = nlohmann::json::array(), echo = nlohmann::json::array();
+  nlohmann::json ids = nlohmann::json::array(), echo = nlohmann::json::array(),
+                 epoch = nlohmann::json::array();
+  bool any_epoch = false;
   for (size_t i = 0; i < e.num_rows(); ++i) {
     ids.push_back(e.row(i).id);
     echo.push_back(e.row(i).echo);
+    epoch.push_back(e.row(i).epoch);
+    any_epoch = any_epoch || e.row(i).epoch != 0;
   }
   j["ids"] = std::move(ids);
   j["echo"] = std::move(echo);
+  if (any_epoch) j["epoch"] = std::move(epoch);  // only after a repeat's first pass
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
   for (const auto& [name, t] : e.fields()) {
     nlohmann::ordered_json f;

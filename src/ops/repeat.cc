@@ -42,6 +42,9 @@ class RepeatDataset : public Dataset {
         if (!in_) open();
         if (auto e = in_->next()) {
           produced_in_pass_ = true;
+          // The trainer's fresh count keys on (id, epoch). An inner repeat has already
+          // stamped its own, more specific pass (its context epoch includes ours).
+          e->stamp_epoch(static_cast<int32_t>(pass_epoch()));
           return e;
         }
         in_.reset();
@@ -58,9 +61,11 @@ class RepeatDataset : public Dataset {
     void open() {
       IteratorContext c = ctx_;
       // Each pass is an epoch of its own; nested repeats multiply.
-      c.epoch = base_epoch_ * 1000003 + pass_;
+      c.epoch = pass_epoch();
       in_ = input_->make_iterator(c);
     }
+
+    int64_t pass_epoch() const { return base_epoch_ * 1000003 + pass_; }
 
     DatasetPtr input_;
     int64_t count_;

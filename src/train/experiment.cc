@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -77,7 +79,7 @@ std::string make_cell_id(const ExperimentCell& c) {
 // base config resolves names against its own folder, so these become absolute (a
 // relative result would be taken relative to the base config's folder).
 nlohmann::json resolve_patch_paths(nlohmann::json patch, const std::string& dir) {
-  for (const char* key : {"train_spec", "eval_spec"}) {
+  for (const char* key : {"train_spec", "eval_spec", "test_spec"}) {
     if (patch.contains(key) && patch[key].is_string())
       patch[key] = fs::absolute(resolve_spec_path(dir, patch[key].get<std::string>()))
                        .lexically_normal()
@@ -225,6 +227,30 @@ ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::
         grid.get_string("adaptive_placement", "example_before_augmentation",
                         {"example_before_augmentation", "example_after_augmentation", "batch"}));
     grid.finish();
+
+    if (top.raw("tuning")) {
+      SpecObject t = top.get_object("tuning", true);
+      spec.tuning.lrs = number_list(t, "lr", {}, 0);
+      std::sort(spec.tuning.lrs.begin(), spec.tuning.lrs.end());
+      if (spec.tuning.lrs.size() < 3 || spec.tuning.lrs.front() <= 0)
+        throw_spec_error("$.tuning.lr",
+                         "expected at least 3 learning rates > 0 (log-spaced), so that the "
+                         "chosen one can be interior");
+      for (size_t i = 1; i < spec.tuning.lrs.size(); ++i)
+        if (spec.tuning.lrs[i] == spec.tuning.lrs[i - 1])
+          throw_spec_error("$.tuning.lr", "lists " + num(spec.tuning.lrs[i]) + " twice");
+      std::vector<int64_t> ts = int_list(t, "seeds", {}, 0);
+      if (ts.empty()) throw_spec_error("$.tuning.seeds", "expected at least one tuning seed");
+      spec.tuning.seeds.assign(ts.begin(), ts.end());
+      spec.tuning.widen = t.get_int("widen", 2, 0);
+      t.finish();
+      for (int64_t s : seeds)
+        if (std::find(ts.begin(), ts.end(), s) != ts.end())
+          throw_spec_error("$.tuning.seeds",
+                           "seed " + std::to_string(s) +
+                               " is also a final seed ($.grid.seeds): the final runs must use "
+                               "new seeds, not the tuning seeds");
+    }
 
     std::vector<uint64_t> seed_list(seeds.begin(), seeds.end());
     auto add = [&](ExperimentCell c) {
@@ -408,7 +434,9 @@ nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const Exp
 namespace detail {
 
 std::string run_dir(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed) {
-  return (fs::path(spec.out) / "cells" / cell.id / ("seed-" + std::to_string(seed))).string();
+  fs::path dir = fs::path(spec.out) / "cells" / cell.id;
+  if (cell.tuning_run) dir /= fs::path("tune") / ("lr-" + num(cell.lr.value_or(0)));
+  return (dir / ("seed-" + std::to_string(seed))).string();
 }
 
 // The cell's TrainConfig for one seed, and the JSON that identifies it (compared with a
@@ -417,6 +445,7 @@ TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, 
                         const ExperimentOptions& options, nlohmann::json* identity) {
   nlohmann::json cfg = spec.base_config;
   if (!cell.overrides.is_null()) cfg.merge_patch(cell.overrides);
+  if (cell.lr) cfg["optimizer"]["lr"] = *cell.lr;
   TrainConfig c = train_config_from_json(cfg, spec.base_dir);
   c.train_spec = derive_cell_spec(c.train_spec, cell);
   c.seed = seed;
@@ -455,9 +484,82 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
 
 }  // namespace detail
 
-ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOptions& options) {
+namespace {
+
+enum class RunOutcome { kTrained, kFailed, kInterrupted, kDryRun };
+
+// Trains one run of `cell` (the cell's config for `seed`) and writes its result.json.
+// A failure is logged and returned in `error`; the sweep goes on.
+RunOutcome train_run(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
+                     const ExperimentOptions& options,
+                     const std::function<void(const std::string&)>& log, std::string* error) {
+  try {
+    nlohmann::json identity;
+    TrainConfig c = detail::cell_config(spec, cell, seed, options, &identity);
+    validate_train_config(c);
+    if (options.dry_run) {
+      log("  dry run: " + nlohmann::json(c.train_spec["stages"]).dump() +
+          (cell.lr ? " lr " + num(*cell.lr) : ""));
+      return RunOutcome::kDryRun;
+    }
+    fs::remove_all(c.out);  // a stale, unfinished run starts over
+    const std::string dir = c.out;
+    Trainer trainer(std::move(c));
+    std::jthread watcher;
+    if (options.stop) {
+      watcher = std::jthread([&trainer, stop = options.stop](std::stop_token st) {
+        while (!st.stop_requested()) {
+          if (stop->load()) trainer.request_stop();
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      });
+    }
+    TrainResult r = trainer.run();
+    if (watcher.joinable()) {
+      watcher.request_stop();
+      watcher.join();
+    }
+    if (r.stop_reason == "interrupted") {
+      log("  interrupted: this run is not recorded; rerun the experiment to resume");
+      return RunOutcome::kInterrupted;
+    }
+    nlohmann::json summary = r.to_json();
+    summary.erase("pipeline_stats");  // in summary.json; keep result files small
+    detail::write_json_file(
+        (fs::path(dir) / "result.json").string(),
+        {{"cell", cell.id}, {"seed", seed}, {"config", identity}, {"summary", summary}});
+    char line[512];
+    if (r.reached_target) {
+      std::snprintf(line, sizeof line,
+                    "  target after %lld fresh, %lld steps, %.1f s training (%.1f s wall) | "
+                    "achieved echo %.2f | R %.2f",
+                    static_cast<long long>(*r.fresh_to_target),
+                    static_cast<long long>(*r.steps_to_target), *r.seconds_to_target,
+                    *r.wall_seconds_to_target, r.achieved_echo, r.r_estimate);
+    } else {
+      std::snprintf(line, sizeof line,
+                    "  no target (%s) after %lld fresh, %lld steps, accuracy %.4f | achieved "
+                    "echo %.2f | R %.2f",
+                    r.stop_reason.c_str(), static_cast<long long>(r.fresh),
+                    static_cast<long long>(r.steps), r.final_eval ? r.final_eval->accuracy : 0.0,
+                    r.achieved_echo, r.r_estimate);
+    }
+    log(line);
+    return RunOutcome::kTrained;
+  } catch (const std::exception& e) {
+    *error = "seed " + std::to_string(seed) +
+             (cell.tuning_run ? " (tuning, lr " + num(*cell.lr) + ")" : "") + ": " + e.what();
+    log(std::string("  FAILED (the sweep goes on): ") + e.what());
+    return RunOutcome::kFailed;
+  }
+}
+
+}  // namespace
+
+ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentOptions& options) {
   using Clock = std::chrono::steady_clock;
   auto log = options.log ? options.log : [](const std::string& s) { std::cerr << s << "\n"; };
+  ExperimentSpec spec = spec_in;  // the cells get their tuned learning rates
   std::error_code ec;
   fs::create_directories(spec.out, ec);
   if (ec)
@@ -468,121 +570,120 @@ ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOpti
   int64_t total = 0;
   for (const auto& c : spec.cells) total += static_cast<int64_t>(c.seeds.size());
 
-  // First pass: which runs are done already (their identity must match).
+  ExperimentReport report;
+  std::map<std::string, std::vector<std::string>> errors;  // cell id -> messages
+  double trained_seconds = 0;
+  int64_t trained = 0, failed = 0, skipped = 0;
+  const size_t n_cells = spec.cells.size();
+  auto eta = [&](int64_t left) {
+    if (trained == 0) return std::string("ETA ?");
+    return "ETA " +
+           fmt_duration(trained_seconds / static_cast<double>(trained) * static_cast<double>(left));
+  };
+  auto account = [&](RunOutcome o, Clock::time_point t0, const std::string& cell_id,
+                     const std::string& error) {
+    if (o == RunOutcome::kTrained) {
+      trained_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      ++trained;
+    } else if (o == RunOutcome::kFailed) {
+      ++failed;
+      errors[cell_id].push_back(error);
+    } else if (o == RunOutcome::kInterrupted) {
+      report.interrupted = true;
+    }
+  };
+
+  // Tuning: each cell's learning rate, from its tuning runs (those not done yet run now).
+  std::vector<bool> untunable(n_cells, false);
+  if (spec.tuning.enabled()) {
+    for (size_t i = 0; i < n_cells && !report.interrupted; ++i) {
+      ExperimentCell& cell = spec.cells[i];
+      for (;;) {
+        TuningState st = tuning_state(spec, cell);
+        if (st.chosen) {
+          cell.lr = st.chosen;
+          log("[tune " + std::to_string(i + 1) + "/" + std::to_string(n_cells) + "] " + cell.id +
+              ": learning rate " + num(*st.chosen) + (st.note.empty() ? "" : " (" + st.note + ")"));
+          break;
+        }
+        if (st.pending.empty() || options.dry_run) {
+          if (!st.note.empty()) errors[cell.id].push_back("tuning: " + st.note);
+          if (options.dry_run)
+            for (double lr : st.pending)
+              log("[tune " + std::to_string(i + 1) + "/" + std::to_string(n_cells) + "] " +
+                  cell.id + " lr " + num(lr) + ": to run");
+          untunable[i] = true;
+          break;
+        }
+        bool broken = false;
+        for (double lr : st.pending) {
+          const ExperimentCell tc = detail::tuning_cell(cell, lr);
+          for (uint64_t seed : spec.tuning.seeds) {
+            if (detail::finished_summary(spec, tc, seed).is_object()) {
+              ++skipped;
+              continue;
+            }
+            if (options.stop && options.stop->load()) report.interrupted = true;
+            if (report.interrupted) break;
+            log("[tune " + std::to_string(i + 1) + "/" + std::to_string(n_cells) + "] " + cell.id +
+                " lr " + num(lr) + " seed " + std::to_string(seed) + " | " +
+                eta(static_cast<int64_t>(st.pending.size() * spec.tuning.seeds.size())) +
+                " for this cell's pending rates");
+            const auto t0 = Clock::now();
+            std::string error;
+            RunOutcome o = train_run(spec, tc, seed, options, log, &error);
+            account(o, t0, cell.id, error);
+            broken = broken || o == RunOutcome::kFailed;
+          }
+          if (report.interrupted || broken) break;
+        }
+        if (report.interrupted) break;
+        if (broken) {  // a config that cannot train: its final runs cannot either
+          untunable[i] = true;
+          break;
+        }
+      }
+    }
+  }
+
+  // The final runs: which are done already (their identity must match).
   struct Pending {
     size_t cell;
     uint64_t seed;
   };
   std::vector<Pending> todo;
-  std::vector<std::string> failures;  // cell errors found before training
-  int64_t skipped = 0;
-  for (size_t i = 0; i < spec.cells.size(); ++i) {
+  for (size_t i = 0; i < n_cells; ++i) {
+    if (untunable[i]) continue;
     for (uint64_t seed : spec.cells[i].seeds) {
-      nlohmann::json done = detail::read_json_file(
-          (fs::path(detail::run_dir(spec, spec.cells[i], seed)) / "result.json").string());
-      nlohmann::json identity;
-      bool same = false;
-      if (done.is_object()) {
-        try {
-          detail::cell_config(spec, spec.cells[i], seed, options, &identity);
-          same = done.value("config", nlohmann::json()) == identity;
-        } catch (const std::exception&) {
-        }
-      }
-      if (same)
+      if (detail::finished_summary(spec, spec.cells[i], seed).is_object())
         ++skipped;
       else
         todo.push_back({i, seed});
     }
   }
   if (skipped > 0)
-    log("experiment " + spec.name + ": " + std::to_string(skipped) + " of " +
-        std::to_string(total) + " runs already done in " + spec.out + " (skipped)");
+    log("experiment " + spec.name + ": " + std::to_string(skipped) + " runs already done in " +
+        spec.out + " (skipped)");
 
-  ExperimentReport report;
-  std::map<std::string, std::vector<std::string>> errors;  // cell id -> messages
-  double trained_seconds = 0;
-  int64_t trained = 0, failed = 0;
-  const size_t n_cells = spec.cells.size();
-  for (size_t k = 0; k < todo.size(); ++k) {
+  for (size_t k = 0; k < todo.size() && !report.interrupted; ++k) {
     if (options.stop && options.stop->load()) {
       report.interrupted = true;
       break;
     }
     const ExperimentCell& cell = spec.cells[todo[k].cell];
     const uint64_t seed = todo[k].seed;
-    std::string eta = "ETA ?";
-    if (trained > 0)
-      eta = "ETA " + fmt_duration(trained_seconds / static_cast<double>(trained) *
-                                  static_cast<double>(todo.size() - k));
     char head[512];
     std::snprintf(head, sizeof head, "[cell %zu/%zu] %s seed %llu | run %zu/%zu of this sweep | %s",
                   todo[k].cell + 1, n_cells, cell.id.c_str(), static_cast<unsigned long long>(seed),
-                  k + 1, todo.size(), eta.c_str());
+                  k + 1, todo.size(), eta(static_cast<int64_t>(todo.size() - k)).c_str());
     log(head);
     const auto t0 = Clock::now();
-    try {
-      nlohmann::json identity;
-      TrainConfig c = detail::cell_config(spec, cell, seed, options, &identity);
-      validate_train_config(c);
-      if (options.dry_run) {
-        log("  dry run: " + nlohmann::json(c.train_spec["stages"]).dump());
-        continue;
-      }
-      fs::remove_all(c.out);  // a stale, unfinished run starts over
-      const std::string dir = c.out;
-      Trainer trainer(std::move(c));
-      std::jthread watcher;
-      if (options.stop) {
-        watcher = std::jthread([&trainer, stop = options.stop](std::stop_token st) {
-          while (!st.stop_requested()) {
-            if (stop->load()) trainer.request_stop();
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          }
-        });
-      }
-      TrainResult r = trainer.run();
-      if (watcher.joinable()) {
-        watcher.request_stop();
-        watcher.join();
-      }
-      if (r.stop_reason == "interrupted") {
-        log("  interrupted: this run is not recorded; rerun the experiment to resume");
-        report.interrupted = true;
-        break;
-      }
-      nlohmann::json summary = r.to_json();
-      summary.erase("pipeline_stats");  // in summary.json; keep result files small
-      detail::write_json_file(
-          (fs::path(dir) / "result.json").string(),
-          {{"cell", cell.id}, {"seed", seed}, {"config", identity}, {"summary", summary}});
-      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-      trained_seconds += secs;
-      ++trained;
-      char line[512];
-      if (r.reached_target) {
-        std::snprintf(line, sizeof line,
-                      "  target after %lld fresh, %lld steps, %.1f s training (%.1f s wall) | "
-                      "achieved echo %.2f | R %.2f",
-                      static_cast<long long>(*r.fresh_to_target),
-                      static_cast<long long>(*r.steps_to_target), *r.seconds_to_target,
-                      *r.wall_seconds_to_target, r.achieved_echo, r.r_estimate);
-      } else {
-        std::snprintf(line, sizeof line,
-                      "  no target (%s) after %lld fresh, %lld steps, accuracy %.4f | achieved "
-                      "echo %.2f | R %.2f",
-                      r.stop_reason.c_str(), static_cast<long long>(r.fresh),
-                      static_cast<long long>(r.steps), r.final_eval ? r.final_eval->accuracy : 0.0,
-                      r.achieved_echo, r.r_estimate);
-      }
-      log(line);
-    } catch (const std::exception& e) {
-      ++failed;
-      errors[cell.id].push_back("seed " + std::to_string(seed) + ": " + e.what());
-      log(std::string("  FAILED (the sweep goes on): ") + e.what());
-    }
+    std::string error;
+    account(train_run(spec, cell, seed, options, log, &error), t0, cell.id, error);
   }
+  const bool interrupted = report.interrupted;
   report = detail::collect(spec, options, errors, std::move(report));
+  report.interrupted = interrupted;
   report.runs_total = total;
   report.runs_trained = trained;
   report.runs_skipped = skipped;

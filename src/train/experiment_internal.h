@@ -16,6 +16,13 @@ std::string run_dir(const ExperimentSpec& spec, const ExperimentCell& cell, uint
 TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
                         const ExperimentOptions& options, nlohmann::json* identity);
 nlohmann::json read_json_file(const std::string& path);  // null when missing or unreadable
+// The cell's copy for tuning runs at `lr` (its runs under cells/<id>/tune/lr-<lr>/).
+ExperimentCell tuning_cell(const ExperimentCell& cell, double lr);
+// The summary of a finished run of this cell's current config, or null.
+nlohmann::json finished_summary(const ExperimentSpec& spec, const ExperimentCell& cell,
+                                uint64_t seed);
+// Fresh examples to target, or (censored) at the end of a run that missed it.
+Observation fresh_observation(const nlohmann::json& summary);
 void write_json_file(const std::string& path, const nlohmann::json& j);  // via a rename
 
 // Reads every cell's result files, aggregates over seeds, compares with the baselines,

@@ -141,25 +141,22 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
   double max_x = 1;
   for (const auto& c : cells) {
     if (c.cell.variant == EchoVariant::kBaseline && c.cell.overrides.is_null() && !base &&
-        c.fresh.median)
+        c.fresh_estimate)
       base = &c;
     std::optional<double> x = x_of(c);
     if (!x) continue;
     max_x = std::max(max_x, *x);
     const std::string key = series_of(c.cell);
-    if (c.fresh.median) {
+    // Error bars: the 95% bootstrap interval of the median over seeds.
+    if (c.fresh_estimate) {
+      const MedianEstimate& f = *c.fresh_estimate;
       fresh_series[key].title = key;
-      fresh_series[key].rows.push_back({*x, *c.fresh.median, *c.fresh.min, *c.fresh.max});
+      fresh_series[key].rows.push_back({*x, f.median, f.ci.lo, f.ci.hi});
     }
-    if (c.cell.variant != EchoVariant::kBaseline && c.speedup) {
-      const CellResult* b = baseline_for(cells, c);
-      double lo = *c.speedup, hi = *c.speedup;
-      if (b && b->wall_seconds.median && c.wall_seconds.max && c.wall_seconds.min) {
-        lo = *b->wall_seconds.median / *c.wall_seconds.max;
-        hi = *b->wall_seconds.median / *c.wall_seconds.min;
-      }
+    if (c.cell.variant != EchoVariant::kBaseline && c.speedup_estimate) {
+      const RatioEstimate& sp = *c.speedup_estimate;
       speed_series[key].title = key;
-      speed_series[key].rows.push_back({*x, *c.speedup, lo, hi});
+      speed_series[key].rows.push_back({*x, sp.ratio, sp.ci.lo, sp.ci.hi});
     }
   }
   std::vector<Series> fs_list, sp_list;
@@ -171,8 +168,8 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
   // 2. Accuracy vs fresh examples: baseline and the best echo cell (fewest fresh examples).
   const CellResult* best = nullptr;
   for (const auto& c : cells) {
-    if (c.cell.variant == EchoVariant::kBaseline || !c.fresh.median) continue;
-    if (!best || *c.fresh.median < *best->fresh.median) best = &c;
+    if (c.cell.variant == EchoVariant::kBaseline || !c.fresh_estimate) continue;
+    if (!best || c.fresh_estimate->median < best->fresh_estimate->median) best = &c;
   }
   std::vector<Series> acc_list;
   auto add_run = [&](const CellResult* c) {
@@ -182,8 +179,8 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     double best_gap = 1e300;
     for (const auto& r : c->runs) {
       auto f = opt_number(r["summary"], "fresh_to_target");
-      if (f && c->fresh.median && std::abs(*f - *c->fresh.median) < best_gap) {
-        best_gap = std::abs(*f - *c->fresh.median);
+      if (f && c->fresh_estimate && std::abs(*f - c->fresh_estimate->median) < best_gap) {
+        best_gap = std::abs(*f - c->fresh_estimate->median);
         seed = r.value("seed", seed);
       }
     }
@@ -219,7 +216,7 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     gp << "set output \"fresh_vs_factor.\".fmt\n"
        << "set title " << name << ".\": fresh examples to target vs echo factor\"\n"
        << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"fresh examples to "
-          "target (median, min-max over seeds)\"\n"
+          "target (median, 95% bootstrap CI over seeds)\"\n"
        << "set xrange [0.5:" << max_x + 0.5 << "]\nset yrange [0:*]\nplot ";
     for (size_t i = 0; i < fs_list.size(); ++i) {
       const bool is_base = fs_list[i].title.rfind("baseline", 0) == 0;
@@ -228,7 +225,7 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
          << "title " << gp_string(fs_list[i].title);
     }
     if (base)
-      gp << ", \\\n  " << *base->fresh.median
+      gp << ", \\\n  " << base->fresh_estimate->median
          << " with lines dt 2 lc rgb \"black\" title \"baseline (median)\"";
     gp << "\n";
     files.push_back("fresh_vs_factor");
@@ -251,7 +248,7 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     gp << "set output \"speedup_vs_factor.\".fmt\n"
        << "set title " << name << ".\": wall-clock speedup to target vs echo factor\"\n"
        << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"speedup vs baseline "
-          "(wall-clock time to target)\"\n"
+          "(wall-clock time to target; median, 95% CI)\"\n"
        << "set xrange [1:" << max_x + 0.5 << "]\nset yrange [0:*]\n"
        << "R = " << (r_base > 0 ? r_base : max_x + 1) << "\nideal(x) = x < R ? x : R\nplot ";
     for (size_t i = 0; i < sp_list.size(); ++i)
@@ -321,14 +318,34 @@ nlohmann::json CellResult::to_json() const {
                       {"wall_seconds_to_target", wall_seconds.to_json()},
                       {"achieved_echo", achieved_echo.to_json()},
                       {"r_estimate", r.to_json()},
+                      {"raw_reads_to_target", raw_reads.to_json()},
                       {"fresh_reduction", opt_json(fresh_reduction)},
                       {"speedup", opt_json(speedup)},
                       {"ideal_speedup", opt_json(ideal_speedup)},
                       {"errors", errors}};
+  auto est = [](const auto& e) { return e ? e->to_json() : nlohmann::json(nullptr); };
+  j["estimates"] = {{"fresh_to_target", est(fresh_estimate)},
+                    {"wall_seconds_to_target", est(wall_estimate)},
+                    {"fresh_reduction", est(fresh_reduction_estimate)},
+                    {"speedup", est(speedup_estimate)},
+                    {"method",
+                     "median over seeds; runs that never reached the target count at their "
+                     "budget (censored); 95% percentile bootstrap, 10,000 resamples, fixed "
+                     "seed; ratios resample baseline and cell independently"}};
   if (cell.variant == EchoVariant::kAdaptive)
     j["adaptive_placement"] = variant_name(cell.adaptive_placement);
+  j["lr"] = cell.lr ? nlohmann::json(*cell.lr) : nlohmann::json(nullptr);
+  if (tuning) j["tuning"] = tuning->to_json();
   if (!cell.overrides.is_null()) j["overrides"] = cell.overrides;
   return j;
+}
+
+static std::string ratio_text(const std::optional<RatioEstimate>& e) {
+  if (!e) return "-";
+  char b[96];
+  std::snprintf(b, sizeof b, "%s%.2fx [%.2f-%.2f]", e->censored ? "~" : "", e->ratio, e->ci.lo,
+                e->ci.hi);
+  return b;
 }
 
 std::string ExperimentReport::to_text() const {
@@ -336,7 +353,7 @@ std::string ExperimentReport::to_text() const {
   char line[1024];
   // One format for the header and the rows, so that the columns line up.
   static constexpr const char* kRow =
-      "%-34s %-7s %-26s %-22s %-22s %-22s %-16s %-16s %-7s %-7s %-6s\n";
+      "%-34s %-7s %-26s %-22s %-22s %-22s %-16s %-16s %-20s %-20s %-6s\n";
   std::snprintf(line, sizeof line, kRow, "cell", "reached", "fresh to target", "steps to target",
                 "s to target (wall)", "s to target (train)", "achieved echo", "R", "fresh/",
                 "speedup", "ideal");
@@ -344,21 +361,44 @@ std::string ExperimentReport::to_text() const {
   for (const auto& c : cells) {
     const std::string reached =
         std::to_string(c.reached) + "/" + std::to_string(c.cell.seeds.size());
-    std::snprintf(line, sizeof line, kRow, c.cell.id.c_str(), reached.c_str(),
-                  spread_text(c.fresh, "%.0f").c_str(), spread_text(c.steps, "%.0f").c_str(),
-                  spread_text(c.wall_seconds, "%.1f").c_str(),
-                  spread_text(c.seconds, "%.1f").c_str(),
-                  spread_text(c.achieved_echo, "%.2f").c_str(), spread_text(c.r, "%.2f").c_str(),
-                  c.fresh_reduction ? fmt(c.fresh_reduction, "%.2fx").c_str() : "-",
-                  c.speedup ? fmt(c.speedup, "%.2fx").c_str() : "-",
-                  c.ideal_speedup ? fmt(c.ideal_speedup, "%.2f").c_str() : "-");
+    std::snprintf(
+        line, sizeof line, kRow, c.cell.id.c_str(), reached.c_str(),
+        spread_text(c.fresh, "%.0f").c_str(), spread_text(c.steps, "%.0f").c_str(),
+        spread_text(c.wall_seconds, "%.1f").c_str(), spread_text(c.seconds, "%.1f").c_str(),
+        spread_text(c.achieved_echo, "%.2f").c_str(), spread_text(c.r, "%.2f").c_str(),
+        ratio_text(c.fresh_reduction_estimate).c_str(), ratio_text(c.speedup_estimate).c_str(),
+        c.ideal_speedup ? fmt(c.ideal_speedup, "%.2f").c_str() : "-");
     o << line;
     for (const auto& e : c.errors) o << "    error: " << e << "\n";
   }
+  bool tuned = false;
+  for (const auto& c : cells) tuned = tuned || c.tuning.has_value();
+  if (tuned) {
+    o << "learning-rate tuning (median fresh examples to target over the tuning seeds, "
+         "reached/runs; * chosen):\n";
+    for (const auto& c : cells) {
+      if (!c.tuning) continue;
+      o << "  " << c.cell.id << ":";
+      for (const auto& t : c.tuning->trials) {
+        char b[128];
+        std::snprintf(b, sizeof b, " %g%s %s (%lld/%lld)", t.lr,
+                      c.tuning->chosen && *c.tuning->chosen == t.lr ? "*" : "",
+                      t.fresh ? (std::string(t.fresh->median_censored ? ">=" : "") +
+                                 fmt(t.fresh->median, "%.0f"))
+                                    .c_str()
+                              : "-",
+                      static_cast<long long>(t.reached), static_cast<long long>(t.runs));
+        o << b;
+      }
+      if (!c.tuning->note.empty()) o << " | " << c.tuning->note;
+      o << "\n";
+    }
+  }
   o << "(median [min-max] over the seeds that reached the target; fresh/ = baseline fresh "
        "over this cell's; speedup = baseline wall-clock time to target over this cell's "
-       "(evaluations included: every run evaluates equally often per fresh example when "
-       "eval_every_fresh is set); "
+       "(from building the pipeline; with eval_mode snapshots evaluations are off the "
+       "clock); both as median ratio [95% percentile-bootstrap interval] over all seeds, a "
+       "run that missed the target counted at its budget, ~ when a median is censored; "
        "ideal = min(achieved echo, baseline R))\n";
   return o.str();
 }
@@ -369,12 +409,18 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
                          const std::map<std::string, std::vector<std::string>>& errors,
                          ExperimentReport report) {
   report.cells.clear();
-  for (const auto& cell : spec.cells) {
+  for (const auto& spec_cell : spec.cells) {
     CellResult c;
+    ExperimentCell cell = spec_cell;
+    if (spec.tuning.enabled()) {  // the final runs use the rate the tuning chose
+      c.tuning = tuning_state(spec, cell);
+      if (!cell.lr) cell.lr = c.tuning->chosen;
+    }
     c.cell = cell;
     auto it = errors.find(cell.id);
     if (it != errors.end()) c.errors = it->second;
-    std::vector<double> fresh, steps, secs, wall, echo, r;
+    std::vector<double> fresh, steps, secs, wall, echo, r, raw;
+    std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
     for (uint64_t seed : cell.seeds) {
       nlohmann::json res =
           read_json_file((fs::path(run_dir(spec, cell, seed)) / "result.json").string());
@@ -391,7 +437,14 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
       c.runs.push_back({{"seed", seed}, {"summary", s}});
       if (auto v = opt_number(s, "achieved_echo")) echo.push_back(*v);
       if (auto v = opt_number(s, "r_estimate")) r.push_back(*v);
-      if (!s.value("reached_target", false)) continue;
+      const bool hit = s.value("reached_target", false);
+      auto observe = [&](std::vector<Observation>& obs, const char* to_target, const char* total) {
+        if (auto v = opt_number(s, hit ? to_target : total)) obs.push_back({*v, !hit});
+      };
+      observe(fresh_obs, "fresh_to_target", "fresh");
+      observe(wall_obs, "wall_seconds_to_target", "wall_seconds");
+      if (!hit) continue;
+      if (auto v = opt_number(s, "raw_reads_to_target")) raw.push_back(*v);
       ++c.reached;
       if (auto v = opt_number(s, "fresh_to_target")) fresh.push_back(*v);
       if (auto v = opt_number(s, "steps_to_target")) steps.push_back(*v);
@@ -404,6 +457,11 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
     c.wall_seconds = spread_of(wall);
     c.achieved_echo = spread_of(echo);
     c.r = spread_of(r);
+    c.raw_reads = spread_of(raw);
+    c.fresh_estimate = estimate_median(fresh_obs);
+    c.wall_estimate = estimate_median(wall_obs);
+    c.fresh_observations = std::move(fresh_obs);
+    c.wall_observations = std::move(wall_obs);
     if (c.runs.size() == cell.seeds.size())
       c.status = c.errors.empty() ? "done" : "partial";
     else if (!c.errors.empty())
@@ -422,6 +480,8 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
       c.speedup = *b->wall_seconds.median / *c.wall_seconds.median;
     if (b->r.median && c.achieved_echo.median)
       c.ideal_speedup = std::min(*c.achieved_echo.median, *b->r.median);
+    c.fresh_reduction_estimate = estimate_ratio(b->fresh_observations, c.fresh_observations);
+    c.speedup_estimate = estimate_ratio(b->wall_observations, c.wall_observations);
   }
 
   fs::create_directories(spec.out);
@@ -434,7 +494,9 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
            "fresh_median,fresh_min,fresh_max,steps_median,steps_min,steps_max,"
            "seconds_median,seconds_min,seconds_max,wall_seconds_median,wall_seconds_min,"
            "wall_seconds_max,achieved_echo_median,achieved_echo_min,achieved_echo_max,"
-           "r_median,r_min,r_max,fresh_reduction,speedup,ideal_speedup,status,errors\n";
+           "r_median,r_min,r_max,fresh_reduction,speedup,ideal_speedup,status,errors,"
+           "censored_runs,fresh_reduction_ci_lo,fresh_reduction_ci_hi,speedup_ci_lo,"
+           "speedup_ci_hi,lr\n";
     for (const auto& c : report.cells) {
       std::string errs;
       for (const auto& e : c.errors) errs += (errs.empty() ? "" : "; ") + e;
@@ -446,7 +508,13 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
         csv << "," << fmt(s->median, "%.6g") << "," << fmt(s->min, "%.6g") << ","
             << fmt(s->max, "%.6g");
       csv << "," << fmt(c.fresh_reduction, "%.4g") << "," << fmt(c.speedup, "%.4g") << ","
-          << fmt(c.ideal_speedup, "%.4g") << "," << c.status << "," << csv_field(errs) << "\n";
+          << fmt(c.ideal_speedup, "%.4g") << "," << c.status << "," << csv_field(errs) << ","
+          << (c.fresh_estimate ? c.fresh_estimate->censored : 0);
+      for (const auto* e : {&c.fresh_reduction_estimate, &c.speedup_estimate}) {
+        csv << "," << (*e ? fmt((*e)->ci.lo, "%.4g") : "") << ","
+            << (*e ? fmt((*e)->ci.hi, "%.4g") : "");
+      }
+      csv << "," << (c.cell.lr ? fmt(*c.cell.lr, "%.6g") : "") << "\n";
     }
   }
   nlohmann::json cells = nlohmann::json::array();

@@ -96,6 +96,7 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     top.raw("comment");
     read_spec(top, "train_spec", base_dir, c.train_spec, c.train_spec_dir);
     read_spec(top, "eval_spec", base_dir, c.eval_spec, c.eval_spec_dir);
+    read_spec(top, "test_spec", base_dir, c.test_spec, c.test_spec_dir);
     c.seed_pipeline = top.get_bool("seed_pipeline", c.seed_pipeline);
 
     SpecObject in = top.get_object("input");
@@ -133,6 +134,8 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     c.out = top.get_string("out", c.out);  // relative to the current directory, as --out
     c.eval_every = top.get_int("eval_every", c.eval_every);
     c.eval_every_fresh = top.get_int("eval_every_fresh", c.eval_every_fresh);
+    c.eval_mode = top.get_string("eval_mode", c.eval_mode, {"inline", "snapshots"});
+    c.keep_snapshots = top.get_bool("keep_snapshots", c.keep_snapshots);
     c.eval_at_end = top.get_bool("eval_at_end", c.eval_at_end);
     c.checkpoint_every = top.get_int("checkpoint_every", c.checkpoint_every);
     c.progress = top.get_string("progress", c.progress);
@@ -160,6 +163,11 @@ TrainConfig load_train_config(const std::string& path) {
 nlohmann::json train_config_to_json(const TrainConfig& c) {
   nlohmann::json j;
   j["train_spec"] = c.train_pipeline ? nlohmann::json("(in-process pipeline)") : c.train_spec;
+  if (c.test_pipeline) {
+    j["test_spec"] = "(in-process pipeline)";
+  } else if (!c.test_spec.is_null()) {
+    j["test_spec"] = c.test_spec;
+  }
   if (c.eval_pipeline) {
     j["eval_spec"] = "(in-process pipeline)";
   } else if (!c.eval_spec.is_null()) {
@@ -191,6 +199,8 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   j["out"] = c.out;
   j["eval_every"] = c.eval_every;
   j["eval_every_fresh"] = c.eval_every_fresh;
+  j["eval_mode"] = c.eval_mode;
+  j["keep_snapshots"] = c.keep_snapshots;
   j["eval_at_end"] = c.eval_at_end;
   j["checkpoint_every"] = c.checkpoint_every;
   j["progress"] = c.progress;
@@ -241,6 +251,8 @@ void validate_train_config(const TrainConfig& c) {
   if (c.eval_every_fresh < 0)
     config_error("eval_every_fresh must be >= 0 (0: off), got " +
                  std::to_string(c.eval_every_fresh));
+  if (c.eval_mode != "inline" && c.eval_mode != "snapshots")
+    config_error("eval_mode must be \"inline\" or \"snapshots\", got \"" + c.eval_mode + "\"");
   if (c.eval_every < 0)
     config_error("eval_every must be >= 0 (0: only at the end), got " +
                  std::to_string(c.eval_every));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
@@ -78,12 +79,68 @@ void check_labels(const TorchBatch& b, int64_t classes, const std::string& what)
   }
 }
 
+// A fresh read from storage: the source id and the pass (epoch) that read it.
+struct ReadKey {
+  int64_t id;
+  int32_t epoch;
+  friend bool operator==(const ReadKey&, const ReadKey&) = default;
+};
+struct ReadKeyHash {
+  size_t operator()(const ReadKey& k) const {
+    return std::hash<uint64_t>()(static_cast<uint64_t>(k.id) * 0x9E3779B97F4A7C15ull ^
+                                 static_cast<uint32_t>(k.epoch));
+  }
+};
+using ReadSet = std::unordered_set<ReadKey, ReadKeyHash>;
+
+std::string save_read_set(const ReadSet& set) {
+  std::string bytes;
+  bytes.reserve(set.size() * 12);
+  for (const ReadKey& k : set) {
+    bytes.append(reinterpret_cast<const char*>(&k.id), sizeof k.id);
+    bytes.append(reinterpret_cast<const char*>(&k.epoch), sizeof k.epoch);
+  }
+  return bytes;
+}
+ReadSet load_read_set(const std::string& bytes) {
+  ReadSet set;
+  set.reserve(bytes.size() / 12);
+  for (size_t at = 0; at + 12 <= bytes.size(); at += 12) {
+    ReadKey k;
+    std::memcpy(&k.id, bytes.data() + at, sizeof k.id);
+    std::memcpy(&k.epoch, bytes.data() + at + 8, sizeof k.epoch);
+    set.insert(k);
+  }
+  return set;
+}
+
+// Elements the pipeline's source has produced so far (read-ahead included).
+int64_t source_reads(const Pipeline& p) {
+  PipelineStats st = p.stats();
+  return st.nodes().empty() ? 0 : st.nodes().front()->rows.load();
+}
+
+std::string model_bytes(ClassifierImpl& model) {
+  torch::serialize::OutputArchive a;
+  model.save(a);
+  std::ostringstream s;
+  a.save_to(s);
+  return s.str();
+}
+void load_model_bytes(ClassifierImpl& model, const std::string& bytes) {
+  torch::serialize::InputArchive a;
+  std::istringstream s(bytes);
+  a.load_from(s);
+  model.load(a);
+}
+
 }  // namespace
 
 nlohmann::json EvalRecord::to_json() const {
   return {{"step", step},
           {"fresh", fresh},
           {"echoed", echoed},
+          {"raw_reads", raw_reads},
           {"train_seconds", train_seconds},
           {"wall_seconds", wall_seconds},
           {"accuracy", accuracy},
@@ -98,6 +155,7 @@ EvalRecord EvalRecord::from_json(const nlohmann::json& j) {
   r.step = j.at("step").get<int64_t>();
   r.fresh = j.at("fresh").get<int64_t>();
   r.echoed = j.at("echoed").get<int64_t>();
+  r.raw_reads = j.value("raw_reads", int64_t{0});
   r.train_seconds = j.at("train_seconds").get<double>();
   r.wall_seconds = j.at("wall_seconds").get<double>();
   r.accuracy = j.at("accuracy").get<double>();
@@ -115,11 +173,17 @@ nlohmann::json TrainResult::to_json() const {
   j["steps"] = steps;
   j["fresh"] = fresh;
   j["echoed"] = echoed;
+  j["raw_reads"] = raw_reads;
+  j["fresh_by_echo_index"] = fresh_by_echo_index;
+  j["raw_reads_to_target"] = opt_json(raw_reads_to_target);
   j["steps_to_target"] = opt_json(steps_to_target);
   j["fresh_to_target"] = opt_json(fresh_to_target);
   j["seconds_to_target"] = opt_json(seconds_to_target);
   j["wall_seconds_to_target"] = opt_json(wall_seconds_to_target);
   j["wall_seconds"] = wall_seconds;
+  j["startup_seconds"] = startup_seconds;
+  j["snapshot_seconds"] = snapshot_seconds;
+  j["eval_mode"] = eval_mode;
   j["train_seconds"] = train_seconds;
   j["wait_seconds"] = wait_seconds;
   j["compute_seconds"] = compute_seconds;
@@ -131,6 +195,9 @@ nlohmann::json TrainResult::to_json() const {
   j["final_eval"] = final_eval ? final_eval->to_json() : nlohmann::json(nullptr);
   j["final_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
   j["final_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
+  j["test_accuracy"] = test_eval ? nlohmann::json(test_eval->accuracy) : nlohmann::json(nullptr);
+  j["test_examples"] = test_eval ? nlohmann::json(test_eval->examples) : nlohmann::json(nullptr);
+  j["test_model"] = test_eval ? nlohmann::json(test_model) : nlohmann::json(nullptr);
   j["evaluations"] = static_cast<int64_t>(evals.size());
   j["input"] = input;
   j["parameters"] = parameters;
@@ -155,8 +222,10 @@ TrainResult Trainer::run() {
   torch::set_num_threads(c.threads);
   const int64_t decay_steps = c.optimizer.decay_steps > 0 ? c.optimizer.decay_steps : c.max_steps;
   const bool has_eval = static_cast<bool>(c.eval_pipeline) || c.eval_spec.is_object();
+  const bool snapshots_mode = c.eval_mode == "snapshots";
   const fs::path out = c.out;
   const fs::path ckpt_dir = out / "checkpoint";
+  const fs::path snap_dir = out / "snapshots";
 
   // ---- everything that can be refused is checked before the first step ----
   nlohmann::json model_json = train_config_to_json(c)["model"];
@@ -174,6 +243,50 @@ TrainResult Trainer::run() {
            ckpt_dir.string());
     }
   }
+
+  // The evaluation (and test) sets are loaded before the training pipeline is built: the
+  // training clock starts with that build, and its pipeline must not read ahead meanwhile.
+  struct HeldOut {
+    std::vector<TorchBatch> batches;
+    std::optional<InputSignature> sig;
+    int64_t examples = 0;
+  };
+  auto load_held_out = [&](const PipelineFactory& factory, const nlohmann::json& spec,
+                           const std::string& dir, const std::string& what) {
+    HeldOut h;
+    std::unique_ptr<Pipeline> p = make_pipeline(factory, spec, dir, std::nullopt);
+    while (auto b = p->next()) {
+      InputSignature es = inspect_batch(*b, c.input, what);
+      if (h.sig && !es.same_as(*h.sig))
+        fail(ErrorCode::kInvalidArgument,
+             what + ": its batches are " + es.describe() + " and " + h.sig->describe());
+      h.sig = es;
+      TorchBatch tb = batch_to_torch(*b, c.input, es);
+      check_labels(tb, c.model.num_classes, what);
+      h.examples += tb.rows;
+      h.batches.push_back(std::move(tb));
+    }
+    if (h.examples == 0) fail(ErrorCode::kInvalidArgument, what + ": yielded no batch");
+    return h;
+  };
+  HeldOut eval_data, test_data;
+  const bool has_test = static_cast<bool>(c.test_pipeline) || c.test_spec.is_object();
+  try {
+    if (has_eval)
+      eval_data =
+          load_held_out(c.eval_pipeline, c.eval_spec, c.eval_spec_dir, "evaluation pipeline");
+    if (has_test)
+      test_data = load_held_out(c.test_pipeline, c.test_spec, c.test_spec_dir, "test pipeline");
+  } catch (const Error&) {
+    // A mistake that the training pipeline shares (a wrong field name) is reported for
+    // the training pipeline, as a user reads the config: check its first batch first.
+    std::unique_ptr<Pipeline> t =
+        make_pipeline(c.train_pipeline, c.train_spec, c.train_spec_dir, std::nullopt);
+    if (auto b = t->next()) inspect_batch(*b, c.input, "training pipeline");
+    throw;
+  }
+
+  const int64_t clock_start = now_ns();  // the training clock: build the pipeline
   std::unique_ptr<Pipeline> train =
       make_pipeline(c.train_pipeline, c.train_spec, c.train_spec_dir,
                     c.seed_pipeline ? std::optional<uint64_t>(c.seed) : std::nullopt);
@@ -185,27 +298,16 @@ TrainResult Trainer::run() {
                                           ? "training pipeline: nothing left after the checkpoint"
                                           : "training pipeline: yielded no batch");
   }
+  const double startup_s = (now_ns() - clock_start) / 1e9;
   const InputSignature sig = inspect_batch(*pending, c.input, "training pipeline");
-
-  std::vector<TorchBatch> eval_set;
-  int64_t eval_examples = 0;
-  if (has_eval) {
-    std::unique_ptr<Pipeline> ev =
-        make_pipeline(c.eval_pipeline, c.eval_spec, c.eval_spec_dir, std::nullopt);
-    while (auto b = ev->next()) {
-      InputSignature es = inspect_batch(*b, c.input, "evaluation pipeline");
-      if (!es.same_as(sig)) {
-        fail(ErrorCode::kInvalidArgument, "evaluation pipeline: its images are " + es.describe() +
-                                              " but the training pipeline's are " + sig.describe() +
-                                              "; both specs must produce the same representation");
-      }
-      TorchBatch tb = batch_to_torch(*b, c.input, es);
-      check_labels(tb, c.model.num_classes, "evaluation pipeline");
-      eval_examples += tb.rows;
-      eval_set.push_back(std::move(tb));
+  for (const auto& [held, what] :
+       {std::pair{&eval_data, "evaluation"}, std::pair{&test_data, "test"}}) {
+    if (held->sig && !held->sig->same_as(sig)) {
+      fail(ErrorCode::kInvalidArgument, std::string(what) + " pipeline: its images are " +
+                                            held->sig->describe() +
+                                            " but the training pipeline's are " + sig.describe() +
+                                            "; both specs must produce the same representation");
     }
-    if (eval_examples == 0)
-      fail(ErrorCode::kInvalidArgument, "evaluation pipeline: yielded no batch");
   }
 
   torch::manual_seed(c.seed);
@@ -216,11 +318,20 @@ TrainResult Trainer::run() {
   TrainResult r;
   r.input = sig.describe();
   r.parameters = count_parameters(*model);
-  int64_t step = 0, fresh = 0, echoed = 0;
-  double train_s = 0, wait_s = 0, compute_s = 0, eval_s = 0, wall_base = 0;
+  r.eval_mode = c.eval_mode;
+  r.startup_seconds = startup_s;
+  int64_t step = 0, fresh = 0, echoed = 0, fresh_echo0 = 0;
+  ReadSet seen;  // the (id, epoch) pairs trained on so far
+  double train_s = 0, wait_s = 0, compute_s = 0, eval_s = 0, snap_s = 0, wall_base = 0;
   double loss_sum = 0;
   int64_t loss_count = 0, last_eval_step = -1;
   double lr = learning_rate_at(c.optimizer, 0, decay_steps);
+  // "snapshots" mode: the evaluation points so far, evaluated after training.
+  struct Snapshot {
+    EvalRecord record;    // everything but accuracy and loss
+    std::string weights;  // in memory when there is no output directory
+  };
+  std::vector<Snapshot> snaps;
   if (c.resume) {
     torch::serialize::InputArchive ma;
     ma.load_from((ckpt_dir / "model.pt").string());
@@ -231,25 +342,33 @@ TrainResult Trainer::run() {
     step = ckpt.at("step").get<int64_t>();
     fresh = ckpt.at("fresh").get<int64_t>();
     echoed = ckpt.at("echoed").get<int64_t>();
+    fresh_echo0 = ckpt.value("fresh_by_echo_index", int64_t{0});
     train_s = ckpt.at("train_seconds").get<double>();
     wait_s = ckpt.at("wait_seconds").get<double>();
     compute_s = ckpt.at("compute_seconds").get<double>();
     eval_s = ckpt.at("eval_seconds").get<double>();
+    snap_s = ckpt.value("snapshot_seconds", 0.0);
     wall_base = ckpt.at("wall_seconds").get<double>();
     loss_sum = ckpt.at("loss_sum").get<double>();
     loss_count = ckpt.at("loss_count").get<int64_t>();
     last_eval_step = ckpt.at("last_eval_step").get<int64_t>();
     lr = ckpt.at("lr").get<double>();
     for (const auto& e : ckpt.at("evals")) r.evals.push_back(EvalRecord::from_json(e));
+    for (const auto& e : ckpt.value("snapshots", nlohmann::json::array()))
+      snaps.push_back({EvalRecord::from_json(e), {}});
     r.reached_target = ckpt.at("reached_target").get<bool>();
     r.steps_to_target = json_opt<int64_t>(ckpt, "steps_to_target");
     r.fresh_to_target = json_opt<int64_t>(ckpt, "fresh_to_target");
+    r.raw_reads_to_target = json_opt<int64_t>(ckpt, "raw_reads_to_target");
     r.seconds_to_target = json_opt<double>(ckpt, "seconds_to_target");
     r.wall_seconds_to_target = json_opt<double>(ckpt, "wall_seconds_to_target");
     std::string lb = read_file(ckpt_dir / "losses.bin");
     r.losses.resize(lb.size() / sizeof(float));
     std::memcpy(r.losses.data(), lb.data(), r.losses.size() * sizeof(float));
+    if (fs::exists(ckpt_dir / "fresh_keys.bin"))
+      seen = load_read_set(read_file(ckpt_dir / "fresh_keys.bin"));
   }
+  train_s += startup_s;  // start-up and filling the buffers are training-side time
   if (!r.evals.empty()) r.final_eval = r.evals.back();
 
   std::ofstream evals_file;
@@ -259,6 +378,7 @@ TrainResult Trainer::run() {
     if (ec)
       fail(ErrorCode::kIo, "cannot create the output directory: " + ec.message(), out.string());
     write_file(out / "config.json", train_config_to_json(c).dump(2) + "\n");
+    if (snapshots_mode) fs::create_directories(snap_dir);
     // Rewritten from the checkpoint on resume: evaluations after it happen again.
     evals_file.open(out / "evals.jsonl", std::ios::trunc);
     if (!evals_file) fail(ErrorCode::kIo, "cannot write", (out / "evals.jsonl").string());
@@ -266,16 +386,16 @@ TrainResult Trainer::run() {
     evals_file.flush();
   }
 
-  const int64_t session_start = now_ns();
-  auto wall_now = [&] { return wall_base + (now_ns() - session_start) / 1e9; };
+  auto wall_now = [&] { return wall_base + (now_ns() - clock_start) / 1e9; };
 
-  auto evaluate = [&]() {
-    int64_t t0 = now_ns();
+  // Accuracy and mean loss of the model as it is now on the evaluation (or test) set.
+  auto evaluate_model = [&](EvalRecord& e, const HeldOut* on = nullptr) {
+    const HeldOut& data = on ? *on : eval_data;
     torch::NoGradGuard no_grad;
     model->eval();
     double loss_total = 0;
     int64_t correct = 0;
-    for (const auto& b : eval_set) {
+    for (const auto& b : data.batches) {
       torch::Tensor logits = model->forward(b.images);
       loss_total += torch::nn::functional::cross_entropy(
                         logits, b.labels,
@@ -284,21 +404,12 @@ TrainResult Trainer::run() {
       correct += logits.argmax(1).eq(b.labels).sum().item<int64_t>();
     }
     model->train();
-    EvalRecord e;
-    e.step = step;
-    e.fresh = fresh;
-    e.echoed = echoed;
-    e.train_seconds = train_s;
-    e.accuracy = static_cast<double>(correct) / static_cast<double>(eval_examples);
-    e.loss = loss_total / static_cast<double>(eval_examples);
-    e.examples = eval_examples;
-    e.train_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
-    e.lr = lr;
-    loss_sum = 0;
-    loss_count = 0;
-    last_eval_step = step;
-    eval_s += (now_ns() - t0) / 1e9;
-    e.wall_seconds = wall_now();
+    e.accuracy = static_cast<double>(correct) / static_cast<double>(data.examples);
+    e.loss = loss_total / static_cast<double>(data.examples);
+    e.examples = data.examples;
+  };
+  // Records an evaluation; true when it meets the target.
+  auto record_eval = [&](const EvalRecord& e) {
     r.evals.push_back(e);
     r.final_eval = e;
     if (evals_file.is_open()) {
@@ -309,12 +420,51 @@ TrainResult Trainer::run() {
                (c.target_loss && e.loss <= *c.target_loss);
     if (met && !r.reached_target) {
       r.reached_target = true;
-      r.steps_to_target = step;
-      r.fresh_to_target = fresh;
-      r.seconds_to_target = train_s;
+      r.steps_to_target = e.step;
+      r.fresh_to_target = e.fresh;
+      r.raw_reads_to_target = e.raw_reads;
+      r.seconds_to_target = e.train_seconds;
       r.wall_seconds_to_target = e.wall_seconds;
     }
     return met;
+  };
+  auto point_record = [&]() {  // the evaluation point's counts and clocks
+    EvalRecord e;
+    e.step = step;
+    e.fresh = fresh;
+    e.echoed = echoed;
+    e.raw_reads = source_reads(*train);
+    e.train_seconds = train_s;
+    e.train_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
+    e.lr = lr;
+    loss_sum = 0;
+    loss_count = 0;
+    last_eval_step = step;
+    return e;
+  };
+  // An evaluation point: evaluate now (inline), or copy the weights (snapshots, on the
+  // training clock). True when an inline evaluation met the target.
+  auto evaluation_point = [&]() {
+    EvalRecord e = point_record();
+    if (snapshots_mode) {
+      int64_t t0 = now_ns();
+      Snapshot s{e, model_bytes(*model)};
+      if (!out.empty()) {
+        write_file(snap_dir / ("step-" + std::to_string(step) + ".pt"), s.weights);
+        s.weights.clear();
+      }
+      const double took = (now_ns() - t0) / 1e9;
+      snap_s += took;
+      train_s += took;
+      s.record.wall_seconds = wall_now();
+      snaps.push_back(std::move(s));
+      return false;
+    }
+    int64_t t0 = now_ns();
+    evaluate_model(e);
+    eval_s += (now_ns() - t0) / 1e9;
+    e.wall_seconds = wall_now();
+    return record_eval(e);
   };
 
   auto checkpoint = [&](bool pipeline_untouched) {
@@ -334,15 +484,18 @@ TrainResult Trainer::run() {
     write_file(tmp / "pipeline.state", pipeline_untouched ? initial_pipeline_state : train->save());
     write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r.losses.data()),
                                                r.losses.size() * sizeof(float)));
+    write_file(tmp / "fresh_keys.bin", save_read_set(seen));
     nlohmann::json s;
     s["model"] = model_json;
     s["step"] = step;
     s["fresh"] = fresh;
     s["echoed"] = echoed;
+    s["fresh_by_echo_index"] = fresh_echo0;
     s["train_seconds"] = train_s;
     s["wait_seconds"] = wait_s;
     s["compute_seconds"] = compute_s;
     s["eval_seconds"] = eval_s;
+    s["snapshot_seconds"] = snap_s;
     s["wall_seconds"] = wall_now();
     s["loss_sum"] = loss_sum;
     s["loss_count"] = loss_count;
@@ -351,10 +504,13 @@ TrainResult Trainer::run() {
     s["reached_target"] = r.reached_target;
     s["steps_to_target"] = opt_json(r.steps_to_target);
     s["fresh_to_target"] = opt_json(r.fresh_to_target);
+    s["raw_reads_to_target"] = opt_json(r.raw_reads_to_target);
     s["seconds_to_target"] = opt_json(r.seconds_to_target);
     s["wall_seconds_to_target"] = opt_json(r.wall_seconds_to_target);
     s["evals"] = nlohmann::json::array();
     for (const auto& e : r.evals) s["evals"].push_back(e.to_json());
+    s["snapshots"] = nlohmann::json::array();
+    for (const auto& sn : snaps) s["snapshots"].push_back(sn.record.to_json());
     write_file(tmp / "state.json", s.dump(1) + "\n");
     fs::path old = out / "checkpoint.old";
     fs::remove_all(old);
@@ -426,6 +582,11 @@ TrainResult Trainer::run() {
     }
     TorchBatch tb = batch_to_torch(*batch, c.input, sig);
     check_labels(tb, c.model.num_classes, "training pipeline");
+    int64_t new_fresh = 0;
+    for (size_t i = 0; i < batch->num_rows(); ++i) {
+      const RowMeta& m = batch->row(i);
+      new_fresh += seen.insert({m.id, m.epoch}).second ? 1 : 0;
+    }
     lr = learning_rate_at(c.optimizer, step, decay_steps);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
@@ -435,8 +596,9 @@ TrainResult Trainer::run() {
     last_loss = loss.item<float>();
     int64_t t2 = now_ns();
     ++step;
-    fresh += tb.fresh;
-    echoed += tb.rows - tb.fresh;
+    fresh += new_fresh;
+    echoed += tb.rows - new_fresh;
+    fresh_echo0 += tb.fresh;
     r.losses.push_back(last_loss);
     loss_sum += last_loss;
     ++loss_count;
@@ -449,9 +611,9 @@ TrainResult Trainer::run() {
     }
     bool eval_now = has_eval && c.eval_every > 0 && step % c.eval_every == 0;
     if (has_eval && c.eval_every_fresh > 0 &&
-        fresh / c.eval_every_fresh > (fresh - tb.fresh) / c.eval_every_fresh)
+        fresh / c.eval_every_fresh > (fresh - new_fresh) / c.eval_every_fresh)
       eval_now = true;  // this step crossed a multiple of eval_every_fresh
-    if (eval_now && evaluate()) {
+    if (eval_now && evaluation_point()) {
       r.stop_reason = "target";
       done = true;
     }
@@ -459,19 +621,60 @@ TrainResult Trainer::run() {
     if (!done && c.checkpoint_every > 0 && step % c.checkpoint_every == 0) checkpoint(false);
   }
   if (has_eval && c.eval_at_end && last_eval_step != step && r.stop_reason != "diverged")
-    evaluate();
+    evaluation_point();
   checkpoint(pipeline_untouched);
+  const double train_wall = wall_now();
+
+  // The test set, on the model that first met the target (inline: the model now, as the
+  // run stopped there) or else the final model.
+  auto evaluate_test = [&](const char* which) {
+    if (!has_test) return;
+    EvalRecord t = r.final_eval.value_or(EvalRecord{});
+    t.step = r.steps_to_target.value_or(step);
+    evaluate_model(t, &test_data);
+    r.test_eval = t;
+    r.test_model = which;
+  };
+  if (snapshots_mode && !snaps.empty()) {
+    // Off the clock: every snapshot, in order; the first that meets the target sets the
+    // time to target. The trained model is put back afterwards.
+    int64_t t0 = now_ns();
+    const std::string final_weights = model_bytes(*model);
+    bool tested = false;
+    for (Snapshot& s : snaps) {
+      const fs::path file = snap_dir / ("step-" + std::to_string(s.record.step) + ".pt");
+      load_model_bytes(*model, s.weights.empty() ? read_file(file) : s.weights);
+      EvalRecord e = s.record;
+      evaluate_model(e);
+      const bool first_hit = record_eval(e) && !tested && r.steps_to_target == e.step;
+      if (first_hit) {
+        evaluate_test("target");
+        tested = true;
+      }
+      if (!out.empty() && !c.keep_snapshots) fs::remove(file);
+    }
+    load_model_bytes(*model, final_weights);
+    if (!tested) evaluate_test("final");
+    if (!out.empty() && !c.keep_snapshots) fs::remove(snap_dir);
+    eval_s += (now_ns() - t0) / 1e9;
+    if (r.reached_target && r.stop_reason != "interrupted") r.stop_reason = "target";
+  } else {
+    evaluate_test(r.stop_reason == "target" ? "target" : "final");
+  }
   report(last_loss, true);
   progress.finish();
 
   r.steps = step;
   r.fresh = fresh;
   r.echoed = echoed;
+  r.fresh_by_echo_index = fresh_echo0;
+  r.raw_reads = source_reads(*train);
   r.train_seconds = train_s;
   r.wait_seconds = wait_s;
   r.compute_seconds = compute_s;
   r.eval_seconds = eval_s;
-  r.wall_seconds = wall_now();
+  r.snapshot_seconds = snap_s;
+  r.wall_seconds = snapshots_mode ? train_wall : wall_now();
   r.achieved_echo =
       fresh > 0 ? static_cast<double>(fresh + echoed) / static_cast<double>(fresh) : 1.0;
   r.pipeline_bound = wait_s > 0.05 * (wait_s + compute_s);

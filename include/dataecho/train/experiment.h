@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/train/run_statistics.h"
+
 namespace dataecho::train {
 
 // Where the echo stage goes (README, "Where to put the echo"; docs/results.md).
@@ -41,6 +43,40 @@ struct ExperimentCell {
   std::vector<uint64_t> seeds;
   // A merge patch on the base config for this cell only (extra "cells" of the spec).
   nlohmann::json overrides;
+  // The learning rate (optimizer.lr); unset: the base config's. With tuning, the value
+  // the tuning chose for the final runs.
+  std::optional<double> lr;
+  // A tuning run's cell: its runs live under cells/<id>/tune/lr-<lr>/seed-<s>/.
+  bool tuning_run = false;
+};
+
+// Per-cell learning-rate tuning, as the paper does it (docs/protocol.md): every cell,
+// the baseline included, runs each rate with each tuning seed; the rate with the
+// smallest median fresh examples to target wins (a run that misses the target counts at
+// its budget); a winner at the edge of the list adds the next rate beyond it (same
+// ratio as its neighbour) up to `widen` times, so the chosen rate is interior. The
+// final runs (the grid's seeds, which must differ from the tuning seeds) use the winner.
+struct TuningSpec {
+  std::vector<double> lrs;      // sorted, log-spaced; empty: no tuning
+  std::vector<uint64_t> seeds;  // tuning seeds
+  int64_t widen = 2;
+  bool enabled() const { return !lrs.empty(); }
+};
+
+// One cell's tuning, as far as the result files on disk go.
+struct LrTrial {
+  double lr = 0;
+  int64_t runs = 0;  // finished tuning runs at this rate
+  int64_t reached = 0;
+  std::optional<MedianEstimate> fresh;  // over the finished runs, censored at the budget
+  nlohmann::json to_json() const;
+};
+struct TuningState {
+  std::vector<LrTrial> trials;   // every rate tried or to try, ascending
+  std::vector<double> pending;   // rates whose tuning runs are not all finished
+  std::optional<double> chosen;  // set once every run is in and the winner is interior
+  std::string note;              // why the winner is at an edge, when it is
+  nlohmann::json to_json() const;
 };
 
 struct ExperimentSpec {
@@ -49,8 +85,12 @@ struct ExperimentSpec {
   std::string base_dir;        // relative spec names in base_config are relative to it
   std::string out;             // output directory
   std::vector<ExperimentCell> cells;
+  TuningSpec tuning;
   nlohmann::json source;  // the experiment spec as read (saved as experiment.json)
 };
+
+// The tuning of one cell from the result files in spec.out (trains nothing).
+TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell);
 
 // Reads an experiment spec (docs/results.md, "Experiment spec"). Paths in it are
 // relative to `base_dir` (the spec file's folder), except "out", relative to the current
@@ -84,10 +124,17 @@ struct CellResult {
   std::vector<nlohmann::json> runs;  // each finished run's result.json
   int64_t reached = 0;               // runs that reached the target
   Spread fresh, steps, seconds, wall_seconds, achieved_echo, r;
+  Spread raw_reads;  // the source's reads to target (read-ahead included)
+  // The protocol's estimates (docs/protocol.md): every run counts, one that never
+  // reached the target at its budget (censored); 95% percentile-bootstrap intervals.
+  std::optional<MedianEstimate> fresh_estimate, wall_estimate;
   // Against the baseline cell of the same batch size (when both have figures):
   std::optional<double> fresh_reduction;  // baseline fresh / this cell's fresh
   std::optional<double> speedup;          // baseline wall seconds to target / this cell's
   std::optional<double> ideal_speedup;    // min(achieved echo, baseline R)
+  std::optional<RatioEstimate> fresh_reduction_estimate, speedup_estimate;
+  std::vector<Observation> fresh_observations, wall_observations;  // one per run
+  std::optional<TuningState> tuning;                               // when the experiment tunes
   nlohmann::json to_json() const;
 };
 

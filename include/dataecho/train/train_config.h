@@ -74,6 +74,12 @@ struct TrainConfig {
   nlohmann::json eval_spec;
   std::string eval_spec_dir;
   PipelineFactory eval_pipeline;
+  // An optional held-out test set, evaluated once at the end on the model that first met
+  // the target (or, if none did, the final model): the protocol targets a validation
+  // split and reports test accuracy separately (docs/protocol.md).
+  nlohmann::json test_spec;
+  std::string test_spec_dir;
+  PipelineFactory test_pipeline;
   // Give the training spec the run's seed (its "seed" field), so that --seed varies the
   // data order and augmentation too; false keeps the spec's own seed.
   bool seed_pipeline = true;
@@ -85,8 +91,9 @@ struct TrainConfig {
   // Stop when an evaluation reaches this accuracy (in [0,1]) or this mean loss.
   std::optional<double> target_accuracy;
   std::optional<double> target_loss;
-  // Budgets; 0 = no limit. max_fresh counts fresh examples read (echo index 0);
-  // max_seconds counts training time (evaluations excluded).
+  // Budgets; 0 = no limit. max_fresh counts fresh examples (distinct (id, epoch) pairs
+  // consumed by a step, see TrainResult::fresh); max_seconds counts training time
+  // (start-up included, evaluations excluded).
   int64_t max_fresh = 0;
   int64_t max_steps = 0;
   double max_seconds = 0;
@@ -100,6 +107,17 @@ struct TrainConfig {
   // keeps time-to-target comparable: while an evaluation runs, the pipeline's buffers
   // keep filling, so a run that evaluated more often would read fresh data for free.
   int64_t eval_every_fresh = 0;
+  // "inline": evaluate at each evaluation point and stop as soon as the target is met
+  // (cheap; the evaluation pauses the training clock, but the pipeline keeps reading
+  // meanwhile). "snapshots": at each evaluation point only copy the model's weights
+  // (on the clock), train on to the budget, then evaluate every snapshot after training,
+  // off the clock; time to target is the training-side time at which the first snapshot
+  // that meets the target was taken. The protocol's wall-clock runs use it
+  // (docs/protocol.md): evaluations then neither cost time nor let the pipeline read
+  // ahead for free. Snapshots go to `out`/snapshots/ (removed once evaluated unless
+  // keep_snapshots) or, without `out`, stay in memory.
+  std::string eval_mode = "inline";
+  bool keep_snapshots = false;
   bool eval_at_end = true;       // evaluate after the last step if it was not just evaluated
   int64_t checkpoint_every = 0;  // steps between checkpoints in `out`; 0 = only at the end
   bool resume = false;           // continue from the checkpoint in `out`

@@ -21,15 +21,18 @@ class ClassifierImpl;  // dataecho/train/model.h
 
 struct EvalRecord {
   int64_t step = 0;
-  int64_t fresh = 0;         // fresh examples read so far
-  int64_t echoed = 0;        // echoed examples consumed so far
-  double train_seconds = 0;  // training time so far (evaluations excluded)
-  double wall_seconds = 0;   // wall-clock time so far (evaluations included)
-  double accuracy = 0;       // on the evaluation pipeline
-  double loss = 0;           // mean cross-entropy on the evaluation pipeline
-  int64_t examples = 0;      // evaluated examples
-  double train_loss = 0;     // mean training loss of the steps since the previous evaluation
-  double lr = 0;             // learning rate of the last step
+  int64_t fresh = 0;      // fresh examples trained on so far (see TrainResult::fresh)
+  int64_t echoed = 0;     // other rows trained on so far
+  int64_t raw_reads = 0;  // elements the source had read (read-ahead included)
+  // Training-side time so far, from building the pipeline (start-up included),
+  // evaluations excluded. In "snapshots" mode: when the evaluated snapshot was taken.
+  double train_seconds = 0;
+  double wall_seconds = 0;  // wall-clock time so far (evaluations included)
+  double accuracy = 0;      // on the evaluation pipeline
+  double loss = 0;          // mean cross-entropy on the evaluation pipeline
+  int64_t examples = 0;     // evaluated examples
+  double train_loss = 0;    // mean training loss of the steps since the previous evaluation
+  double lr = 0;            // learning rate of the last step
   nlohmann::json to_json() const;
   static EvalRecord from_json(const nlohmann::json& j);
 };
@@ -39,14 +42,26 @@ struct TrainResult {
   std::string stop_reason;
   bool reached_target = false;
   int64_t steps = 0;
-  int64_t fresh = 0;   // sum over batches of fresh_rows()
-  int64_t echoed = 0;  // rows consumed minus fresh
+  // Fresh examples: distinct (source id, epoch) pairs of which at least one copy was
+  // trained on (DESIGN.md; docs/protocol.md). Deterministic for a fixed echo factor:
+  // read-ahead that no step consumed does not count, and a copy trained on before its
+  // echo-0 original (a shuffle after the echo) counts once, when it comes.
+  int64_t fresh = 0;
+  int64_t echoed = 0;     // rows consumed minus fresh
+  int64_t raw_reads = 0;  // elements the source read (read-ahead and epoch re-reads included)
+  int64_t fresh_by_echo_index = 0;  // rows consumed with echo index 0 (the old count)
+  std::optional<int64_t> raw_reads_to_target;
   // To the first evaluation that met the target (unset when never met).
   std::optional<int64_t> steps_to_target, fresh_to_target;
-  std::optional<double> seconds_to_target;       // training time (evaluations excluded)
+  // Training-side time from building the pipeline (start-up and filling buffers
+  // included, evaluations excluded): the protocol's time to target.
+  std::optional<double> seconds_to_target;
   std::optional<double> wall_seconds_to_target;  // wall-clock (evaluations included)
   double wall_seconds = 0;
-  double train_seconds = 0;    // wait + compute + bookkeeping
+  double startup_seconds = 0;   // building the pipeline until its first batch
+  double snapshot_seconds = 0;  // "snapshots" mode: copying weights (on the clock)
+  std::string eval_mode;
+  double train_seconds = 0;    // start-up + wait + compute + bookkeeping
   double wait_seconds = 0;     // blocked in Pipeline::next()
   double compute_seconds = 0;  // batch to tensors, forward, backward, optimizer step
   double eval_seconds = 0;
@@ -57,6 +72,9 @@ struct TrainResult {
   bool pipeline_bound = false;
   double achieved_echo = 1;  // rows consumed / fresh rows
   std::optional<EvalRecord> final_eval;
+  // The test set (TrainConfig::test_spec), on the model at the target, or the final one.
+  std::optional<EvalRecord> test_eval;
+  std::string test_model;  // "target" or "final"
   std::vector<EvalRecord> evals;
   std::vector<float> losses;       // training loss of every step
   std::string input;               // the input signature, described

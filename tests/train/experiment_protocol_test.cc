@@ -1,0 +1,198 @@
+// The protocol's bookkeeping on synthetic run files with known answers: the report's
+// medians, intervals, reductions and speedups with censored runs, and the learning-rate
+// tuning's choice (interior, widened at an edge, refused seeds). Nothing trains here: the
+// result files are written as a finished run writes them.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "dataecho/train/experiment.h"
+#include "test_util.h"
+#include "train/experiment_internal.h"
+
+namespace dataecho::train {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json base_config() {
+  json train = json::parse(R"({"seed": 1, "source": {"kind": "range", "count": 100},
+    "stages": [{"op": "repeat", "count": -1}, {"op": "shuffle", "buffer": 100},
+               {"op": "map", "fn": "augment", "args": {"flip": true}},
+               {"op": "batch", "size": 10}]})");
+  json eval = json::parse(R"({"source": {"kind": "range", "count": 10},
+    "stages": [{"op": "batch", "size": 10}]})");
+  return {{"train_spec", train},        {"eval_spec", eval},      {"model", {{"kind", "mlp"}}},
+          {"optimizer", {{"lr", 0.1}}}, {"target_accuracy", 0.9}, {"max_fresh", 1000},
+          {"progress", "off"}};
+}
+
+// Writes the result file of a finished run: fresh (and wall seconds) to target, or a
+// run that missed the target (`hit` false) at its budget.
+void write_run(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed, double fresh,
+               double wall, bool hit = true) {
+  json identity;
+  TrainConfig c = detail::cell_config(spec, cell, seed, ExperimentOptions{}, &identity);
+  fs::create_directories(c.out);
+  json summary = {{"reached_target", hit},
+                  {"fresh", hit ? fresh + 100 : fresh},
+                  {"wall_seconds", hit ? wall + 1 : wall},
+                  {"achieved_echo", 1.0},
+                  {"r_estimate", 1.0}};
+  if (hit) {
+    summary["fresh_to_target"] = fresh;
+    summary["wall_seconds_to_target"] = wall;
+    summary["steps_to_target"] = fresh / 10;
+    summary["seconds_to_target"] = wall;
+  }
+  detail::write_json_file(
+      c.out + "/result.json",
+      {{"cell", cell.id}, {"seed", seed}, {"config", identity}, {"summary", summary}});
+}
+
+ExperimentSpec make_spec(const std::string& out, json tuning = nullptr) {
+  json j = {{"name", "synthetic"},
+            {"base", base_config()},
+            {"out", out},
+            {"grid",
+             {{"variants", {"baseline", "example_before_augmentation"}},
+              {"factors", {4}},
+              {"seeds", {1, 2, 3, 4, 5}}}}};
+  if (!tuning.is_null()) j["tuning"] = tuning;
+  return experiment_spec_from_json(j, "");
+}
+
+TEST(ExperimentProtocol, ReportGivesMediansIntervalsAndRatiosWithCensoredRuns) {
+  const std::string out = testing::temp_dir() + "/synthetic";
+  ExperimentSpec spec = make_spec(out);
+  ASSERT_EQ(spec.cells.size(), 2u);
+  // Baseline: 1000 fresh examples and 100 s to target on every seed. Echo: 250, 240, 260,
+  // 250 and one run that missed the target within its budget (1000 fresh, 90 s).
+  for (uint64_t s = 1; s <= 5; ++s) write_run(spec, spec.cells[0], s, 1000, 100);
+  const double fresh[] = {250, 240, 260, 250};
+  const double wall[] = {40, 50, 45, 40};
+  for (uint64_t s = 1; s <= 4; ++s) write_run(spec, spec.cells[1], s, fresh[s - 1], wall[s - 1]);
+  write_run(spec, spec.cells[1], 5, 1000, 90, false);
+
+  ExperimentOptions o;
+  o.plots = false;
+  ExperimentReport r = report_experiment(spec, o);
+  const CellResult& base = r.cells[0];
+  const CellResult& echo = r.cells[1];
+  ASSERT_TRUE(base.fresh_estimate && echo.fresh_estimate);
+  EXPECT_DOUBLE_EQ(base.fresh_estimate->median, 1000);
+  EXPECT_DOUBLE_EQ(base.fresh_estimate->ci.lo, 1000);
+  // Echo: {240, 250, 250, 260, 1000 (censored)}: median 250, not censored.
+  EXPECT_DOUBLE_EQ(echo.fresh_estimate->median, 250);
+  EXPECT_FALSE(echo.fresh_estimate->median_censored);
+  EXPECT_EQ(echo.fresh_estimate->censored, 1);
+  EXPECT_EQ(echo.reached, 4);
+  // The reduction is 1000 / 250 = 4, its interval within 1000/1000 .. 1000/240.
+  ASSERT_TRUE(echo.fresh_reduction_estimate);
+  EXPECT_DOUBLE_EQ(echo.fresh_reduction_estimate->ratio, 4);
+  EXPECT_GE(echo.fresh_reduction_estimate->ci.lo, 1.0);
+  EXPECT_LE(echo.fresh_reduction_estimate->ci.hi, 1000.0 / 240);
+  EXPECT_LT(echo.fresh_reduction_estimate->ci.lo, 4);
+  // Speedup: wall {40, 40, 45, 50, 90 (censored)}: median 45, 100 / 45.
+  ASSERT_TRUE(echo.speedup_estimate);
+  EXPECT_DOUBLE_EQ(echo.speedup_estimate->ratio, 100.0 / 45);
+  EXPECT_LE(echo.speedup_estimate->ci.hi, 100.0 / 40 + 1e-12);
+  EXPECT_GE(echo.speedup_estimate->ci.lo, 100.0 / 90 - 1e-12);
+  // The legacy figures (over the runs that reached the target) are still there.
+  EXPECT_DOUBLE_EQ(*echo.fresh.median, 250);
+
+  json results = json::parse(std::ifstream(out + "/results.json"));
+  EXPECT_DOUBLE_EQ(results["cells"][1]["estimates"]["fresh_reduction"]["ratio"].get<double>(), 4);
+  EXPECT_EQ(results["cells"][1]["estimates"]["fresh_to_target"]["censored"].get<int>(), 1);
+  std::ifstream csv(out + "/results.csv");
+  std::string header, row0, row1;
+  std::getline(csv, header);
+  std::getline(csv, row0);
+  std::getline(csv, row1);
+  EXPECT_NE(header.find("fresh_reduction_ci_lo"), std::string::npos);
+  EXPECT_NE(r.to_text().find("4.00x ["), std::string::npos) << r.to_text();
+}
+
+TEST(ExperimentProtocol, TuningChoosesTheInteriorRateWithTheFewestFreshExamples) {
+  const std::string out = testing::temp_dir() + "/tuning";
+  ExperimentSpec spec = make_spec(out, {{"lr", {0.4, 0.1, 0.2, 0.05}}, {"seeds", {101, 102}}});
+  EXPECT_EQ(spec.tuning.lrs, (std::vector<double>{0.05, 0.1, 0.2, 0.4}));
+  const ExperimentCell& base = spec.cells[0];
+  TuningState st = tuning_state(spec, base);
+  EXPECT_EQ(st.pending.size(), 4u);  // nothing ran yet
+  EXPECT_FALSE(st.chosen);
+  // Medians over the two seeds: 0.05 -> 900, 0.1 -> 600, 0.2 -> 500, 0.4 -> 800.
+  const std::map<double, std::pair<double, double>> fresh = {
+      {0.05, {900, 900}}, {0.1, {500, 700}}, {0.2, {400, 600}}, {0.4, {800, 800}}};
+  for (const auto& [lr, f] : fresh) {
+    write_run(spec, detail::tuning_cell(base, lr), 101, f.first, 10);
+    write_run(spec, detail::tuning_cell(base, lr), 102, f.second, 10);
+  }
+  st = tuning_state(spec, base);
+  EXPECT_TRUE(st.pending.empty());
+  ASSERT_TRUE(st.chosen);
+  EXPECT_DOUBLE_EQ(*st.chosen, 0.2);
+  EXPECT_TRUE(st.note.empty());
+  EXPECT_TRUE(fs::exists(out + "/cells/baseline/tune/lr-0.2/seed-101/result.json"));
+
+  // The echo cell's best is the largest rate (600 at 0.4): the sweep widens to 0.8.
+  const ExperimentCell& echo = spec.cells[1];
+  for (double lr : {0.05, 0.1, 0.2, 0.4})
+    for (uint64_t s : {101, 102})
+      write_run(spec, detail::tuning_cell(echo, lr), s, 1000 - lr * 1000, 10);
+  st = tuning_state(spec, echo);
+  ASSERT_EQ(st.pending.size(), 1u);
+  EXPECT_DOUBLE_EQ(st.pending[0], 0.8);
+  for (uint64_t s : {101, 102}) write_run(spec, detail::tuning_cell(echo, 0.8), s, 700, 10);
+  st = tuning_state(spec, echo);
+  EXPECT_TRUE(st.pending.empty());
+  ASSERT_TRUE(st.chosen);  // 0.4 (600) is now interior: 0.8 gave 700
+  EXPECT_DOUBLE_EQ(*st.chosen, 0.4);
+
+  // The report shows the tuning and compares the final runs at the chosen rates.
+  ExperimentCell final_base = base, final_echo = echo;
+  final_base.lr = 0.2;
+  final_echo.lr = 0.4;
+  for (uint64_t s = 1; s <= 5; ++s) {
+    write_run(spec, final_base, s, 1000, 100);
+    write_run(spec, final_echo, s, 500, 50);
+  }
+  ExperimentOptions o;
+  o.plots = false;
+  ExperimentReport r = report_experiment(spec, o);
+  ASSERT_TRUE(r.cells[1].fresh_reduction_estimate);
+  EXPECT_DOUBLE_EQ(r.cells[1].fresh_reduction_estimate->ratio, 2);
+  EXPECT_NE(r.to_text().find("learning-rate tuning"), std::string::npos);
+  EXPECT_NE(r.to_text().find("0.4*"), std::string::npos) << r.to_text();
+}
+
+TEST(ExperimentProtocol, TuningStopsWideningAndSaysSo) {
+  const std::string out = testing::temp_dir() + "/edge";
+  ExperimentSpec spec = make_spec(out, {{"lr", {0.1, 0.2, 0.4}}, {"seeds", {101}}, {"widen", 1}});
+  const ExperimentCell& base = spec.cells[0];
+  for (double lr : {0.1, 0.2, 0.4})
+    write_run(spec, detail::tuning_cell(base, lr), 101, lr * 1000, 1);
+  TuningState st = tuning_state(spec, base);
+  ASSERT_EQ(st.pending.size(), 1u);
+  EXPECT_DOUBLE_EQ(st.pending[0], 0.05);
+  write_run(spec, detail::tuning_cell(base, 0.05), 101, 50, 1);
+  st = tuning_state(spec, base);
+  ASSERT_TRUE(st.chosen);
+  EXPECT_DOUBLE_EQ(*st.chosen, 0.05);
+  EXPECT_NE(st.note.find("low edge"), std::string::npos) << st.note;
+}
+
+TEST(ExperimentProtocol, TuningSeedsMustDifferFromTheFinalSeeds) {
+  EXPECT_NE(testing::error_of([] {
+              make_spec("x", {{"lr", {0.1, 0.2, 0.4}}, {"seeds", {3}}});
+            }).find("also a final seed"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([] {
+              make_spec("x", {{"lr", {0.1, 0.2}}, {"seeds", {101}}});
+            }).find("at least 3 learning rates"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dataecho::train
