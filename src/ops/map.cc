@@ -192,18 +192,13 @@ class MapDataset : public Dataset {
       std::exception_ptr error;
     };
 
-    // Called with the lock held; also restarts workers that ended before a restore().
+    // Called with the lock held when no worker runs: at the first next(), and again after
+    // a restore() rewound an input that the workers had finished.
     void start() {
       for (auto& t : workers_) t.join();
       workers_.clear();
       running_ = ds_->o_.parallelism;
-      for (int i = 0; i < ds_->o_.parallelism; ++i) {
-        workers_.emplace_back([this] {
-          run();
-          std::lock_guard<std::mutex> lock(mu_);
-          --running_;
-        });
-      }
+      for (int i = 0; i < ds_->o_.parallelism; ++i) workers_.emplace_back([this] { run(); });
     }
 
     // Results the consumer can take now without waiting, counted up to wake_batch_.
@@ -230,14 +225,24 @@ class MapDataset : public Dataset {
       return std::max<size_t>(1, std::min({wanted, most, room}));
     }
 
+    // A worker counts itself out in the same critical section in which it decides to
+    // return. (Counting out under a second lock left a window: a restore() that rewound
+    // the input in between saw workers still running, started none, and next() waited
+    // forever for workers that had all returned.)
     void run() {
       NodeStats* st = ds_->node_stats().get();
-      // Looked up once: counter() takes the stats' lock and searches their map.
+      // Looked up once (not under mu_): counter() takes the stats' lock and searches
+      // their map.
       std::atomic<int64_t>* takes = st ? &st->counter("input_takes") : nullptr;
+      std::unique_lock<std::mutex> lock(mu_);
+      run_locked(lock, st, takes);
+      --running_;
+    }
+    void run_locked(std::unique_lock<std::mutex>& lock, NodeStats* st,
+                    std::atomic<int64_t>* takes) {
       MapContext mc{ds_->o_.seed, token_.get()};
       std::vector<Example> taken;
       std::vector<Result> results;
-      std::unique_lock<std::mutex> lock(mu_);
       while (true) {
         int64_t t0 = now_ns();
         ++workers_waiting_;
