@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -316,12 +318,23 @@ ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::
           c.overrides = resolve_patch_paths(*o, base_dir);
         }
         c.id = co.get_string("id", make_cell_id(c));
+        if (co.raw("tuning_lr")) {
+          c.tuning_lrs = number_list(co, "tuning_lr", {}, 0);
+          std::sort(c.tuning_lrs.begin(), c.tuning_lrs.end());
+          if (c.tuning_lrs.size() < 3 || c.tuning_lrs.front() <= 0)
+            throw_spec_error(co.field_path("tuning_lr"),
+                             "expected at least 3 learning rates > 0 (log-spaced)");
+        }
         co.finish();
         spec.cells.push_back(std::move(c));
       }
     }
     top.finish();
     for (size_t i = 0; i < spec.cells.size(); ++i) {
+      for (uint64_t s : spec.cells[i].seeds)
+        if (std::count(spec.tuning.seeds.begin(), spec.tuning.seeds.end(), s))
+          experiment_error("cell " + spec.cells[i].id + ": seed " + std::to_string(s) +
+                           " is also a tuning seed: the final runs must use new seeds");
       for (size_t k = 0; k < i; ++k) {
         if (spec.cells[k].id == spec.cells[i].id)
           experiment_error("two cells have the id '" + spec.cells[i].id + "'");
@@ -488,6 +501,32 @@ namespace {
 
 enum class RunOutcome { kTrained, kFailed, kInterrupted, kDryRun };
 
+std::string load_average() {  // "0.52 0.58 0.59": 1, 5 and 15 minutes
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return in ? a + " " + b + " " + c : "";
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return b;
+}
+
+// Where and when a run ran: the commit (DATAECHO_COMMIT, which the experiment scripts
+// set from git), the machine's size and its load before and after the run.
+nlohmann::json provenance(const std::string& load_before, const std::string& started) {
+  const char* commit = std::getenv("DATAECHO_COMMIT");
+  return {{"commit", commit && *commit ? commit : "unknown (set DATAECHO_COMMIT)"},
+          {"started", started},
+          {"finished", utc_now()},
+          {"hardware_threads", std::thread::hardware_concurrency()},
+          {"load_average_before", load_before},
+          {"load_average_after", load_average()}};
+}
+
 // Trains one run of `cell` (the cell's config for `seed`) and writes its result.json.
 // A failure is logged and returned in `error`; the sweep goes on.
 RunOutcome train_run(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
@@ -504,6 +543,7 @@ RunOutcome train_run(const ExperimentSpec& spec, const ExperimentCell& cell, uin
     }
     fs::remove_all(c.out);  // a stale, unfinished run starts over
     const std::string dir = c.out;
+    const std::string load_before = load_average(), started = utc_now();
     Trainer trainer(std::move(c));
     std::jthread watcher;
     if (options.stop) {
@@ -525,9 +565,12 @@ RunOutcome train_run(const ExperimentSpec& spec, const ExperimentCell& cell, uin
     }
     nlohmann::json summary = r.to_json();
     summary.erase("pipeline_stats");  // in summary.json; keep result files small
-    detail::write_json_file(
-        (fs::path(dir) / "result.json").string(),
-        {{"cell", cell.id}, {"seed", seed}, {"config", identity}, {"summary", summary}});
+    detail::write_json_file((fs::path(dir) / "result.json").string(),
+                            {{"cell", cell.id},
+                             {"seed", seed},
+                             {"config", identity},
+                             {"provenance", provenance(load_before, started)},
+                             {"summary", summary}});
     char line[512];
     if (r.reached_target) {
       std::snprintf(line, sizeof line,
@@ -593,94 +636,90 @@ ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentO
     }
   };
 
-  // Tuning: each cell's learning rate, from its tuning runs (those not done yet run now).
-  std::vector<bool> untunable(n_cells, false);
-  if (spec.tuning.enabled()) {
-    for (size_t i = 0; i < n_cells && !report.interrupted; ++i) {
-      ExperimentCell& cell = spec.cells[i];
-      for (;;) {
-        TuningState st = tuning_state(spec, cell);
-        if (st.chosen) {
-          cell.lr = st.chosen;
-          log("[tune " + std::to_string(i + 1) + "/" + std::to_string(n_cells) + "] " + cell.id +
-              ": learning rate " + num(*st.chosen) + (st.note.empty() ? "" : " (" + st.note + ")"));
-          break;
-        }
-        if (st.pending.empty() || options.dry_run) {
-          if (!st.note.empty()) errors[cell.id].push_back("tuning: " + st.note);
-          if (options.dry_run)
-            for (double lr : st.pending)
-              log("[tune " + std::to_string(i + 1) + "/" + std::to_string(n_cells) + "] " +
-                  cell.id + " lr " + num(lr) + ": to run");
-          untunable[i] = true;
-          break;
-        }
-        bool broken = false;
-        for (double lr : st.pending) {
-          const ExperimentCell tc = detail::tuning_cell(cell, lr);
-          for (uint64_t seed : spec.tuning.seeds) {
-            if (detail::finished_summary(spec, tc, seed).is_object()) {
-              ++skipped;
-              continue;
-            }
-            if (options.stop && options.stop->load()) report.interrupted = true;
-            if (report.interrupted) break;
-            log("[tune " + std::to_string(i + 1) + "/" + std::to_string(n_cells) + "] " + cell.id +
-                " lr " + num(lr) + " seed " + std::to_string(seed) + " | " +
-                eta(static_cast<int64_t>(st.pending.size() * spec.tuning.seeds.size())) +
-                " for this cell's pending rates");
-            const auto t0 = Clock::now();
-            std::string error;
-            RunOutcome o = train_run(spec, tc, seed, options, log, &error);
-            account(o, t0, cell.id, error);
-            broken = broken || o == RunOutcome::kFailed;
+  // Cell by cell: its learning rate from its tuning runs (with tuning), then its final
+  // runs; whatever is done already (the same config) is skipped. One cell is complete
+  // before the next starts, so a sweep stopped part-way has whole cells to report.
+  int64_t final_left = 0;
+  for (const auto& c : spec.cells) final_left += static_cast<int64_t>(c.seeds.size());
+  int64_t final_index = 0;
+  const std::string n_str = std::to_string(n_cells);
+  for (size_t i = 0; i < n_cells && !report.interrupted; ++i) {
+    ExperimentCell& cell = spec.cells[i];
+    bool untunable = false;
+    while (spec.tuning.enabled()) {
+      TuningState st = tuning_state(spec, cell);
+      if (st.chosen) {
+        cell.lr = st.chosen;
+        log("[tune " + std::to_string(i + 1) + "/" + n_str + "] " + cell.id + ": learning rate " +
+            num(*st.chosen) + (st.note.empty() ? "" : " (" + st.note + ")"));
+        break;
+      }
+      if (st.pending.empty() || options.dry_run) {
+        if (!st.note.empty()) errors[cell.id].push_back("tuning: " + st.note);
+        for (double lr : st.pending)
+          log("[tune " + std::to_string(i + 1) + "/" + n_str + "] " + cell.id + " lr " + num(lr) +
+              ": to run");
+        untunable = true;
+        break;
+      }
+      bool broken = false;
+      for (double lr : st.pending) {
+        const ExperimentCell tc = detail::tuning_cell(cell, lr);
+        for (uint64_t seed : spec.tuning.seeds) {
+          if (detail::finished_summary(spec, tc, seed).is_object()) {
+            ++skipped;
+            continue;
           }
-          if (report.interrupted || broken) break;
+          if (options.stop && options.stop->load()) report.interrupted = true;
+          if (report.interrupted) break;
+          log("[tune " + std::to_string(i + 1) + "/" + n_str + "] " + cell.id + " lr " + num(lr) +
+              " seed " + std::to_string(seed));
+          const auto t0 = Clock::now();
+          std::string error;
+          RunOutcome o = train_run(spec, tc, seed, options, log, &error);
+          account(o, t0, cell.id, error);
+          broken = broken || o == RunOutcome::kFailed;
         }
-        if (report.interrupted) break;
-        if (broken) {  // a config that cannot train: its final runs cannot either
-          untunable[i] = true;
-          break;
-        }
+        if (report.interrupted || broken) break;
+      }
+      if (report.interrupted) break;
+      if (broken) {  // a config that cannot train: its final runs cannot either
+        untunable = true;
+        break;
       }
     }
-  }
-
-  // The final runs: which are done already (their identity must match).
-  struct Pending {
-    size_t cell;
-    uint64_t seed;
-  };
-  std::vector<Pending> todo;
-  for (size_t i = 0; i < n_cells; ++i) {
-    if (untunable[i]) continue;
-    for (uint64_t seed : spec.cells[i].seeds) {
-      if (detail::finished_summary(spec, spec.cells[i], seed).is_object())
+    if (report.interrupted) break;
+    if (untunable) {
+      final_left -= static_cast<int64_t>(cell.seeds.size());
+      continue;
+    }
+    for (uint64_t seed : cell.seeds) {
+      if (detail::finished_summary(spec, cell, seed).is_object()) {
         ++skipped;
-      else
-        todo.push_back({i, seed});
+        --final_left;
+        continue;
+      }
+      if (options.stop && options.stop->load()) report.interrupted = true;
+      if (report.interrupted) break;
+      ++final_index;
+      // This sweep's final runs: those run so far, this one and those left after it.
+      const int64_t sweep_runs = final_index + final_left - 1;
+      char head[512];
+      std::snprintf(head, sizeof head,
+                    "[cell %zu/%zu] %s seed %llu | run %lld/%lld of this sweep | %s", i + 1,
+                    n_cells, cell.id.c_str(), static_cast<unsigned long long>(seed),
+                    static_cast<long long>(final_index), static_cast<long long>(sweep_runs),
+                    eta(final_left).c_str());
+      --final_left;
+      log(head);
+      const auto t0 = Clock::now();
+      std::string error;
+      account(train_run(spec, cell, seed, options, log, &error), t0, cell.id, error);
     }
   }
   if (skipped > 0)
     log("experiment " + spec.name + ": " + std::to_string(skipped) + " runs already done in " +
         spec.out + " (skipped)");
-
-  for (size_t k = 0; k < todo.size() && !report.interrupted; ++k) {
-    if (options.stop && options.stop->load()) {
-      report.interrupted = true;
-      break;
-    }
-    const ExperimentCell& cell = spec.cells[todo[k].cell];
-    const uint64_t seed = todo[k].seed;
-    char head[512];
-    std::snprintf(head, sizeof head, "[cell %zu/%zu] %s seed %llu | run %zu/%zu of this sweep | %s",
-                  todo[k].cell + 1, n_cells, cell.id.c_str(), static_cast<unsigned long long>(seed),
-                  k + 1, todo.size(), eta(static_cast<int64_t>(todo.size() - k)).c_str());
-    log(head);
-    const auto t0 = Clock::now();
-    std::string error;
-    account(train_run(spec, cell, seed, options, log, &error), t0, cell.id, error);
-  }
   const bool interrupted = report.interrupted;
   report = detail::collect(spec, options, errors, std::move(report));
   report.interrupted = interrupted;

@@ -63,7 +63,7 @@ nlohmann::json TuningState::to_json() const {
 TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell) {
   TuningState st;
   if (!spec.tuning.enabled()) return st;
-  std::vector<double> lrs = spec.tuning.lrs;
+  std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
   BootstrapOptions few;  // the tuning's medians: the interval is only informative
   few.resamples = 2000;
   for (int64_t widened = 0;; ++widened) {

@@ -48,6 +48,9 @@ struct ExperimentCell {
   std::optional<double> lr;
   // A tuning run's cell: its runs live under cells/<id>/tune/lr-<lr>/seed-<s>/.
   bool tuning_run = false;
+  // This cell's own tuning rates (an extra cell's "tuning_lr": a larger batch wants
+  // larger rates); empty: the experiment's.
+  std::vector<double> tuning_lrs;
 };
 
 // Per-cell learning-rate tuning, as the paper does it (docs/protocol.md): every cell,
