@@ -110,9 +110,12 @@ run_in_root() {  # run_in_root NAME COMMAND: a login-like clean environment, as 
   local name=$1 cmd=$2 t rc=0
   t=$(date +%s)
   echo "== $name: $cmd (log: $LOGS/$name.log)"
+  # In the background with `wait`: bash runs the EXIT/INT/TERM trap only once a
+  # foreground child ends, and a stopped check must not wait for the test suite.
   chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd /root/dataecho && $cmd" </dev/null >"$LOGS/$name.log" 2>&1 || rc=$?
+    /bin/bash -c "cd /root/dataecho && $cmd" </dev/null >"$LOGS/$name.log" 2>&1 &
+  wait $! || rc=$?
   tail -5 "$LOGS/$name.log" | sed 's/^/   | /'
   if [[ $rc -eq 0 ]]; then
     RESULTS+=("PASS  $cmd  ($(($(date +%s) - t)) s)")
