@@ -6,6 +6,15 @@
 #       timing, tests/train/protocol_test.cc). Interrupt it at any time (Ctrl-C, or
 #       `timeout -s INT 40m ...`): finished runs are kept and never redone; the run in
 #       flight starts over next time.
+#   experiments/protocol/run.sh network R [dataecho experiment flags]
+#       the wall-clock runs at R (5 or 2): serves the shards with nginx on loopback,
+#       calibrates the bandwidth with short baseline training runs over it (the
+#       pipeline beside the train step, as in the real runs) until their R is within 10%
+#       of R, then runs network.json: baseline, before augmentation at the a-priori
+#       e = round(R) and at 2 and 4, batch echoing at 2, adaptive, 5 seeds each, at the
+#       sweep's tuned rates (so after the sweep). Resumable like the sweep, as long as
+#       the calibration lands on the same bandwidth (it is kept in calibration.txt and
+#       reused; delete that file to calibrate again).
 #   experiments/protocol/run.sh collect
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
 #       into docs/results/protocol/sweep/, where they are committed.
@@ -25,8 +34,8 @@ BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 FASHION=/usr/share/datasets/fashion-mnist
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
-  sweep | collect | report) ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  sweep | collect | report | network) ;;
+  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
 esac
 # Each run file records the commit it ran at (a "-dirty" suffix: uncommitted changes).
 if [[ -z "${DATAECHO_COMMIT:-}" ]] && git rev-parse HEAD >/dev/null 2>&1; then
@@ -34,24 +43,57 @@ if [[ -z "${DATAECHO_COMMIT:-}" ]] && git rev-parse HEAD >/dev/null 2>&1; then
 fi
 export DATAECHO_COMMIT="${DATAECHO_COMMIT:-unknown}"
 
-COMMITTED=docs/results/protocol/sweep
-mkdir -p "$OUT/config"
+# The configs go to $CFG/config*/ with @OUT@ = $ROUT: the experiments' output folders.
+# A report reads the committed run files: its configs name docs/results/protocol.
+CFG="$OUT"
+ROUT="$OUT"
+if [[ "$PART" == report ]]; then
+  CFG="$OUT/report"
+  ROUT=docs/results/protocol
+fi
+
+# render_network R FACTOR URL: the network runs' configs in $CFG/config-rR/.
+render_network() {
+  local dir="$CFG/config-r$1" factors
+  factors="$2"
+  for f in 2 4; do [[ $f == "$2" ]] || factors="$factors, $f"; done
+  mkdir -p "$dir"
+  for f in train validation test base; do
+    sed -e "s#@SHARDS@#$3#g" "experiments/protocol/$f.json" >"$dir/$f.json"
+  done
+  sed -e "s#@R_GOAL@#$1#g" -e "s#@FACTOR@#$2#g" -e "s#@MAX_FACTOR@#$(($2 + 1))#g" \
+    -e "s#@FACTORS@#$factors#g" -e "s#@OUT@#$ROUT#g" experiments/protocol/network.json >"$dir/network.json"
+}
+mkdir -p "$CFG/config"
 for f in experiments/protocol/*.json; do
-  sed -e "s#@SHARDS@#../shards#g" -e "s#@OUT@#$OUT#g" "$f" >"$OUT/config/$(basename "$f")"
+  sed -e "s#@SHARDS@#../shards#g" -e "s#@OUT@#$ROUT#g" "$f" >"$CFG/config/$(basename "$f")"
 done
 if [[ "$PART" == collect ]]; then
-  mkdir -p "$COMMITTED"
-  (cd "$OUT/sweep" && find cells -name result.json -printf '%h\n') | while read -r run; do
-    mkdir -p "$COMMITTED/$run"
-    for f in result.json summary.json evals.jsonl; do
-      [[ -f "$OUT/sweep/$run/$f" ]] && cp "$OUT/sweep/$run/$f" "$COMMITTED/$run/$f"
+  for exp in "$OUT"/sweep "$OUT"/network-r*; do
+    [[ -d "$exp/cells" ]] || continue
+    dest="docs/results/protocol/$(basename "$exp")"
+    mkdir -p "$dest"
+    (cd "$exp" && find cells -name result.json -printf '%h\n') | while read -r run; do
+      mkdir -p "$dest/$run"
+      for f in result.json summary.json evals.jsonl; do
+        if [[ -f "$exp/$run/$f" ]]; then cp "$exp/$run/$f" "$dest/$run/$f"; fi
+      done
     done
+    [[ -f "$exp/calibration.txt" ]] && cp "$exp/calibration.txt" "$dest/"
+    echo "protocol: $(find "$dest" -name result.json | wc -l) runs in $dest"
   done
-  echo "protocol: $(find "$COMMITTED" -name result.json | wc -l) runs in $COMMITTED"
   exit 0
 fi
 if [[ "$PART" == report ]]; then
-  exec "$BIN" experiment "$OUT/config/sweep.json" --out "$COMMITTED" --report-only "$@"
+  mkdir -p "$ROUT/sweep"
+  "$BIN" experiment "$CFG/config/sweep.json" --report-only "$@" | tee "$ROUT/sweep/table.txt"
+  for dir in "$ROUT"/network-r*; do
+    [[ -d "$dir" ]] || continue
+    r="${dir##*network-r}"
+    render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")"
+    "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
+  done
+  exit 0
 fi
 
 # The first 50,000 training images as 8 PNG TFRecord shards; the last 10,000 are the
@@ -62,5 +104,89 @@ if [[ ! -f "$OUT/shards/.done" ]]; then
     --to tfrecord --out "$OUT/shards" --name train --shards 8 --encode png --limit 50000
   touch "$OUT/shards/.done"
 fi
-echo "protocol sweep: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-exec "$BIN" experiment "$OUT/config/sweep.json" --progress lines "$@"
+if [[ "$PART" == sweep ]]; then
+  echo "protocol sweep: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  exec "$BIN" experiment "$CFG/config/sweep.json" --progress lines "$@"
+fi
+
+# ---- network R ----
+R_GOAL="${1:-}"
+shift || true
+[[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 1 ]] || { echo "protocol: network takes R (an integer, 5 or 2)" >&2; exit 2; }
+EXP="$OUT/network-r$R_GOAL"
+mkdir -p "$EXP"
+CAL="$EXP/calibration.txt"
+PORT=$((28540 + R_GOAL))  # stable: the URL is part of every run's recorded config
+URL="http://127.0.0.1:$PORT"
+SERVE_PID=""
+stop_server() {
+  if [[ -n "$SERVE_PID" ]]; then
+    kill -TERM "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+    SERVE_PID=""
+  fi
+}
+trap stop_server EXIT
+start_server() {  # start_server BYTES_PER_S_PER_CONNECTION
+  stop_server
+  "$BIN" serve "$OUT/shards" --port "$PORT" --rate "$1" >"$EXP/serve.log" 2>&1 &
+  SERVE_PID=$!
+  for _ in $(seq 100); do
+    grep -q '^http://' "$EXP/serve.log" && return 0
+    kill -0 "$SERVE_PID" 2>/dev/null || { cat "$EXP/serve.log" >&2; return 1; }
+    sleep 0.1
+  done
+}
+json_number() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }
+# measure_r SHARDS: R of the baseline (tuned rate) in a short training run whose
+# pipeline reads SHARDS (a folder or the URL), beside the train step as in the runs.
+CAL_STEPS="${CAL_STEPS:-200}"
+measure_r() {
+  render_network "$R_GOAL" 2 "$1"
+  rm -rf "$EXP/calibrate"
+  "$BIN" train --config "$CFG/config-r$R_GOAL/base.json" --max-steps "$CAL_STEPS" --eval-every 0 \
+    --eval-every-fresh 0 --lr "$BASE_LR" --progress off --out "$EXP/calibrate" >/dev/null
+  json_number r_estimate "$EXP/calibrate/summary.json"
+}
+# The baseline's tuned rate from the sweep (BASE_LR overrides it: for trying the
+# calibration before the sweep has one; the runs themselves always use the sweep's).
+BASE_LR="${BASE_LR:-$("$BIN" experiment "$CFG/config/sweep.json" --report-only --no-plots --json |
+  sed -n '/"cell": "baseline",/,/"lr"/s/.*"lr": *\([0-9.eE+-]*\).*/\1/p' | head -1)}"
+[[ -n "$BASE_LR" ]] || { echo "protocol: the sweep has not chosen the baseline's learning rate yet" >&2; exit 1; }
+if [[ -f "$CAL" ]]; then
+  RATE="$(sed -n 's/^rate: //p' "$CAL")"
+  R_CAL="$(sed -n 's/^R: //p' "$CAL")"
+  echo "== calibration from $CAL: $RATE bytes/s per connection, R $R_CAL"
+else
+  echo "== calibrating: a baseline step with local shards (no throttle)"
+  measure_r ../shards >/dev/null
+  STEP_S="$(awk -v c="$(json_number compute_seconds "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
+  BYTES="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
+  # 4 connections (the interleave cycle); a batch of 128 must take R steps to arrive
+  RATE="$(awk -v b="$BYTES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / 50000 * 128 / (r * s) / 4 }')"
+  for attempt in 1 2 3 4 5; do
+    start_server "$RATE"
+    R_CAL="$(measure_r "$URL" | awk '{ printf "%.2f", $1 }')"
+    echo "   attempt $attempt: $RATE bytes/s per connection x 4: R = $R_CAL (goal $R_GOAL)"
+    if awk -v r="$R_CAL" -v g="$R_GOAL" 'BEGIN { exit !(r >= 0.9 * g && r <= 1.1 * g) }'; then break; fi
+    [[ $attempt == 5 ]] && { echo "protocol: R did not come within 10% of $R_GOAL" >&2; exit 1; }
+    RATE="$(awk -v rate="$RATE" -v r="$R_CAL" -v g="$R_GOAL" 'BEGIN { printf "%d", rate * r / g }')"
+  done
+  FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
+  {
+    echo "date: $(date -Is)"
+    echo "commit: $DATAECHO_COMMIT"
+    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "rate: $RATE"
+    echo "R: $R_CAL"
+    echo "factor: $FACTOR"
+    echo "url: $URL"
+    echo "baseline lr: $BASE_LR"
+    echo "method: a $CAL_STEPS-step baseline training run over the throttled shards, trainer and pipeline on the same 2 cores"
+  } >"$CAL"
+fi
+FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
+start_server "$RATE"
+render_network "$R_GOAL" "$FACTOR" "$URL"
+echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4"
+"$BIN" experiment "$CFG/config-r$R_GOAL/network.json" --progress lines "$@"

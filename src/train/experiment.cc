@@ -230,7 +230,25 @@ ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::
                         {"example_before_augmentation", "example_after_augmentation", "batch"}));
     grid.finish();
 
-    if (top.raw("tuning")) {
+    const nlohmann::json* tuning_json = top.raw("tuning");
+    if (tuning_json && tuning_json->is_object() && tuning_json->contains("from")) {
+      SpecObject t = top.get_object("tuning", true);
+      const std::string from = resolve_spec_path(base_dir, t.get_string("from"));
+      try {
+        spec.tuning.from = std::make_shared<ExperimentSpec>(load_experiment_spec(from));
+      } catch (const Error& e) {
+        throw_spec_error("$.tuning.from", e.what());
+      }
+      if (const nlohmann::json* m = t.raw("map")) {
+        if (!m->is_object())
+          throw_spec_error("$.tuning.map", "expected an object: {\"this cell\": \"its cell\"}");
+        for (const auto& [k, v] : m->items()) {
+          if (!v.is_string()) throw_spec_error("$.tuning.map." + k, "expected a cell id");
+          spec.tuning.map[k] = v.get<std::string>();
+        }
+      }
+      t.finish();
+    } else if (tuning_json) {
       SpecObject t = top.get_object("tuning", true);
       spec.tuning.lrs = number_list(t, "lr", {}, 0);
       std::sort(spec.tuning.lrs.begin(), spec.tuning.lrs.end());
@@ -646,7 +664,7 @@ ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentO
   for (size_t i = 0; i < n_cells && !report.interrupted; ++i) {
     ExperimentCell& cell = spec.cells[i];
     bool untunable = false;
-    while (spec.tuning.enabled()) {
+    while (spec.tuning.enabled() || spec.tuning.from) {
       TuningState st = tuning_state(spec, cell);
       if (st.chosen) {
         cell.lr = st.chosen;

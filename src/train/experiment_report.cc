@@ -412,7 +412,7 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
   for (const auto& spec_cell : spec.cells) {
     CellResult c;
     ExperimentCell cell = spec_cell;
-    if (spec.tuning.enabled()) {  // the final runs use the rate the tuning chose
+    if (spec.tuning.enabled() || spec.tuning.from) {  // the final runs use the tuned rate
       c.tuning = tuning_state(spec, cell);
       if (!cell.lr) cell.lr = c.tuning->chosen;
     }

@@ -62,6 +62,21 @@ nlohmann::json TuningState::to_json() const {
 
 TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell) {
   TuningState st;
+  if (spec.tuning.from) {
+    auto it = spec.tuning.map.find(cell.id);
+    const std::string id = it != spec.tuning.map.end() ? it->second : cell.id;
+    for (const auto& other : spec.tuning.from->cells) {
+      if (other.id != id) continue;
+      st = tuning_state(*spec.tuning.from, other);
+      st.pending.clear();
+      if (!st.chosen)
+        st.note = "experiment " + spec.tuning.from->name + " has not chosen a learning rate for " +
+                  id + " yet" + (st.note.empty() ? "" : " (" + st.note + ")");
+      return st;
+    }
+    st.note = "experiment " + spec.tuning.from->name + " has no cell " + id;
+    return st;
+  }
   if (!spec.tuning.enabled()) return st;
   std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
   BootstrapOptions few;  // the tuning's medians: the interval is only informative

@@ -165,6 +165,33 @@ TEST(ExperimentProtocol, TuningChoosesTheInteriorRateWithTheFewestFreshExamples)
   EXPECT_DOUBLE_EQ(r.cells[1].fresh_reduction_estimate->ratio, 2);
   EXPECT_NE(r.to_text().find("learning-rate tuning"), std::string::npos);
   EXPECT_NE(r.to_text().find("0.4*"), std::string::npos) << r.to_text();
+
+  // Another experiment (the network runs) takes its cells' rates from this one's tuning:
+  // by cell id, or through "map"; a cell the sweep has not tuned is refused, by name.
+  const std::string sweep_file = testing::temp_dir() + "/sweep.json";
+  std::ofstream(sweep_file) << spec.source.dump();
+  json net = {{"name", "network"},
+              {"base", base_config()},
+              {"out", testing::temp_dir() + "/network"},
+              {"tuning", {{"from", sweep_file}, {"map", {{"adaptive-m5", "before_aug-e4"}}}}},
+              {"grid",
+               {{"variants", {"baseline", "example_before_augmentation", "adaptive"}},
+                {"factors", {4, 2}},
+                {"adaptive_max_factor", 5},
+                {"seeds", {1}}}}};
+  ExperimentSpec n = experiment_spec_from_json(net, "");
+  std::map<std::string, std::optional<double>> chosen;
+  for (const auto& c : n.cells) chosen[c.id] = tuning_state(n, c).chosen;
+  EXPECT_EQ(chosen["baseline"], 0.2);
+  EXPECT_EQ(chosen["before_aug-e4"], 0.4);
+  EXPECT_EQ(chosen["adaptive-m5"], 0.4);
+  EXPECT_FALSE(chosen["before_aug-e2"].has_value());
+  const ExperimentCell* e2 = nullptr;
+  for (const auto& c : n.cells)
+    if (c.id == "before_aug-e2") e2 = &c;
+  ASSERT_NE(e2, nullptr);
+  EXPECT_NE(tuning_state(n, *e2).note.find("no cell before_aug-e2"), std::string::npos)
+      << tuning_state(n, *e2).note;
 }
 
 TEST(ExperimentProtocol, TuningStopsWideningAndSaysSo) {

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,11 +61,17 @@ struct ExperimentCell {
 // its budget); a winner at the edge of the list adds the next rate beyond it (same
 // ratio as its neighbour) up to `widen` times, so the chosen rate is interior. The
 // final runs (the grid's seeds, which must differ from the tuning seeds) use the winner.
+struct ExperimentSpec;
 struct TuningSpec {
   std::vector<double> lrs;      // sorted, log-spaced; empty: no tuning
   std::vector<uint64_t> seeds;  // tuning seeds
   int64_t widen = 2;
   bool enabled() const { return !lrs.empty(); }
+  // Or ("from"): take each cell's rate from the tuning of another experiment (the
+  // protocol's network runs use the sweep's rates), the cell of the same id there, or
+  // the one `map` names for it.
+  std::shared_ptr<const ExperimentSpec> from;
+  std::map<std::string, std::string> map;
 };
 
 // One cell's tuning, as far as the result files on disk go.
@@ -92,7 +100,9 @@ struct ExperimentSpec {
   nlohmann::json source;  // the experiment spec as read (saved as experiment.json)
 };
 
-// The tuning of one cell from the result files in spec.out (trains nothing).
+// The tuning of one cell from the result files in spec.out (trains nothing). With
+// "tuning": {"from": ...}, the tuning of the other experiment's cell (nothing pending:
+// that experiment runs its own tuning).
 TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell);
 
 // Reads an experiment spec (docs/results.md, "Experiment spec"). Paths in it are
