@@ -106,7 +106,7 @@ calibrate() {
       >"$OUT/profile_http.json"
     T_UP_MS="$(json_number upstream_ms_per_batch "$OUT/profile_http.json")"
     T_DOWN_MS="$(json_number downstream_ms_per_batch "$OUT/profile_http.json")"
-    R_MEASURED="$(json_number R "$OUT/profile_http.json")"
+    R_MEASURED="$(json_number R "$OUT/profile_http.json" | awk '{ printf "%.2f", $1 }')"  # 2 decimals: what the measurement supports
     echo "   upstream ${T_UP_MS} ms/batch, train step ${T_DOWN_MS} ms/batch: R = ${R_MEASURED}"
     if awk -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { exit !(r > 0.8 * t && r < 1.25 * t) }'; then
       break
