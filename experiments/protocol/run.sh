@@ -116,28 +116,13 @@ shift || true
 EXP="$OUT/network-r$R_GOAL"
 mkdir -p "$EXP"
 CAL="$EXP/calibration.txt"
-PORT=$((28540 + R_GOAL))  # stable: the URL is part of every run's recorded config
-URL="http://127.0.0.1:$PORT"
-SERVE_PID=""
-stop_server() {
-  if [[ -n "$SERVE_PID" ]]; then
-    kill -TERM "$SERVE_PID" 2>/dev/null || true
-    wait "$SERVE_PID" 2>/dev/null || true
-    SERVE_PID=""
-  fi
-}
+# nginx on loopback: start_server / stop_server of experiments/network_lib.sh, on a port
+# of its own that stays the same from one invocation to the next when it is free (the
+# URL is part of every run's recorded config: a new one would start the runs over).
+PREFERRED_PORT=$((28540 + R_GOAL))
+# shellcheck source=../network_lib.sh
+source experiments/network_lib.sh
 trap stop_server EXIT
-start_server() {  # start_server BYTES_PER_S_PER_CONNECTION
-  stop_server
-  "$BIN" serve "$OUT/shards" --port "$PORT" --rate "$1" >"$EXP/serve.log" 2>&1 &
-  SERVE_PID=$!
-  for _ in $(seq 100); do
-    grep -q '^http://' "$EXP/serve.log" && return 0
-    kill -0 "$SERVE_PID" 2>/dev/null || { cat "$EXP/serve.log" >&2; return 1; }
-    sleep 0.1
-  done
-}
-json_number() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }
 # measure_r SHARDS: R of the baseline (tuned rate) in a short training run whose
 # pipeline reads SHARDS (a folder or the URL), beside the train step as in the runs.
 CAL_STEPS="${CAL_STEPS:-200}"
@@ -166,6 +151,7 @@ else
   RATE="$(awk -v b="$BYTES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / 50000 * 128 / (r * s) / 4 }')"
   for attempt in 1 2 3 4 5; do
     start_server "$RATE"
+    URL="$BASE_URL"
     R_CAL="$(measure_r "$URL" | awk '{ printf "%.2f", $1 }')"
     echo "   attempt $attempt: $RATE bytes/s per connection x 4: R = $R_CAL (goal $R_GOAL)"
     if awk -v r="$R_CAL" -v g="$R_GOAL" 'BEGIN { exit !(r >= 0.9 * g && r <= 1.1 * g) }'; then break; fi
@@ -187,6 +173,10 @@ else
 fi
 FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
 start_server "$RATE"
+URL="$BASE_URL"
+if [[ "$URL" != "$(sed -n 's/^url: //p' "$CAL")" ]]; then
+  echo "protocol: port $PREFERRED_PORT is taken: serving at $URL, so runs recorded with the old URL start over" >&2
+fi
 render_network "$R_GOAL" "$FACTOR" "$URL"
 echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4"
 "$BIN" experiment "$CFG/config-r$R_GOAL/network.json" --progress lines "$@"
