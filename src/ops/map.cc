@@ -30,7 +30,11 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
     return o.fn(std::move(e), ctx);
   } catch (const Error& err) {
     if (err.code() == ErrorCode::kCancelled) throw;
-    throw Error(err.code(), label, "function '" + o.name + "' failed: " + err.what(), where);
+    // The element is named once: an inner error that names the same element (a missing
+    // field) keeps only its own stage and message.
+    std::string inner = err.stage().empty() ? err.message() : err.stage() + ": " + err.message();
+    if (!err.input().empty() && err.input() != where) inner += " (" + err.input() + ")";
+    throw Error(err.code(), label, "function '" + o.name + "' failed: " + inner, where);
   } catch (const std::exception& ex) {
     throw Error(ErrorCode::kInvalidArgument, label,
                 "function '" + o.name + "' failed: " + ex.what(), where);

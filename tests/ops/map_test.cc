@@ -71,6 +71,27 @@ TEST(Map, FunctionErrorReachesConsumerWithStageAndIdThenEnds) {
   }
 }
 
+// An inner error that names the same element (a missing field) does not name it twice;
+// one that names something else (a file) keeps it.
+TEST(Map, FunctionErrorNamesTheElementOnce) {
+  MapOptions o = square(1);
+  o.name = "needs_image";
+  o.fn = [](Example e, const MapContext&) {
+    e.get("image");
+    return e;
+  };
+  auto it = make_map(make_range({3}), o)->make_iterator({});
+  std::string msg = error_of([&] { it->next(); });
+  EXPECT_NE(msg.find("no field 'image' (fields: value) (element id 0)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("(element id 0) (element id 0)"), std::string::npos) << msg;
+  o.fn = [](Example, const MapContext&) -> Example {
+    throw Error(ErrorCode::kDataLoss, "png", "bad CRC", "a.png");
+  };
+  it = make_map(make_range({3}), o)->make_iterator({});
+  msg = error_of([&] { it->next(); });
+  EXPECT_NE(msg.find("png: bad CRC (a.png) (element id 0)"), std::string::npos) << msg;
+}
+
 TEST(Map, NeverHoldsMoreThanItsBound) {
   auto src = std::make_shared<CountingSource>(10000);
   MapOptions o = square(4);
