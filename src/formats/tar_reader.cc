@@ -105,9 +105,29 @@ bool TarReader::read_entry() {
     }
     if (r < ARCHIVE_WARN || r == ARCHIVE_RETRY) return fail("bad entry header", next_offset_);
     uint64_t header = base_ + static_cast<uint64_t>(archive_read_header_position(archive_));
-    if (archive_entry_filetype(entry) != AE_IFREG) continue;  // directories, links
+    const auto type = archive_entry_filetype(entry);
+    if (type == AE_IFDIR) continue;
     const char* p = archive_entry_pathname(entry);
     std::string name = p ? p : "";
+    // A link's data is not in the archive (a hard link's reads as empty): its sample is
+    // a bad sample that names it, never a sample silently missing a field.
+    std::string bad;
+    if (type == AE_IFLNK) {
+      const char* to = archive_entry_symlink(entry);
+      bad = "tar entry '" + name + "' is a symbolic link (to '" + (to ? to : "?") +
+            "'): only regular files are read";
+    } else if (archive_entry_hardlink(entry) != nullptr) {
+      bad = "tar entry '" + name + "' is a hard link (to '" + archive_entry_hardlink(entry) +
+            "'): only regular files are read";
+    } else if (type != AE_IFREG) {
+      bad = "tar entry '" + name + "' is not a regular file: only regular files are read";
+    }
+    if (!bad.empty()) {
+      set_pending(name, header, Buffer::allocate(0));
+      pending_bad_ = std::move(bad);
+      next_offset_ = header + 512;
+      return true;
+    }
     int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
     std::shared_ptr<Buffer> data;
     if (size >= 0 && size <= kPreallocateLimit) {
@@ -136,17 +156,23 @@ bool TarReader::read_entry() {
       data = Buffer::allocate(bytes.size());
       if (!bytes.empty()) std::memcpy(data->mutable_data(), bytes.data(), bytes.size());
     }
-    size_t slash = name.rfind('/');
-    size_t start = slash == std::string::npos ? 0 : slash + 1;
-    size_t dot = name.find('.', start);
-    pending_key_ = dot == std::string::npos ? name : name.substr(0, dot);
-    pending_ext_ = dot == std::string::npos ? "" : name.substr(dot + 1);
-    pending_offset_ = header;
-    pending_data_ = std::move(data);
-    have_pending_ = true;
+    set_pending(name, header, std::move(data));
     next_offset_ = header + 512 + ((data_size(pending_data_) + 511) / 512) * 512;
     return true;
   }
+}
+
+void TarReader::set_pending(const std::string& name, uint64_t header,
+                            std::shared_ptr<Buffer> data) {
+  size_t slash = name.rfind('/');
+  size_t start = slash == std::string::npos ? 0 : slash + 1;
+  size_t dot = name.find('.', start);
+  pending_key_ = dot == std::string::npos ? name : name.substr(0, dot);
+  pending_ext_ = dot == std::string::npos ? "" : name.substr(dot + 1);
+  pending_offset_ = header;
+  pending_data_ = std::move(data);
+  pending_bad_.clear();
+  have_pending_ = true;
 }
 
 TarReader::Status TarReader::next(TarSample* sample) {
@@ -168,7 +194,11 @@ TarReader::Status TarReader::next(TarSample* sample) {
       if (ext == pending_ext_ && bad.empty())
         bad = "duplicate tar entry '" + pending_key_ + "." + ext + "'";
     }
-    sample->entries.emplace_back(pending_ext_, std::move(pending_data_));
+    if (!pending_bad_.empty()) {
+      if (bad.empty()) bad = pending_bad_;
+    } else {
+      sample->entries.emplace_back(pending_ext_, std::move(pending_data_));
+    }
     have_pending_ = false;
   } while (read_entry() && pending_key_ == sample->key);
   if (corrupt_) {

@@ -156,6 +156,32 @@ TEST(Tar, BadLabelIsABadSample) {
   EXPECT_EQ(testing::ids(v), (std::vector<int64_t>{0, 2}));
 }
 
+// A symbolic or hard link holds no data in the archive: its sample is a bad sample that
+// names the link, never a sample silently missing that field (or holding it empty).
+TEST(Tar, LinksAreBadSamplesThatNameTheLink) {
+  for (const char* kind : {"-s", ""}) {
+    SCOPED_TRACE(*kind ? "symbolic link" : "hard link");
+    std::string dir = temp_dir();
+    make_samples(dir + "/a", 0, 3);
+    std::filesystem::remove(dir + "/a/sample01.jpg");
+    std::string cmd = std::string("ln ") + kind + " " +
+                      (*kind ? "sample00.jpg" : dir + "/a/sample00.jpg") + " " + dir +
+                      "/a/sample01.jpg";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    gnu_tar("-cf " + dir + "/s.tar -C " + dir + "/a .");
+    std::string msg =
+        error_of([&] { run_in(dir, R"({"source": {"kind": "tar", "uri": "s.tar"}})"); });
+    EXPECT_NE(msg.find("tar entry './sample01.jpg' is a " +
+                       std::string(*kind ? "symbolic" : "hard") + " link"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("only regular files are read"), std::string::npos) << msg;
+    auto v = run_in(dir, R"({"source": {"kind": "tar", "uri": "s.tar", "on_error": "skip"}})");
+    EXPECT_EQ(testing::ids(v), (std::vector<int64_t>{0, 2}));
+    for (const auto& e : v) EXPECT_EQ(e.get("jpg").shape()[0] > 0, true);
+  }
+}
+
 TEST(Tar, CorruptArchivesEndTheFileAndCountTheLoss) {
   std::string dir = make_shards(2, 4);
   std::string path = dir + "/shard-0.tar";

@@ -31,8 +31,8 @@ class TarReader {
   enum class Status {
     kOk,
     kEnd,
-    kBadSample,  // this sample is unusable (duplicate entry, entry without extension); reading goes
-                 // on
+    kBadSample,  // this sample is unusable (duplicate entry, entry without extension, a link);
+                 // reading goes on
     kCorrupt,    // unreadable from corrupt_offset() on (a sample cut by it included): the rest is
                  // lost
   };
@@ -62,7 +62,9 @@ class TarReader {
   void open();
   bool fail(const char* what, uint64_t offset);
   static uint64_t data_size(const std::shared_ptr<Buffer>& b) { return b ? b->size() : 0; }
-  bool read_entry();  // the next regular entry into pending_; false at the end or on error
+  bool
+  read_entry();  // the next entry (not a directory) into pending_; false at the end or on error
+  void set_pending(const std::string& name, uint64_t header, std::shared_ptr<Buffer> data);
   std::unique_ptr<ByteStream> stream_;
   struct archive* archive_ = nullptr;
   std::vector<char> chunk_;
@@ -73,6 +75,8 @@ class TarReader {
   uint64_t next_offset_ = 0, corrupt_offset_ = 0;
   bool have_pending_ = false;
   std::string pending_key_, pending_ext_;
+  // Why the pending entry cannot be read (a link): its sample is then a bad sample.
+  std::string pending_bad_;
   uint64_t pending_offset_ = 0;
   std::shared_ptr<Buffer> pending_data_;
 };
