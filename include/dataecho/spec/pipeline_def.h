@@ -1,0 +1,151 @@
+// PipelineDef: a pipeline as a value (seed, source, stages), made in C++ with a fluent
+// builder or parsed from the JSON spec (DESIGN.md section 3), written back to JSON, and
+// built into a running Pipeline. Everything that makes pipelines goes through build():
+// the JSON path, the experiment runner, the trainer's in-memory pipelines and the tests.
+//
+//   auto p = dataecho::range(1000)
+//                .map("augment", {{"flip", true}}, {.parallelism = 2})
+//                .echo({.factor = 2.5})
+//                .shuffle({.buffer = 1000})
+//                .batch({.size = 128})
+//                .build();
+//
+// Design: a stage holds its op and its options as the spec writes them. The typed
+// option structs below are the C++ front end; they write those options, and build()
+// hands them to the op's builder in the registry, which validates every option in one
+// place whichever way the definition was made (a typed schema per op kept beside the
+// builders would be a second copy of every rule). An error names the option by its JSON
+// path ($.stages[2].size), also for a definition made in C++ (the path its to_json()
+// gives it).
+// Thread-safety: a value type; build() may run on several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/dataset.h"
+#include "dataecho/pipeline.h"
+#include "dataecho/spec/build.h"
+
+namespace dataecho {
+
+// One stage: its op and its options ({"buffer": 1000} for a shuffle: every field of its
+// JSON object but "op").
+struct StageDef {
+  std::string op;
+  nlohmann::json options = nlohmann::json::object();
+  nlohmann::json to_json() const;  // {"op": ..., options...}
+  // For a map or filter: the function's name ("" otherwise or when not given).
+  std::string fn() const;
+  friend bool operator==(const StageDef&, const StageDef&) = default;
+};
+
+// Typed options of the fluent builder; unset fields keep the op's defaults.
+struct MapStageOptions {
+  int parallelism = 1;
+  std::optional<bool> deterministic = std::nullopt;  // default: the pipeline's
+  std::optional<int64_t> buffer = std::nullopt;      // default: max(16, parallelism)
+};
+struct ShuffleStageOptions {
+  int64_t buffer = 0;  // required, >= 1
+  std::optional<uint64_t> seed = std::nullopt;
+  std::optional<bool> reshuffle_each_iteration = std::nullopt;
+};
+struct BatchStageOptions {
+  int64_t size = 0;  // required, >= 1
+  bool drop_remainder = false;
+};
+struct EchoStageOptions {
+  double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
+  bool adaptive = false;  // adaptive echoing: repeats only while the input is late
+  std::optional<double> max_factor = std::nullopt;  // adaptive only
+  std::optional<uint64_t> seed = std::nullopt;
+};
+struct InterleaveStageOptions {
+  int64_t cycle = 4;
+  std::optional<int64_t> parallelism = std::nullopt;  // default: one thread per open shard
+  std::optional<int64_t> buffer_per_shard = std::nullopt;
+};
+
+class PipelineDef {
+ public:
+  PipelineDef() = default;
+  // A source of a registered kind with its options ({"count": 10} for a range).
+  PipelineDef(std::string kind, nlohmann::json options);
+  // A source that exists already (in-memory data, a dataset made by hand). Such a
+  // definition builds but has no JSON form; `fingerprint` stands for the source in the
+  // pipeline's state fingerprint.
+  static PipelineDef from_dataset(DatasetPtr source, std::string fingerprint);
+
+  // ---- the fluent stages ----
+  PipelineDef& map(std::string fn, nlohmann::json args = nlohmann::json::object(),
+                   MapStageOptions options = {});
+  PipelineDef& filter(std::string fn, nlohmann::json args = nlohmann::json::object());
+  PipelineDef& interleave(InterleaveStageOptions options = {});
+  PipelineDef& shuffle(ShuffleStageOptions options);
+  PipelineDef& echo(EchoStageOptions options);
+  PipelineDef& batch(BatchStageOptions options);
+  PipelineDef& prefetch(int64_t buffer = 2);
+  PipelineDef& repeat(int64_t count = -1);
+  PipelineDef& take(int64_t count);
+  PipelineDef& skip(int64_t count);
+  PipelineDef& shard(int64_t num_shards, int64_t index);
+  // Any registered op, by its JSON options (for ops of one's own).
+  PipelineDef& stage(std::string op, nlohmann::json options = nlohmann::json::object());
+  PipelineDef& seed(uint64_t seed);
+  PipelineDef& deterministic(bool on);
+
+  // ---- reading and editing (the typed transformations of the experiment runner) ----
+  uint64_t seed() const { return seed_.value_or(0); }
+  bool deterministic() const { return deterministic_.value_or(true); }
+  const std::string& source_kind() const { return source_kind_; }
+  const nlohmann::json& source_options() const { return source_options_; }
+  const std::vector<StageDef>& stages() const { return stages_; }
+  std::vector<StageDef>& mutable_stages() { return stages_; }
+  // The first stage at or after `from` with this op (and, when given, this function).
+  std::optional<size_t> find(const std::string& op, const std::string& fn = "",
+                             size_t from = 0) const;
+  void insert(size_t at, std::vector<StageDef> stages);
+
+  // ---- JSON ----
+  // Checks the structure (a source with a kind, a list of stages each with an op);
+  // each op's options are checked by build(). Errors name the JSON path.
+  static PipelineDef from_json(const nlohmann::json& spec);
+  // The spec: from_json(d.to_json()) == d, and to_json(from_json(j)) == j for a valid
+  // spec j ("name" and "comment" are kept). Throws for a definition made from_dataset.
+  nlohmann::json to_json() const;
+
+  // Validates every option, builds the nodes, labels them ("3:shuffle"), attaches their
+  // stats and wraps a builder's error with the stage's JSON path. The state fingerprint
+  // is a hash of the canonical JSON (the same as before PipelineDef existed).
+  std::unique_ptr<Pipeline> build(const BuildOptions& options = {}) const;
+
+  friend bool operator==(const PipelineDef& a, const PipelineDef& b);
+
+ private:
+  // Unset: not given (the spec's default), so that to_json() gives back what was read.
+  std::optional<uint64_t> seed_;
+  std::optional<bool> deterministic_;
+  bool has_stages_ = false;  // a "stages" list was given (possibly empty)
+  std::string source_kind_;
+  nlohmann::json source_options_ = nlohmann::json::object();
+  DatasetPtr source_dataset_;  // from_dataset
+  std::string source_fingerprint_;
+  std::vector<StageDef> stages_;
+  nlohmann::json extra_ = nlohmann::json::object();  // "name", "comment"
+};
+
+// The sources, by the names the spec uses.
+PipelineDef range(int64_t count, nlohmann::json options = nlohmann::json::object());
+PipelineDef tfrecord(std::vector<std::string> uris,
+                     nlohmann::json options = nlohmann::json::object());
+PipelineDef tar(std::vector<std::string> uris, nlohmann::json options = nlohmann::json::object());
+PipelineDef idx(std::string images, std::string labels = "",
+                nlohmann::json options = nlohmann::json::object());
+
+}  // namespace dataecho

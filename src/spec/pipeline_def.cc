@@ -1,0 +1,271 @@
+#include "dataecho/spec/pipeline_def.h"
+
+#include <functional>
+
+#include "dataecho/spec/registry.h"
+#include "dataecho/spec/spec_reader.h"
+
+namespace dataecho {
+namespace {
+
+std::string known_names(const auto& map) {
+  std::string s;
+  for (const auto& [k, v] : map) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+// Labels a node ("3:shuffle") and gives it its stats. The datasets are still private to
+// the build here: nothing iterates them yet.
+void attach(const DatasetPtr& ds, int64_t index, std::vector<DatasetPtr>& nodes) {
+  std::string label = std::to_string(index) + ":" + ds->op_name();
+  std::const_pointer_cast<Dataset>(ds)->attach(
+      label, std::make_shared<NodeStats>(label, ds->owns_threads()));
+  nodes.push_back(ds);
+}
+
+nlohmann::json with_field(nlohmann::json options, const char* key, nlohmann::json value) {
+  options[key] = std::move(value);
+  return options;
+}
+
+}  // namespace
+
+nlohmann::json StageDef::to_json() const {
+  nlohmann::json j = options.is_object() ? options : nlohmann::json::object();
+  j["op"] = op;
+  return j;
+}
+
+std::string StageDef::fn() const {
+  return options.is_object() && options.contains("fn") && options["fn"].is_string()
+             ? options["fn"].get<std::string>()
+             : "";
+}
+
+PipelineDef::PipelineDef(std::string kind, nlohmann::json options)
+    : source_kind_(std::move(kind)),
+      source_options_(options.is_null() ? nlohmann::json::object() : std::move(options)) {
+  source_options_.erase("kind");
+}
+
+PipelineDef PipelineDef::from_dataset(DatasetPtr source, std::string fingerprint) {
+  PipelineDef d;
+  d.source_dataset_ = std::move(source);
+  d.source_fingerprint_ = std::move(fingerprint);
+  return d;
+}
+
+PipelineDef& PipelineDef::stage(std::string op, nlohmann::json options) {
+  stages_.push_back(
+      {std::move(op), options.is_null() ? nlohmann::json::object() : std::move(options)});
+  has_stages_ = true;
+  return *this;
+}
+
+PipelineDef& PipelineDef::map(std::string fn, nlohmann::json args, MapStageOptions o) {
+  nlohmann::json j = {{"fn", std::move(fn)}};
+  if (!args.is_null() && !args.empty()) j["args"] = std::move(args);
+  if (o.parallelism != 1) j["parallelism"] = o.parallelism;
+  if (o.deterministic) j["deterministic"] = *o.deterministic;
+  if (o.buffer) j["buffer"] = *o.buffer;
+  return stage("map", std::move(j));
+}
+
+PipelineDef& PipelineDef::filter(std::string fn, nlohmann::json args) {
+  nlohmann::json j = {{"fn", std::move(fn)}};
+  if (!args.is_null() && !args.empty()) j["args"] = std::move(args);
+  return stage("filter", std::move(j));
+}
+
+PipelineDef& PipelineDef::interleave(InterleaveStageOptions o) {
+  nlohmann::json j = {{"cycle", o.cycle}};
+  if (o.parallelism) j["parallelism"] = *o.parallelism;
+  if (o.buffer_per_shard) j["buffer_per_shard"] = *o.buffer_per_shard;
+  return stage("interleave", std::move(j));
+}
+
+PipelineDef& PipelineDef::shuffle(ShuffleStageOptions o) {
+  nlohmann::json j = {{"buffer", o.buffer}};
+  if (o.seed) j["seed"] = *o.seed;
+  if (o.reshuffle_each_iteration) j["reshuffle_each_iteration"] = *o.reshuffle_each_iteration;
+  return stage("shuffle", std::move(j));
+}
+
+PipelineDef& PipelineDef::echo(EchoStageOptions o) {
+  nlohmann::json j;
+  if (o.adaptive) {
+    j["factor"] = "adaptive";
+    if (o.max_factor) j["max_factor"] = *o.max_factor;
+  } else {
+    // An integral factor is written as an integer ("factor": 2), as a person would.
+    if (o.factor == static_cast<double>(static_cast<int64_t>(o.factor)))
+      j["factor"] = static_cast<int64_t>(o.factor);
+    else
+      j["factor"] = o.factor;
+    if (o.max_factor) j["max_factor"] = *o.max_factor;  // refused by the builder
+  }
+  if (o.seed) j["seed"] = *o.seed;
+  return stage("echo", std::move(j));
+}
+
+PipelineDef& PipelineDef::batch(BatchStageOptions o) {
+  nlohmann::json j = {{"size", o.size}};
+  if (o.drop_remainder) j["drop_remainder"] = true;
+  return stage("batch", std::move(j));
+}
+
+PipelineDef& PipelineDef::prefetch(int64_t buffer) {
+  return stage("prefetch", {{"buffer", buffer}});
+}
+PipelineDef& PipelineDef::repeat(int64_t count) { return stage("repeat", {{"count", count}}); }
+PipelineDef& PipelineDef::take(int64_t count) { return stage("take", {{"count", count}}); }
+PipelineDef& PipelineDef::skip(int64_t count) { return stage("skip", {{"count", count}}); }
+PipelineDef& PipelineDef::shard(int64_t num_shards, int64_t index) {
+  return stage("shard", {{"num_shards", num_shards}, {"index", index}});
+}
+PipelineDef& PipelineDef::seed(uint64_t seed) {
+  seed_ = seed;
+  return *this;
+}
+PipelineDef& PipelineDef::deterministic(bool on) {
+  deterministic_ = on;
+  return *this;
+}
+
+std::optional<size_t> PipelineDef::find(const std::string& op, const std::string& fn,
+                                        size_t from) const {
+  for (size_t i = from; i < stages_.size(); ++i)
+    if (stages_[i].op == op && (fn.empty() || stages_[i].fn() == fn)) return i;
+  return std::nullopt;
+}
+
+void PipelineDef::insert(size_t at, std::vector<StageDef> stages) {
+  if (at > stages_.size()) at = stages_.size();
+  stages_.insert(stages_.begin() + static_cast<std::ptrdiff_t>(at),
+                 std::make_move_iterator(stages.begin()), std::make_move_iterator(stages.end()));
+  has_stages_ = true;
+}
+
+PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
+  PipelineDef d;
+  SpecObject top(spec, "$");
+  if (top.has("seed")) d.seed_ = static_cast<uint64_t>(top.get_int("seed", 0, 0));
+  if (top.has("deterministic")) d.deterministic_ = top.get_bool("deterministic", true);
+  for (const char* key : {"name", "comment"}) {
+    if (const nlohmann::json* v = top.raw(key)) d.extra_[key] = *v;
+  }
+  SpecObject src = top.get_object("source", true);
+  d.source_kind_ = src.get_string("kind");
+  d.source_options_ = spec.at("source");
+  d.source_options_.erase("kind");
+  if (const nlohmann::json* stages = top.raw("stages")) {
+    if (!stages->is_array())
+      throw_spec_error("$.stages",
+                       std::string("expected a list of stages, got ") + stages->type_name());
+    d.has_stages_ = true;
+    for (size_t i = 0; i < stages->size(); ++i) {
+      SpecObject st((*stages)[i], "$.stages[" + std::to_string(i) + "]");
+      StageDef s;
+      s.op = st.get_string("op");
+      s.options = (*stages)[i];
+      s.options.erase("op");
+      d.stages_.push_back(std::move(s));
+    }
+  }
+  top.finish();
+  return d;
+}
+
+nlohmann::json PipelineDef::to_json() const {
+  if (source_dataset_)
+    throw Error(ErrorCode::kInvalidArgument, "spec",
+                "a pipeline made from a dataset has no JSON form (its source is not a spec)");
+  nlohmann::json j = extra_;
+  if (seed_) j["seed"] = *seed_;
+  if (deterministic_) j["deterministic"] = *deterministic_;
+  j["source"] = with_field(source_options_, "kind", source_kind_);
+  if (has_stages_ || !stages_.empty()) {
+    j["stages"] = nlohmann::json::array();
+    for (const auto& s : stages_) j["stages"].push_back(s.to_json());
+  }
+  return j;
+}
+
+std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const {
+  BuildContext ctx;
+  ctx.seed = seed();
+  ctx.deterministic = deterministic();
+  ctx.base_dir = options.base_dir;
+  const Registry& reg = registry();
+  std::vector<DatasetPtr> nodes;
+
+  DatasetPtr ds = source_dataset_;
+  if (!ds) {
+    const nlohmann::json src_json = with_field(source_options_, "kind", source_kind_);
+    SpecObject src(src_json, "$.source");
+    std::string kind = src.get_string("kind");
+    auto sb = reg.sources.find(kind);
+    if (sb == reg.sources.end())
+      throw_spec_error(src.field_path("kind"), "unknown source kind \"" + kind +
+                                                   "\" (known: " + known_names(reg.sources) + ")");
+    ctx.node_index = 0;
+    ds = sb->second(src, ctx);
+    src.finish();
+  }
+  attach(ds, 0, nodes);
+
+  nlohmann::json stages_json = nlohmann::json::array();
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    stages_json.push_back(stages_[i].to_json());
+    SpecObject st(stages_json.back(), "$.stages[" + std::to_string(i) + "]");
+    std::string op = st.get_string("op");
+    auto b = reg.stages.find(op);
+    if (b == reg.stages.end())
+      throw_spec_error(st.field_path("op"),
+                       "unknown op \"" + op + "\" (known: " + known_names(reg.stages) + ")");
+    ctx.node_index = static_cast<int64_t>(i) + 1;
+    try {
+      ds = b->second(st, ds, ctx);
+    } catch (const Error& e) {
+      if (e.stage() == "spec") throw;
+      throw_spec_error(st.path(), e.what());
+    }
+    st.finish();
+    attach(ds, ctx.node_index, nodes);
+  }
+  // The state fingerprint: a hash of the canonical spec, as before PipelineDef existed,
+  // so that saved states keep restoring.
+  std::string fingerprint = source_dataset_
+                                ? source_fingerprint_ + ":" + stages_json.dump()
+                                : std::to_string(std::hash<std::string>{}(to_json().dump()));
+  return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint);
+}
+
+bool operator==(const PipelineDef& a, const PipelineDef& b) {
+  return a.seed_ == b.seed_ && a.deterministic_ == b.deterministic_ &&
+         a.has_stages_ == b.has_stages_ && a.source_kind_ == b.source_kind_ &&
+         a.source_options_ == b.source_options_ && a.source_dataset_ == b.source_dataset_ &&
+         a.source_fingerprint_ == b.source_fingerprint_ && a.stages_ == b.stages_ &&
+         a.extra_ == b.extra_;
+}
+
+PipelineDef range(int64_t count, nlohmann::json options) {
+  return PipelineDef(
+      "range", with_field(options.is_null() ? nlohmann::json::object() : options, "count", count));
+}
+PipelineDef tfrecord(std::vector<std::string> uris, nlohmann::json options) {
+  return PipelineDef(
+      "tfrecord", with_field(options.is_null() ? nlohmann::json::object() : options, "uri", uris));
+}
+PipelineDef tar(std::vector<std::string> uris, nlohmann::json options) {
+  return PipelineDef(
+      "tar", with_field(options.is_null() ? nlohmann::json::object() : options, "uri", uris));
+}
+PipelineDef idx(std::string images, std::string labels, nlohmann::json options) {
+  nlohmann::json o = with_field(options.is_null() ? nlohmann::json::object() : options, "images",
+                                std::move(images));
+  if (!labels.empty()) o["labels"] = std::move(labels);
+  return PipelineDef("idx", std::move(o));
+}
+
+}  // namespace dataecho
