@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "commands.h"
-#include "dataecho/spec/build.h"
+#include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho::cli {
 namespace {
@@ -51,19 +51,14 @@ struct Cell {
   double ratio_to_ideal = 0;
 };
 
-nlohmann::json cell_spec(const Config& c, double upstream_ms, std::optional<double> factor) {
-  nlohmann::json stages = nlohmann::json::array();
-  stages.push_back({{"op", "batch"}, {"size", c.batch_size}});
-  stages.push_back({{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", upstream_ms}}}});
-  if (factor) {
-    stages.push_back({{"op", "prefetch"}, {"buffer", c.prefetch}});
-    stages.push_back({{"op", "echo"}, {"factor", *factor}});
-  } else {
-    stages.push_back({{"op", "echo"}, {"factor", "adaptive"}, {"max_factor", c.max_factor}});
-  }
-  return {{"seed", 1},
-          {"source", {{"kind", "range"}, {"count", int64_t{1} << 40}}},
-          {"stages", stages}};
+PipelineDef cell_def(const Config& c, double upstream_ms, std::optional<double> factor) {
+  PipelineDef d = range(int64_t{1} << 40).seed(1).batch({.size = c.batch_size});
+  d.map("sleep", {{"ms", upstream_ms}});
+  if (factor)
+    d.prefetch(c.prefetch).echo({.factor = *factor});
+  else
+    d.echo({.adaptive = true, .max_factor = c.max_factor});
+  return d;
 }
 
 Cell run_cell(const Config& c, double ratio, std::optional<double> factor) {
@@ -73,7 +68,7 @@ Cell run_cell(const Config& c, double ratio, std::optional<double> factor) {
   cell.upstream_ms = ratio * c.downstream_ms;
   cell.mode = factor ? "fixed" : "adaptive";
   cell.factor = factor ? *factor : c.max_factor;
-  auto pipeline = build_pipeline(cell_spec(c, cell.upstream_ms, factor));
+  auto pipeline = cell_def(c, cell.upstream_ms, factor).build();
   const auto step = std::chrono::nanoseconds(std::llround(c.downstream_ms * 1e6));
   const auto window = std::chrono::duration<double>(c.seconds);
   int64_t fresh_seen = 0;

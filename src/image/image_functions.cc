@@ -176,6 +176,9 @@ Tensor as_decoded(const Tensor& t) {
 }  // namespace
 
 void register_image_functions(Registry& r) {
+  r.map_fn_traits["decode_image"] = {.augmentation = false, .decodes = true};
+  r.map_fn_traits["augment"] = {.augmentation = true, .decodes = false};
+  r.map_fn_traits["decode_augment"] = {.augmentation = true, .decodes = true};
   r.map_fns["decode_image"] = [](SpecObject& a) -> MapFn {
     Fields f = field_args(a);
     DecodeOptions d = decode_args(a);

@@ -23,6 +23,12 @@ void attach(const DatasetPtr& ds, int64_t index, std::vector<DatasetPtr>& nodes)
   nodes.push_back(ds);
 }
 
+// An integral factor is written as an integer ("factor": 2), as a person would.
+nlohmann::json factor_json(double f) {
+  if (f == static_cast<double>(static_cast<int64_t>(f))) return static_cast<int64_t>(f);
+  return f;
+}
+
 nlohmann::json with_field(nlohmann::json options, const char* key, nlohmann::json value) {
   options[key] = std::move(value);
   return options;
@@ -93,17 +99,8 @@ PipelineDef& PipelineDef::shuffle(ShuffleStageOptions o) {
 
 PipelineDef& PipelineDef::echo(EchoStageOptions o) {
   nlohmann::json j;
-  if (o.adaptive) {
-    j["factor"] = "adaptive";
-    if (o.max_factor) j["max_factor"] = *o.max_factor;
-  } else {
-    // An integral factor is written as an integer ("factor": 2), as a person would.
-    if (o.factor == static_cast<double>(static_cast<int64_t>(o.factor)))
-      j["factor"] = static_cast<int64_t>(o.factor);
-    else
-      j["factor"] = o.factor;
-    if (o.max_factor) j["max_factor"] = *o.max_factor;  // refused by the builder
-  }
+  j["factor"] = o.adaptive ? nlohmann::json("adaptive") : factor_json(o.factor);
+  if (o.max_factor) j["max_factor"] = factor_json(*o.max_factor);  // fixed: refused by the builder
   if (o.seed) j["seed"] = *o.seed;
   return stage("echo", std::move(j));
 }

@@ -18,6 +18,8 @@
 
 #include "dataecho/core/error.h"
 #include "dataecho/spec/build.h"
+#include "dataecho/spec/pipeline_def.h"
+#include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
 #include "dataecho/train/trainer.h"
 #include "experiment_internal.h"
@@ -133,12 +135,6 @@ EchoVariant placement_from_name(const std::string& path, const std::string& name
     throw_spec_error(path,
                      "expected example_before_augmentation, example_after_augmentation or batch");
   return v;
-}
-
-bool is_augment_map(const nlohmann::json& stage, bool include_fused) {
-  if (!stage.is_object() || stage.value("op", "") != "map") return false;
-  const std::string fn = stage.value("fn", "");
-  return fn == "augment" || (include_fused && fn == "decode_augment");
 }
 
 std::string fmt_duration(double s) {
@@ -394,51 +390,57 @@ nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const Exp
   if (!base_train_spec.is_object() || !base_train_spec.contains("stages") ||
       !base_train_spec["stages"].is_array())
     experiment_error("cell " + cell.id + ": the training spec has no \"stages\" list");
-  nlohmann::json spec = base_train_spec;
-  nlohmann::json& stages = spec["stages"];
-  std::optional<size_t> batch, augment, fused;
+  PipelineDef def = PipelineDef::from_json(base_train_spec);
+  derive_cell_def(def, cell);
+  return def.to_json();
+}
+
+void derive_cell_def(PipelineDef& def, const ExperimentCell& cell) {
+  // The augmentation map, and a map that decodes and augments at once, by what their
+  // functions declare (MapFnTraits), not by their names.
+  const Registry& reg = registry();
+  std::optional<size_t> batch = def.find("batch"), augment, fused;
+  const auto& stages = def.stages();
   for (size_t i = 0; i < stages.size(); ++i) {
-    const nlohmann::json& s = stages[i];
-    const std::string op = s.is_object() ? s.value("op", "") : "";
-    if (op == "echo")
+    if (stages[i].op == "echo")
       experiment_error("cell " + cell.id +
                        ": the base training spec already has an echo stage "
                        "($.stages[" +
                        std::to_string(i) + "]); the experiment inserts its own");
-    if (op == "batch" && !batch) batch = i;
-    if (!augment && is_augment_map(s, false)) augment = i;
-    if (!fused && is_augment_map(s, true) && !is_augment_map(s, false)) fused = i;
+    if (stages[i].op != "map") continue;
+    const MapFnTraits t = reg.traits_of(stages[i].fn());
+    if (!t.augmentation) continue;
+    if (!t.decodes && !augment) augment = i;
+    if (t.decodes && !fused) fused = i;
   }
   if (!batch) experiment_error("cell " + cell.id + ": the training spec has no batch stage");
-  if (cell.batch_size > 0) stages[*batch]["size"] = cell.batch_size;
-  if (cell.variant == EchoVariant::kBaseline) return spec;
+  if (cell.batch_size > 0) def.mutable_stages()[*batch].options["size"] = cell.batch_size;
+  if (cell.variant == EchoVariant::kBaseline) return;
 
   const EchoVariant place =
       cell.variant == EchoVariant::kAdaptive ? cell.adaptive_placement : cell.variant;
-  // An integral factor is written as an integer ("factor": 2), as a person would.
-  const nlohmann::json factor = cell.factor == std::floor(cell.factor)
-                                    ? nlohmann::json(static_cast<int64_t>(cell.factor))
-                                    : nlohmann::json(cell.factor);
-  nlohmann::json echo = {{"op", "echo"}};
+  EchoStageOptions echo;
   if (cell.variant == EchoVariant::kAdaptive) {
-    echo["factor"] = "adaptive";
-    echo["max_factor"] = factor;
+    echo.adaptive = true;
+    echo.max_factor = cell.factor;
   } else {
-    echo["factor"] = factor;
+    echo.factor = cell.factor;
   }
-  std::vector<nlohmann::json> insert = {echo};
+  PipelineDef echo_def;
+  echo_def.echo(echo);
+  if (place != EchoVariant::kBatch && cell.shuffle_after_echo > 0)
+    echo_def.shuffle({.buffer = cell.shuffle_after_echo});
   size_t at = 0;
   if (place == EchoVariant::kBatch) {
     at = *batch + 1;
   } else {
-    if (cell.shuffle_after_echo > 0)
-      insert.push_back({{"op", "shuffle"}, {"buffer", cell.shuffle_after_echo}});
     if (place == EchoVariant::kExampleBeforeAugmentation) {
       if (fused && (!augment || *fused < *augment))
         experiment_error("cell " + cell.id +
                          ": cannot echo before augmentation: the spec decodes and augments in "
-                         "one map (decode_augment at $.stages[" +
-                         std::to_string(*fused) + "]); split it into decode_image and augment");
+                         "one map (" +
+                         stages[*fused].fn() + " at $.stages[" + std::to_string(*fused) +
+                         "]); split it into decode_image and augment");
       at = augment ? *augment : *batch;
     } else {
       std::optional<size_t> a = augment;
@@ -450,16 +452,7 @@ nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const Exp
                        ": the augment map comes after the batch stage; "
                        "cannot place an example echo there");
   }
-  nlohmann::json out = nlohmann::json::array();
-  for (size_t i = 0; i < stages.size(); ++i) {
-    if (i == at)
-      for (auto& s : insert) out.push_back(s);
-    out.push_back(stages[i]);
-  }
-  if (at >= stages.size())
-    for (auto& s : insert) out.push_back(s);
-  stages = std::move(out);
-  return spec;
+  def.insert(at, echo_def.stages());
 }
 
 namespace detail {

@@ -8,6 +8,8 @@
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/spec/build.h"
+#include "dataecho/spec/pipeline_def.h"
+#include "dataecho/spec/registry.h"
 #include "dataecho/train/input.h"
 #include "dataecho/train/model.h"
 #include "dataecho/train/optimizer.h"
@@ -105,19 +107,14 @@ ProfileReport run_profile(const ProfileOptions& o) {
   if (!o.train_pipeline) {
     if (!spec.is_object())
       throw Error(ErrorCode::kInvalidArgument, "profile", "no training spec given");
-    if (o.strip_echo && spec.contains("stages") && spec["stages"].is_array()) {
-      nlohmann::json kept = nlohmann::json::array();
-      int removed = 0;
-      for (const auto& st : spec["stages"]) {
-        if (st.is_object() && st.value("op", "") == "echo") {
-          ++removed;
-        } else {
-          kept.push_back(st);
-        }
-      }
-      if (removed > 0) {
-        spec["stages"] = kept;
-        rep.notes = "removed " + std::to_string(removed) +
+    if (o.strip_echo) {
+      PipelineDef def = PipelineDef::from_json(spec);
+      auto& stages = def.mutable_stages();
+      const size_t before = stages.size();
+      std::erase_if(stages, [](const StageDef& s) { return s.op == "echo"; });
+      if (stages.size() < before) {
+        spec = def.to_json();
+        rep.notes = "removed " + std::to_string(before - stages.size()) +
                     " echo stage(s) from the spec to measure the pipeline without echo";
       }
     }
@@ -213,20 +210,20 @@ ProfileReport run_profile(const ProfileOptions& o) {
   bool after_batch = false;
   bool augment_after = false;
   if (!o.train_pipeline && spec.contains("stages")) {
-    const auto& stages = spec["stages"];
-    for (size_t i = 0; i + 1 <= static_cast<size_t>(rep.slowest_stage_index) && i < stages.size();
-         ++i) {
-      if (stages[i].value("op", "") == "batch") after_batch = true;
-    }
-    for (size_t i = static_cast<size_t>(rep.slowest_stage_index); i < stages.size(); ++i) {
-      if (stages[i].value("op", "") == "map" && stages[i].value("fn", "") == "augment")
+    PipelineDef def = PipelineDef::from_json(spec);
+    const auto& stages = def.stages();
+    const size_t slowest = static_cast<size_t>(rep.slowest_stage_index);
+    for (size_t i = 0; i < slowest && i < stages.size(); ++i)
+      if (stages[i].op == "batch") after_batch = true;
+    // An augmentation after the slowest stage, by what its function declares
+    // (decode_augment too, which the profile used to miss).
+    for (size_t i = slowest; i < stages.size(); ++i)
+      if (stages[i].op == "map" && registry().traits_of(stages[i].fn()).augmentation)
         augment_after = true;
-    }
-    nlohmann::json rec = spec;
-    nlohmann::json echo = {{"op", "echo"}, {"factor", rep.recommended_factor}};
-    auto& st = rec["stages"];
-    st.insert(st.begin() + rep.slowest_stage_index, echo);
-    rep.recommended_spec = rec;
+    PipelineDef echo;
+    echo.echo({.factor = rep.recommended_factor});
+    def.insert(slowest, echo.stages());
+    rep.recommended_spec = def.to_json();
   }
   std::string where = "right after " + rep.slowest_stage;
   if (after_batch) {

@@ -33,11 +33,24 @@ using StageBuilder =
 using MapFnBuilder = std::function<MapFn(SpecObject& args)>;
 using PredicateBuilder = std::function<Predicate(SpecObject& args)>;
 
+// What a map function is, for the tools that edit pipelines (the experiment runner
+// places an echo before or after the augmentation by these, not by function names).
+struct MapFnTraits {
+  bool augmentation = false;  // random per element and per echo copy (augment)
+  bool decodes = false;       // turns encoded bytes into an image (decode_image)
+};
+
 struct Registry {
   std::map<std::string, SourceBuilder> sources;
   std::map<std::string, StageBuilder> stages;
   std::map<std::string, MapFnBuilder> map_fns;
+  std::map<std::string, MapFnTraits> map_fn_traits;  // absent: neither
   std::map<std::string, PredicateBuilder> predicates;
+
+  MapFnTraits traits_of(const std::string& map_fn) const {
+    auto it = map_fn_traits.find(map_fn);
+    return it == map_fn_traits.end() ? MapFnTraits{} : it->second;
+  }
 };
 
 const Registry& registry();

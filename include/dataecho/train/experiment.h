@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/spec/pipeline_def.h"
 #include "dataecho/train/run_statistics.h"
 
 namespace dataecho::train {
@@ -112,16 +113,20 @@ ExperimentSpec experiment_spec_from_json(const nlohmann::json& json, const std::
 ExperimentSpec load_experiment_spec(const std::string& path);
 
 // The training pipeline spec of one cell: the base spec with the batch size set and the
-// echo (and shuffle-after-echo) stages inserted at the variant's place. The rule:
-//   example_before_augmentation: right before the first augment map (before the batch
+// echo (and shuffle-after-echo) stages inserted at the variant's place. Augmentation maps
+// are found by their functions' traits (MapFnTraits: augment is one, decode_augment one
+// that also decodes). The rule:
+//   example_before_augmentation: right before the first augmentation map (before the batch
 //     stage when there is none); refused when augmentation is fused with decoding
 //     (decode_augment);
-//   example_after_augmentation: right after the first augment or decode_augment map
+//   example_after_augmentation: right after the first augmentation map
 //     (before the batch stage when there is none);
 //   batch: right after the first batch stage (no shuffle after it);
 //   adaptive: {"factor": "adaptive", "max_factor": factor} at adaptive_placement.
 // A base spec that already has an echo stage, or no batch stage, is refused.
 nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const ExperimentCell& cell);
+// The same on a PipelineDef, in place (derive_cell_spec is this on the parsed spec).
+void derive_cell_def(PipelineDef& def, const ExperimentCell& cell);
 
 // Median, min and max of the values over the seeds that reached the target.
 struct Spread {
