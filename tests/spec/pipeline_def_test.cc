@@ -1,14 +1,15 @@
 // PipelineDef: the fluent builder builds what the same JSON spec builds; JSON round trips
 // exactly for every op and every spec the project ships; errors of a definition made in
 // C++ name the JSON path; state saved by a pipeline built from JSON restores into one
-// built from the definition; the edits the experiment runner makes.
+// built from the definition; the edits the experiment runner makes; functions of one's
+// own, registered from C++ (through the single API header).
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "dataecho/core/example_json.h"
-#include "dataecho/spec/pipeline_def.h"
+#include "dataecho/dataecho.h"
 #include "test_util.h"
 
 namespace dataecho {
@@ -144,6 +145,53 @@ TEST(PipelineDef, FindAndInsertStages) {
   for (const auto& s : d.stages()) ops.push_back(s.op);
   EXPECT_EQ(ops, (std::vector<std::string>{"echo", "shuffle", "map", "batch"}));
   EXPECT_EQ(testing::drain(*d.build()).size(), 10u);
+}
+
+}  // namespace
+}  // namespace dataecho
+
+namespace dataecho {
+namespace {
+
+// A function registered from C++ works from the fluent builder and from a JSON spec, its
+// arguments are validated by what it reads, and a name cannot be taken twice.
+TEST(Registry, UserFunctionsWorkFromCppAndJsonWithTheirArgumentsChecked) {
+  register_map_function("test_add",
+                        [](SpecObject& args) -> MapFn {
+                          const int64_t n = args.get_int("n", std::nullopt, 0, 100);
+                          return [n](Example e, const MapContext&) {
+                            e.set("value",
+                                  Tensor::scalar<int64_t>(e.get("value").item<int64_t>() + n));
+                            return e;
+                          };
+                        },
+                        {.augmentation = true, .decodes = false});
+  register_filter("test_below", [](SpecObject& args) -> Predicate {
+    const int64_t limit = args.get_int("limit");
+    return [limit](const Example& e) { return e.id() < limit; };
+  });
+  EXPECT_TRUE(registry().traits_of("test_add").augmentation);
+  auto values = [](Pipeline& p) {
+    std::vector<int64_t> v;
+    for (const auto& e : testing::drain(p)) v.push_back(e.get("value").item<int64_t>());
+    return v;
+  };
+  auto a = range(5).filter("test_below", {{"limit", 3}}).map("test_add", {{"n", 10}}).build();
+  EXPECT_EQ(values(*a), (std::vector<int64_t>{10, 11, 12}));
+  auto b = build_pipeline(json::parse(R"({"source": {"kind": "range", "count": 5}, "stages": [
+      {"op": "filter", "fn": "test_below", "args": {"limit": 3}},
+      {"op": "map", "fn": "test_add", "args": {"n": 10}}]})"));
+  EXPECT_EQ(values(*b), (std::vector<int64_t>{10, 11, 12}));
+  EXPECT_NE(testing::error_of([] {
+              range(5).map("test_add", {{"n", 1000}}).build();
+            }).find("$.stages[0].args.n"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([] { range(5).map("test_add").build(); }).find("$.stages[0].args.n"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([] {
+              register_map_function("augment", [](SpecObject&) -> MapFn { return {}; });
+            }).find("\"augment\" is registered already"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -55,6 +55,18 @@ struct Registry {
 
 const Registry& registry();
 
+// Extension points: a map function, filter predicate, stage op or source kind of one's
+// own, usable from the fluent builder and from JSON specs alike. The builder receives the
+// stage's "args" (a source or op: its whole object) as a SpecObject: what it reads with
+// the typed getters is its argument schema, and any other argument is refused with its
+// JSON path ($.stages[1].args.scale: ...). A name already taken (built in or registered)
+// is refused. Register at start-up, before building pipelines: registration is
+// serialized, but building reads the registry without a lock.
+void register_map_function(const std::string& name, MapFnBuilder builder, MapFnTraits traits = {});
+void register_filter(const std::string& name, PredicateBuilder builder);
+void register_stage(const std::string& op, StageBuilder builder);
+void register_source(const std::string& kind, SourceBuilder builder);
+
 // Registration functions of each layer.
 void register_core_builders(Registry& r);
 void register_builtin_functions(Registry& r);
