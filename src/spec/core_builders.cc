@@ -11,12 +11,6 @@
 namespace dataecho {
 namespace {
 
-std::string known_names(const auto& map) {
-  std::string s;
-  for (const auto& [k, v] : map) s += (s.empty() ? "" : ", ") + k;
-  return s;
-}
-
 template <class Builder>
 auto function_builder(SpecObject& st, const std::map<std::string, Builder>& known,
                       const char* what) {

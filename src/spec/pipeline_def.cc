@@ -8,12 +8,6 @@
 namespace dataecho {
 namespace {
 
-std::string known_names(const auto& map) {
-  std::string s;
-  for (const auto& [k, v] : map) s += (s.empty() ? "" : ", ") + k;
-  return s;
-}
-
 // Labels a node ("3:shuffle") and gives it its stats. The datasets are still private to
 // the build here: nothing iterates them yet.
 void attach(const DatasetPtr& ds, int64_t index, std::vector<DatasetPtr>& nodes) {

@@ -55,6 +55,14 @@ struct Registry {
 
 const Registry& registry();
 
+// "a, b, c": the names a registry map knows, for "unknown ..." errors.
+template <class Map>
+std::string known_names(const Map& map) {
+  std::string s;
+  for (const auto& [k, v] : map) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
 // Extension points: a map function, filter predicate, stage op or source kind of one's
 // own, usable from the fluent builder and from JSON specs alike. The builder receives the
 // stage's "args" (a source or op: its whole object) as a SpecObject: what it reads with
