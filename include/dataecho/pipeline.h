@@ -17,8 +17,11 @@ namespace dataecho {
 class Pipeline {
  public:
   // `nodes` are the chain's datasets in order, source first (for stats); `fingerprint`
-  // identifies the spec, so that a state saved from another pipeline is refused.
-  Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint = "");
+  // identifies the spec, so that a state saved from another pipeline is refused;
+  // `v1_fingerprint`, the same under the first state format (restores states saved
+  // before it changed; "" for a pipeline that never had one).
+  Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint = "",
+           std::string v1_fingerprint = "");
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -41,6 +44,7 @@ class Pipeline {
   DatasetPtr root_;
   std::vector<DatasetPtr> nodes_;
   std::string fingerprint_;
+  std::string v1_fingerprint_;
   std::shared_ptr<CancellationToken> token_;
   std::unique_ptr<Iterator> it_;
   int64_t returned_ = 0;

@@ -4,13 +4,19 @@
 
 namespace dataecho {
 namespace {
-constexpr std::string_view kStateMagic = "dataecho-pipeline-state-v1";
-}
+// v2: the fingerprint is a fixed hash of the canonical spec (PipelineDef). v1 (before
+// 2026-11-30): std::hash of the spec's JSON, which is implementation-defined; v1 states
+// still restore where the pipeline knows its v1 fingerprint.
+constexpr std::string_view kStateMagic = "dataecho-pipeline-state-v2";
+constexpr std::string_view kStateMagicV1 = "dataecho-pipeline-state-v1";
+}  // namespace
 
-Pipeline::Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint)
+Pipeline::Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint,
+                   std::string v1_fingerprint)
     : root_(std::move(root)),
       nodes_(std::move(nodes)),
       fingerprint_(std::move(fingerprint)),
+      v1_fingerprint_(std::move(v1_fingerprint)),
       token_(CancellationToken::make()) {
   IteratorContext ctx;
   ctx.cancel = token_;
@@ -50,9 +56,18 @@ std::string Pipeline::save() {
 
 void Pipeline::restore(std::string_view state) {
   StateReader r(state);
-  r.expect(kStateMagic);
+  const std::string format = r.read_string();
+  if (format != kStateMagic && format != kStateMagicV1) {
+    const std::string shown = format.size() > 64 ? format.substr(0, 64) + "..." : format;
+    throw_error(ErrorCode::kInvalidArgument, "pipeline",
+                "the saved state is of format '" + shown + "': this dataecho reads " +
+                    std::string(kStateMagicV1) + " and " + std::string(kStateMagic) +
+                    (format.rfind("dataecho-pipeline-state-v", 0) == 0
+                         ? " (a state from a newer dataecho?)"
+                         : " (not a dataecho pipeline state?)"));
+  }
   std::string fp = r.read_string();
-  if (fp != fingerprint_) {
+  if (fp != (format == kStateMagic ? fingerprint_ : v1_fingerprint_)) {
     throw_error(ErrorCode::kInvalidArgument, "pipeline",
                 "the saved state belongs to a different pipeline spec");
   }

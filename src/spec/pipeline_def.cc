@@ -1,5 +1,6 @@
 #include "dataecho/spec/pipeline_def.h"
 
+#include <cstdio>
 #include <functional>
 
 #include "dataecho/spec/registry.h"
@@ -224,12 +225,22 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     st.finish();
     attach(ds, ctx.node_index, nodes);
   }
-  // The state fingerprint: a hash of the canonical spec, as before PipelineDef existed,
-  // so that saved states keep restoring.
-  std::string fingerprint = source_dataset_
-                                ? source_fingerprint_ + ":" + stages_json.dump()
-                                : std::to_string(std::hash<std::string>{}(to_json().dump()));
-  return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint);
+  // The state fingerprint: a fixed hash (64-bit FNV-1a) of the canonical JSON, which does
+  // not depend on the compiler's std::hash; beside it the first format's (std::hash of
+  // the same JSON), so that states saved before the change still restore.
+  std::string fingerprint, v1;
+  if (source_dataset_) {
+    fingerprint = v1 = source_fingerprint_ + ":" + stages_json.dump();
+  } else {
+    const std::string canonical = to_json().dump();
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : canonical) h = (h ^ c) * 0x100000001b3ull;
+    char hex[40];
+    std::snprintf(hex, sizeof hex, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+    fingerprint = hex;
+    v1 = std::to_string(std::hash<std::string>{}(canonical));
+  }
+  return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint, v1);
 }
 
 bool operator==(const PipelineDef& a, const PipelineDef& b) {

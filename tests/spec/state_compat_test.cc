@@ -1,0 +1,84 @@
+// Saved pipeline state stays readable: a state file written by the previous release
+// (format v1, tests/fixtures/state_v1.bin: `dataecho pipe state_v1_spec.json --limit 3
+// --save-state`, whose fingerprint was std::hash of the spec's JSON) restores and goes on
+// with exactly the elements a fresh run gives after its first 3; today's states (v2, a
+// fixed hash of the canonical spec) restore; another format or another spec is refused
+// with a message that says which.
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "dataecho/core/example_json.h"
+#include "dataecho/dataecho.h"
+#include "test_util.h"
+
+namespace dataecho {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(DATAECHO_SOURCE_DIR) + "/tests/fixtures/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines(Pipeline& p) {
+  std::vector<std::string> out;
+  for (const auto& e : testing::drain(p)) out.push_back(example_to_json(e, true).dump());
+  return out;
+}
+
+PipelineDef fixture_def() {
+  return PipelineDef::from_json(parse_spec_text(fixture("state_v1_spec.json"), "fixture"));
+}
+
+TEST(StateCompat, StateOfThePreviousReleaseRestores) {
+  const std::string v1 = fixture("state_v1.bin");
+  ASSERT_FALSE(v1.empty());
+  ASSERT_NE(v1.find("dataecho-pipeline-state-v1"), std::string::npos);
+  auto full = lines(*fixture_def().build());
+  auto p = fixture_def().build();
+  p->restore(v1);
+  EXPECT_EQ(lines(*p), std::vector<std::string>(full.begin() + 3, full.end()));
+  // ... and what the previous release printed after restoring it.
+  std::istringstream expected(fixture("state_v1_rest.jsonl"));
+  std::vector<std::string> want;
+  for (std::string l; std::getline(expected, l);) want.push_back(nlohmann::json::parse(l).dump());
+  auto q = fixture_def().build();
+  q->restore(v1);
+  std::vector<std::string> got;
+  for (const auto& e : testing::drain(*q))
+    got.push_back(nlohmann::json(example_to_json(e, true)).dump());
+  EXPECT_EQ(got, want);
+}
+
+TEST(StateCompat, TodaysStateRestoresAndOthersAreRefusedSayingWhy) {
+  auto p = fixture_def().build();
+  testing::drain(*p, 3);
+  const std::string v2 = p->save();
+  EXPECT_NE(v2.find("dataecho-pipeline-state-v2"), std::string::npos);
+  EXPECT_NE(v2.find("fnv1a64:"), std::string::npos);
+  auto q = fixture_def().build();
+  q->restore(v2);
+  EXPECT_EQ(testing::drain(*q).size(), 17u);
+
+  std::string future = v2;
+  future.replace(future.find("state-v2"), 8, "state-v9");
+  EXPECT_NE(testing::error_of([&] {
+              fixture_def().build()->restore(future);
+            }).find("format 'dataecho-pipeline-state-v9'"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] { fixture_def().build()->restore("garbage"); }).find("state"),
+            std::string::npos);
+  auto other = fixture_def().seed(6).build();
+  EXPECT_NE(testing::error_of([&] { other->restore(v2); }).find("different pipeline spec"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              fixture_def().seed(6).build()->restore(fixture("state_v1.bin"));
+            }).find("different pipeline spec"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dataecho
