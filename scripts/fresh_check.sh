@@ -98,8 +98,9 @@ cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
 chmod +x "$ROOT/usr/sbin/policy-rc.d"
 mkdir -p "$ROOT/root/dataecho"
-git -C "$REPO" archive HEAD | tar -x -C "$ROOT/root/dataecho"
-echo "== copied $(git -C "$REPO" rev-parse --short HEAD) into $ROOT/root/dataecho"
+COMMIT=$(git -C "$REPO" rev-parse --short HEAD)  # once: HEAD may move while the check runs
+git -C "$REPO" archive "$COMMIT" | tar -x -C "$ROOT/root/dataecho"
+echo "== copied $COMMIT into $ROOT/root/dataecho"
 
 for d in proc sys dev; do
   mount --rbind "/$d" "$ROOT/$d"
@@ -130,6 +131,6 @@ FAILED=0
 [[ -z "$ONLY" || "$ONLY" == test ]] && run_in_root test scripts/test.sh
 
 echo
-echo "== fresh_check: minimal Debian 12 root, commit $(git -C "$REPO" rev-parse --short HEAD), $(($(date +%s) - t0)) s in all"
+echo "== fresh_check: minimal Debian 12 root, commit $COMMIT, $(($(date +%s) - t0)) s in all"
 printf '   %s\n' "${RESULTS[@]}"
 exit "$FAILED"
