@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "adaptive_echo.h"
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/echo.h"
@@ -286,14 +287,6 @@ class AdaptiveEchoDataset : public Dataset {
 }  // namespace
 
 DatasetPtr make_adaptive_echo(DatasetPtr input, const EchoOptions& o) {
-  if (!input) throw_error(ErrorCode::kInvalidArgument, "echo", "no input");
-  if (!std::isfinite(o.max_factor) || o.max_factor < 1 || o.max_factor > kMaxEchoFactor) {
-    throw_error(ErrorCode::kInvalidArgument, "echo",
-                "max_factor must be a number in [1, 1000000], got " + std::to_string(o.max_factor));
-  }
-  if (o.buffer < 1)
-    throw_error(ErrorCode::kInvalidArgument, "echo",
-                "buffer must be >= 1, got " + std::to_string(o.buffer));
   return std::make_shared<AdaptiveEchoDataset>(std::move(input), o);
 }
 

@@ -2,6 +2,8 @@
 // lives in adaptive_echo.cc. make_echo validates the options for both.
 #include "dataecho/ops/echo.h"
 
+#include "adaptive_echo.h"
+
 #include <cmath>
 
 #include "dataecho/core/rng.h"
@@ -140,16 +142,21 @@ void check_factor(const char* name, double v) {
 
 }  // namespace
 
-DatasetPtr make_echo(DatasetPtr input, const EchoOptions& o) {
-  if (!input) throw_error(ErrorCode::kInvalidArgument, "echo", "no input");
+void validate_echo_options(const EchoOptions& o) {
   if (o.adaptive) {
     check_factor("max_factor", o.max_factor);
     if (o.buffer < 1)
       throw_error(ErrorCode::kInvalidArgument, "echo",
                   "buffer must be >= 1, got " + std::to_string(o.buffer));
-    return make_adaptive_echo(std::move(input), o);
+  } else {
+    check_factor("factor", o.factor);
   }
-  check_factor("factor", o.factor);
+}
+
+DatasetPtr make_echo(DatasetPtr input, const EchoOptions& o) {
+  if (!input) throw_error(ErrorCode::kInvalidArgument, "echo", "no input");
+  validate_echo_options(o);
+  if (o.adaptive) return make_adaptive_echo(std::move(input), o);
   return std::make_shared<EchoDataset>(std::move(input), o);
 }
 

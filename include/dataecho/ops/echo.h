@@ -64,7 +64,8 @@ inline constexpr double kMaxEchoFactor = 1e6;
 // factor or max_factor below 1, above kMaxEchoFactor or not finite, or a buffer < 1.
 DatasetPtr make_echo(DatasetPtr input, const EchoOptions& options);
 
-// The adaptive mode alone (make_echo calls it); options validated by the caller.
-DatasetPtr make_adaptive_echo(DatasetPtr input, const EchoOptions& options);
+// The one check of an echo's options, which make_echo applies (and the spec builder
+// through it): throws kInvalidArgument naming the option and its range.
+void validate_echo_options(const EchoOptions& options);
 
 }  // namespace dataecho
