@@ -319,6 +319,8 @@ nlohmann::json CellResult::to_json() const {
                       {"achieved_echo", achieved_echo.to_json()},
                       {"r_estimate", r.to_json()},
                       {"raw_reads_to_target", raw_reads.to_json()},
+                      {"steps_per_second", steps_per_second.to_json()},
+                      {"cpu_cap", opt_json(cpu_cap)},
                       {"fresh_reduction", opt_json(fresh_reduction)},
                       {"speedup", opt_json(speedup)},
                       {"ideal_speedup", opt_json(ideal_speedup)},
@@ -419,7 +421,7 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
     c.cell = cell;
     auto it = errors.find(cell.id);
     if (it != errors.end()) c.errors = it->second;
-    std::vector<double> fresh, steps, secs, wall, echo, r, raw;
+    std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate;
     std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
     for (uint64_t seed : cell.seeds) {
       nlohmann::json res =
@@ -437,6 +439,7 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
       c.runs.push_back({{"seed", seed}, {"summary", s}});
       if (auto v = opt_number(s, "achieved_echo")) echo.push_back(*v);
       if (auto v = opt_number(s, "r_estimate")) r.push_back(*v);
+      if (auto v = opt_number(s, "steps_per_second")) rate.push_back(*v);
       const bool hit = s.value("reached_target", false);
       auto observe = [&](std::vector<Observation>& obs, const char* to_target, const char* total) {
         if (auto v = opt_number(s, hit ? to_target : total)) obs.push_back({*v, !hit});
@@ -458,6 +461,7 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
     c.achieved_echo = spread_of(echo);
     c.r = spread_of(r);
     c.raw_reads = spread_of(raw);
+    c.steps_per_second = spread_of(rate);
     c.fresh_estimate = estimate_median(fresh_obs);
     c.wall_estimate = estimate_median(wall_obs);
     c.fresh_observations = std::move(fresh_obs);
@@ -480,6 +484,8 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
       c.speedup = *b->wall_seconds.median / *c.wall_seconds.median;
     if (b->r.median && c.achieved_echo.median)
       c.ideal_speedup = std::min(*c.achieved_echo.median, *b->r.median);
+    if (b->steps_per_second.median && c.steps_per_second.median && *b->steps_per_second.median > 0)
+      c.cpu_cap = *c.steps_per_second.median / *b->steps_per_second.median;
     c.fresh_reduction_estimate = estimate_ratio(b->fresh_observations, c.fresh_observations);
     c.speedup_estimate = estimate_ratio(b->wall_observations, c.wall_observations);
   }
@@ -496,7 +502,7 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
            "wall_seconds_max,achieved_echo_median,achieved_echo_min,achieved_echo_max,"
            "r_median,r_min,r_max,fresh_reduction,speedup,ideal_speedup,status,errors,"
            "censored_runs,fresh_reduction_ci_lo,fresh_reduction_ci_hi,speedup_ci_lo,"
-           "speedup_ci_hi,lr\n";
+           "speedup_ci_hi,lr,cpu_cap\n";
     for (const auto& c : report.cells) {
       std::string errs;
       for (const auto& e : c.errors) errs += (errs.empty() ? "" : "; ") + e;
@@ -514,7 +520,8 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
         csv << "," << (*e ? fmt((*e)->ci.lo, "%.4g") : "") << ","
             << (*e ? fmt((*e)->ci.hi, "%.4g") : "");
       }
-      csv << "," << (c.cell.lr ? fmt(*c.cell.lr, "%.6g") : "") << "\n";
+      csv << "," << (c.cell.lr ? fmt(*c.cell.lr, "%.6g") : "") << "," << fmt(c.cpu_cap, "%.4g")
+          << "\n";
     }
   }
   nlohmann::json cells = nlohmann::json::array();

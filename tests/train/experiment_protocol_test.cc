@@ -39,7 +39,8 @@ void write_run(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t 
                   {"fresh", hit ? fresh + 100 : fresh},
                   {"wall_seconds", hit ? wall + 1 : wall},
                   {"achieved_echo", 1.0},
-                  {"r_estimate", 1.0}};
+                  {"r_estimate", 1.0},
+                  {"steps_per_second", 1000.0 / wall}};
   if (hit) {
     summary["fresh_to_target"] = fresh;
     summary["wall_seconds_to_target"] = wall;
@@ -99,6 +100,9 @@ TEST(ExperimentProtocol, ReportGivesMediansIntervalsAndRatiosWithCensoredRuns) {
   EXPECT_DOUBLE_EQ(echo.speedup_estimate->ratio, 100.0 / 45);
   EXPECT_LE(echo.speedup_estimate->ci.hi, 100.0 / 40 + 1e-12);
   EXPECT_GE(echo.speedup_estimate->ci.lo, 100.0 / 90 - 1e-12);
+  // C: the cell's median steps per second over the baseline's (1000/45 over 1000/100).
+  ASSERT_TRUE(echo.cpu_cap);
+  EXPECT_NEAR(*echo.cpu_cap, 100.0 / 45, 1e-9);
   // The legacy figures (over the runs that reached the target) are still there.
   EXPECT_DOUBLE_EQ(*echo.fresh.median, 250);
 

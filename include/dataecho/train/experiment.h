@@ -142,7 +142,11 @@ struct CellResult {
   std::vector<nlohmann::json> runs;  // each finished run's result.json
   int64_t reached = 0;               // runs that reached the target
   Spread fresh, steps, seconds, wall_seconds, achieved_echo, r;
-  Spread raw_reads;  // the source's reads to target (read-ahead included)
+  Spread raw_reads;         // the source's reads to target (read-ahead included)
+  Spread steps_per_second;  // training steps per second (start-up included)
+  // C (docs/protocol.md, change 2): this cell's median steps per second over its
+  // baseline's, in the same (unthrottled) sweep: below 1, the CPU holds the cell back.
+  std::optional<double> cpu_cap;
   // The protocol's estimates (docs/protocol.md): every run counts, one that never
   // reached the target at its budget (censored); 95% percentile-bootstrap intervals.
   std::optional<MedianEstimate> fresh_estimate, wall_estimate;
