@@ -232,8 +232,8 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
   }
   if (!acc_list.empty()) {
     gp << "set output \"accuracy_vs_fresh.\".fmt\n"
-       << "set title " << name << ".\": test accuracy vs fresh examples read\"\n"
-       << "set xlabel \"fresh examples read\"\nset ylabel \"test accuracy\"\n"
+       << "set title " << name << ".\": accuracy on the evaluation set vs fresh examples read\"\n"
+       << "set xlabel \"fresh examples read\"\nset ylabel \"evaluation accuracy (the target's set)\"\n"
        << "set xrange [0:*]\nset yrange [*:*]\nplot ";
     for (size_t i = 0; i < acc_list.size(); ++i)
       gp << (i ? ", \\\n  " : "") << "\"accuracy_vs_fresh.dat\" index " << i

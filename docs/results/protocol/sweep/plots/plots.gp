@@ -12,9 +12,9 @@ set yrange [0:*]
 plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
   422528 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "accuracy_vs_fresh.".fmt
-set title "protocol".": test accuracy vs fresh examples read"
+set title "protocol".": accuracy on the evaluation set vs fresh examples read"
 set xlabel "fresh examples read"
-set ylabel "test accuracy"
+set ylabel "evaluation accuracy (the target's set)"
 set xrange [0:*]
 set yrange [*:*]
 plot "accuracy_vs_fresh.dat" index 0 using 1:2 with linespoints title "baseline (seed 3)", \
