@@ -2,7 +2,7 @@
 # The pre-registered experiment of docs/protocol.md, in resumable parts.
 #   experiments/protocol/run.sh sweep [dataecho experiment flags]
 #       the tuning sweep and the fresh-example counts: every cell of sweep.json, compute-
-#       bound on local shards (a fixed echo factor gives the same data order whatever the
+#       bound on local shards, after the committed runs (docs/results/protocol/sweep) (a fixed echo factor gives the same data order whatever the
 #       timing, tests/train/protocol_test.cc). Interrupt it at any time (Ctrl-C, or
 #       `timeout -s INT 40m ...`): finished runs are kept and never redone; the run in
 #       flight starts over next time.
@@ -105,6 +105,12 @@ if [[ ! -f "$OUT/shards/.done" ]]; then
   touch "$OUT/shards/.done"
 fi
 if [[ "$PART" == sweep ]]; then
+  # Runs finished on another machine and committed (run.sh collect) are not redone: their
+  # files join the output folder unless a run of the same name is there already.
+  if [[ -d docs/results/protocol/sweep/cells ]]; then
+    mkdir -p "$OUT/sweep"
+    cp -rn docs/results/protocol/sweep/cells "$OUT/sweep/"
+  fi
   echo "protocol sweep: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
   exec "$BIN" experiment "$CFG/config/sweep.json" --progress lines "$@"
 fi
