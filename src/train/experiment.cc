@@ -654,6 +654,9 @@ ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentO
   for (const auto& c : spec.cells) final_left += static_cast<int64_t>(c.seeds.size());
   int64_t final_index = 0;
   const std::string n_str = std::to_string(n_cells);
+  auto tune_head = [&](size_t i) {  // "[tune 2/14] before_aug-e4-sb1000"
+    return "[tune " + std::to_string(i + 1) + "/" + n_str + "] " + spec.cells[i].id;
+  };
   for (size_t i = 0; i < n_cells && !report.interrupted; ++i) {
     ExperimentCell& cell = spec.cells[i];
     bool untunable = false;
@@ -661,15 +664,13 @@ ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentO
       TuningState st = tuning_state(spec, cell);
       if (st.chosen) {
         cell.lr = st.chosen;
-        log("[tune " + std::to_string(i + 1) + "/" + n_str + "] " + cell.id + ": learning rate " +
-            num(*st.chosen) + (st.note.empty() ? "" : " (" + st.note + ")"));
+        log(tune_head(i) + ": learning rate " + num(*st.chosen) +
+            (st.note.empty() ? "" : " (" + st.note + ")"));
         break;
       }
       if (st.pending.empty() || options.dry_run) {
         if (!st.note.empty()) errors[cell.id].push_back("tuning: " + st.note);
-        for (double lr : st.pending)
-          log("[tune " + std::to_string(i + 1) + "/" + n_str + "] " + cell.id + " lr " + num(lr) +
-              ": to run");
+        for (double lr : st.pending) log(tune_head(i) + " lr " + num(lr) + ": to run");
         untunable = true;
         break;
       }
@@ -683,8 +684,7 @@ ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentO
           }
           if (options.stop && options.stop->load()) report.interrupted = true;
           if (report.interrupted) break;
-          log("[tune " + std::to_string(i + 1) + "/" + n_str + "] " + cell.id + " lr " + num(lr) +
-              " seed " + std::to_string(seed));
+          log(tune_head(i) + " lr " + num(lr) + " seed " + std::to_string(seed));
           const auto t0 = Clock::now();
           std::string error;
           RunOutcome o = train_run(spec, tc, seed, options, log, &error);

@@ -233,7 +233,8 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
   if (!acc_list.empty()) {
     gp << "set output \"accuracy_vs_fresh.\".fmt\n"
        << "set title " << name << ".\": accuracy on the evaluation set vs fresh examples read\"\n"
-       << "set xlabel \"fresh examples read\"\nset ylabel \"evaluation accuracy (the target's set)\"\n"
+       << "set xlabel \"fresh examples read\"\nset ylabel \"evaluation accuracy (the target's "
+          "set)\"\n"
        << "set xrange [0:*]\nset yrange [*:*]\nplot ";
     for (size_t i = 0; i < acc_list.size(); ++i)
       gp << (i ? ", \\\n  " : "") << "\"accuracy_vs_fresh.dat\" index " << i
@@ -424,18 +425,9 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
     std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate;
     std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
     for (uint64_t seed : cell.seeds) {
-      nlohmann::json res =
-          read_json_file((fs::path(run_dir(spec, cell, seed)) / "result.json").string());
-      if (!res.is_object()) continue;
       // Only results of this cell's current config count.
-      try {
-        nlohmann::json identity;
-        cell_config(spec, cell, seed, options, &identity);
-        if (res.value("config", nlohmann::json()) != identity) continue;
-      } catch (const std::exception&) {
-        continue;
-      }
-      const nlohmann::json& s = res["summary"];
+      const nlohmann::json s = finished_summary(spec, cell, seed);
+      if (!s.is_object()) continue;
       c.runs.push_back({{"seed", seed}, {"summary", s}});
       if (auto v = opt_number(s, "achieved_echo")) echo.push_back(*v);
       if (auto v = opt_number(s, "r_estimate")) r.push_back(*v);

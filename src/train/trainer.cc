@@ -226,6 +226,9 @@ TrainResult Trainer::run() {
   const fs::path out = c.out;
   const fs::path ckpt_dir = out / "checkpoint";
   const fs::path snap_dir = out / "snapshots";
+  auto snapshot_file = [&](int64_t at_step) {
+    return snap_dir / ("step-" + std::to_string(at_step) + ".pt");
+  };
 
   // ---- everything that can be refused is checked before the first step ----
   nlohmann::json model_json = train_config_to_json(c)["model"];
@@ -450,7 +453,7 @@ TrainResult Trainer::run() {
       int64_t t0 = now_ns();
       Snapshot s{e, model_bytes(*model)};
       if (!out.empty()) {
-        write_file(snap_dir / ("step-" + std::to_string(step) + ".pt"), s.weights);
+        write_file(snapshot_file(step), s.weights);
         s.weights.clear();
       }
       const double took = (now_ns() - t0) / 1e9;
@@ -642,7 +645,7 @@ TrainResult Trainer::run() {
     const std::string final_weights = model_bytes(*model);
     bool tested = false;
     for (Snapshot& s : snaps) {
-      const fs::path file = snap_dir / ("step-" + std::to_string(s.record.step) + ".pt");
+      const fs::path file = snapshot_file(s.record.step);
       load_model_bytes(*model, s.weights.empty() ? read_file(file) : s.weights);
       EvalRecord e = s.record;
       evaluate_model(e);
