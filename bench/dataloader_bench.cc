@@ -1,7 +1,8 @@
 // dataloader_bench: the dataecho side of bench/dataloader_compare.sh (issue 8).
 //
-//   dataloader_bench pipeline --spec FILE [--epochs E] [--json FILE]
-//       Builds the pipeline from FILE once per epoch and pulls it to the end. The
+//   dataloader_bench pipeline --spec FILE [--epochs E] [--json FILE] [--fusion on|off]
+//       Builds the pipeline from FILE once per epoch and pulls it to the end (with
+//       `--fusion off`, without the map-and-batch fusion rewrite: bench/fusion_compare.sh). The
 //       elements must be batches (field `image`, rows = shape[0]). An epoch's rate is
 //       the images after its first batch over the time from the first batch to the
 //       last, the same rule the DataLoader side (dataloader_compare.py) uses, so that
@@ -44,13 +45,15 @@ namespace {
 
 struct Args {
   std::string mode, spec, dir, json;
+  bool fusion = true;
   int epochs = 3;
   int threads = 1;
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
-               "usage: dataloader_bench pipeline --spec FILE [--epochs E] [--json FILE]\n"
+               "usage: dataloader_bench pipeline --spec FILE [--epochs E] [--json FILE] "
+               "[--fusion on|off]\n"
                "       dataloader_bench reference --dir DIR [--threads T] [--epochs E] [--json "
                "FILE]\n");
   std::exit(2);
@@ -73,6 +76,8 @@ Args parse(int argc, char** argv) {
       a.epochs = std::stoi(v);
     else if (k == "--threads")
       a.threads = std::stoi(v);
+    else if (k == "--fusion" && (v == "on" || v == "off"))
+      a.fusion = v == "on";
     else
       usage();
   }
@@ -111,7 +116,9 @@ nlohmann::json run_pipeline(const Args& a) {
   int64_t images = 0, batches = 0;
   nlohmann::json shape;
   for (int epoch = 0; epoch < a.epochs; ++epoch) {
-    auto pipeline = build_pipeline_from_file(a.spec);
+    BuildOptions options;
+    options.map_and_batch_fusion = a.fusion;
+    auto pipeline = build_pipeline_from_file(a.spec, options);
     Clock::time_point first{};
     double first_cpu = 0;
     int64_t after_first = 0, n = 0, nb = 0;
@@ -143,6 +150,7 @@ nlohmann::json run_pipeline(const Args& a) {
   j["batches_per_epoch"] = batches;
   j["batch_shape"] = shape;
   j["spec"] = a.spec;
+  j["fusion"] = a.fusion;
   return j;
 }
 

@@ -26,16 +26,12 @@
 namespace dataecho {
 
 class Dataset;
-class RowPlacer;
 
 struct IteratorContext {
   std::shared_ptr<CancellationToken> cancel = CancellationToken::make();
   // The pass over the data this iterator serves: `repeat` counts its passes here so
   // that a seeded shuffle below it reshuffles each epoch.
   int64_t epoch = 0;
-  // Set by `batch` for its direct input only, when that input accepts_row_placer() (an
-  // ordered map): map-and-batch fusion, see RowPlacer in ops/batch.h. Not passed on.
-  std::shared_ptr<RowPlacer> placer;
 };
 
 class Iterator {
@@ -91,9 +87,6 @@ class Dataset : public std::enable_shared_from_this<Dataset> {
   // over shards, whose shards count into its stats however they are read), so that its
   // own iterator does not count them a second time.
   virtual bool counts_elements() const { return true; }
-  // Whether its iterator computes each output into the batch row a RowPlacer gives
-  // (IteratorContext::placer): its outputs must be one per input, in order.
-  virtual bool accepts_row_placer() const { return false; }
 
   // The dataset must be owned by a shared_ptr (all make_* functions return one).
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const;

@@ -1,4 +1,4 @@
-#include "dataecho/io/nginx_config.h"
+#include "io/nginx_config.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -3,67 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "batch_builder.h"
+#include "map_and_batch.h"
+
 namespace dataecho {
-
-// ---- RowPlacer ----
-
-bool RowPlacer::slot_for(int64_t k, OutputSlot* slot) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!has_column_ || k < 0) return false;
-  slot->dtype = dtype_;
-  slot->shape = shape_;
-  slot->buffer = buffer_locked(k / size_);
-  slot->offset = static_cast<size_t>(k % size_) * row_bytes_;
-  slot->taken = false;
-  return true;
-}
-
-bool RowPlacer::has_column() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return has_column_;
-}
-
-void RowPlacer::set_column(DType dtype, const Shape& shape) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (has_column_) return;
-  dtype_ = dtype;
-  shape_ = shape;
-  row_bytes_ = static_cast<size_t>(shape_elements(shape)) * dtype_size(dtype);
-  has_column_ = true;
-}
-
-bool RowPlacer::is_column(DType dtype, const Shape& shape) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return has_column_ && dtype == dtype_ && shape == shape_;
-}
-
-std::shared_ptr<Buffer> RowPlacer::buffer_locked(int64_t b) {
-  auto& buf = buffers_[b];
-  if (!buf) buf = Buffer::allocate(row_bytes_ * static_cast<size_t>(size_));
-  return buf;
-}
-
-std::shared_ptr<Buffer> RowPlacer::batch_buffer(int64_t b) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return buffer_locked(b);
-}
-
-bool RowPlacer::holds(const Buffer* buffer) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [b, buf] : buffers_)
-    if (buf.get() == buffer) return true;
-  return false;
-}
-
-void RowPlacer::finish_batch(int64_t b) {
-  std::lock_guard<std::mutex> lock(mu_);
-  buffers_.erase(b);
-}
-
-void RowPlacer::reset() {
-  std::lock_guard<std::mutex> lock(mu_);
-  buffers_.clear();
-}
 
 // ---- BatchBuilder ----
 
@@ -206,15 +149,26 @@ namespace {
 
 class BatchDataset : public Dataset {
  public:
-  BatchDataset(DatasetPtr input, BatchOptions o) : input_(std::move(input)), o_(o) {}
+  // fused: the input is a map that keeps order (fuse_map_and_batch checked it).
+  BatchDataset(DatasetPtr input, BatchOptions o, bool fused = false)
+      : input_(std::move(input)), o_(o), fused_(fused) {}
   std::string op_name() const override { return "batch"; }
+  const DatasetPtr& input() const { return input_; }
+  const BatchOptions& options() const { return o_; }
+  bool fused() const { return fused_; }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    IteratorContext c = ctx;
-    c.placer = input_->accepts_row_placer() ? std::make_shared<RowPlacer>(o_.size) : nullptr;
-    auto placer = c.placer;
-    return std::make_unique<It>(input_->make_iterator(c), o_, std::move(placer));
+    auto in = input_->make_iterator(ctx);
+    std::shared_ptr<RowPlacer> placer;
+    if (fused_) {
+      auto* placing = dynamic_cast<RowPlacingIterator*>(in.get());
+      if (placing == nullptr)
+        throw_error(ErrorCode::kInternal, label(), "fused batch over a node that places no rows");
+      placer = std::make_shared<RowPlacer>(o_.size);
+      placing->set_row_placer(placer);
+    }
+    return std::make_unique<It>(std::move(in), o_, std::move(placer));
   }
 
  private:
@@ -291,9 +245,18 @@ class BatchDataset : public Dataset {
 
   DatasetPtr input_;
   BatchOptions o_;
+  bool fused_ = false;
 };
 
 }  // namespace
+
+DatasetPtr fuse_map_and_batch(const DatasetPtr& node) {
+  const auto* batch = dynamic_cast<const BatchDataset*>(node.get());
+  if (batch == nullptr || batch->fused()) return node;
+  const auto* map = dynamic_cast<const RowPlacingDataset*>(batch->input().get());
+  if (map == nullptr || !map->keeps_order()) return node;
+  return std::make_shared<BatchDataset>(batch->input(), batch->options(), true);
+}
 
 DatasetPtr make_batch(DatasetPtr input, const BatchOptions& o) {
   if (o.size < 1)

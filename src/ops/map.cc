@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "dataecho/core/clock.h"
-#include "dataecho/ops/batch.h"
+#include "map_and_batch.h"
 #include "worker_pause.h"
 
 namespace dataecho {
@@ -19,7 +19,7 @@ namespace {
 
 // Runs the map function on output `seq` and turns whatever it throws into an Error
 // naming the node, the function and the element. Fused with a batch (`placer`), the
-// output's big tensor is computed straight into its row.
+// output's big tensor is computed straight into its row (see map_and_batch.h).
 Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::string& label,
               RowPlacer* placer, int64_t seq) {
   std::string where = e.describe();
@@ -41,31 +41,27 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
   }
 }
 
-class MapDataset : public Dataset {
+class MapDataset : public Dataset, public RowPlacingDataset {
  public:
   MapDataset(DatasetPtr input, MapOptions o) : input_(std::move(input)), o_(std::move(o)) {}
   std::string op_name() const override { return "map(" + o_.name + ")"; }
   bool owns_threads() const override { return o_.parallelism > 1; }
-  // One output per input, in input order: a batch above may have outputs computed in
-  // their rows. Not when unordered (the k-th output is not the k-th input's).
-  bool accepts_row_placer() const override { return o_.deterministic || o_.parallelism <= 1; }
+  // One output per input, in input order: a batch above may be fused with it. Not when
+  // unordered (the k-th output is not the k-th input's).
+  bool keeps_order() const override { return o_.deterministic || o_.parallelism <= 1; }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    IteratorContext below = ctx;
-    below.placer = nullptr;  // for this map only
-    std::shared_ptr<RowPlacer> placer = accepts_row_placer() ? ctx.placer : nullptr;
-    if (o_.parallelism <= 1)
-      return std::make_unique<SyncIt>(input_->make_iterator(below), this, ctx, std::move(placer));
-    return std::make_unique<ParallelIt>(input_, this, below, std::move(placer));
+    if (o_.parallelism <= 1) return std::make_unique<SyncIt>(input_->make_iterator(ctx), this, ctx);
+    return std::make_unique<ParallelIt>(input_, this, ctx);
   }
 
  private:
-  class SyncIt : public Iterator {
+  class SyncIt : public Iterator, public RowPlacingIterator {
    public:
-    SyncIt(std::unique_ptr<Iterator> in, const MapDataset* ds, const IteratorContext& ctx,
-           std::shared_ptr<RowPlacer> placer)
-        : in_(std::move(in)), ds_(ds), token_(ctx.cancel), placer_(std::move(placer)) {}
+    SyncIt(std::unique_ptr<Iterator> in, const MapDataset* ds, const IteratorContext& ctx)
+        : in_(std::move(in)), ds_(ds), token_(ctx.cancel) {}
+    void set_row_placer(std::shared_ptr<RowPlacer> placer) override { placer_ = std::move(placer); }
     void save(StateWriter& w) override {
       w.begin("map");
       w.write_u64(0);
@@ -108,11 +104,10 @@ class MapDataset : public Dataset {
   // sequence number; unordered mode emits the oldest finished result. A worker takes a
   // new element only while fewer than `capacity` are in flight or waiting, and never
   // during save(), which waits until no worker holds an element outside `done_`.
-  class ParallelIt : public Iterator {
+  class ParallelIt : public Iterator, public RowPlacingIterator {
    public:
-    ParallelIt(DatasetPtr input, const MapDataset* ds, const IteratorContext& ctx,
-               std::shared_ptr<RowPlacer> placer)
-        : ds_(ds), token_(ctx.cancel->child()), placer_(std::move(placer)) {
+    ParallelIt(DatasetPtr input, const MapDataset* ds, const IteratorContext& ctx)
+        : ds_(ds), token_(ctx.cancel->child()) {
       IteratorContext c = ctx;
       c.cancel = token_;
       in_ = input->make_iterator(c);
@@ -130,6 +125,11 @@ class MapDataset : public Dataset {
       token_->cancel();
       for (auto& t : workers_) t.join();
       registration_.reset();
+    }
+    // Before the first next(): no worker runs yet.
+    void set_row_placer(std::shared_ptr<RowPlacer> placer) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      placer_ = std::move(placer);
     }
 
     void save(StateWriter& w) override {

@@ -35,9 +35,8 @@ nlohmann::json load_spec_file(const std::string& path) {
   return parse_spec_text(ss.str(), path == "-" ? "standard input" : path);
 }
 
-std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path) {
-  BuildOptions o;
-  if (path != "-") {
+std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path, BuildOptions o) {
+  if (path != "-" && o.base_dir.empty()) {
     auto slash = path.find_last_of('/');
     if (slash != std::string::npos) o.base_dir = path.substr(0, slash);
   }

@@ -76,7 +76,7 @@ void register_builtin_functions(Registry& r) {
   // Adds a float32 field "noise" drawn from the element's own random stream: the
   // smallest stand-in for a random augmentation. With "size": n, a vector of n values
   // (a stand-in for an augmented image: large enough, it is computed in its batch row
-  // when a batch follows; see ops/batch.h).
+  // when a batch follows; see src/ops/map_and_batch.h).
   r.map_fns["random_noise"] = [](SpecObject& a) -> MapFn {
     int64_t size = a.get_int("size", 0, 0);
     return [size](Example e, const MapContext& ctx) {

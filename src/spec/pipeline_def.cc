@@ -5,6 +5,7 @@
 
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
+#include "ops/map_and_batch.h"
 
 namespace dataecho {
 namespace {
@@ -223,6 +224,8 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
       throw_spec_error(st.path(), e.what());
     }
     st.finish();
+    // Rewrites: a batch right after an ordered map becomes the fused batch node.
+    if (options.map_and_batch_fusion && op == "batch") ds = fuse_map_and_batch(ds);
     attach(ds, ctx.node_index, nodes);
   }
   // The state fingerprint: a fixed hash (64-bit FNV-1a) of the canonical JSON, which does

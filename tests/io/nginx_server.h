@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "dataecho/io/nginx_config.h"
+#include "io/nginx_config.h"
 
 namespace dataecho::testing {
 

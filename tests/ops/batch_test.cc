@@ -5,7 +5,11 @@
 
 #include "dataecho/core/example_json.h"
 #include "dataecho/ops/batch.h"
+#include "dataecho/ops/map.h"
 #include "dataecho/ops/sources.h"
+#include "dataecho/spec/build.h"
+#include "ops/batch_builder.h"
+#include "ops/map_and_batch.h"
 #include "test_util.h"
 
 namespace dataecho::testing {
@@ -183,6 +187,41 @@ TEST(BatchFusion, SaveRestoreIsIdentical) {
     auto rest = as_json(drain(*p));
     EXPECT_EQ(rest, std::vector<std::string>(full.begin() + 2, full.end()));
   }
+}
+
+TEST(BatchFusion, IsARewriteOfTheBuildThatCanBeTurnedOff) {
+  // The build fuses; without the rewrite the same batches come out, every row copied by
+  // the batch.
+  for (int parallelism : {1, 3}) {
+    SCOPED_TRACE("parallelism " + std::to_string(parallelism));
+    BuildOptions off;
+    off.map_and_batch_fusion = false;
+    auto plain = build_pipeline(nlohmann::json::parse(noise_spec(parallelism)), off);
+    auto b = drain(*plain);
+    EXPECT_EQ(placed_rows(*plain), 0);
+    EXPECT_EQ(as_json(b), as_json(drain(*build(noise_spec(parallelism)))));
+  }
+  // The rewrite itself: only a batch right over a map that keeps order is replaced.
+  MapOptions m;
+  m.fn = [](Example e, const MapContext&) { return e; };
+  auto over_map = make_batch(make_map(make_range({4}), m), {2, false});
+  EXPECT_NE(fuse_map_and_batch(over_map), over_map);
+  auto fused = fuse_map_and_batch(over_map);
+  EXPECT_EQ(fuse_map_and_batch(fused), fused) << "fusing twice changes nothing";
+  auto over_range = make_batch(make_range({4}), {2, false});
+  EXPECT_EQ(fuse_map_and_batch(over_range), over_range);
+  m.parallelism = 2;
+  m.deterministic = false;
+  auto over_unordered = make_batch(make_map(make_range({4}), m), {2, false});
+  EXPECT_EQ(fuse_map_and_batch(over_unordered), over_unordered);
+  auto map_only = make_map(make_range({4}), m);
+  EXPECT_EQ(fuse_map_and_batch(map_only), map_only);
+  // A fused batch made by hand gives what the plain one gives.
+  std::vector<std::string> want, got;
+  for (auto& e : drain(*over_map->make_iterator({})))
+    want.push_back(example_to_json(e, true).dump());
+  for (auto& e : drain(*fused->make_iterator({}))) got.push_back(example_to_json(e, true).dump());
+  EXPECT_EQ(got, want);
 }
 
 TEST(BatchFusion, BuilderPlacesOnlyAUniqueLargeColumnAndRefusesAMisplacedRow) {

@@ -7,6 +7,8 @@
 #include "counting_source.h"
 #include "dataecho/ops/map.h"
 #include "dataecho/ops/sources.h"
+#include "dataecho/spec/pipeline_def.h"
+#include "dataecho/spec/registry.h"
 #include "test_util.h"
 
 namespace dataecho::testing {
@@ -59,9 +61,11 @@ TEST(Map, FunctionErrorReachesConsumerWithStageAndIdThenEnds) {
       if (e.id() == 42) throw std::runtime_error("cannot digest");
       return e;
     };
-    auto ds = make_map(make_range({100}), o);
-    const_cast<Dataset*>(ds.get())->attach("1:map(picky)", nullptr);
-    auto it = ds->make_iterator({});
+    // Through the registry and the builder, which label the node ("1:map(picky)").
+    static const bool registered =
+        (register_map_function("picky", [fn = o.fn](SpecObject&) { return fn; }), true);
+    ASSERT_TRUE(registered);
+    auto it = range(100).map("picky", nlohmann::json::object(), {.parallelism = p}).build();
     for (int i = 0; i < 42; ++i) ASSERT_EQ(it->next()->id(), i);
     std::string msg = error_of([&] { it->next(); });
     EXPECT_NE(msg.find("1:map(picky)"), std::string::npos) << msg;
@@ -121,7 +125,12 @@ TEST(Map, RandomnessComesFromTheElementNotTheThread) {
   EXPECT_EQ(run_noise(1), run_noise(4));
 }
 
-int64_t input_takes(const Dataset& ds) { return ds.node_stats()->counter("input_takes").load(); }
+int64_t input_takes(Pipeline& p) {
+  auto stats = p.stats();
+  for (const auto& n : stats.nodes())
+    if (n->name == "1:map(f)") return n->counter("input_takes").load();
+  return -1;
+}
 
 // A cheap function's elements are taken several at a time (each take is a lock and
 // often a thread wake-up); an expensive one's one at a time, so that the work spreads
@@ -129,20 +138,24 @@ int64_t input_takes(const Dataset& ds) { return ds.node_stats()->counter("input_
 TEST(Map, CheapElementsAreTakenSeveralAtATime) {
   for (bool cheap : {true, false}) {
     SCOPED_TRACE(cheap);
-    MapOptions o;
-    o.name = "f";
-    o.parallelism = 2;
-    o.buffer = 64;  // room for takes of up to 16, whatever the consumer's pace
-    o.fn = [cheap](Example e, const MapContext&) {
-      if (!cheap) std::this_thread::sleep_for(std::chrono::microseconds(300));
-      return e;
-    };
+    // "f": returns its element; with "cheap": false, after 300 us.
+    static const bool registered =
+        (register_map_function("f",
+                               [](SpecObject& a) -> MapFn {
+                                 const bool quick = a.get_bool("cheap", true);
+                                 return [quick](Example e, const MapContext&) {
+                                   if (!quick)
+                                     std::this_thread::sleep_for(std::chrono::microseconds(300));
+                                   return e;
+                                 };
+                               }),
+         true);
+    ASSERT_TRUE(registered);
     const int64_t n = cheap ? 2000 : 100;
-    auto ds = make_map(make_range({n}), o);
-    const_cast<Dataset*>(ds.get())->attach("1:map(f)", std::make_shared<NodeStats>("1:map(f)"));
-    auto it = ds->make_iterator({});
-    EXPECT_EQ(ids(drain(*it)), iota(n));
-    const int64_t takes = input_takes(*ds);
+    // buffer 64: room for takes of up to 16, whatever the consumer's pace.
+    auto p = range(n).map("f", {{"cheap", cheap}}, {.parallelism = 2, .buffer = 64}).build();
+    EXPECT_EQ(ids(drain(*p)), iota(n));
+    const int64_t takes = input_takes(*p);
     if (cheap)
       EXPECT_LE(takes, n / 3) << "at most a third as many takes as elements";
     else

@@ -84,7 +84,7 @@ class Buffer {
 // first Tensor::make of exactly this dtype and shape on that thread writes into
 // `buffer` at `offset` instead of a fresh buffer, and sets `taken`. Map-and-batch fusion
 // uses it so that a map function's output is computed straight into its batch row
-// (RowPlacer in dataecho/ops/batch.h). Whoever fills the slot must own those bytes.
+// (RowPlacer in src/ops/map_and_batch.h). Whoever fills the slot must own those bytes.
 struct OutputSlot {
   DType dtype = DType::kUInt8;
   Shape shape;

@@ -13,6 +13,8 @@ namespace dataecho {
 
 struct BuildOptions {
   std::string base_dir;  // for relative paths in the spec; "" = current directory
+  // The map-and-batch fusion rewrite (src/ops/map_and_batch.h): off only to measure it.
+  bool map_and_batch_fusion = true;
 };
 
 std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec,
@@ -20,7 +22,9 @@ std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec,
 // Parses JSON text ("-" reads standard input when given as a path below).
 nlohmann::json parse_spec_text(const std::string& text, const std::string& origin);
 nlohmann::json load_spec_file(const std::string& path);
-std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path);
+// Relative paths in the file are relative to its folder (unless options.base_dir is set).
+std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path,
+                                                   BuildOptions options = {});
 
 // A path named in a spec, as seen from the spec's folder `base_dir`: unchanged when it
 // is absolute, a URL (http(s)://, file://) or base_dir is empty; else base_dir/path.

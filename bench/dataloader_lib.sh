@@ -1,0 +1,43 @@
+# Shared by bench/dataloader_compare.sh and bench/fusion_compare.sh: the benchmark data
+# and the dataecho pipeline specs. Needs DE (the dataecho binary), DATA (the data folder)
+# and FM (Debian's Fashion-MNIST folder); `log` prints to stderr.
+
+# prepare NAME COUNT CONVERT-ARGS...: DATA/NAME_tar and DATA/NAME_dir, once (kept until
+# the arguments change).
+prepare() {  # name count convert-args...
+  local name=$1 count=$2; shift 2
+  local stamp="$count $*"
+  if [[ -f $DATA/$name.stamp && $(cat "$DATA/$name.stamp") == "$stamp" ]]; then
+    log "data $name: kept ($DATA/$name.stamp)"; return
+  fi
+  rm -rf "$DATA/${name}_tar" "$DATA/${name}_dir" "$DATA/$name.stamp"
+  local common=(--images "$FM/train-images-idx3-ubyte.gz" --labels "$FM/train-labels-idx1-ubyte.gz" --limit "$count" "$@")
+  log "data $name: dataecho convert ${common[*]}"
+  "$DE" convert "${common[@]}" --to tar --out "$DATA/${name}_tar" --name train --shards 4 >&2
+  "$DE" convert "${common[@]}" --to dir --out "$DATA/${name}_dir" >&2
+  echo "$stamp" > "$DATA/$name.stamp"
+}
+# Fashion-MNIST's own mean/std for the PNG workload (both sides use the same values).
+PNG_MEAN=0.2860
+PNG_STD=0.3530
+# spec OUT TAR-DIR EXT FN ARGS THREADS: tar source -> map FN (parallelism THREADS, or 1
+# inline for 0) -> batch 128 [-> prefetch 4 when THREADS >= 1].
+spec() {
+  local out=$1 dir=$2 ext=$3 fn=$4 args=$5 t=$6 par=1 tail=',
+    {"op": "prefetch", "buffer": 4}'
+  [[ $t -ge 1 ]] && par=$t
+  [[ $t -eq 0 ]] && tail=''
+  cat > "$out" <<EOF
+{
+  "seed": 7,
+  "source": {"kind": "tar", "uri": "$dir/train-*.tar", "fields": {"image": "$ext", "label": "cls"}},
+  "stages": [
+    {"op": "map", "fn": "$fn", "args": $args, "parallelism": $par},
+    {"op": "batch", "size": 128}$tail
+  ]
+}
+EOF
+}
+JPEG_ARGS='{"channels": 3, "random_resized_crop": 224, "flip": true, "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}'
+PNG_ARGS="{\"pad_crop\": 4, \"flip\": true, \"normalize\": {\"mean\": [$PNG_MEAN], \"std\": [$PNG_STD]}}"
+
