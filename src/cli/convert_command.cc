@@ -1,5 +1,5 @@
 // `dataecho convert`: IDX files or a class_name/file.jpg directory to TFRecord shards,
-// tar shards or that directory layout (see dataecho/formats/convert.h).
+// tar shards or that directory layout (see dataecho/tools/convert.h).
 #include <unistd.h>
 
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "dataecho/formats/convert.h"
+#include "dataecho/tools/convert.h"
 
 namespace dataecho::cli {
 

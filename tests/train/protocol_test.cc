@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dataecho/formats/convert.h"
+#include "dataecho/tools/convert.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/train/memory_pipeline.h"
 #include "dataecho/train/trainer.h"

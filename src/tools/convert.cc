@@ -1,6 +1,6 @@
-// convert_dataset (see dataecho/formats/convert.h). Reads one example at a time and
+// convert_dataset (see dataecho/tools/convert.h). Reads one example at a time and
 // writes it to its shard: memory stays at one image plus the writers' buffers.
-#include "dataecho/formats/convert.h"
+#include "dataecho/tools/convert.h"
 
 #include <archive.h>
 #include <archive_entry.h>

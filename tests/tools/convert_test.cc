@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "dataecho/formats/convert.h"
+#include "dataecho/tools/convert.h"
 #include "dataecho/image/codec.h"
 #include "test_util.h"
 
