@@ -57,7 +57,15 @@ void parse_tf_example(const void* data, size_t size, const std::vector<TfFeature
     keys.reserve(map.size());
     for (const auto& [k, v] : map) keys.push_back(&k);
     std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
-    for (const auto* k : keys) out.set(*k, feature_tensor(map.at(*k), *k));
+    // The standard image keys take the names the image functions read by default,
+    // unless the record has features of those names itself.
+    auto name_of = [&](const std::string& key) -> const std::string& {
+      static const std::string kImage = "image", kLabel = "label";
+      if (key == "image/encoded" && !map.contains(kImage)) return kImage;
+      if (key == "image/class/label" && !map.contains(kLabel)) return kLabel;
+      return key;
+    };
+    for (const auto* k : keys) out.set(name_of(*k), feature_tensor(map.at(*k), *k));
     return;
   }
   for (const auto& f : features) {

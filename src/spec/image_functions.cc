@@ -146,10 +146,26 @@ Fields field_args(SpecObject& a) {
   return f;
 }
 
+// The field the function reads. Missing while the element has the tf.Example key that
+// the tfrecord source names so by default, the error says how to name it.
+const Tensor& input_field(const Example& e, const std::string& name) {
+  if (const Tensor* t = e.find(name)) return *t;
+  const std::string key = name == "label" ? "image/class/label" : "image/encoded";
+  if (e.find(key) == nullptr) return e.get(name);  // the plain error, listing the fields
+  std::string have;
+  for (const auto& [n, t] : e.fields()) have += (have.empty() ? "" : ", ") + n;
+  throw_error(ErrorCode::kNotFound, "example",
+              "no field '" + name + "' (fields: " + have + "); a tfrecord source names \"" + key +
+                  "\" \"" + (key == "image/encoded" ? "image" : "label") +
+                  "\" only without a \"features\" mapping: map it there (\"" + name + "\": \"" +
+                  key + "\") or give this function \"field\": \"" + key + "\"",
+              e.describe());
+}
+
 // Runs `fn` on the field, naming the field in its errors.
 template <class Fn>
 Example apply(Example e, const Fields& f, Fn&& fn) {
-  const Tensor& t = e.get(f.in);
+  const Tensor& t = input_field(e, f.in);
   Tensor out;
   try {
     out = fn(t);

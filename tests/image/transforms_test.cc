@@ -417,6 +417,23 @@ TEST(ImageFunctions, ReproduciblePerCopyAndDifferentAcrossEchoes) {
                    .equals(fused(element(0, 0, Tensor::from_bytes(jpg)), other).get("image")));
 }
 
+TEST(ImageFunctions, AMissingFieldBesideATfExampleKeySaysHowToNameIt) {
+  MapContext ctx;
+  Example e(3);
+  e.set("image/encoded", Tensor::from_bytes("x"));
+  e.set("y", Tensor::scalar<int64_t>(1));
+  std::string msg = error_of([&] { map_fn("decode_image", "{}")(e, ctx); });
+  EXPECT_NE(msg.find("no field 'image' (fields: image/encoded, y)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"image\": \"image/encoded\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"field\": \"image/encoded\""), std::string::npos) << msg;
+  // Without such a key, the plain error listing the fields.
+  Example other(4);
+  other.set("y", Tensor::scalar<int64_t>(1));
+  msg = error_of([&] { map_fn("decode_image", "{}")(other, ctx); });
+  EXPECT_NE(msg.find("no field 'image' (fields: y)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("tfrecord"), std::string::npos) << msg;
+}
+
 TEST(ImageFunctions, DecodePassesDecodedImagesThrough) {
   MapFn decode = map_fn("decode_image", R"({"channels": 1})");
   Tensor raw = coordinate_image(28, 28, 1);

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "dataecho/tools/convert.h"
 #include "dataecho/image/codec.h"
+#include "dataecho/tools/convert.h"
 #include "test_util.h"
 
 namespace dataecho {
@@ -52,6 +52,15 @@ TEST(Convert, IdxToTfRecordShardsIsLossless) {
     Tensor img = decode_image(got[i].get("image").bytes());
     EXPECT_TRUE(img.equals(want[i].get("image"))) << "record " << i;
   }
+  // What convert writes decodes with the defaults: no features mapping, decode_image
+  // reading its default field.
+  auto plain = run(R"({"source": {"kind": "tfrecord", "uri": ")" + o.out_dir +
+                   R"(/fm-*.tfrecord"}, "stages": [{"op": "map", "fn": "decode_image"}]})");
+  ASSERT_EQ(plain.size(), 40u);
+  for (size_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(plain[i].get("label").item<int64_t>(), want[i].get("label").item<int64_t>());
+    EXPECT_TRUE(plain[i].get("image").equals(want[i].get("image"))) << "record " << i;
+  }
 }
 
 TEST(Convert, IdxToTarShardsReadsBack) {
@@ -92,13 +101,13 @@ TEST(Convert, IdxToDirectoryAndBackToJpegResized) {
   EXPECT_EQ(s.records, 30);
   auto got = run(R"({"source": {"kind": "tfrecord", "uri": ")" + d.out_dir + R"(/*.tfrecord"}})");
   ASSERT_EQ(got.size(), 30u);
-  Tensor img = decode_image(got[0].get("image/encoded").bytes());
+  Tensor img = decode_image(got[0].get("image").bytes());
   EXPECT_EQ(img.shape(), (Shape{64, 64, 3}));
   EXPECT_EQ(got[0].get("image/height").item<int64_t>(), 64);
   EXPECT_EQ(std::string(got[0].get("image/format").bytes()), "jpeg");
   // Directory labels are the sorted class names' indexes: here the digits themselves.
   std::vector<int64_t> labels;
-  for (const auto& e : got) labels.push_back(e.get("image/class/label").item<int64_t>());
+  for (const auto& e : got) labels.push_back(e.get("label").item<int64_t>());
   EXPECT_TRUE(std::is_sorted(labels.begin(), labels.end()));
 }
 

@@ -143,8 +143,10 @@ struct TfFeature {
 
 // Parses a serialized tf.train.Example and adds its features to `out`: bytes_list
 // with one value -> uint8 [n]; int64_list -> int64 (scalar for one value, [n]
-// otherwise); float_list -> float32 likewise. `features` empty: every feature, field
-// name = key, in key order. Throws dataecho::Error(kDataLoss, "tf.Example") with the
+// otherwise); float_list -> float32 likewise. `features` empty: every feature, in key
+// order, named by its key, except the standard image keys: "image/encoded" is named
+// "image" and "image/class/label" "label" (the names decode_image, augment and the
+// trainer read by default), unless the record has a feature of that name. Throws dataecho::Error(kDataLoss, "tf.Example") with the
 // reason ("invalid tf.Example: ...", "missing feature 'image/encoded'").
 void parse_tf_example(const void* data, size_t size, const std::vector<TfFeature>& features,
                       Example& out);
@@ -167,7 +169,7 @@ std::string serialize_tf_example(const Example& example);
 // Thread-safety: the dataset is immutable; one consumer per iterator.
 struct TfRecordOptions {
   std::vector<std::string> uris;    // expanded already (see expand_uris)
-  std::vector<TfFeature> features;  // empty = all features, named by their keys
+  std::vector<TfFeature> features;  // empty = all (see parse_tf_example for the names)
   bool raw = false;                 // field "record" = the record's bytes, not parsed
   OnError on_error = OnError::kFail;
   bool verify_crc = true;
