@@ -21,6 +21,9 @@
 #   experiments/protocol/run.sh report [dataecho experiment flags]
 #       every table and plot of docs/results/protocol/sweep/ recomputed from the
 #       committed run files alone (trains nothing, needs no shards).
+# DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
+# from seeing rebuilds, copy build/bin/dataecho-train (it has every command; a copy of
+# dataecho alone cannot find dataecho-train for its training commands) and name it here.
 # Output: out/protocol/ (PROTOCOL_OUT): shards/, config/, sweep/ (cells/<id>/[tune/lr-*/]
 # seed-*/{result.json,summary.json,evals.jsonl}, results.csv, results.json, plots/).
 # The shards are named relative to the config folder (../shards), so a run's recorded
@@ -35,7 +38,7 @@ FASHION=/usr/share/datasets/fashion-mnist
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
   sweep | collect | report | network) ;;
-  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac
 # Each run file records the commit it ran at (a "-dirty" suffix: uncommitted changes).
 if [[ -z "${DATAECHO_COMMIT:-}" ]] && git rev-parse HEAD >/dev/null 2>&1; then

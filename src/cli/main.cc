@@ -1,10 +1,51 @@
+// The `dataecho` and `dataecho-train` tools (CMakeLists.txt). dataecho-train has every
+// command and links LibTorch. dataecho links only the engine, so that pipe, convert,
+// serve and bench start in milliseconds, and runs its train, profile and experiment
+// commands by executing dataecho-train from its own folder with the same arguments.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "dataecho/core/allocator.h"
 #include "dataecho/core/error.h"
 
+namespace {
+
+#ifdef DATAECHO_FORWARD_TRAINER
+// Replaces this process with dataecho-train (next to this binary) run on argv[1...].
+[[noreturn]] void run_trainer_tool(int argc, char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto tool = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "dataecho-train";
+  const std::string name = tool.string();
+  std::vector<char*> args;  // argv[0] kept: usage lines read "dataecho train ..."
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(name.c_str(), args.data());
+  std::cerr << "dataecho: " << argv[1] << " runs " << name << ", which failed to start ("
+            << std::strerror(errno)
+            << "); build it with the trainer (cmake --build build --target dataecho_cli) or "
+               "run dataecho-train directly\n";
+  std::exit(1);
+}
+#endif
+
+}  // namespace
+
 int main(int argc, char** argv) {
+#ifdef DATAECHO_FORWARD_TRAINER
+  if (argc >= 2) {
+    const std::string command = argv[1];
+    if (command == "train" || command == "profile" || command == "experiment")
+      run_trainer_tool(argc, argv);
+  }
+#endif
   dataecho::tune_allocator_for_pipelines();
   CLI::App app{"dataecho: an input pipeline for neural-network training, with data echoing"};
   app.require_subcommand(1);
@@ -15,6 +56,12 @@ int main(int argc, char** argv) {
   dataecho::cli::add_train_command(app);
   dataecho::cli::add_profile_command(app);
   dataecho::cli::add_experiment_command(app);
+#endif
+#ifdef DATAECHO_FORWARD_TRAINER
+  // Listed in --help; the commands themselves never reach here (run_trainer_tool).
+  app.add_subcommand("train", "train a model on a pipeline spec to a target (dataecho-train)");
+  app.add_subcommand("profile", "measure the pipeline and the train step: R (dataecho-train)");
+  app.add_subcommand("experiment", "run a grid of training runs (dataecho-train)");
 #endif
   CLI::App* bench = app.add_subcommand("bench", "measure throughput (see README, Performance)");
   bench->require_subcommand(1);
