@@ -1,53 +1,9 @@
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/sources.h"
+#include "position_filter.h"
 
 namespace dataecho {
 namespace {
-
-class ShardDataset : public Dataset {
- public:
-  ShardDataset(DatasetPtr input, int64_t n, int64_t index)
-      : input_(std::move(input)), n_(n), index_(index) {}
-  std::string op_name() const override { return "shard"; }
-
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_->make_iterator(ctx), n_, index_);
-  }
-
- private:
-  class It : public Iterator {
-   public:
-    It(std::unique_ptr<Iterator> in, int64_t n, int64_t index)
-        : in_(std::move(in)), n_(n), index_(index) {}
-    void save(StateWriter& w) override {
-      w.begin("shard");
-      w.write_i64(pos_);
-      in_->save(w);
-    }
-    void restore(StateReader& r) override {
-      r.expect("shard");
-      pos_ = r.read_i64();
-      in_->restore(r);
-    }
-
-   protected:
-    std::optional<Example> next_impl() override {
-      while (auto e = in_->next()) {
-        int64_t p = pos_++;
-        if (p % n_ == index_) return e;
-      }
-      return std::nullopt;
-    }
-
-   private:
-    std::unique_ptr<Iterator> in_;
-    int64_t n_, index_, pos_ = 0;
-  };
-
-  DatasetPtr input_;
-  int64_t n_, index_;
-};
 
 // File-level sharding: a source restricted to its own files, still with shards() so
 // that an `interleave` can follow.
@@ -87,7 +43,13 @@ DatasetPtr make_shard(DatasetPtr input, int64_t num_shards, int64_t index) {
       mine.push_back(files[i]);
     return std::make_shared<FileShardDataset>(std::move(mine));
   }
-  return std::make_shared<ShardDataset>(std::move(input), num_shards, index);
+  // Elements: every num_shards-th from position `index` on. Saved: the position.
+  PositionRule rule;
+  rule.op = "shard";
+  rule.verdict = [num_shards, index](int64_t p) {
+    return p % num_shards == index ? PositionVerdict::kPass : PositionVerdict::kDrop;
+  };
+  return make_position_filter(std::move(input), std::move(rule));
 }
 
 }  // namespace dataecho

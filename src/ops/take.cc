@@ -1,60 +1,20 @@
 #include "dataecho/ops/basic.h"
+#include "position_filter.h"
 
 namespace dataecho {
-namespace {
 
-class TakeDataset : public Dataset {
- public:
-  TakeDataset(DatasetPtr input, int64_t count) : input_(std::move(input)), count_(count) {}
-  std::string op_name() const override { return "take"; }
-
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_->make_iterator(ctx), count_);
-  }
-
- private:
-  class It : public Iterator {
-   public:
-    It(std::unique_ptr<Iterator> in, int64_t count) : in_(std::move(in)), count_(count) {}
-    void save(StateWriter& w) override {
-      w.begin("take");
-      w.write_i64(taken_);
-      in_->save(w);
-    }
-    void restore(StateReader& r) override {
-      r.expect("take");
-      taken_ = r.read_i64();
-      in_->restore(r);
-    }
-
-   protected:
-    std::optional<Example> next_impl() override {
-      if (taken_ >= count_) return std::nullopt;
-      auto e = in_->next();
-      if (e)
-        ++taken_;
-      else
-        taken_ = count_;
-      return e;
-    }
-
-   private:
-    std::unique_ptr<Iterator> in_;
-    int64_t count_, taken_ = 0;
-  };
-
-  DatasetPtr input_;
-  int64_t count_;
-};
-
-}  // namespace
-
+// The first `count` elements; the input is not read past them. Saved: elements taken.
 DatasetPtr make_take(DatasetPtr input, int64_t count) {
   if (count < 0)
     throw_error(ErrorCode::kInvalidArgument, "take",
                 "count must be >= 0, got " + std::to_string(count));
-  return std::make_shared<TakeDataset>(std::move(input), count);
+  PositionRule rule;
+  rule.op = "take";
+  rule.verdict = [count](int64_t p) {
+    return p < count ? PositionVerdict::kPass : PositionVerdict::kEnd;
+  };
+  rule.at_end = [count](int64_t) { return count; };  // an input that ended stays ended
+  return make_position_filter(std::move(input), std::move(rule));
 }
 
 }  // namespace dataecho
