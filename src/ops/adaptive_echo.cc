@@ -43,14 +43,11 @@ class AdaptiveEchoDataset : public Dataset {
           cap_(static_cast<size_t>(o.buffer)),
           max_copies_(static_cast<int64_t>(std::floor(o.max_factor))),
           rng_(mix_seed(o.seed, static_cast<uint64_t>(ctx.epoch))),
-          node_(std::move(stats)) {
+          node_(std::move(stats)),
+          counters_(node_.get()) {
       IteratorContext c = ctx;
       c.cancel = token_;
       in_ = input->make_iterator(c);
-      if (node_) {
-        fresh_count_ = &node_->counter("fresh");
-        echoed_count_ = &node_->counter("echoed");
-      }
       registration_ = token_->on_cancel([this] {
         std::lock_guard<std::mutex> lock(mu_);
         cv_.notify_all();
@@ -60,7 +57,7 @@ class AdaptiveEchoDataset : public Dataset {
       token_->cancel();
       if (worker_.joinable()) worker_.join();
       registration_.reset();
-      publish();
+      counters_.publish();
     }
 
     void save(StateWriter& w) override {
@@ -129,13 +126,11 @@ class AdaptiveEchoDataset : public Dataset {
           fresh_.pop_front();
           cv_.notify_all();
           if (max_copies_ > 1) remember(e);
-          if (fresh_count_)
-            fresh_count_->fetch_add(static_cast<int64_t>(e.num_rows()), std::memory_order_relaxed);
-          if (++emitted_ <= 64 || (emitted_ & 63) == 0) publish();
+          counters_.emitted(true, static_cast<int64_t>(e.num_rows()));
           return e;
         }
         if (input_done_) {
-          publish();
+          counters_.publish();
           if (error_) {
             auto err = error_;
             error_ = nullptr;
@@ -145,9 +140,7 @@ class AdaptiveEchoDataset : public Dataset {
         }
         if (!pool_.empty()) {
           Example e = repeat();
-          if (echoed_count_)
-            echoed_count_->fetch_add(static_cast<int64_t>(e.num_rows()), std::memory_order_relaxed);
-          if (++emitted_ <= 64 || (emitted_ & 63) == 0) publish();
+          counters_.emitted(false, static_cast<int64_t>(e.num_rows()));
           return e;
         }
         cv_.wait(lock);
@@ -211,14 +204,6 @@ class AdaptiveEchoDataset : public Dataset {
       pool_.pop_back();
     }
 
-    void publish() {
-      if (!node_) return;
-      int64_t f = fresh_count_->load(std::memory_order_relaxed);
-      int64_t e = echoed_count_->load(std::memory_order_relaxed);
-      if (f > 0)
-        node_->set_value("achieved_factor", static_cast<double>(f + e) / static_cast<double>(f));
-    }
-
     void run() {
       std::unique_lock<std::mutex> lock(mu_);
       run_locked(lock);
@@ -262,8 +247,7 @@ class AdaptiveEchoDataset : public Dataset {
     const int64_t max_copies_;
     Rng rng_;
     std::shared_ptr<NodeStats> node_;
-    std::atomic<int64_t>* fresh_count_ = nullptr;
-    std::atomic<int64_t>* echoed_count_ = nullptr;
+    EchoCounters counters_;  // after node_, which it reads
     std::unique_ptr<Iterator> in_;
     CancellationToken::Registration registration_;
     std::mutex mu_;
@@ -271,7 +255,6 @@ class AdaptiveEchoDataset : public Dataset {
     std::deque<Example> fresh_;
     std::vector<Entry> pool_;
     uint64_t next_seq_ = 0;
-    uint64_t emitted_ = 0;
     bool in_input_ = false;
     bool worker_running_ = false;
     bool paused_ = false;

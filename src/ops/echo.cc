@@ -11,34 +11,6 @@
 namespace dataecho {
 namespace {
 
-// The node's echo counters, looked up once per iterator (NodeStats::counter takes a lock).
-class EchoCounters {
- public:
-  explicit EchoCounters(NodeStats* node)
-      : node_(node),
-        fresh_(node ? &node->counter("fresh") : nullptr),
-        echoed_(node ? &node->counter("echoed") : nullptr) {}
-  void fresh(int64_t rows) {
-    if (fresh_) fresh_->fetch_add(rows, std::memory_order_relaxed);
-  }
-  void echoed(int64_t rows) {
-    if (echoed_) echoed_->fetch_add(rows, std::memory_order_relaxed);
-  }
-  // Sets "achieved_factor" from the counters (a lock and a map lookup: not per element).
-  void publish() {
-    if (!node_) return;
-    int64_t f = fresh_->load(std::memory_order_relaxed);
-    int64_t e = echoed_->load(std::memory_order_relaxed);
-    if (f > 0)
-      node_->set_value("achieved_factor", static_cast<double>(f + e) / static_cast<double>(f));
-  }
-
- private:
-  NodeStats* node_;
-  std::atomic<int64_t>* fresh_;
-  std::atomic<int64_t>* echoed_;
-};
-
 class EchoDataset : public Dataset {
  public:
   EchoDataset(DatasetPtr input, EchoOptions o) : input_(std::move(input)), o_(o) {}
@@ -94,8 +66,7 @@ class EchoDataset : public Dataset {
       if (remaining_ > 0) {
         Example out = --remaining_ == 0 ? std::move(held_) : held_;
         out.add_echo(static_cast<int32_t>(next_copy_++));
-        counters_.echoed(static_cast<int64_t>(out.num_rows()));
-        if (++emitted_ <= 64 || (emitted_ & 63) == 0) counters_.publish();
+        counters_.emitted(false, static_cast<int64_t>(out.num_rows()));
         return out;
       }
       auto e = in_->next();
@@ -105,13 +76,12 @@ class EchoDataset : public Dataset {
       }
       int64_t copies = whole_;
       if (fraction_ > 0 && rng_.bernoulli(fraction_)) ++copies;
-      counters_.fresh(static_cast<int64_t>(e->num_rows()));
       if (copies > 1) {
         held_ = *e;
         remaining_ = copies - 1;
         next_copy_ = 1;
       }
-      if (++emitted_ <= 64 || (emitted_ & 63) == 0) counters_.publish();
+      counters_.emitted(true, static_cast<int64_t>(e->num_rows()));
       return e;
     }
 
@@ -124,7 +94,6 @@ class EchoDataset : public Dataset {
     Example held_;
     int64_t remaining_ = 0;  // copies of held_ still due
     int64_t next_copy_ = 0;  // echo index of the next copy of held_
-    uint64_t emitted_ = 0;
   };
 
   DatasetPtr input_;
