@@ -5,6 +5,7 @@
 #include "dataecho/formats/tar.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/ops/sources.h"
+#include "file_source.h"
 
 namespace dataecho {
 namespace {
@@ -23,10 +24,9 @@ std::optional<Tensor> parse_label(const Buffer& b) {
   return Tensor::scalar<int64_t>(v);
 }
 
-class TarFileDataset : public Dataset {
+class TarFileDataset : public FileDatasetBase<TarOptions> {
  public:
-  TarFileDataset(std::shared_ptr<const TarOptions> o, int64_t shard, std::string uri)
-      : o_(std::move(o)), shard_(shard), uri_(std::move(uri)) {}
+  using FileDatasetBase::FileDatasetBase;
   std::string op_name() const override { return "tar"; }
 
  protected:
@@ -169,22 +169,12 @@ class TarFileDataset : public Dataset {
     int64_t resume_ = 0;
     bool done_ = false;
   };
-
-  std::shared_ptr<const TarOptions> o_;
-  int64_t shard_;
-  std::string uri_;
 };
 
 }  // namespace
 
 DatasetPtr make_tar_source(const TarOptions& o) {
-  if (o.uris.empty()) throw_error(ErrorCode::kInvalidArgument, "tar", "no files given");
-  auto shared = std::make_shared<const TarOptions>(o);
-  std::vector<std::shared_ptr<Dataset>> files;
-  for (size_t i = 0; i < o.uris.size(); ++i) {
-    files.push_back(std::make_shared<TarFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
-  }
-  return make_sharded_source("tar", std::move(files));
+  return make_file_source<TarFileDataset>("tar", o);
 }
 
 }  // namespace dataecho

@@ -2,15 +2,15 @@
 #include "bad_records.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/ops/sources.h"
+#include "file_source.h"
 
 namespace dataecho {
 namespace {
 
 // One file: one shard.
-class TfRecordFileDataset : public Dataset {
+class TfRecordFileDataset : public FileDatasetBase<TfRecordOptions> {
  public:
-  TfRecordFileDataset(std::shared_ptr<const TfRecordOptions> o, int64_t shard, std::string uri)
-      : o_(std::move(o)), shard_(shard), uri_(std::move(uri)) {}
+  using FileDatasetBase::FileDatasetBase;
   std::string op_name() const override { return "tfrecord"; }
 
  protected:
@@ -114,30 +114,16 @@ class TfRecordFileDataset : public Dataset {
     int64_t record_ = 0;
     bool done_ = false;
   };
-
-  std::shared_ptr<const TfRecordOptions> o_;
-  int64_t shard_;
-  std::string uri_;
 };
 
 }  // namespace
 
 DatasetPtr make_tfrecord_source(const TfRecordOptions& o) {
-  if (o.uris.empty()) throw_error(ErrorCode::kInvalidArgument, "tfrecord", "no files given");
-  if (o.uris.size() >= (size_t{1} << (63 - kShardIdShift))) {
-    throw_error(ErrorCode::kInvalidArgument, "tfrecord", "too many files for stable ids");
-  }
   if (o.raw && !o.features.empty()) {
     throw_error(ErrorCode::kInvalidArgument, "tfrecord",
                 "\"raw\" gives the record bytes; it takes no \"features\"");
   }
-  auto shared = std::make_shared<const TfRecordOptions>(o);
-  std::vector<std::shared_ptr<Dataset>> files;
-  for (size_t i = 0; i < o.uris.size(); ++i) {
-    files.push_back(
-        std::make_shared<TfRecordFileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
-  }
-  return make_sharded_source("tfrecord", std::move(files));
+  return make_file_source<TfRecordFileDataset>("tfrecord", o);
 }
 
 }  // namespace dataecho
