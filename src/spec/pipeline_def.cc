@@ -192,10 +192,22 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   const Registry& reg = registry();
   std::vector<DatasetPtr> nodes;
 
+  // The definition as JSON, serialized once: the builders read their options from it
+  // and the state fingerprint hashes it. A pipeline over a dataset has only its stages.
+  nlohmann::json canonical;
+  if (source_dataset_) {
+    canonical["stages"] = nlohmann::json::array();
+    for (const auto& s : stages_) canonical["stages"].push_back(s.to_json());
+  } else {
+    canonical = to_json();
+  }
+  static const nlohmann::json kNoStages = nlohmann::json::array();
+  const nlohmann::json& stages_json =
+      canonical.contains("stages") ? canonical.at("stages") : kNoStages;
+
   DatasetPtr ds = source_dataset_;
   if (!ds) {
-    const nlohmann::json src_json = with_field(source_options_, "kind", source_kind_);
-    SpecObject src(src_json, "$.source");
+    SpecObject src(canonical.at("source"), "$.source");
     std::string kind = src.get_string("kind");
     auto sb = reg.sources.find(kind);
     if (sb == reg.sources.end())
@@ -207,10 +219,8 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   }
   attach(ds, 0, nodes);
 
-  nlohmann::json stages_json = nlohmann::json::array();
-  for (size_t i = 0; i < stages_.size(); ++i) {
-    stages_json.push_back(stages_[i].to_json());
-    SpecObject st(stages_json.back(), "$.stages[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < stages_json.size(); ++i) {
+    SpecObject st(stages_json[i], "$.stages[" + std::to_string(i) + "]");
     std::string op = st.get_string("op");
     auto b = reg.stages.find(op);
     if (b == reg.stages.end())
@@ -235,13 +245,13 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   if (source_dataset_) {
     fingerprint = v1 = source_fingerprint_ + ":" + stages_json.dump();
   } else {
-    const std::string canonical = to_json().dump();
+    const std::string text = canonical.dump();
     uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : canonical) h = (h ^ c) * 0x100000001b3ull;
+    for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
     char hex[40];
     std::snprintf(hex, sizeof hex, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
     fingerprint = hex;
-    v1 = std::to_string(std::hash<std::string>{}(canonical));
+    v1 = std::to_string(std::hash<std::string>{}(text));
   }
   return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint, v1);
 }
