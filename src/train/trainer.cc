@@ -182,6 +182,7 @@ nlohmann::json TrainResult::to_json() const {
   j["wall_seconds_to_target"] = opt_json(wall_seconds_to_target);
   j["wall_seconds"] = wall_seconds;
   j["startup_seconds"] = startup_seconds;
+  j["peak_rss_mib"] = opt_json(peak_rss_mib);
   j["snapshot_seconds"] = snapshot_seconds;
   j["eval_mode"] = eval_mode;
   j["train_seconds"] = train_seconds;
@@ -216,7 +217,32 @@ Trainer::~Trainer() = default;
 
 std::shared_ptr<ClassifierImpl> Trainer::model() const { return state_->model; }
 
+namespace {
+
+// Sets the process's peak RSS (VmHWM) back to its current RSS; false where it cannot.
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+// VmHWM in MiB, if /proc/self/status has it.
+std::optional<double> peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  int64_t kib = 0;
+  while (status >> key) {
+    if (key == "VmHWM:" && status >> kib) return static_cast<double>(kib) / 1024.0;
+    status.ignore(1 << 10, '\n');
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 TrainResult Trainer::run() {
+  reset_peak_rss();  // the peak of this run, not of earlier ones in the same process
   const TrainConfig& c = config_;
   validate_train_config(c);
   torch::set_num_threads(c.threads);
@@ -683,6 +709,7 @@ TrainResult Trainer::run() {
   r.pipeline_bound = wait_s > 0.05 * (wait_s + compute_s);
   r.r_estimate = compute_s > 0 ? r.achieved_echo * (wait_s + compute_s) / compute_s : 0.0;
   r.pipeline_stats = train->stats().to_json();
+  r.peak_rss_mib = peak_rss_mib();
   if (!out.empty()) write_file(out / "summary.json", r.to_json().dump(2) + "\n");
   return r;
 }

@@ -110,6 +110,9 @@ TEST_F(TrainerTest, MlpReaches70PercentOnFashionMnistWithin30Seconds) {
   // Training-side time: start-up (building the pipeline, the first batch), then the steps.
   EXPECT_NEAR(r.train_seconds, r.startup_seconds + r.wait_seconds + r.compute_seconds,
               0.05 * r.train_seconds + 0.05);
+  // The run's peak RSS (Linux): at least the 10,000 evaluation images it holds as floats.
+  ASSERT_TRUE(r.peak_rss_mib.has_value());
+  EXPECT_GT(*r.peak_rss_mib, 10000.0 * 784 * 4 / (1 << 20));
 
   // Outputs: one evals.jsonl line per evaluation, summary.json, config.json, checkpoint.
   std::ifstream evals(c.out + "/evals.jsonl");
