@@ -58,7 +58,7 @@ cat <<EOF
 
 == data echoing over a throttled network: Fashion-MNIST, small CNN, 87% test accuracy
    bandwidth ${RATE} bytes/s per connection x ${CONNECTIONS}; R measured before training: ${R_MEASURED}
-   (upstream ${T_UP_MS} ms/batch, train step ${T_DOWN_MS} ms/batch; the baseline run's own
+   (upstream $(printf %.1f "$T_UP_MS") ms/batch, train step $(printf %.1f "$T_DOWN_MS") ms/batch; the baseline run's own
    estimate is its R column). Speedup = baseline wall-clock time to target / the run's
    (evaluations included; every run evaluates every 3,200 fresh examples);
    ideal = min(achieved echo factor, baseline R). Full experiment: docs/results.md.
