@@ -152,14 +152,16 @@ const Tensor& input_field(const Example& e, const std::string& name) {
   if (const Tensor* t = e.find(name)) return *t;
   const std::string key = name == "label" ? "image/class/label" : "image/encoded";
   if (e.find(key) == nullptr) return e.get(name);  // the plain error, listing the fields
-  std::string have;
-  for (const auto& [n, t] : e.fields()) have += (have.empty() ? "" : ", ") + n;
-  throw_error(ErrorCode::kNotFound, "example",
-              "no field '" + name + "' (fields: " + have + "); a tfrecord source names \"" + key +
-                  "\" \"" + (key == "image/encoded" ? "image" : "label") +
-                  "\" only without a \"features\" mapping: map it there (\"" + name + "\": \"" +
-                  key + "\") or give this function \"field\": \"" + key + "\"",
-              e.describe());
+  try {
+    return e.get(name);
+  } catch (const Error& err) {  // Example::get's error, with how to name the field
+    throw Error(err.code(), err.stage(),
+                err.message() + "; a tfrecord source names \"" + key + "\" \"" +
+                    (key == "image/encoded" ? "image" : "label") +
+                    "\" only without a \"features\" mapping: map it there (\"" + name + "\": \"" +
+                    key + "\") or give this function \"field\": \"" + key + "\"",
+                err.input());
+  }
 }
 
 // Runs `fn` on the field, naming the field in its errors.
