@@ -3,7 +3,9 @@
 # are there), then configures and builds into build/ (release, with the trainer).
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
-#   scripts/bootstrap.sh --bench-deps   also PyTorch for Python (bench/dataloader_compare.sh), then build
+#   scripts/bootstrap.sh --bench-deps   also torchvision (bench/dataloader_compare.sh), then build
+#   scripts/bootstrap.sh --python   install + build, then install the Python package into
+#                                   /usr/bin/python3's site folder (import dataecho from anywhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,11 +21,18 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light
   # trainer, data and plots
   libtorch-dev dataset-fashion-mnist gnuplot-nox
+  # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3
+  pybind11-dev python3-dev libdlpack-dev python3-numpy python3-torch python3-pytest
 )
 
-# Only for the side-by-side benchmark against PyTorch's DataLoader (large: ~70 packages).
+# Only for the side-by-side benchmark against PyTorch's DataLoader.
 if [ "${1:-}" = "--bench-deps" ]; then
-  PACKAGES+=(python3-torch python3-torchvision)
+  PACKAGES+=(python3-torchvision)
+  shift
+fi
+INSTALL_PYTHON=0
+if [ "${1:-}" = "--python" ]; then
+  INSTALL_PYTHON=1
   shift
 fi
 
@@ -43,3 +52,9 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build -j"$(nproc)"
 echo "bootstrap: built build/bin/dataecho"
+if [ "$INSTALL_PYTHON" = 1 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO cmake --install build --component python
+  (cd / && /usr/bin/python3 -c "import dataecho; print('bootstrap: installed', dataecho.__file__)")
+fi

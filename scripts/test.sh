@@ -41,7 +41,7 @@ step "release: all tests" ctest --test-dir build --output-on-failure -j"$JOBS" -
 
 sanitizer_build() {  # sanitizer_build DIR SANITIZER
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDATAECHO_SANITIZE="$2" \
-    -DDATAECHO_BUILD_TRAINER=OFF -DDATAECHO_BUILD_CLI=OFF -DDATAECHO_BUILD_BENCH=OFF >/dev/null &&
+    -DDATAECHO_BUILD_TRAINER=OFF -DDATAECHO_BUILD_CLI=OFF -DDATAECHO_BUILD_BENCH=OFF -DDATAECHO_BUILD_PYTHON=OFF >/dev/null &&
     ninja -C "$1" -j"$JOBS"
 }
 step "ASan+UBSan build" sanitizer_build build-asan address

@@ -2,14 +2,13 @@
 // the same shape (downstream); R is their ratio of times per batch.
 #include "dataecho/train/profile.h"
 
-#include <cmath>
 #include <cstdio>
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/spec/build.h"
+#include "dataecho/spec/echo_advice.h"
 #include "dataecho/spec/pipeline_def.h"
-#include "dataecho/spec/registry.h"
 #include "dataecho/train/input.h"
 #include "dataecho/train/model.h"
 #include "dataecho/train/optimizer.h"
@@ -155,28 +154,6 @@ ProfileReport run_profile(const ProfileOptions& o) {
   PipelineStats stats = pipeline->stats();
   pipeline.reset();
 
-  rep.stages = stats.to_json();
-  double worst = -1;
-  for (size_t i = 0; i < rep.stages.size(); ++i) {
-    auto& st = rep.stages[i];
-    int64_t par = 1;
-    if (!o.train_pipeline && i > 0 && spec.contains("stages") && i - 1 < spec["stages"].size()) {
-      const auto& sj = spec["stages"][i - 1];
-      if (sj.contains("parallelism") && sj["parallelism"].is_number_integer()) {
-        par = std::max<int64_t>(1, sj["parallelism"].get<int64_t>());
-      }
-    }
-    st["parallelism"] = par;
-    double per_batch =
-        st["busy_ms"].get<double>() / static_cast<double>(par) / static_cast<double>(batches);
-    st["per_batch_ms"] = per_batch;
-    if (per_batch > worst) {
-      worst = per_batch;
-      rep.slowest_stage = st["name"].get<std::string>();
-      rep.slowest_stage_index = static_cast<int64_t>(i);
-    }
-  }
-
   // ---- downstream: the train step on synthetic batches of the same shape ----
   torch::manual_seed(o.seed);
   Classifier model = make_model(o.model, sig.channels, sig.height, sig.width);
@@ -196,48 +173,17 @@ ProfileReport run_profile(const ProfileOptions& o) {
   int64_t steps = std::max<int64_t>(1, o.train_steps);
   for (int64_t i = 0; i < steps; ++i) step();
   rep.downstream_ms_per_batch = (now_ns() - d0) / 1e6 / static_cast<double>(steps);
-  rep.r =
-      rep.downstream_ms_per_batch > 0 ? rep.upstream_ms_per_batch / rep.downstream_ms_per_batch : 0;
 
   // ---- recommendation ----
-  if (rep.r <= 1.1) {
-    rep.recommended_factor = 1;
-    rep.placement = "no echo needed: the pipeline keeps up with training (R <= 1.1)";
-    return rep;
-  }
-  rep.recommended_factor = std::round(rep.r * 10) / 10;
-  // Is the slowest stage at or after the batch stage?
-  bool after_batch = false;
-  bool augment_after = false;
-  if (!o.train_pipeline && spec.contains("stages")) {
-    PipelineDef def = PipelineDef::from_json(spec);
-    const auto& stages = def.stages();
-    const size_t slowest = static_cast<size_t>(rep.slowest_stage_index);
-    for (size_t i = 0; i < slowest && i < stages.size(); ++i)
-      if (stages[i].op == "batch") after_batch = true;
-    // An augmentation after the slowest stage, by what its function declares
-    // (decode_augment too, which the profile used to miss).
-    for (size_t i = slowest; i < stages.size(); ++i)
-      if (stages[i].op == "map" && registry().traits_of(stages[i].fn()).augmentation)
-        augment_after = true;
-    PipelineDef echo;
-    echo.echo({.factor = rep.recommended_factor});
-    def.insert(slowest, echo.stages());
-    rep.recommended_spec = def.to_json();
-  }
-  std::string where = "right after " + rep.slowest_stage;
-  if (after_batch) {
-    rep.placement = where + " (batch echoing)";
-  } else if (augment_after) {
-    rep.placement = where +
-                    " (example echoing before augmentation: each copy gets its own augmentation; "
-                    "a shuffle after the echo keeps copies out of the same batch)";
-  } else {
-    rep.placement =
-        where + " (example echoing; a shuffle after the echo keeps copies out of the same batch)";
-  }
-  rep.placement += "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" +
-                   std::to_string(static_cast<int64_t>(std::ceil(rep.r))) + "} there";
+  EchoAdvice advice = advise_echo(stats.to_json(), o.train_pipeline ? nlohmann::json() : spec,
+                                  batches, rep.upstream_ms_per_batch, rep.downstream_ms_per_batch);
+  rep.stages = std::move(advice.stages);
+  rep.r = advice.r;
+  rep.slowest_stage = std::move(advice.slowest_stage);
+  rep.slowest_stage_index = advice.slowest_stage_index;
+  rep.recommended_factor = advice.recommended_factor;
+  rep.placement = std::move(advice.placement);
+  rep.recommended_spec = std::move(advice.recommended_spec);
   return rep;
 }
 

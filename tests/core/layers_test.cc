@@ -1,7 +1,8 @@
 // The layers, enforced: an #include in src/ or include/ may reach its own layer or one
 // below it, never one above. The order, lowest first (README, Architecture):
 //   core (and dataset.h, pipeline.h) < ops < io < formats < image < tools < spec
-//   (and the entry header dataecho.h) < train < cli.
+//   (and the entry header dataecho.h) < train < cli; and python (the extension), which
+//   reaches the engine but never train or cli (it must not link LibTorch).
 // Linking cannot catch an upward include, as every public header lives under one
 // include/dataecho/ root; this test reads every include edge of the tree instead.
 #include <gtest/gtest.h>
@@ -20,8 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// python: the Python extension (src/python), on the engine only, never on the trainer.
 const std::vector<std::string> kLayers = {"core",  "ops",  "io",    "formats", "image",
-                                          "tools", "spec", "train", "cli"};
+                                          "tools", "spec", "train", "cli",     "python"};
 
 std::optional<size_t> rank_of(const std::string& layer) {
   auto it = std::find(kLayers.begin(), kLayers.end(), layer);
@@ -76,7 +78,9 @@ std::vector<std::string> upward_includes(const fs::path& root) {
         else
           continue;  // a header of the same folder
         const auto to = rank_of(target);
-        if (to && *to > *from)
+        // The Python extension sits on the engine: it must not pull in LibTorch.
+        const bool python_on_trainer = layer == "python" && (target == "train" || target == "cli");
+        if ((to && *to > *from) || python_on_trainer)
           found.push_back(rel + ":" + std::to_string(n) + ": includes \"" + inc +
                           "\" (from layer " + layer + " up to layer " + target + ")");
       }
