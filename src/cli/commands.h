@@ -11,6 +11,15 @@ void add_serve_command(CLI::App& app);
 // `dataecho bench ...`: measurements a person runs by hand.
 void add_bench_echo_command(CLI::App& bench);
 void add_bench_read_command(CLI::App& bench);
+// The training commands' descriptions: dataecho-train's own, and the forwarders that the
+// `dataecho` tool lists in --help (src/cli/main.cc).
+inline constexpr const char* kTrainDescription =
+    "train a model on a pipeline spec to a target (see docs/train.md)";
+inline constexpr const char* kProfileDescription =
+    "measure the pipeline alone and the train step alone: R, the slowest stage, the echo to add";
+inline constexpr const char* kExperimentDescription =
+    "run a grid of training runs over echo variants, factors and seeds; write results.csv, "
+    "results.json and plots (see docs/results.md)";
 #ifdef DATAECHO_HAVE_TRAINER
 void add_train_command(CLI::App& app);
 void add_profile_command(CLI::App& app);

@@ -59,9 +59,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef DATAECHO_FORWARD_TRAINER
   // Listed in --help; the commands themselves never reach here (run_trainer_tool).
-  app.add_subcommand("train", "train a model on a pipeline spec to a target (dataecho-train)");
-  app.add_subcommand("profile", "measure the pipeline and the train step: R (dataecho-train)");
-  app.add_subcommand("experiment", "run a grid of training runs (dataecho-train)");
+  app.add_subcommand("train", dataecho::cli::kTrainDescription);
+  app.add_subcommand("profile", dataecho::cli::kProfileDescription);
+  app.add_subcommand("experiment", dataecho::cli::kExperimentDescription);
 #endif
   CLI::App* bench = app.add_subcommand("bench", "measure throughput (see README, Performance)");
   bench->require_subcommand(1);

@@ -9,9 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 #include <unordered_set>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/process_memory.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/train/model.h"
@@ -49,6 +51,11 @@ template <class T>
 nlohmann::json opt_json(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
 template <class T>
 std::optional<T> json_opt(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
@@ -219,24 +226,11 @@ std::shared_ptr<ClassifierImpl> Trainer::model() const { return state_->model; }
 
 namespace {
 
-// Sets the process's peak RSS (VmHWM) back to its current RSS; false where it cannot.
-bool reset_peak_rss() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return static_cast<bool>(clear);
-}
-
 // VmHWM in MiB, if /proc/self/status has it.
 std::optional<double> peak_rss_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  int64_t kib = 0;
-  while (status >> key) {
-    if (key == "VmHWM:" && status >> kib) return static_cast<double>(kib) / 1024.0;
-    status.ignore(1 << 10, '\n');
-  }
-  return std::nullopt;
+  const int64_t kib = process_status_kib("VmHWM:");
+  if (kib < 0) return std::nullopt;
+  return static_cast<double>(kib) / 1024.0;
 }
 
 }  // namespace
@@ -361,6 +355,29 @@ TrainResult Trainer::run() {
     std::string weights;  // in memory when there is no output directory
   };
   std::vector<Snapshot> snaps;
+  // The running counts and clocks a checkpoint saves and --resume restores, each named
+  // once here: f(key, variable, required) (not required: absent from older checkpoints).
+  auto checkpoint_fields = [&](auto&& f) {
+    f("step", step, true);
+    f("fresh", fresh, true);
+    f("echoed", echoed, true);
+    f("fresh_by_echo_index", fresh_echo0, false);
+    f("train_seconds", train_s, true);
+    f("wait_seconds", wait_s, true);
+    f("compute_seconds", compute_s, true);
+    f("eval_seconds", eval_s, true);
+    f("snapshot_seconds", snap_s, false);
+    f("loss_sum", loss_sum, true);
+    f("loss_count", loss_count, true);
+    f("last_eval_step", last_eval_step, true);
+    f("lr", lr, true);
+    f("reached_target", r.reached_target, true);
+    f("steps_to_target", r.steps_to_target, false);
+    f("fresh_to_target", r.fresh_to_target, false);
+    f("raw_reads_to_target", r.raw_reads_to_target, false);
+    f("seconds_to_target", r.seconds_to_target, false);
+    f("wall_seconds_to_target", r.wall_seconds_to_target, false);
+  };
   if (c.resume) {
     torch::serialize::InputArchive ma;
     ma.load_from((ckpt_dir / "model.pt").string());
@@ -368,29 +385,18 @@ TrainResult Trainer::run() {
     torch::serialize::InputArchive oa;
     oa.load_from((ckpt_dir / "optimizer.pt").string());
     optimizer->load(oa);
-    step = ckpt.at("step").get<int64_t>();
-    fresh = ckpt.at("fresh").get<int64_t>();
-    echoed = ckpt.at("echoed").get<int64_t>();
-    fresh_echo0 = ckpt.value("fresh_by_echo_index", int64_t{0});
-    train_s = ckpt.at("train_seconds").get<double>();
-    wait_s = ckpt.at("wait_seconds").get<double>();
-    compute_s = ckpt.at("compute_seconds").get<double>();
-    eval_s = ckpt.at("eval_seconds").get<double>();
-    snap_s = ckpt.value("snapshot_seconds", 0.0);
+    checkpoint_fields([&](const char* key, auto& v, bool required) {
+      using T = std::decay_t<decltype(v)>;
+      if constexpr (is_optional<T>::value) {
+        v = json_opt<typename T::value_type>(ckpt, key);
+      } else if (required || ckpt.contains(key)) {
+        v = ckpt.at(key).get<T>();
+      }
+    });
     wall_base = ckpt.at("wall_seconds").get<double>();
-    loss_sum = ckpt.at("loss_sum").get<double>();
-    loss_count = ckpt.at("loss_count").get<int64_t>();
-    last_eval_step = ckpt.at("last_eval_step").get<int64_t>();
-    lr = ckpt.at("lr").get<double>();
     for (const auto& e : ckpt.at("evals")) r.evals.push_back(EvalRecord::from_json(e));
     for (const auto& e : ckpt.value("snapshots", nlohmann::json::array()))
       snaps.push_back({EvalRecord::from_json(e), {}});
-    r.reached_target = ckpt.at("reached_target").get<bool>();
-    r.steps_to_target = json_opt<int64_t>(ckpt, "steps_to_target");
-    r.fresh_to_target = json_opt<int64_t>(ckpt, "fresh_to_target");
-    r.raw_reads_to_target = json_opt<int64_t>(ckpt, "raw_reads_to_target");
-    r.seconds_to_target = json_opt<double>(ckpt, "seconds_to_target");
-    r.wall_seconds_to_target = json_opt<double>(ckpt, "wall_seconds_to_target");
     std::string lb = read_file(ckpt_dir / "losses.bin");
     r.losses.resize(lb.size() / sizeof(float));
     std::memcpy(r.losses.data(), lb.data(), r.losses.size() * sizeof(float));
@@ -516,26 +522,13 @@ TrainResult Trainer::run() {
     write_file(tmp / "fresh_keys.bin", save_read_set(seen));
     nlohmann::json s;
     s["model"] = model_json;
-    s["step"] = step;
-    s["fresh"] = fresh;
-    s["echoed"] = echoed;
-    s["fresh_by_echo_index"] = fresh_echo0;
-    s["train_seconds"] = train_s;
-    s["wait_seconds"] = wait_s;
-    s["compute_seconds"] = compute_s;
-    s["eval_seconds"] = eval_s;
-    s["snapshot_seconds"] = snap_s;
+    checkpoint_fields([&](const char* key, const auto& v, bool) {
+      if constexpr (is_optional<std::decay_t<decltype(v)>>::value)
+        s[key] = opt_json(v);
+      else
+        s[key] = v;
+    });
     s["wall_seconds"] = wall_now();
-    s["loss_sum"] = loss_sum;
-    s["loss_count"] = loss_count;
-    s["last_eval_step"] = last_eval_step;
-    s["lr"] = lr;
-    s["reached_target"] = r.reached_target;
-    s["steps_to_target"] = opt_json(r.steps_to_target);
-    s["fresh_to_target"] = opt_json(r.fresh_to_target);
-    s["raw_reads_to_target"] = opt_json(r.raw_reads_to_target);
-    s["seconds_to_target"] = opt_json(r.seconds_to_target);
-    s["wall_seconds_to_target"] = opt_json(r.wall_seconds_to_target);
     s["evals"] = nlohmann::json::array();
     for (const auto& e : r.evals) s["evals"].push_back(e.to_json());
     s["snapshots"] = nlohmann::json::array();

@@ -3,46 +3,26 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <thread>
 
+#include "dataecho/core/process_memory.h"
 #include "test_util.h"
 
 namespace dataecho::testing {
 namespace {
-
-// A field of /proc/self/status in KiB ("VmRSS:", "VmHWM:"); -1 if absent.
-int64_t status_kib(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string k;
-  int64_t v = 0;
-  while (status >> k) {
-    if (k == key && status >> v) return v;
-    status.ignore(1 << 10, '\n');
-  }
-  return -1;
-}
-
-// Sets the peak RSS (VmHWM) back to the current RSS.
-bool reset_peak() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return static_cast<bool>(clear);
-}
 
 // The peak RSS while `spec` runs to its end, in KiB above `base_kib`. After the first
 // batch the consumer pauses, as a long training step would, long enough for every
 // buffer to fill (the pipeline makes a batch in about 10 ms), then takes the rest.
 int64_t peak_above_kib(const std::string& spec, int64_t base_kib, int64_t* batches) {
   auto p = build(spec);
-  EXPECT_TRUE(reset_peak());
+  EXPECT_TRUE(reset_peak_rss());
   *batches = 0;
   while (auto e = p->next()) {
     if (++*batches == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   }
-  return status_kib("VmHWM:") - base_kib;
+  return process_status_kib("VmHWM:") - base_kib;
 }
 
 std::string spec(int prefetch) {
@@ -60,9 +40,10 @@ TEST(MemoryBound, BatchPipelinePeakIsWhatItsBuffersDeclare) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the sanitizers keep freed memory (quarantine, shadow)";
 #else
-  if (status_kib("VmHWM:") < 0 || !reset_peak()) GTEST_SKIP() << "no /proc/self peak RSS";
+  if (process_status_kib("VmHWM:") < 0 || !reset_peak_rss())
+    GTEST_SKIP() << "no /proc/self peak RSS";
   constexpr int64_t kBatchKib = 16 * 1024;
-  const int64_t base = status_kib("VmRSS:");
+  const int64_t base = process_status_kib("VmRSS:");
   // Declared: the prefetch's batches, the one the consumer holds, the one being filled
   // and the next, which the map's 4 elements in flight may already be written into
   // (map-and-batch fusion). Before the batch chose the column to place, up to 4

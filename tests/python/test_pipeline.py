@@ -101,6 +101,10 @@ def test_batches_are_torch_tensors_over_the_pipeline_buffers():
     # Zero-copy: the tensor's memory is the engine's buffer.
     assert b["image"].data_ptr() == b.addresses["image"]
     assert b["label"].data_ptr() == b.addresses["label"]
+    # numpy arrays likewise view the buffer.
+    n = next(de.idx(IMAGES, LABELS, limit=256).map("normalize").batch(64).build(as_numpy=True))
+    assert n["image"].__array_interface__["data"][0] == n.addresses["image"]
+    assert n["image"].dtype == np.float32 and n["image"].flags.writeable
     kept = b["image"].clone()
     p.close()
     del p

@@ -33,10 +33,7 @@ void add_experiment_command(CLI::App& app) {
     bool no_plots = false, report_only = false, dry_run = false, json = false;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "experiment",
-      "run a grid of training runs over echo variants, factors and seeds; write results.csv, "
-      "results.json and plots (see docs/results.md)");
+  CLI::App* cmd = app.add_subcommand("experiment", kExperimentDescription);
   cmd->add_option("spec", a->spec, "experiment spec (JSON)")->required();
   auto* o_out = cmd->add_option("--out", a->out, "output directory (default: the spec's \"out\")");
   auto* o_threads =

@@ -16,9 +16,7 @@ void add_profile_command(CLI::App& app) {
     bool json = false, keep_echo = false;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "profile",
-      "measure the pipeline alone and the train step alone: R, the slowest stage, the echo to add");
+  CLI::App* cmd = app.add_subcommand("profile", kProfileDescription);
   cmd->add_option("spec", a->spec, "training pipeline spec (JSON file)")->required();
   cmd->add_option("--model", a->model, "mlp | cnn | resnet (default mlp)");
   cmd->add_option("--depth", a->depth, "model depth (0: the model's default)");

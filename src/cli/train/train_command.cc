@@ -41,8 +41,7 @@ void add_train_command(CLI::App& app) {
     std::string progress;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "train", "train a model on a pipeline spec to a target (see docs/train.md)");
+  CLI::App* cmd = app.add_subcommand("train", kTrainDescription);
   cmd->add_option("--config", a->config, "training config (JSON); the flags below override it");
   auto* o_train =
       cmd->add_option("--train-spec", a->train_spec, "training pipeline spec (JSON file)");
