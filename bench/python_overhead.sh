@@ -4,11 +4,15 @@
 #
 #   bench/python_overhead.sh [--build DIR] [--out DIR] [--jpeg-images N] [--png-images N]
 #                            [--epochs E] [--rounds R] [--threads "1 2"]
+#                            [--workloads "jpeg png jpeg_echo"]
 #
 # Data and specs are those of bench/dataloader_compare.sh (bench/dataloader_lib.sh): JPEG
 # 256x256 RGB quality 90 and 28x28 PNG from Debian's Fashion-MNIST, as 4 tar shards and as
 # a folder; the spec is tar -> map decode_augment (parallelism T) -> batch 128 ->
-# prefetch 4. For each workload and thread count T, one after the other (same load):
+# prefetch 4; jpeg_echo is the JPEG spec with batch echoing (echo 2 after batch), where
+# every echoed batch reaches Python as a copy (its buffer is shared with the echo stage),
+# so its Python/C++ ratio is the cost of that copy. For each workload and thread count
+# T, one after the other (same load):
 #   cpp         build/bin/dataloader_bench pipeline --spec S (C++ pulls the batches);
 #   python      bench/python_overhead.py --spec S (the same spec from Python, each batch
 #               turned into torch tensors);
@@ -27,6 +31,7 @@ PNG_IMAGES=8192
 EPOCHS=3
 ROUNDS=2
 THREADS="1 2"
+WORKLOADS="jpeg png jpeg_echo"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) BUILD=$(realpath -m "$2"); shift 2 ;;
@@ -36,7 +41,8 @@ while [[ $# -gt 0 ]]; do
     --epochs) EPOCHS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --workloads) WORKLOADS=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "python_overhead: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +51,7 @@ PY=/usr/bin/python3
 FM=/usr/share/datasets/fashion-mnist
 DATA=$OUT/dataloader_data
 RUNS=$OUT/python_overhead_runs
-RESULT=$OUT/python_overhead.json
+RESULT=$OUT/python_overhead${RESULT_SUFFIX:-}.json
 mkdir -p "$OUT" "$DATA" "$RUNS"
 log() { echo "== $*" >&2; }
 
@@ -75,11 +81,20 @@ timed() {  # NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, time -v -> R
 
 START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
-  for wl in jpeg png; do
+  for wl in $WORKLOADS; do
     for t in $THREADS; do
-      if [[ $wl == jpeg ]]; then
+      if [[ $wl == jpeg || $wl == jpeg_echo ]]; then
         spec "$RUNS/${wl}_t$t.spec.json" "$DATA/jpeg_tar" jpg decode_augment "$JPEG_ARGS" "$t"
         dl_args=(--workload jpeg)
+        if [[ $wl == jpeg_echo ]]; then  # echo 2 right after the batch
+          $PY - "$RUNS/${wl}_t$t.spec.json" <<'SPEC'
+import json, sys
+s = json.load(open(sys.argv[1]))
+i = [k for k, st in enumerate(s["stages"]) if st["op"] == "batch"][0]
+s["stages"].insert(i + 1, {"op": "echo", "factor": 2})
+json.dump(s, open(sys.argv[1], "w"), indent=1)
+SPEC
+        fi
       else
         spec "$RUNS/${wl}_t$t.spec.json" "$DATA/png_tar" png decode_augment "$PNG_ARGS" "$t"
         dl_args=(--workload png --mean $PNG_MEAN --std $PNG_STD)
@@ -93,10 +108,10 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 ELAPSED=$(( $(date +%s) - START ))
 
-$PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'PYEOF'
+$PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" "$WORKLOADS" <<'PYEOF'
 import json, os, re, statistics, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), int(sys.argv[5])
-jpeg_images, png_images, epochs = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+jpeg_images, png_images, epochs, workloads = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8]), sys.argv[9].split()
 
 def load(name):
     with open(os.path.join(runs, name + ".json")) as f:
@@ -106,9 +121,9 @@ def load(name):
     return j
 
 rows = []
-print(f"{'workload':9s} {'T':>2s} {'C++ img/s':>10s} {'Python':>10s} {'Py/C++':>7s} {'DataLoader':>11s} "
+print(f"{'workload':10s} {'T':>2s} {'C++ img/s':>10s} {'Python':>10s} {'Py/C++':>7s} {'DataLoader':>11s} "
       f"{'Py/DL':>7s} {'RSS C++':>8s} {'RSS Py':>8s} {'RSS DL':>14s}")
-for wl in ("jpeg", "png"):
+for wl in workloads:
     for t in threads:
         r = [{side: load(f"r{k}_{wl}_{side}_t{t}") for side in ("cpp", "python", "dataloader")}
              for k in range(1, rounds + 1)]
@@ -123,7 +138,7 @@ for wl in ("jpeg", "png"):
                "python_over_dataloader_rounds": py_dl, "python_over_dataloader": statistics.median(py_dl),
                "python_copied_bytes": max(x["python"]["copied_bytes"] for x in r)}
         rows.append(row)
-        print(f"{wl:9s} {t:>2s} {best['cpp']:10.0f} {best['python']:10.0f} {row['python_over_cpp']:7.3f} "
+        print(f"{wl:10s} {t:>2s} {best['cpp']:10.0f} {best['python']:10.0f} {row['python_over_cpp']:7.3f} "
               f"{best['dataloader']:11.0f} {row['python_over_dataloader']:7.2f} {rss['cpp']:8.0f} {rss['python']:8.0f} "
               f"{rss['dataloader']:6.0f}+{workers:.0f}w")
 result = {"rows": rows, "rounds": rounds, "epochs": epochs, "jpeg_images": jpeg_images, "png_images": png_images,

@@ -19,7 +19,7 @@ inline constexpr const char* kProfileDescription =
     "measure the pipeline alone and the train step alone: R, the slowest stage, the echo to add";
 inline constexpr const char* kExperimentDescription =
     "run a grid of training runs over echo variants, factors and seeds; write results.csv, "
-    "results.json and plots (see docs/results.md)";
+    "results.json and plots (see docs/experiment.md)";
 #ifdef DATAECHO_HAVE_TRAINER
 void add_train_command(CLI::App& app);
 void add_profile_command(CLI::App& app);

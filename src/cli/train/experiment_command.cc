@@ -1,7 +1,7 @@
 // `dataecho experiment SPEC`: runs a grid of training runs (echo variants, factors,
 // shuffle after echo, batch sizes, seeds) derived from one base training config, one
 // after the other; finished runs are skipped when rerun, so an interrupted sweep resumes.
-// Writes results.csv, results.json and plots (docs/results.md). Ctrl-C ends the sweep
+// Writes results.csv, results.json and plots (docs/experiment.md). Ctrl-C ends the sweep
 // after the current step; the unfinished run starts over on the next invocation.
 // Exit status: 0, or 2 when some runs failed (the others ran and are in the table), 130
 // when interrupted.
