@@ -1,18 +1,13 @@
 // echo, adaptive mode (see include/dataecho/ops/echo.h): repeat only while the next
-// fresh element is not ready. The thread pattern follows prefetch.cc.
+// fresh element is not ready. Its input is pulled by a BackgroundPuller, as prefetch's.
 #include <cmath>
-#include <condition_variable>
 #include <deque>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "adaptive_echo.h"
-#include "dataecho/core/clock.h"
+#include "background_puller.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/echo.h"
-#include "worker_pause.h"
 
 namespace dataecho {
 namespace {
@@ -25,126 +20,98 @@ class AdaptiveEchoDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_, ctx, o_, node_stats());
+    return std::make_unique<It>(input_, ctx, o_, node_stats(), label());
   }
 
  private:
-  // Two bounded buffers under one mutex: `fresh_`, filled by the worker with elements
-  // not yet emitted, and `pool_`, the recent fresh elements that may still be repeated,
-  // each with the number of times it has been emitted. The worker pulls only when
-  // `fresh_` has room and no save() is in progress, so every element it has taken from
-  // the input is in `fresh_` whenever it is not inside the input's next(): save()
-  // waits for that moment.
+  // The fresh elements come from a BackgroundPuller of `buffer` elements; `pool_` holds
+  // the recent fresh elements that may still be repeated, each with the number of times
+  // it has been emitted. Only the consumer's thread touches the pool (next(), save(),
+  // restore()).
   class It : public Iterator {
    public:
-    It(DatasetPtr input, const IteratorContext& ctx, const EchoOptions& o,
-       std::shared_ptr<NodeStats> stats)
-        : token_(ctx.cancel->child()),
-          cap_(static_cast<size_t>(o.buffer)),
+    It(const DatasetPtr& input, const IteratorContext& ctx, const EchoOptions& o,
+       std::shared_ptr<NodeStats> stats, const std::string& label)
+        : cap_(static_cast<size_t>(o.buffer)),
           max_copies_(static_cast<int64_t>(std::floor(o.max_factor))),
           rng_(mix_seed(o.seed, static_cast<uint64_t>(ctx.epoch))),
-          node_(std::move(stats)),
-          counters_(node_.get()) {
-      IteratorContext c = ctx;
-      c.cancel = token_;
-      in_ = input->make_iterator(c);
-      registration_ = token_->on_cancel([this] {
-        std::lock_guard<std::mutex> lock(mu_);
-        cv_.notify_all();
-      });
-    }
-    ~It() override {
-      token_->cancel();
-      if (worker_.joinable()) worker_.join();
-      registration_.reset();
-      counters_.publish();
-    }
+          node_(stats),
+          counters_(node_.get()),
+          puller_(input, ctx,
+                  {.capacity = cap_,
+                   .wake_consumer = 1,
+                   .wake_worker = cap_ - 1,
+                   .label = label,
+                   .stats = std::move(stats)}) {}
+    ~It() override { counters_.publish(); }
 
     void save(StateWriter& w) override {
-      std::unique_lock<std::mutex> lock(mu_);
-      WorkerPause pause(lock, paused_, cv_, cv_, [this] { return !in_input_; });
-      if (error_)
-        throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
-      w.begin("adaptive_echo");
-      w.write_bool(input_done_);
-      w.write_rng(rng_);
-      w.write_u64(fresh_.size());
-      for (const auto& e : fresh_) w.write_example(e);
-      w.write_u64(pool_.size());
-      for (const auto& p : pool_) {
-        w.write_example(p.element);
-        w.write_i64(p.copies);
-      }
-      pause.unlocked([&] { in_->save(w); });
+      puller_.save(w, [&](const std::deque<Example>& fresh, bool input_done, bool failed) {
+        if (failed)
+          throw_error(ErrorCode::kInvalidArgument, label(),
+                      "cannot save a pipeline that has failed");
+        w.begin("adaptive_echo");
+        w.write_bool(input_done);
+        w.write_rng(rng_);
+        w.write_u64(fresh.size());
+        for (const auto& e : fresh) w.write_example(e);
+        w.write_u64(pool_.size());
+        for (const auto& p : pool_) {
+          w.write_example(p.element);
+          w.write_i64(p.copies);
+        }
+      });
     }
     void restore(StateReader& r) override {
-      std::unique_lock<std::mutex> lock(mu_);
-      WorkerPause pause(lock, paused_, cv_, cv_, [this] { return !in_input_; });
-      r.expect("adaptive_echo");
-      bool input_done = r.read_bool();
       Rng rng;
-      r.read_rng(rng);
-      std::deque<Example> fresh;
       std::vector<Entry> pool;
-      uint64_t n = r.read_u64();
-      if (n > cap_)
-        throw_error(ErrorCode::kDataLoss, label(),
-                    "saved state has more queued elements than the buffer holds");
-      for (uint64_t i = 0; i < n; ++i) fresh.push_back(r.read_example());
-      n = r.read_u64();
-      if (n > cap_)
-        throw_error(ErrorCode::kDataLoss, label(),
-                    "saved state has more repeat candidates than the buffer holds");
-      for (uint64_t i = 0; i < n; ++i) {
-        Entry p{r.read_example(), r.read_i64(), static_cast<uint64_t>(i)};
-        if (p.copies < 1 || p.copies >= max_copies_) {
+      puller_.restore(r, [&](std::deque<Example>& fresh, bool& input_done) {
+        r.expect("adaptive_echo");
+        input_done = r.read_bool();
+        r.read_rng(rng);
+        uint64_t n = r.read_u64();
+        if (n > cap_)
           throw_error(ErrorCode::kDataLoss, label(),
-                      "saved copy count " + std::to_string(p.copies) + " does not fit max_factor");
+                      "saved state has more queued elements than the buffer holds");
+        for (uint64_t i = 0; i < n; ++i) fresh.push_back(r.read_example());
+        n = r.read_u64();
+        if (n > cap_)
+          throw_error(ErrorCode::kDataLoss, label(),
+                      "saved state has more repeat candidates than the buffer holds");
+        for (uint64_t i = 0; i < n; ++i) {
+          Entry p{r.read_example(), r.read_i64(), static_cast<uint64_t>(i)};
+          if (p.copies < 1 || p.copies >= max_copies_) {
+            throw_error(
+                ErrorCode::kDataLoss, label(),
+                "saved copy count " + std::to_string(p.copies) + " does not fit max_factor");
+          }
+          pool.push_back(std::move(p));
         }
-        pool.push_back(std::move(p));
-      }
-      pause.unlocked([&] { in_->restore(r); });
-      input_done_ = input_done;
+      });
       rng_ = rng;
-      fresh_ = std::move(fresh);
       pool_ = std::move(pool);
       next_seq_ = pool_.size();
     }
 
    protected:
+    // A fresh element when one is ready; else, while the input is late, a repeat of a
+    // recent one; with nothing to repeat, wait for the input.
     std::optional<Example> next_impl() override {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!worker_running_ && !input_done_) {
-        if (worker_.joinable()) worker_.join();  // it ended before a restore() rewound the input
-        worker_running_ = true;
-        worker_ = std::thread([this] { run(); });
-      }
-      while (true) {
-        if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
-        if (!fresh_.empty()) {
-          Example e = std::move(fresh_.front());
-          fresh_.pop_front();
-          cv_.notify_all();
-          if (max_copies_ > 1) remember(e);
-          counters_.emitted(true, static_cast<int64_t>(e.num_rows()));
+      std::optional<Example> e;
+      switch (puller_.take(e, /*wait=*/pool_.empty())) {
+        case BackgroundPuller::Take::kElement:
+          if (max_copies_ > 1) remember(*e);
+          counters_.emitted(true, static_cast<int64_t>(e->num_rows()));
           return e;
-        }
-        if (input_done_) {
+        case BackgroundPuller::Take::kEnd:
           counters_.publish();
-          if (error_) {
-            auto err = error_;
-            error_ = nullptr;
-            std::rethrow_exception(err);
-          }
           return std::nullopt;
-        }
-        if (!pool_.empty()) {
-          Example e = repeat();
-          counters_.emitted(false, static_cast<int64_t>(e.num_rows()));
-          return e;
-        }
-        cv_.wait(lock);
+        case BackgroundPuller::Take::kNotYet:
+          break;
       }
+      Example r = repeat();
+      counters_.emitted(false, static_cast<int64_t>(r.num_rows()));
+      return r;
     }
 
    private:
@@ -204,63 +171,14 @@ class AdaptiveEchoDataset : public Dataset {
       pool_.pop_back();
     }
 
-    void run() {
-      std::unique_lock<std::mutex> lock(mu_);
-      run_locked(lock);
-      worker_running_ = false;
-    }
-    void run_locked(std::unique_lock<std::mutex>& lock) {
-      while (true) {
-        int64_t t0 = now_ns();
-        cv_.wait(lock,
-                 [this] { return token_->cancelled() || (!paused_ && fresh_.size() < cap_); });
-        if (node_) node_->wait_output_ns += now_ns() - t0;
-        if (token_->cancelled() || input_done_) return;
-        in_input_ = true;
-        lock.unlock();
-        std::optional<Example> e;
-        std::exception_ptr err;
-        int64_t t1 = now_ns();
-        try {
-          e = in_->next();
-        } catch (...) {
-          err = std::current_exception();
-        }
-        if (node_) node_->wait_input_ns += now_ns() - t1;
-        lock.lock();
-        in_input_ = false;
-        if (err) {
-          error_ = err;
-          input_done_ = true;
-        } else if (e) {
-          fresh_.push_back(std::move(*e));
-        } else {
-          input_done_ = true;
-        }
-        cv_.notify_all();
-        if (input_done_) return;
-      }
-    }
-
-    std::shared_ptr<CancellationToken> token_;
     const size_t cap_;
     const int64_t max_copies_;
     Rng rng_;
     std::shared_ptr<NodeStats> node_;
-    EchoCounters counters_;  // after node_, which it reads
-    std::unique_ptr<Iterator> in_;
-    CancellationToken::Registration registration_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::deque<Example> fresh_;
+    EchoCounters counters_;  // after node_, which it writes to
     std::vector<Entry> pool_;
     uint64_t next_seq_ = 0;
-    bool in_input_ = false;
-    bool worker_running_ = false;
-    bool paused_ = false;
-    bool input_done_ = false;
-    std::exception_ptr error_;
-    std::thread worker_;
+    BackgroundPuller puller_;  // last: its worker is joined before the rest goes
   };
 
   DatasetPtr input_;

@@ -130,15 +130,23 @@ std::vector<std::vector<double>> read_evals(const std::string& dir) {
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
 // Writes the data files and plots.gp into out/plots and runs gnuplot there.
-void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
-  const fs::path dir = fs::path(spec.out) / "plots";
-  fs::create_directories(dir);
-  const auto& cells = report.cells;
-
-  // 1. Fresh examples to target vs echo factor; 3. speedup vs echo factor.
-  std::map<std::string, Series> fresh_series, speed_series;
+// What the plots show: the series of each plot, the baseline cell, the largest x.
+struct PlotData {
+  std::vector<Series> fresh, speedup, accuracy;
   const CellResult* base = nullptr;
   double max_x = 1;
+};
+
+// The plots' data files in `dir`: 1. fresh examples to target vs echo factor, 2. accuracy
+// vs fresh examples (baseline and best echo cell), 3. speedup vs echo factor.
+PlotData write_plot_data(const ExperimentSpec& spec, const ExperimentReport& report,
+                         const fs::path& dir) {
+  const auto& cells = report.cells;
+  // 1. Fresh examples to target vs echo factor; 3. speedup vs echo factor.
+  std::map<std::string, Series> fresh_series, speed_series;
+  PlotData d;
+  const CellResult*& base = d.base;
+  double& max_x = d.max_x;
   for (const auto& c : cells) {
     if (c.cell.variant == EchoVariant::kBaseline && c.cell.overrides.is_null() && !base &&
         c.fresh_estimate)
@@ -159,7 +167,8 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
       speed_series[key].rows.push_back({*x, sp.ratio, sp.ci.lo, sp.ci.hi});
     }
   }
-  std::vector<Series> fs_list, sp_list;
+  std::vector<Series>& fs_list = d.fresh;
+  std::vector<Series>& sp_list = d.speedup;
   for (auto& [k, s] : fresh_series) fs_list.push_back(s);
   for (auto& [k, s] : speed_series) sp_list.push_back(s);
   write_blocks((dir / "fresh_vs_factor.dat").string(), fs_list);
@@ -171,7 +180,7 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     if (c.cell.variant == EchoVariant::kBaseline || !c.fresh_estimate) continue;
     if (!best || c.fresh_estimate->median < best->fresh_estimate->median) best = &c;
   }
-  std::vector<Series> acc_list;
+  std::vector<Series>& acc_list = d.accuracy;
   auto add_run = [&](const CellResult* c) {
     if (!c || c->cell.seeds.empty()) return;
     // The seed whose fresh-to-target is the cell's median (or the first seed).
@@ -199,7 +208,17 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
       out << "\n\n";
     }
   }
+  return d;
+}
 
+// The gnuplot script drawing each plot that has data (its name goes to `files`).
+std::string plot_script(const ExperimentSpec& spec, const PlotData& d,
+                        std::vector<std::string>& files) {
+  const CellResult* base = d.base;
+  const double max_x = d.max_x;
+  const std::vector<Series>& fs_list = d.fresh;
+  const std::vector<Series>& sp_list = d.speedup;
+  const std::vector<Series>& acc_list = d.accuracy;
   double r_base = 0;
   if (base && base->r.median) r_base = *base->r.median;
   const std::optional<double> target = opt_number(spec.base_config, "target_accuracy");
@@ -211,7 +230,6 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
      << "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
         "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }\n";
   const std::string name = gp_string(spec.name);
-  std::vector<std::string> files;
   if (!fs_list.empty()) {
     gp << "set output \"fresh_vs_factor.\".fmt\n"
        << "set title " << name << ".\": fresh examples to target vs echo factor\"\n"
@@ -260,10 +278,12 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
     files.push_back("speedup_vs_factor");
   }
   gp << "}\n";
-  {
-    std::ofstream out(dir / "plots.gp", std::ios::trunc);
-    out << gp.str();
-  }
+  return gp.str();
+}
+
+// Runs gnuplot on plots.gp in `dir`; lists the pictures in the report, or says why not.
+void draw_plots(const fs::path& dir, const std::vector<std::string>& files,
+                ExperimentReport& report) {
   if (files.empty()) {
     report.plot_note = "no cell reached the target: nothing to plot";
     return;
@@ -284,6 +304,18 @@ void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
       if (fs::exists(p)) report.plots.push_back(p.string());
     }
   }
+}
+
+void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
+  const fs::path dir = fs::path(spec.out) / "plots";
+  fs::create_directories(dir);
+  const PlotData d = write_plot_data(spec, report, dir);
+  std::vector<std::string> files;
+  {
+    std::ofstream out(dir / "plots.gp", std::ios::trunc);
+    out << plot_script(spec, d, files);
+  }
+  draw_plots(dir, files, report);
 }
 
 }  // namespace

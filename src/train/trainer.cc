@@ -233,295 +233,452 @@ std::optional<double> peak_rss_mib() {
   return static_cast<double>(kib) / 1024.0;
 }
 
-}  // namespace
+// An evaluation (or test) set, loaded into memory before the training clock starts.
+struct HeldOut {
+  std::vector<TorchBatch> batches;
+  std::optional<InputSignature> sig;
+  int64_t examples = 0;
+};
 
-TrainResult Trainer::run() {
-  reset_peak_rss();  // the peak of this run, not of earlier ones in the same process
-  const TrainConfig& c = config_;
-  validate_train_config(c);
-  torch::set_num_threads(c.threads);
-  const int64_t decay_steps = c.optimizer.decay_steps > 0 ? c.optimizer.decay_steps : c.max_steps;
-  const bool has_eval = static_cast<bool>(c.eval_pipeline) || c.eval_spec.is_object();
-  const bool snapshots_mode = c.eval_mode == "snapshots";
-  const fs::path out = c.out;
-  const fs::path ckpt_dir = out / "checkpoint";
-  const fs::path snap_dir = out / "snapshots";
-  auto snapshot_file = [&](int64_t at_step) {
-    return snap_dir / ("step-" + std::to_string(at_step) + ".pt");
-  };
+// One run of Trainer::run(), in named phases: prepare (everything that can be refused,
+// before the first step), the loop (step, evaluate, checkpoint, report), and finish
+// (snapshot evaluation, test set, summary).
+class TrainRun {
+ public:
+  TrainRun(const TrainConfig& c, const std::atomic<bool>& stop, Classifier& model_out)
+      : c_(c),
+        stop_(stop),
+        model_out_(model_out),
+        decay_steps_(c.optimizer.decay_steps > 0 ? c.optimizer.decay_steps : c.max_steps),
+        has_eval_(static_cast<bool>(c.eval_pipeline) || c.eval_spec.is_object()),
+        has_test_(static_cast<bool>(c.test_pipeline) || c.test_spec.is_object()),
+        snapshots_mode_(c.eval_mode == "snapshots"),
+        out_(c.out),
+        ckpt_dir_(out_ / "checkpoint"),
+        snap_dir_(out_ / "snapshots"),
+        progress_(c.progress, c.progress_seconds) {}
 
-  // ---- everything that can be refused is checked before the first step ----
-  nlohmann::json model_json = train_config_to_json(c)["model"];
-  nlohmann::json ckpt;
-  if (c.resume) {
-    if (!fs::exists(ckpt_dir / "state.json")) {
+  TrainResult run() {
+    read_checkpoint_state();
+    load_held_out_sets();
+    start_training_pipeline();
+    build_model();
+    if (c_.resume) restore_checkpoint();
+    train_s_ += startup_s_;  // start-up and filling the buffers are training-side time
+    if (!r_.evals.empty()) r_.final_eval = r_.evals.back();
+    open_outputs();
+    loop();
+    if (has_eval_ && c_.eval_at_end && last_eval_step_ != step_ && r_.stop_reason != "diverged")
+      evaluation_point();
+    checkpoint(pipeline_untouched_);
+    const double train_wall = wall_now();
+    evaluate_after_training();
+    report(last_loss_, true);
+    progress_.finish();
+    summarize(train_wall);
+    return std::move(r_);
+  }
+
+ private:
+  // ---- prepare: everything that can be refused is checked before the first step ----
+
+  // On --resume: the checkpoint's state.json, for a model like this config's.
+  void read_checkpoint_state() {
+    model_json_ = train_config_to_json(c_)["model"];
+    if (!c_.resume) return;
+    if (!fs::exists(ckpt_dir_ / "state.json")) {
       fail(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
-           (ckpt_dir / "state.json").string());
+           (ckpt_dir_ / "state.json").string());
     }
-    ckpt = nlohmann::json::parse(read_file(ckpt_dir / "state.json"));
-    if (ckpt.at("model") != model_json) {
+    ckpt_ = nlohmann::json::parse(read_file(ckpt_dir_ / "state.json"));
+    if (ckpt_.at("model") != model_json_) {
       fail(ErrorCode::kInvalidArgument,
-           "--resume: the checkpoint was made with model " + ckpt.at("model").dump() + ", not " +
-               model_json.dump(),
-           ckpt_dir.string());
+           "--resume: the checkpoint was made with model " + ckpt_.at("model").dump() + ", not " +
+               model_json_.dump(),
+           ckpt_dir_.string());
     }
   }
 
-  // The evaluation (and test) sets are loaded before the training pipeline is built: the
-  // training clock starts with that build, and its pipeline must not read ahead meanwhile.
-  struct HeldOut {
-    std::vector<TorchBatch> batches;
-    std::optional<InputSignature> sig;
-    int64_t examples = 0;
-  };
-  auto load_held_out = [&](const PipelineFactory& factory, const nlohmann::json& spec,
-                           const std::string& dir, const std::string& what) {
+  HeldOut load_held_out(const PipelineFactory& factory, const nlohmann::json& spec,
+                        const std::string& dir, const std::string& what) {
     HeldOut h;
     std::unique_ptr<Pipeline> p = make_pipeline(factory, spec, dir, std::nullopt);
     while (auto b = p->next()) {
-      InputSignature es = inspect_batch(*b, c.input, what);
+      InputSignature es = inspect_batch(*b, c_.input, what);
       if (h.sig && !es.same_as(*h.sig))
         fail(ErrorCode::kInvalidArgument,
              what + ": its batches are " + es.describe() + " and " + h.sig->describe());
       h.sig = es;
-      TorchBatch tb = batch_to_torch(*b, c.input, es);
-      check_labels(tb, c.model.num_classes, what);
+      TorchBatch tb = batch_to_torch(*b, c_.input, es);
+      check_labels(tb, c_.model.num_classes, what);
       h.examples += tb.rows;
       h.batches.push_back(std::move(tb));
     }
     if (h.examples == 0) fail(ErrorCode::kInvalidArgument, what + ": yielded no batch");
     return h;
-  };
-  HeldOut eval_data, test_data;
-  const bool has_test = static_cast<bool>(c.test_pipeline) || c.test_spec.is_object();
-  try {
-    if (has_eval)
-      eval_data =
-          load_held_out(c.eval_pipeline, c.eval_spec, c.eval_spec_dir, "evaluation pipeline");
-    if (has_test)
-      test_data = load_held_out(c.test_pipeline, c.test_spec, c.test_spec_dir, "test pipeline");
-  } catch (const Error&) {
-    // A mistake that the training pipeline shares (a wrong field name) is reported for
-    // the training pipeline, as a user reads the config: check its first batch first.
-    std::unique_ptr<Pipeline> t =
-        make_pipeline(c.train_pipeline, c.train_spec, c.train_spec_dir, std::nullopt);
-    if (auto b = t->next()) inspect_batch(*b, c.input, "training pipeline");
-    throw;
   }
 
-  const int64_t clock_start = now_ns();  // the training clock: build the pipeline
-  std::unique_ptr<Pipeline> train =
-      make_pipeline(c.train_pipeline, c.train_spec, c.train_spec_dir,
-                    c.seed_pipeline ? std::optional<uint64_t>(c.seed) : std::nullopt);
-  if (c.resume) train->restore(read_file(ckpt_dir / "pipeline.state"));
-  const std::string initial_pipeline_state = out.empty() ? std::string() : train->save();
-  std::optional<Example> pending = train->next();
-  if (!pending) {
-    fail(ErrorCode::kInvalidArgument, c.resume
-                                          ? "training pipeline: nothing left after the checkpoint"
-                                          : "training pipeline: yielded no batch");
-  }
-  const double startup_s = (now_ns() - clock_start) / 1e9;
-  const InputSignature sig = inspect_batch(*pending, c.input, "training pipeline");
-  for (const auto& [held, what] :
-       {std::pair{&eval_data, "evaluation"}, std::pair{&test_data, "test"}}) {
-    if (held->sig && !held->sig->same_as(sig)) {
-      fail(ErrorCode::kInvalidArgument, std::string(what) + " pipeline: its images are " +
-                                            held->sig->describe() +
-                                            " but the training pipeline's are " + sig.describe() +
-                                            "; both specs must produce the same representation");
+  // The evaluation (and test) sets are loaded before the training pipeline is built: the
+  // training clock starts with that build, and its pipeline must not read ahead meanwhile.
+  void load_held_out_sets() {
+    try {
+      if (has_eval_)
+        eval_data_ =
+            load_held_out(c_.eval_pipeline, c_.eval_spec, c_.eval_spec_dir, "evaluation pipeline");
+      if (has_test_)
+        test_data_ =
+            load_held_out(c_.test_pipeline, c_.test_spec, c_.test_spec_dir, "test pipeline");
+    } catch (const Error&) {
+      // A mistake that the training pipeline shares (a wrong field name) is reported for
+      // the training pipeline, as a user reads the config: check its first batch first.
+      std::unique_ptr<Pipeline> t =
+          make_pipeline(c_.train_pipeline, c_.train_spec, c_.train_spec_dir, std::nullopt);
+      if (auto b = t->next()) inspect_batch(*b, c_.input, "training pipeline");
+      throw;
     }
   }
 
-  torch::manual_seed(c.seed);
-  Classifier model = make_model(c.model, sig.channels, sig.height, sig.width);
-  std::unique_ptr<torch::optim::SGD> optimizer = make_optimizer(model->parameters(), c.optimizer);
-  state_->model = model;
+  // Starts the training clock, builds the pipeline (restored on --resume) and peeks at its
+  // first batch, whose shape the held-out sets must share.
+  void start_training_pipeline() {
+    clock_start_ = now_ns();
+    train_ = make_pipeline(c_.train_pipeline, c_.train_spec, c_.train_spec_dir,
+                           c_.seed_pipeline ? std::optional<uint64_t>(c_.seed) : std::nullopt);
+    if (c_.resume) train_->restore(read_file(ckpt_dir_ / "pipeline.state"));
+    initial_pipeline_state_ = out_.empty() ? std::string() : train_->save();
+    pending_ = train_->next();
+    if (!pending_) {
+      fail(ErrorCode::kInvalidArgument, c_.resume
+                                            ? "training pipeline: nothing left after the checkpoint"
+                                            : "training pipeline: yielded no batch");
+    }
+    startup_s_ = (now_ns() - clock_start_) / 1e9;
+    sig_ = inspect_batch(*pending_, c_.input, "training pipeline");
+    for (const auto& [held, what] :
+         {std::pair{&eval_data_, "evaluation"}, std::pair{&test_data_, "test"}}) {
+      if (held->sig && !held->sig->same_as(*sig_)) {
+        fail(ErrorCode::kInvalidArgument,
+             std::string(what) + " pipeline: its images are " + held->sig->describe() +
+                 " but the training pipeline's are " + sig_->describe() +
+                 "; both specs must produce the same representation");
+      }
+    }
+  }
 
-  TrainResult r;
-  r.input = sig.describe();
-  r.parameters = count_parameters(*model);
-  r.eval_mode = c.eval_mode;
-  r.startup_seconds = startup_s;
-  int64_t step = 0, fresh = 0, echoed = 0, fresh_echo0 = 0;
-  ReadSet seen;  // the (id, epoch) pairs trained on so far
-  double train_s = 0, wait_s = 0, compute_s = 0, eval_s = 0, snap_s = 0, wall_base = 0;
-  double loss_sum = 0;
-  int64_t loss_count = 0, last_eval_step = -1;
-  double lr = learning_rate_at(c.optimizer, 0, decay_steps);
-  // "snapshots" mode: the evaluation points so far, evaluated after training.
-  struct Snapshot {
-    EvalRecord record;    // everything but accuracy and loss
-    std::string weights;  // in memory when there is no output directory
-  };
-  std::vector<Snapshot> snaps;
+  void build_model() {
+    torch::manual_seed(c_.seed);
+    model_ = make_model(c_.model, sig_->channels, sig_->height, sig_->width);
+    optimizer_ = make_optimizer(model_->parameters(), c_.optimizer);
+    model_out_ = model_;
+    r_.input = sig_->describe();
+    r_.parameters = count_parameters(*model_);
+    r_.eval_mode = c_.eval_mode;
+    r_.startup_seconds = startup_s_;
+    lr_ = learning_rate_at(c_.optimizer, 0, decay_steps_);
+  }
+
   // The running counts and clocks a checkpoint saves and --resume restores, each named
   // once here: f(key, variable, required) (not required: absent from older checkpoints).
-  auto checkpoint_fields = [&](auto&& f) {
-    f("step", step, true);
-    f("fresh", fresh, true);
-    f("echoed", echoed, true);
-    f("fresh_by_echo_index", fresh_echo0, false);
-    f("train_seconds", train_s, true);
-    f("wait_seconds", wait_s, true);
-    f("compute_seconds", compute_s, true);
-    f("eval_seconds", eval_s, true);
-    f("snapshot_seconds", snap_s, false);
-    f("loss_sum", loss_sum, true);
-    f("loss_count", loss_count, true);
-    f("last_eval_step", last_eval_step, true);
-    f("lr", lr, true);
-    f("reached_target", r.reached_target, true);
-    f("steps_to_target", r.steps_to_target, false);
-    f("fresh_to_target", r.fresh_to_target, false);
-    f("raw_reads_to_target", r.raw_reads_to_target, false);
-    f("seconds_to_target", r.seconds_to_target, false);
-    f("wall_seconds_to_target", r.wall_seconds_to_target, false);
-  };
-  if (c.resume) {
+  template <class F>
+  void checkpoint_fields(F&& f) {
+    f("step", step_, true);
+    f("fresh", fresh_, true);
+    f("echoed", echoed_, true);
+    f("fresh_by_echo_index", fresh_echo0_, false);
+    f("train_seconds", train_s_, true);
+    f("wait_seconds", wait_s_, true);
+    f("compute_seconds", compute_s_, true);
+    f("eval_seconds", eval_s_, true);
+    f("snapshot_seconds", snap_s_, false);
+    f("loss_sum", loss_sum_, true);
+    f("loss_count", loss_count_, true);
+    f("last_eval_step", last_eval_step_, true);
+    f("lr", lr_, true);
+    f("reached_target", r_.reached_target, true);
+    f("steps_to_target", r_.steps_to_target, false);
+    f("fresh_to_target", r_.fresh_to_target, false);
+    f("raw_reads_to_target", r_.raw_reads_to_target, false);
+    f("seconds_to_target", r_.seconds_to_target, false);
+    f("wall_seconds_to_target", r_.wall_seconds_to_target, false);
+  }
+
+  void restore_checkpoint() {
     torch::serialize::InputArchive ma;
-    ma.load_from((ckpt_dir / "model.pt").string());
-    model->load(ma);
+    ma.load_from((ckpt_dir_ / "model.pt").string());
+    model_->load(ma);
     torch::serialize::InputArchive oa;
-    oa.load_from((ckpt_dir / "optimizer.pt").string());
-    optimizer->load(oa);
+    oa.load_from((ckpt_dir_ / "optimizer.pt").string());
+    optimizer_->load(oa);
     checkpoint_fields([&](const char* key, auto& v, bool required) {
       using T = std::decay_t<decltype(v)>;
       if constexpr (is_optional<T>::value) {
-        v = json_opt<typename T::value_type>(ckpt, key);
-      } else if (required || ckpt.contains(key)) {
-        v = ckpt.at(key).get<T>();
+        v = json_opt<typename T::value_type>(ckpt_, key);
+      } else if (required || ckpt_.contains(key)) {
+        v = ckpt_.at(key).get<T>();
       }
     });
-    wall_base = ckpt.at("wall_seconds").get<double>();
-    for (const auto& e : ckpt.at("evals")) r.evals.push_back(EvalRecord::from_json(e));
-    for (const auto& e : ckpt.value("snapshots", nlohmann::json::array()))
-      snaps.push_back({EvalRecord::from_json(e), {}});
-    std::string lb = read_file(ckpt_dir / "losses.bin");
-    r.losses.resize(lb.size() / sizeof(float));
-    std::memcpy(r.losses.data(), lb.data(), r.losses.size() * sizeof(float));
-    if (fs::exists(ckpt_dir / "fresh_keys.bin"))
-      seen = load_read_set(read_file(ckpt_dir / "fresh_keys.bin"));
+    wall_base_ = ckpt_.at("wall_seconds").get<double>();
+    for (const auto& e : ckpt_.at("evals")) r_.evals.push_back(EvalRecord::from_json(e));
+    for (const auto& e : ckpt_.value("snapshots", nlohmann::json::array()))
+      snaps_.push_back({EvalRecord::from_json(e), {}});
+    std::string lb = read_file(ckpt_dir_ / "losses.bin");
+    r_.losses.resize(lb.size() / sizeof(float));
+    std::memcpy(r_.losses.data(), lb.data(), r_.losses.size() * sizeof(float));
+    if (fs::exists(ckpt_dir_ / "fresh_keys.bin"))
+      seen_ = load_read_set(read_file(ckpt_dir_ / "fresh_keys.bin"));
   }
-  train_s += startup_s;  // start-up and filling the buffers are training-side time
-  if (!r.evals.empty()) r.final_eval = r.evals.back();
 
-  std::ofstream evals_file;
-  if (!out.empty()) {
+  void open_outputs() {
+    if (out_.empty()) return;
     std::error_code ec;
-    fs::create_directories(out, ec);
+    fs::create_directories(out_, ec);
     if (ec)
-      fail(ErrorCode::kIo, "cannot create the output directory: " + ec.message(), out.string());
-    write_file(out / "config.json", train_config_to_json(c).dump(2) + "\n");
-    if (snapshots_mode) fs::create_directories(snap_dir);
+      fail(ErrorCode::kIo, "cannot create the output directory: " + ec.message(), out_.string());
+    write_file(out_ / "config.json", train_config_to_json(c_).dump(2) + "\n");
+    if (snapshots_mode_) fs::create_directories(snap_dir_);
     // Rewritten from the checkpoint on resume: evaluations after it happen again.
-    evals_file.open(out / "evals.jsonl", std::ios::trunc);
-    if (!evals_file) fail(ErrorCode::kIo, "cannot write", (out / "evals.jsonl").string());
-    for (const auto& e : r.evals) evals_file << e.to_json().dump() << "\n";
-    evals_file.flush();
+    evals_file_.open(out_ / "evals.jsonl", std::ios::trunc);
+    if (!evals_file_) fail(ErrorCode::kIo, "cannot write", (out_ / "evals.jsonl").string());
+    for (const auto& e : r_.evals) evals_file_ << e.to_json().dump() << "\n";
+    evals_file_.flush();
   }
 
-  auto wall_now = [&] { return wall_base + (now_ns() - clock_start) / 1e9; };
+  // ---- the loop ----
 
-  // Accuracy and mean loss of the model as it is now on the evaluation (or test) set.
-  auto evaluate_model = [&](EvalRecord& e, const HeldOut* on = nullptr) {
-    const HeldOut& data = on ? *on : eval_data;
+  // Why the loop stops before the next step ("" to go on).
+  const char* budget_spent() const {
+    if (stop_.load()) return "interrupted";
+    if (c_.max_steps > 0 && step_ >= c_.max_steps) return "max_steps";
+    if (c_.max_fresh > 0 && fresh_ >= c_.max_fresh) return "max_fresh";
+    if (c_.max_seconds > 0 && train_s_ >= c_.max_seconds) return "max_seconds";
+    return "";
+  }
+
+  void loop() {
+    model_->train();
+    bool done = c_.resume && r_.reached_target;
+    r_.stop_reason = done ? "target" : "";
+    last_loss_ = r_.losses.empty() ? 0.0f : r_.losses.back();
+    while (!done) {
+      const int64_t t0 = now_ns();
+      if (const char* why = budget_spent(); *why) {
+        r_.stop_reason = why;
+        break;
+      }
+      std::optional<Example> batch;
+      if (pending_) {
+        batch = std::move(pending_);
+        pending_.reset();
+      } else {
+        batch = train_->next();
+      }
+      pipeline_untouched_ = false;
+      if (!batch) {
+        r_.stop_reason = "end_of_data";
+        break;
+      }
+      const int64_t new_fresh = step(*batch, t0);
+      if (!std::isfinite(last_loss_)) {
+        r_.stop_reason = "diverged";
+        break;
+      }
+      bool eval_now = has_eval_ && c_.eval_every > 0 && step_ % c_.eval_every == 0;
+      if (has_eval_ && c_.eval_every_fresh > 0 &&
+          fresh_ / c_.eval_every_fresh > (fresh_ - new_fresh) / c_.eval_every_fresh)
+        eval_now = true;  // this step crossed a multiple of eval_every_fresh
+      if (eval_now && evaluation_point()) {
+        r_.stop_reason = "target";
+        done = true;
+      }
+      report(last_loss_, eval_now);
+      if (!done && c_.checkpoint_every > 0 && step_ % c_.checkpoint_every == 0) checkpoint(false);
+    }
+  }
+
+  // One SGD step on `batch` (pulled since `t0`); returns its fresh rows.
+  int64_t step(const Example& batch, int64_t t0) {
+    const int64_t t1 = now_ns();
+    TorchBatch tb = batch_to_torch(batch, c_.input, *sig_);
+    check_labels(tb, c_.model.num_classes, "training pipeline");
+    int64_t new_fresh = 0;
+    for (size_t i = 0; i < batch.num_rows(); ++i) {
+      const RowMeta& m = batch.row(i);
+      new_fresh += seen_.insert({m.id, m.epoch}).second ? 1 : 0;
+    }
+    lr_ = learning_rate_at(c_.optimizer, step_, decay_steps_);
+    set_learning_rate(*optimizer_, lr_);
+    optimizer_->zero_grad();
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model_->forward(tb.images), tb.labels);
+    loss.backward();
+    optimizer_->step();
+    last_loss_ = loss.item<float>();
+    const int64_t t2 = now_ns();
+    ++step_;
+    fresh_ += new_fresh;
+    echoed_ += tb.rows - new_fresh;
+    fresh_echo0_ += tb.fresh;
+    r_.losses.push_back(last_loss_);
+    loss_sum_ += last_loss_;
+    ++loss_count_;
+    wait_s_ += (t1 - t0) / 1e9;
+    compute_s_ += (t2 - t1) / 1e9;
+    train_s_ += (now_ns() - t0) / 1e9;
+    return new_fresh;
+  }
+
+  double wall_now() const { return wall_base_ + (now_ns() - clock_start_) / 1e9; }
+  fs::path snapshot_file(int64_t at_step) const {
+    return snap_dir_ / ("step-" + std::to_string(at_step) + ".pt");
+  }
+
+  // ---- evaluate ----
+
+  // Accuracy and mean loss of the model as it is now on `data`.
+  void evaluate_model(EvalRecord& e, const HeldOut& data) {
     torch::NoGradGuard no_grad;
-    model->eval();
+    model_->eval();
     double loss_total = 0;
     int64_t correct = 0;
     for (const auto& b : data.batches) {
-      torch::Tensor logits = model->forward(b.images);
+      torch::Tensor logits = model_->forward(b.images);
       loss_total += torch::nn::functional::cross_entropy(
                         logits, b.labels,
                         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                         .item<double>();
       correct += logits.argmax(1).eq(b.labels).sum().item<int64_t>();
     }
-    model->train();
+    model_->train();
     e.accuracy = static_cast<double>(correct) / static_cast<double>(data.examples);
     e.loss = loss_total / static_cast<double>(data.examples);
     e.examples = data.examples;
-  };
+  }
+
   // Records an evaluation; true when it meets the target.
-  auto record_eval = [&](const EvalRecord& e) {
-    r.evals.push_back(e);
-    r.final_eval = e;
-    if (evals_file.is_open()) {
-      evals_file << e.to_json().dump() << "\n";
-      evals_file.flush();
+  bool record_eval(const EvalRecord& e) {
+    r_.evals.push_back(e);
+    r_.final_eval = e;
+    if (evals_file_.is_open()) {
+      evals_file_ << e.to_json().dump() << "\n";
+      evals_file_.flush();
     }
-    bool met = (c.target_accuracy && e.accuracy >= *c.target_accuracy) ||
-               (c.target_loss && e.loss <= *c.target_loss);
-    if (met && !r.reached_target) {
-      r.reached_target = true;
-      r.steps_to_target = e.step;
-      r.fresh_to_target = e.fresh;
-      r.raw_reads_to_target = e.raw_reads;
-      r.seconds_to_target = e.train_seconds;
-      r.wall_seconds_to_target = e.wall_seconds;
+    const bool met = (c_.target_accuracy && e.accuracy >= *c_.target_accuracy) ||
+                     (c_.target_loss && e.loss <= *c_.target_loss);
+    if (met && !r_.reached_target) {
+      r_.reached_target = true;
+      r_.steps_to_target = e.step;
+      r_.fresh_to_target = e.fresh;
+      r_.raw_reads_to_target = e.raw_reads;
+      r_.seconds_to_target = e.train_seconds;
+      r_.wall_seconds_to_target = e.wall_seconds;
     }
     return met;
-  };
-  auto point_record = [&]() {  // the evaluation point's counts and clocks
+  }
+
+  // The evaluation point's counts and clocks.
+  EvalRecord point_record() {
     EvalRecord e;
-    e.step = step;
-    e.fresh = fresh;
-    e.echoed = echoed;
-    e.raw_reads = source_reads(*train);
-    e.train_seconds = train_s;
-    e.train_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
-    e.lr = lr;
-    loss_sum = 0;
-    loss_count = 0;
-    last_eval_step = step;
+    e.step = step_;
+    e.fresh = fresh_;
+    e.echoed = echoed_;
+    e.raw_reads = source_reads(*train_);
+    e.train_seconds = train_s_;
+    e.train_loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : 0.0;
+    e.lr = lr_;
+    loss_sum_ = 0;
+    loss_count_ = 0;
+    last_eval_step_ = step_;
     return e;
-  };
+  }
+
   // An evaluation point: evaluate now (inline), or copy the weights (snapshots, on the
   // training clock). True when an inline evaluation met the target.
-  auto evaluation_point = [&]() {
+  bool evaluation_point() {
     EvalRecord e = point_record();
-    if (snapshots_mode) {
-      int64_t t0 = now_ns();
-      Snapshot s{e, model_bytes(*model)};
-      if (!out.empty()) {
-        write_file(snapshot_file(step), s.weights);
+    if (snapshots_mode_) {
+      const int64_t t0 = now_ns();
+      Snapshot s{e, model_bytes(*model_)};
+      if (!out_.empty()) {
+        write_file(snapshot_file(step_), s.weights);
         s.weights.clear();
       }
       const double took = (now_ns() - t0) / 1e9;
-      snap_s += took;
-      train_s += took;
+      snap_s_ += took;
+      train_s_ += took;
       s.record.wall_seconds = wall_now();
-      snaps.push_back(std::move(s));
+      snaps_.push_back(std::move(s));
       return false;
     }
-    int64_t t0 = now_ns();
-    evaluate_model(e);
-    eval_s += (now_ns() - t0) / 1e9;
+    const int64_t t0 = now_ns();
+    evaluate_model(e, eval_data_);
+    eval_s_ += (now_ns() - t0) / 1e9;
     e.wall_seconds = wall_now();
     return record_eval(e);
-  };
+  }
 
-  auto checkpoint = [&](bool pipeline_untouched) {
-    if (out.empty()) return;
-    int64_t t0 = now_ns();
-    fs::path tmp = out / "checkpoint.tmp";
+  // The test set, on the model that first met the target (inline: the model now, as the
+  // run stopped there) or else the final model.
+  void evaluate_test(const char* which) {
+    if (!has_test_) return;
+    EvalRecord t = r_.final_eval.value_or(EvalRecord{});
+    t.step = r_.steps_to_target.value_or(step_);
+    evaluate_model(t, test_data_);
+    r_.test_eval = t;
+    r_.test_model = which;
+  }
+
+  void evaluate_after_training() {
+    if (!snapshots_mode_ || snaps_.empty()) {
+      evaluate_test(r_.stop_reason == "target" ? "target" : "final");
+      return;
+    }
+    // Off the clock: every snapshot, in order; the first that meets the target sets the
+    // time to target. The trained model is put back afterwards.
+    const int64_t t0 = now_ns();
+    const std::string final_weights = model_bytes(*model_);
+    bool tested = false;
+    for (Snapshot& s : snaps_) {
+      const fs::path file = snapshot_file(s.record.step);
+      load_model_bytes(*model_, s.weights.empty() ? read_file(file) : s.weights);
+      EvalRecord e = s.record;
+      evaluate_model(e, eval_data_);
+      const bool first_hit = record_eval(e) && !tested && r_.steps_to_target == e.step;
+      if (first_hit) {
+        evaluate_test("target");
+        tested = true;
+      }
+      if (!out_.empty() && !c_.keep_snapshots) fs::remove(file);
+    }
+    load_model_bytes(*model_, final_weights);
+    if (!tested) evaluate_test("final");
+    if (!out_.empty() && !c_.keep_snapshots) fs::remove(snap_dir_);
+    eval_s_ += (now_ns() - t0) / 1e9;
+    if (r_.reached_target && r_.stop_reason != "interrupted") r_.stop_reason = "target";
+  }
+
+  // ---- checkpoint ----
+
+  void checkpoint(bool pipeline_untouched) {
+    if (out_.empty()) return;
+    const int64_t t0 = now_ns();
+    fs::path tmp = out_ / "checkpoint.tmp";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
     {
       torch::serialize::OutputArchive a;
-      model->save(a);
+      model_->save(a);
       a.save_to((tmp / "model.pt").string());
       torch::serialize::OutputArchive b;
-      optimizer->save(b);
+      optimizer_->save(b);
       b.save_to((tmp / "optimizer.pt").string());
     }
-    write_file(tmp / "pipeline.state", pipeline_untouched ? initial_pipeline_state : train->save());
-    write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r.losses.data()),
-                                               r.losses.size() * sizeof(float)));
-    write_file(tmp / "fresh_keys.bin", save_read_set(seen));
+    write_file(tmp / "pipeline.state",
+               pipeline_untouched ? initial_pipeline_state_ : train_->save());
+    write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r_.losses.data()),
+                                               r_.losses.size() * sizeof(float)));
+    write_file(tmp / "fresh_keys.bin", save_read_set(seen_));
     nlohmann::json s;
-    s["model"] = model_json;
+    s["model"] = model_json_;
     checkpoint_fields([&](const char* key, const auto& v, bool) {
       if constexpr (is_optional<std::decay_t<decltype(v)>>::value)
         s[key] = opt_json(v);
@@ -530,181 +687,110 @@ TrainResult Trainer::run() {
     });
     s["wall_seconds"] = wall_now();
     s["evals"] = nlohmann::json::array();
-    for (const auto& e : r.evals) s["evals"].push_back(e.to_json());
+    for (const auto& e : r_.evals) s["evals"].push_back(e.to_json());
     s["snapshots"] = nlohmann::json::array();
-    for (const auto& sn : snaps) s["snapshots"].push_back(sn.record.to_json());
+    for (const auto& sn : snaps_) s["snapshots"].push_back(sn.record.to_json());
     write_file(tmp / "state.json", s.dump(1) + "\n");
-    fs::path old = out / "checkpoint.old";
+    fs::path old = out_ / "checkpoint.old";
     fs::remove_all(old);
-    if (fs::exists(ckpt_dir)) fs::rename(ckpt_dir, old);
-    fs::rename(tmp, ckpt_dir);
+    if (fs::exists(ckpt_dir_)) fs::rename(ckpt_dir_, old);
+    fs::rename(tmp, ckpt_dir_);
     fs::remove_all(old);
-    eval_s += (now_ns() - t0) / 1e9;  // bookkeeping, not training
-  };
+    eval_s_ += (now_ns() - t0) / 1e9;  // bookkeeping, not training
+  }
 
-  ProgressLine progress(c.progress, c.progress_seconds);
-  auto report = [&](float loss, bool force) {
+  // ---- report ----
+
+  void report(float loss, bool force) {
     ProgressInfo p;
-    p.step = step;
-    p.fresh = fresh;
-    p.echoed = echoed;
-    p.train_seconds = train_s;
-    p.examples_per_s = train_s > 0 ? (fresh + echoed) / train_s : 0;
+    p.step = step_;
+    p.fresh = fresh_;
+    p.echoed = echoed_;
+    p.train_seconds = train_s_;
+    p.examples_per_s = train_s_ > 0 ? (fresh_ + echoed_) / train_s_ : 0;
     p.loss = loss;
-    if (r.final_eval) p.accuracy = r.final_eval->accuracy;
+    if (r_.final_eval) p.accuracy = r_.final_eval->accuracy;
     double eta = -1;
     auto consider = [&](double left) {
       if (left >= 0 && (eta < 0 || left < eta)) eta = left;
     };
-    if (train_s > 0 && step > 0) {
-      if (c.max_steps > 0) consider((c.max_steps - step) * train_s / step);
-      if (c.max_fresh > 0 && fresh > 0) consider((c.max_fresh - fresh) * train_s / fresh);
+    if (train_s_ > 0 && step_ > 0) {
+      if (c_.max_steps > 0) consider((c_.max_steps - step_) * train_s_ / step_);
+      if (c_.max_fresh > 0 && fresh_ > 0) consider((c_.max_fresh - fresh_) * train_s_ / fresh_);
     }
-    if (c.max_seconds > 0) consider(c.max_seconds - train_s);
+    if (c_.max_seconds > 0) consider(c_.max_seconds - train_s_);
     p.eta_seconds = eta;
-    progress.update(p, force);
-  };
-
-  // ---- the loop ----
-  model->train();
-  bool pipeline_untouched = true;  // `pending` was peeked but not trained on yet
-  bool done = c.resume && r.reached_target;
-  r.stop_reason = done ? "target" : "";
-  float last_loss = r.losses.empty() ? 0.0f : r.losses.back();
-  while (!done) {
-    int64_t t0 = now_ns();
-    if (stop_.load()) {
-      r.stop_reason = "interrupted";
-      break;
-    }
-    if (c.max_steps > 0 && step >= c.max_steps) {
-      r.stop_reason = "max_steps";
-      break;
-    }
-    if (c.max_fresh > 0 && fresh >= c.max_fresh) {
-      r.stop_reason = "max_fresh";
-      break;
-    }
-    if (c.max_seconds > 0 && train_s >= c.max_seconds) {
-      r.stop_reason = "max_seconds";
-      break;
-    }
-    std::optional<Example> batch;
-    if (pending) {
-      batch = std::move(pending);
-      pending.reset();
-    } else {
-      batch = train->next();
-    }
-    pipeline_untouched = false;
-    int64_t t1 = now_ns();
-    if (!batch) {
-      r.stop_reason = "end_of_data";
-      break;
-    }
-    TorchBatch tb = batch_to_torch(*batch, c.input, sig);
-    check_labels(tb, c.model.num_classes, "training pipeline");
-    int64_t new_fresh = 0;
-    for (size_t i = 0; i < batch->num_rows(); ++i) {
-      const RowMeta& m = batch->row(i);
-      new_fresh += seen.insert({m.id, m.epoch}).second ? 1 : 0;
-    }
-    lr = learning_rate_at(c.optimizer, step, decay_steps);
-    set_learning_rate(*optimizer, lr);
-    optimizer->zero_grad();
-    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(tb.images), tb.labels);
-    loss.backward();
-    optimizer->step();
-    last_loss = loss.item<float>();
-    int64_t t2 = now_ns();
-    ++step;
-    fresh += new_fresh;
-    echoed += tb.rows - new_fresh;
-    fresh_echo0 += tb.fresh;
-    r.losses.push_back(last_loss);
-    loss_sum += last_loss;
-    ++loss_count;
-    wait_s += (t1 - t0) / 1e9;
-    compute_s += (t2 - t1) / 1e9;
-    train_s += (now_ns() - t0) / 1e9;
-    if (!std::isfinite(last_loss)) {
-      r.stop_reason = "diverged";
-      break;
-    }
-    bool eval_now = has_eval && c.eval_every > 0 && step % c.eval_every == 0;
-    if (has_eval && c.eval_every_fresh > 0 &&
-        fresh / c.eval_every_fresh > (fresh - new_fresh) / c.eval_every_fresh)
-      eval_now = true;  // this step crossed a multiple of eval_every_fresh
-    if (eval_now && evaluation_point()) {
-      r.stop_reason = "target";
-      done = true;
-    }
-    report(last_loss, eval_now);
-    if (!done && c.checkpoint_every > 0 && step % c.checkpoint_every == 0) checkpoint(false);
+    progress_.update(p, force);
   }
-  if (has_eval && c.eval_at_end && last_eval_step != step && r.stop_reason != "diverged")
-    evaluation_point();
-  checkpoint(pipeline_untouched);
-  const double train_wall = wall_now();
 
-  // The test set, on the model that first met the target (inline: the model now, as the
-  // run stopped there) or else the final model.
-  auto evaluate_test = [&](const char* which) {
-    if (!has_test) return;
-    EvalRecord t = r.final_eval.value_or(EvalRecord{});
-    t.step = r.steps_to_target.value_or(step);
-    evaluate_model(t, &test_data);
-    r.test_eval = t;
-    r.test_model = which;
-  };
-  if (snapshots_mode && !snaps.empty()) {
-    // Off the clock: every snapshot, in order; the first that meets the target sets the
-    // time to target. The trained model is put back afterwards.
-    int64_t t0 = now_ns();
-    const std::string final_weights = model_bytes(*model);
-    bool tested = false;
-    for (Snapshot& s : snaps) {
-      const fs::path file = snapshot_file(s.record.step);
-      load_model_bytes(*model, s.weights.empty() ? read_file(file) : s.weights);
-      EvalRecord e = s.record;
-      evaluate_model(e);
-      const bool first_hit = record_eval(e) && !tested && r.steps_to_target == e.step;
-      if (first_hit) {
-        evaluate_test("target");
-        tested = true;
-      }
-      if (!out.empty() && !c.keep_snapshots) fs::remove(file);
-    }
-    load_model_bytes(*model, final_weights);
-    if (!tested) evaluate_test("final");
-    if (!out.empty() && !c.keep_snapshots) fs::remove(snap_dir);
-    eval_s += (now_ns() - t0) / 1e9;
-    if (r.reached_target && r.stop_reason != "interrupted") r.stop_reason = "target";
-  } else {
-    evaluate_test(r.stop_reason == "target" ? "target" : "final");
+  void summarize(double train_wall) {
+    r_.steps = step_;
+    r_.fresh = fresh_;
+    r_.echoed = echoed_;
+    r_.fresh_by_echo_index = fresh_echo0_;
+    r_.raw_reads = source_reads(*train_);
+    r_.train_seconds = train_s_;
+    r_.wait_seconds = wait_s_;
+    r_.compute_seconds = compute_s_;
+    r_.eval_seconds = eval_s_;
+    r_.snapshot_seconds = snap_s_;
+    r_.wall_seconds = snapshots_mode_ ? train_wall : wall_now();
+    r_.achieved_echo =
+        fresh_ > 0 ? static_cast<double>(fresh_ + echoed_) / static_cast<double>(fresh_) : 1.0;
+    r_.pipeline_bound = wait_s_ > 0.05 * (wait_s_ + compute_s_);
+    r_.r_estimate = compute_s_ > 0 ? r_.achieved_echo * (wait_s_ + compute_s_) / compute_s_ : 0.0;
+    r_.pipeline_stats = train_->stats().to_json();
+    r_.peak_rss_mib = peak_rss_mib();
+    if (!out_.empty()) write_file(out_ / "summary.json", r_.to_json().dump(2) + "\n");
   }
-  report(last_loss, true);
-  progress.finish();
 
-  r.steps = step;
-  r.fresh = fresh;
-  r.echoed = echoed;
-  r.fresh_by_echo_index = fresh_echo0;
-  r.raw_reads = source_reads(*train);
-  r.train_seconds = train_s;
-  r.wait_seconds = wait_s;
-  r.compute_seconds = compute_s;
-  r.eval_seconds = eval_s;
-  r.snapshot_seconds = snap_s;
-  r.wall_seconds = snapshots_mode ? train_wall : wall_now();
-  r.achieved_echo =
-      fresh > 0 ? static_cast<double>(fresh + echoed) / static_cast<double>(fresh) : 1.0;
-  r.pipeline_bound = wait_s > 0.05 * (wait_s + compute_s);
-  r.r_estimate = compute_s > 0 ? r.achieved_echo * (wait_s + compute_s) / compute_s : 0.0;
-  r.pipeline_stats = train->stats().to_json();
-  r.peak_rss_mib = peak_rss_mib();
-  if (!out.empty()) write_file(out / "summary.json", r.to_json().dump(2) + "\n");
-  return r;
+  // ---- what the run holds ----
+  const TrainConfig& c_;
+  const std::atomic<bool>& stop_;
+  Classifier& model_out_;
+  const int64_t decay_steps_;
+  const bool has_eval_, has_test_, snapshots_mode_;
+  const fs::path out_, ckpt_dir_, snap_dir_;
+
+  nlohmann::json model_json_, ckpt_;
+  HeldOut eval_data_, test_data_;
+  int64_t clock_start_ = 0;
+  double startup_s_ = 0;
+  std::unique_ptr<Pipeline> train_;
+  std::string initial_pipeline_state_;
+  std::optional<Example> pending_;  // peeked at start-up, not trained on yet
+  bool pipeline_untouched_ = true;
+  std::optional<InputSignature> sig_;
+  Classifier model_{nullptr};
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  TrainResult r_;
+
+  // The running counts and clocks (checkpoint_fields).
+  int64_t step_ = 0, fresh_ = 0, echoed_ = 0, fresh_echo0_ = 0;
+  ReadSet seen_;  // the (id, epoch) pairs trained on so far
+  double train_s_ = 0, wait_s_ = 0, compute_s_ = 0, eval_s_ = 0, snap_s_ = 0, wall_base_ = 0;
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0, last_eval_step_ = -1;
+  double lr_ = 0;
+  float last_loss_ = 0;
+
+  // "snapshots" mode: the evaluation points so far, evaluated after training.
+  struct Snapshot {
+    EvalRecord record;    // everything but accuracy and loss
+    std::string weights;  // in memory when there is no output directory
+  };
+  std::vector<Snapshot> snaps_;
+  std::ofstream evals_file_;
+  ProgressLine progress_;
+};
+
+}  // namespace
+
+TrainResult Trainer::run() {
+  reset_peak_rss();  // the peak of this run, not of earlier ones in the same process
+  validate_train_config(config_);
+  torch::set_num_threads(config_.threads);
+  return TrainRun(config_, stop_, state_->model).run();
 }
 
 }  // namespace dataecho::train

@@ -1,0 +1,82 @@
+// BackgroundPuller: one worker thread that pulls an input ahead into a bounded queue, for
+// the operators that decouple their consumer from their input: prefetch and adaptive
+// echo. Internal to src/ops.
+//
+// The worker starts on the first take(), pulls only while the queue has room and no
+// save() or restore() is in progress, and stops at the input's end, at its first error
+// or when cancelled; the destructor cancels and joins it. Every element the worker has
+// taken from the input is in the queue whenever it is not inside the input's next():
+// save() pauses it at such a moment (WorkerPause), writes the queue through the
+// operator's callback, then the input's own state. Wake-ups are batched: a waiting
+// consumer is woken once `wake_consumer` elements are queued (or at the end), a waiting
+// worker once the queue is down to `wake_worker` (a wake-up costs microseconds).
+// Thread-safety: one consumer thread calls take(), save() and restore().
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "dataecho/dataset.h"
+
+namespace dataecho {
+
+class BackgroundPuller {
+ public:
+  struct Options {
+    size_t capacity = 2;               // queued elements at most (>= 1)
+    size_t wake_consumer = 1;          // wake a waiting consumer at this many queued (1..capacity)
+    size_t wake_worker = 1;            // wake a waiting worker when the queue is down to this
+    std::string label;                 // the operator's node label, for errors
+    std::shared_ptr<NodeStats> stats;  // receives wait_input_ns and wait_output_ns
+  };
+  BackgroundPuller(const DatasetPtr& input, const IteratorContext& ctx, Options o);
+  ~BackgroundPuller();
+  BackgroundPuller(const BackgroundPuller&) = delete;
+  BackgroundPuller& operator=(const BackgroundPuller&) = delete;
+
+  enum class Take { kElement, kEnd, kNotYet };
+  // The next queued element into `out` (kElement). At the input's end, once the queue is
+  // empty: kEnd, or the input's error is thrown (once). With `wait` false and nothing
+  // queued yet: kNotYet at once. Throws kCancelled once the pipeline is cancelled.
+  Take take(std::optional<Example>& out, bool wait);
+
+  // The operator's part of the state: `write(queue, input_done, failed)` and
+  // `read(queue, input_done)` handle the queue and whatever the operator keeps besides;
+  // the input's state follows. restore() installs what `read` returned only once the
+  // input has restored too.
+  using Writer =
+      std::function<void(const std::deque<Example>& queue, bool input_done, bool failed)>;
+  using Reader = std::function<void(std::deque<Example>& queue, bool& input_done)>;
+  void save(StateWriter& w, const Writer& write);
+  void restore(StateReader& r, const Reader& read);
+
+ private:
+  void run();
+
+  const Options o_;
+  std::shared_ptr<CancellationToken> token_;
+  std::unique_ptr<Iterator> in_;
+  CancellationToken::Registration registration_;
+  std::mutex mu_;
+  std::condition_variable consumer_cv_;  // take() and save() wait here
+  std::condition_variable worker_cv_;    // the worker waits here for room
+  std::deque<Example> queue_;
+  bool consumer_waiting_ = false;
+  bool worker_waiting_ = false;
+  bool in_input_ = false;  // the worker is inside the input's next()
+  bool worker_running_ = false;
+  bool paused_ = false;
+  bool input_done_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+}  // namespace dataecho
