@@ -464,7 +464,9 @@ void vfilter_planes(const float* const* rows, const float* w, int k, int n, int 
 // "cached" row). The caller issues the store fence before the output is published.
 // Same operations in the same order as vfilter_body, so the same bits.
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // a GCC warning (clang, in the fuzz build, has no such group)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's own AVX-512 headers
+#endif
 // Sixteen outputs of vfilter_body at `off`; `w2` holds w[0] and w[1] broadcast, for
 // the usual two taps (loaded once per row, not once per store).
 __attribute__((target("avx512f"), always_inline)) inline __m512 vfilter16(

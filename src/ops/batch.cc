@@ -87,7 +87,8 @@ void BatchBuilder::add(const Example& e) {
                         "; resize or pad to one shape before batching");
     }
     if (e.fields().size() != columns_.size()) {
-      for (const auto& [name, t] : e.fields()) {
+      for (const auto& field : e.fields()) {
+        const std::string& name = field.first;  // (clang 14 cannot capture a binding)
         const bool known = std::any_of(columns_.begin(), columns_.end(),
                                        [&](const Column& c) { return c.name == name; });
         if (!known)
