@@ -55,6 +55,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "dataloader_compare: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# shellcheck source=dataloader_lib.sh
+source "$ROOT/bench/dataloader_lib.sh"
 
 PY=/usr/bin/python3
 FM=/usr/share/datasets/fashion-mnist
@@ -63,7 +65,6 @@ RUNS=$OUT/dataloader_runs
 RESULT=$OUT/dataloader_compare.json
 mkdir -p "$OUT" "$DATA" "$RUNS"
 
-log() { echo "== $*" >&2; }
 
 # ---- prerequisites ----
 [[ -f $FM/train-images-idx3-ubyte.gz ]] || { echo "dataloader_compare: $FM missing (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
@@ -80,8 +81,6 @@ DE=$BUILD/bin/dataecho
 BENCH=$BUILD/bin/dataloader_bench
 
 # ---- 1. data, once; the specs ----
-# shellcheck source=dataloader_lib.sh
-source "$ROOT/bench/dataloader_lib.sh"
 prepare jpeg "$JPEG_IMAGES" --resize 256 --encode jpeg --quality 90 --channels 3
 prepare png "$PNG_IMAGES" --encode png
 
@@ -97,12 +96,6 @@ if [[ $TUNED == 1 ]]; then
   RESULT=$OUT/dataloader_compare_malloc_tuned.json
   mkdir -p "$RUNS"
 fi
-# timed NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, /usr/bin/time -v -> RUNS/NAME.time
-timed() {
-  local name=$1; shift
-  log "$name: $*"
-  /usr/bin/time -v -o "$RUNS/$name.time" "$@" > "$RUNS/$name.json"
-}
 
 START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do

@@ -1,6 +1,16 @@
-# Shared by bench/dataloader_compare.sh and bench/fusion_compare.sh: the benchmark data
-# and the dataecho pipeline specs. Needs DE (the dataecho binary), DATA (the data folder)
-# and FM (Debian's Fashion-MNIST folder); `log` prints to stderr.
+# Shared by bench/dataloader_compare.sh, bench/fusion_compare.sh and
+# bench/python_overhead.sh: the benchmark data, the dataecho pipeline specs, and running a
+# measured command. Needs DE (the dataecho binary), DATA (the data folder) and FM
+# (Debian's Fashion-MNIST folder); `timed` needs RUNS (the runs folder).
+
+log() { echo "== $*" >&2; }
+
+# timed NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, /usr/bin/time -v -> RUNS/NAME.time
+timed() {
+  local name=$1; shift
+  log "$name: $*"
+  /usr/bin/time -v -o "$RUNS/$name.time" "$@" > "$RUNS/$name.json"
+}
 
 # prepare NAME COUNT CONVERT-ARGS...: DATA/NAME_tar and DATA/NAME_dir, once (kept until
 # the arguments change).

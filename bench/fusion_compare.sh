@@ -36,18 +36,17 @@ while [[ $# -gt 0 ]]; do
     *) echo "fusion_compare: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# shellcheck source=dataloader_lib.sh
+source "$ROOT/bench/dataloader_lib.sh"
 FM=/usr/share/datasets/fashion-mnist
 DATA=$OUT/dataloader_data
 RUNS=$OUT/fusion_runs
 DE=$BUILD/bin/dataecho
 BENCH=$BUILD/bin/dataloader_bench
-log() { echo "== $*" >&2; }
 for f in "$DE" "$BENCH" /usr/bin/time; do
   [[ -x $f ]] || { echo "fusion_compare: $f missing (scripts/bootstrap.sh builds and installs it)" >&2; exit 1; }
 done
 mkdir -p "$DATA" "$RUNS"
-# shellcheck source=dataloader_lib.sh
-source "$ROOT/bench/dataloader_lib.sh"
 prepare jpeg "$JPEG_IMAGES" --resize 256 --encode jpeg --quality 90 --channels 3
 sync
 

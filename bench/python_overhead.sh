@@ -46,6 +46,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "python_overhead: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# shellcheck source=dataloader_lib.sh
+source "$ROOT/bench/dataloader_lib.sh"
 
 PY=/usr/bin/python3
 FM=/usr/share/datasets/fashion-mnist
@@ -53,7 +55,6 @@ DATA=$OUT/dataloader_data
 RUNS=$OUT/python_overhead_runs
 RESULT=$OUT/python_overhead${RESULT_SUFFIX:-}.json
 mkdir -p "$OUT" "$DATA" "$RUNS"
-log() { echo "== $*" >&2; }
 
 $PY -c 'import torch, torchvision' 2>/dev/null || {
   echo "python_overhead: $PY cannot import torch/torchvision (scripts/bootstrap.sh --bench-deps)" >&2; exit 1; }
@@ -66,18 +67,11 @@ DE=$BUILD/bin/dataecho
 BENCH=$BUILD/bin/dataloader_bench
 export PYTHONPATH=$BUILD/python
 
-# shellcheck source=dataloader_lib.sh
-source "$ROOT/bench/dataloader_lib.sh"
 prepare jpeg "$JPEG_IMAGES" --resize 256 --encode jpeg --quality 90 --channels 3
 prepare png "$PNG_IMAGES" --encode png
 sync
 sleep 2
 
-timed() {  # NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, time -v -> RUNS/NAME.time
-  local name=$1; shift
-  log "$name: $*"
-  /usr/bin/time -v -o "$RUNS/$name.time" "$@" > "$RUNS/$name.json"
-}
 
 START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
@@ -102,8 +96,8 @@ SPEC
       timed "r${round}_${wl}_cpp_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS"
       timed "r${round}_${wl}_python_t$t" $PY "$ROOT/bench/python_overhead.py" --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS"
       # The DataLoader's side of jpeg_echo is jpeg's (it has no echo): not run twice.
-      [[ $wl == jpeg_echo ]] && continue
-      timed "r${round}_${wl}_dataloader_t$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl}_dir" \
+      [[ $wl == jpeg_echo && " $WORKLOADS " == *" jpeg "* ]] && continue
+      timed "r${round}_${wl}_dataloader_t$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl%_echo}_dir" \
         "${dl_args[@]}" --workers "$t" --epochs "$EPOCHS"
     done
   done
@@ -127,7 +121,7 @@ print(f"{'workload':10s} {'T':>2s} {'C++ img/s':>10s} {'Python':>10s} {'Py/C++':
       f"{'Py/DL':>7s} {'RSS C++':>8s} {'RSS Py':>8s} {'RSS DL':>14s}")
 for wl in workloads:
     for t in threads:
-        dl_wl = "jpeg" if wl == "jpeg_echo" else wl  # the same DataLoader run (no echo there)
+        dl_wl = "jpeg" if wl == "jpeg_echo" and "jpeg" in workloads else wl  # jpeg's run (no echo there)
         r = [{"cpp": load(f"r{k}_{wl}_cpp_t{t}"), "python": load(f"r{k}_{wl}_python_t{t}"),
               "dataloader": load(f"r{k}_{dl_wl}_dataloader_t{t}")} for k in range(1, rounds + 1)]
         py_cpp = [x["python"]["images_per_s"] / x["cpp"]["images_per_s"] for x in r]
