@@ -1,5 +1,7 @@
 #include "dataecho/core/error.h"
 
+#include "dataecho/core/redact.h"
+
 namespace dataecho {
 namespace {
 
@@ -33,12 +35,14 @@ const char* error_code_name(ErrorCode code) {
   return "unknown";
 }
 
+// Messages and inputs name files and URLs: a URL's credentials and query string never
+// reach an error (redact.h).
 Error::Error(ErrorCode code, std::string stage, std::string message, std::string input)
-    : std::runtime_error(format(stage, message, input)),
+    : std::runtime_error(format(stage, redact_urls(message), redact_urls(input))),
       code_(code),
       stage_(std::move(stage)),
-      message_(std::move(message)),
-      input_(std::move(input)) {}
+      message_(redact_urls(message)),
+      input_(redact_urls(input)) {}
 
 Error Error::with_context(const std::string& stage, const std::string& input) const {
   std::string msg = stage_.empty() ? message_ : stage_ + ": " + message_;

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "dataecho/core/error.h"
+#include "dataecho/core/redact.h"
 
 namespace dataecho {
 
@@ -18,7 +19,8 @@ std::optional<Example> BadRecords::bad(NodeStats* stats, const std::string& labe
     throw Error(ErrorCode::kDataLoss, label, why, where);
   }
   if (first_.empty())
-    first_ = reason + " at record " + std::to_string(record) + ", byte " + std::to_string(offset);
+    first_ = redact_urls(reason + " at record " + std::to_string(record) + ", byte " +
+                         std::to_string(offset));
   if (lost_bytes > 0) {
     lost_ += lost_bytes;
     if (stats) stats->counter("bytes_lost") += static_cast<int64_t>(lost_bytes);
@@ -39,7 +41,7 @@ std::optional<Example> BadRecords::bad(NodeStats* stats, const std::string& labe
 void BadRecords::finish() {
   if (reported_ || (skipped_ == 0 && repaired_ == 0 && lost_ == 0)) return;
   reported_ = true;
-  std::cerr << format_ << ": " << uri_ << ": ";
+  std::cerr << format_ << ": " << redact_urls(uri_) << ": ";
   if (skipped_ > 0) std::cerr << skipped_ << " bad record(s) skipped";
   if (repaired_ > 0) std::cerr << (skipped_ > 0 ? ", " : "") << repaired_ << " replaced by an echo";
   if (lost_ > 0) std::cerr << ", " << lost_ << " bytes at the end of the file lost";
@@ -63,7 +65,7 @@ void BadRecords::restore(StateReader& r) {
   skipped_ = r.read_i64();
   repaired_ = r.read_i64();
   lost_ = r.read_u64();
-  first_ = r.read_string();
+  first_ = redact_urls(r.read_string());
 }
 
 }  // namespace dataecho

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "dataecho/core/redact.h"
 #include "dataecho/formats/idx.h"
 #include "gzip_reader.h"
 
@@ -153,8 +154,8 @@ class IdxDataset : public Dataset {
     d->count = std::min(complete, count_);
     if (d->count < count_) {
       d->bytes_lost = (count_ - d->count) * item_;
-      std::cerr << "idx: " << o_.images << ": truncated, " << d->count << " of " << count_
-                << " examples kept (" << d->bytes_lost << " image bytes lost)\n";
+      std::cerr << "idx: " << redact_urls(o_.images) << ": truncated, " << d->count << " of "
+                << count_ << " examples kept (" << d->bytes_lost << " image bytes lost)\n";
     }
     data_ = d;
     return data_;

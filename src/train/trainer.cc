@@ -14,6 +14,7 @@
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/process_memory.h"
+#include "dataecho/core/redact.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/train/model.h"
@@ -434,7 +435,7 @@ class TrainRun {
     fs::create_directories(out_, ec);
     if (ec)
       fail(ErrorCode::kIo, "cannot create the output directory: " + ec.message(), out_.string());
-    write_file(out_ / "config.json", train_config_to_json(c_).dump(2) + "\n");
+    write_file(out_ / "config.json", redact_json_urls(train_config_to_json(c_)).dump(2) + "\n");
     if (snapshots_mode_) fs::create_directories(snap_dir_);
     // Rewritten from the checkpoint on resume: evaluations after it happen again.
     evals_file_.open(out_ / "evals.jsonl", std::ios::trunc);
@@ -741,7 +742,7 @@ class TrainRun {
     r_.r_estimate = compute_s_ > 0 ? r_.achieved_echo * (wait_s_ + compute_s_) / compute_s_ : 0.0;
     r_.pipeline_stats = train_->stats().to_json();
     r_.peak_rss_mib = peak_rss_mib();
-    if (!out_.empty()) write_file(out_ / "summary.json", r_.to_json().dump(2) + "\n");
+    if (!out_.empty()) write_file(out_ / "summary.json", redact_json_urls(r_.to_json()).dump(2) + "\n");
   }
 
   // ---- what the run holds ----
