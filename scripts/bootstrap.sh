@@ -18,7 +18,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libarchive-dev
   libprotobuf-dev protobuf-compiler libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev zlib1g-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev nginx-light
+  libgtest-dev libgmock-dev libbenchmark-dev nginx-light openssl
   # trainer, data and plots
   libtorch-dev dataset-fashion-mnist gnuplot-nox
   # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3

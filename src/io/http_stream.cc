@@ -24,6 +24,7 @@
 
 #include <curl/curl.h>
 
+#include <strings.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -215,7 +216,10 @@ class HttpStream final : public ByteStream {
       c_connections_ = &options_.stats->counter("http_connections");
       c_range_ignored_ = &options_.stats->counter("http_range_ignored");
     }
-    handles_ = handle_pool().take(origin_of(url_));
+    for (const auto& h : options_.headers) headers_ = curl_slist_append(headers_, h.c_str());
+    if (options_.insecure && options_.stats) ++options_.stats->counter("http_tls_unverified");
+    // Connections are reused only between streams with the same TLS settings.
+    handles_ = handle_pool().take(origin_of(url_) + "|" + tls_key());
     start_transfer(0);
     // Wait for the first response so that a missing URL fails here, and size() is known.
     std::unique_lock<std::mutex> lock(mu_);
@@ -225,6 +229,7 @@ class HttpStream final : public ByteStream {
       lock.unlock();
       stop_transfer();
       handle_pool().give(std::move(handles_));
+      curl_slist_free_all(headers_);
       std::rethrow_exception(e);
     }
   }
@@ -232,6 +237,7 @@ class HttpStream final : public ByteStream {
   ~HttpStream() override {
     stop_transfer();
     if (handles_) handle_pool().give(std::move(handles_));
+    curl_slist_free_all(headers_);
   }
 
   size_t read(void* dst, size_t n) override {
@@ -294,7 +300,37 @@ class HttpStream final : public ByteStream {
     int64_t content_length = -1;
     uint64_t delivered = 0;    // bytes put in the ring by this attempt
     std::exception_ptr fatal;  // a protocol violation found by a callback
+    std::string error_text;    // libcurl's own message for a failure
   };
+
+  bool is_https() const { return url_.size() > 8 && strncasecmp(url_.c_str(), "https://", 8) == 0; }
+  // What decides which connections may be shared: the TLS settings.
+  std::string tls_key() const {
+    return (options_.insecure ? "insecure|" : "verify|") + options_.ca_file + "|" +
+           options_.ca_path + "|" + (options_.ca_file.empty() ? env_ca_file() : "");
+  }
+  // SSL_CERT_FILE, else CURL_CA_BUNDLE (as the curl tool reads them), else "".
+  static std::string env_ca_file() {
+    for (const char* var : {"SSL_CERT_FILE", "CURL_CA_BUNDLE"})
+      if (const char* v = std::getenv(var); v && *v) return v;
+    return "";
+  }
+  // Why a TLS handshake failed, in words a user can act on.
+  static std::string tls_failure(CURLcode code, const std::string& detail) {
+    std::string why;
+    if (detail.find("expired") != std::string::npos)
+      why = "the server's certificate has expired";
+    else if (detail.find("subject name") != std::string::npos ||
+             detail.find("does not match") != std::string::npos)
+      why = "host name mismatch: the server's certificate is not for this host";
+    else if (code == CURLE_PEER_FAILED_VERIFICATION)
+      why =
+          "untrusted certificate: its issuer is not a trusted CA (give the CA with "
+          "http.ca_file or http.ca_path in the spec, or SSL_CERT_FILE / CURL_CA_BUNDLE)";
+    else
+      why = "TLS setup failed";
+    return why + (detail.empty() ? "" : " [" + detail + "]") + " (not retried)";
+  }
 
   size_t resume_room() const { return std::max<size_t>(ring_.capacity() / 4, curl_buffer_); }
 
@@ -379,15 +415,34 @@ class HttpStream final : public ByteStream {
           return;
         }
         if (!is_transient_status(a.status)) {
+          // A presigned URL (its authorization in the query string) answers 403 once its
+          // signature has expired: say so, as a fresh manifest is the fix.
+          const bool signed_url = url_.find('?') != std::string::npos;
           throw Error(a.status == 404 || a.status == 410 ? ErrorCode::kNotFound : ErrorCode::kIo,
-                      kStage, "GET failed with HTTP " + std::to_string(a.status) + " (not retried)",
+                      kStage,
+                      "GET failed with HTTP " + std::to_string(a.status) + " (not retried)" +
+                          (a.status == 403 && signed_url
+                               ? "; the signature of this presigned URL may have expired: "
+                                 "sign the manifest again"
+                               : ""),
                       url_);
         }
         err = "HTTP " + std::to_string(a.status);
+      } else if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
+                 code == CURLE_SSL_CERTPROBLEM) {
+        throw Error(ErrorCode::kIo, kStage, "GET failed: " + tls_failure(code, a.error_text), url_);
+      } else if (code == CURLE_UNSUPPORTED_PROTOCOL && a.status >= 300 && a.status < 400) {
+        throw Error(ErrorCode::kIo, kStage,
+                    "GET failed: a redirect from https to another protocol is refused (not "
+                    "retried)",
+                    url_);
       } else if (is_transient(code)) {
         err = curl_easy_strerror(code);
+        if (!a.error_text.empty()) err += " [" + a.error_text + "]";
       } else {
-        throw Error(ErrorCode::kIo, kStage, std::string("GET failed: ") + curl_easy_strerror(code),
+        throw Error(ErrorCode::kIo, kStage,
+                    std::string("GET failed: ") + curl_easy_strerror(code) +
+                        (a.error_text.empty() ? "" : " [" + a.error_text + "]"),
                     url_);
       }
       // A transient failure: retry from the next byte not yet delivered.
@@ -421,6 +476,16 @@ class HttpStream final : public ByteStream {
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
+    // From https, redirects may lead only to https: never credentials in the clear.
+    if (is_https()) curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+    const std::string ca_file = options_.ca_file.empty() ? env_ca_file() : options_.ca_file;
+    if (!ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file.c_str());
+    if (!options_.ca_path.empty()) curl_easy_setopt(easy, CURLOPT_CAPATH, options_.ca_path.c_str());
+    if (options_.insecure) {
+      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (headers_) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_);
     curl_easy_setopt(easy, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "dataecho/0.1");
@@ -485,6 +550,7 @@ class HttpStream final : public ByteStream {
       wakeup_sent_ = false;
     }
     if (!finished && result == CURLE_OK) result = CURLE_RECV_ERROR;  // stopped or lost
+    a.error_text = errbuf;
     return result;
   }
 
@@ -603,6 +669,7 @@ class HttpStream final : public ByteStream {
   }
 
   const std::string url_;
+  curl_slist* headers_ = nullptr;  // options_.headers, for CURLOPT_HTTPHEADER
   const StreamOptions options_;
   const size_t curl_buffer_;
   std::unique_ptr<CurlHandles> handles_;

@@ -69,10 +69,24 @@ std::string nginx_config_text(const NginxConfigOptions& o) {
   }
   if (o.max_connections > 0) c << "  limit_conn_zone $server_name zone=dataecho_conns:1m;\n";
   c << "  server {\n"
-    << "    listen " << o.listen_address << ":" << o.port << ";\n"
-    << "    server_name localhost;\n"
+    << "    listen " << o.listen_address << ":" << o.port;
+  const bool tls = !o.ssl_certificate.empty() && !o.ssl_certificate_key.empty();
+  c << (tls ? " ssl;\n" : ";\n");
+  if (tls) {
+    c << "    ssl_certificate " << o.ssl_certificate << ";\n"
+      << "    ssl_certificate_key " << o.ssl_certificate_key << ";\n";
+  }
+  c << "    server_name localhost;\n"
     << "    root " << o.root_dir << ";\n"
     << "    location / {\n";
+  if (!o.required_authorization.empty()) {
+    std::string v;  // an nginx string literal
+    for (char ch : o.required_authorization) {
+      if (ch == '"' || ch == '\\' || ch == '$') v += '\\';
+      v += ch;
+    }
+    c << "      if ($http_authorization != \"" << v << "\") { return 401; }\n";
+  }
   if (!o.limit_rate.empty()) c << "      limit_rate " << o.limit_rate << ";\n";
   if (o.max_connections > 0) c << "      limit_conn dataecho_conns " << o.max_connections << ";\n";
   c << "    }\n"

@@ -26,6 +26,11 @@ struct NginxConfigOptions {
   // false: one process, no workers (quick clean stop; what the tests use).
   bool master_process = true;
   bool access_log = false;  // writes prefix_dir/access.log when true
+  // HTTPS instead of HTTP when both are given (PEM files; nginx-light has the SSL module).
+  std::string ssl_certificate;
+  std::string ssl_certificate_key;
+  // When not empty, requests without exactly this Authorization header get 401.
+  std::string required_authorization;
 };
 
 // The text of nginx.conf for these options. Throws dataecho::Error on a bad rate.

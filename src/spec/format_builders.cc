@@ -1,4 +1,7 @@
 // Spec builders for the file sources: idx, tfrecord, tar (see docs/formats.md).
+#include <cstdlib>
+#include <iostream>
+
 #include "dataecho/formats/idx.h"
 #include "dataecho/formats/tar.h"
 #include "dataecho/formats/tfrecord.h"
@@ -12,7 +15,7 @@ OnError read_on_error(SpecObject& s) {
   return parse_on_error(s.get_string("on_error", "fail", {"fail", "skip", "echo"}));
 }
 
-StreamOptions read_stream_options(SpecObject& s) {
+StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
   StreamOptions o;
   o.buffer_bytes = static_cast<size_t>(
       s.get_int("buffer_bytes", static_cast<int64_t>(o.buffer_bytes), 1, int64_t{1} << 30));
@@ -31,6 +34,44 @@ StreamOptions read_stream_options(SpecObject& s) {
                        "expected a number >= backoff_initial_s (" +
                            nlohmann::json(o.backoff_initial_s).dump() + "), got " +
                            nlohmann::json(o.backoff_max_s).dump());
+    }
+    // TLS: "ca_file", "ca_path" (relative to the spec's folder), "insecure"; "headers":
+    // {"Authorization": "Bearer ..."} or, to keep secrets out of spec files,
+    // {"Authorization": {"env": "DATAECHO_TOKEN"}} (the variable's value, read at build).
+    if (h.has("ca_file")) o.ca_file = resolve_spec_path(base_dir, h.get_string("ca_file"));
+    if (h.has("ca_path")) o.ca_path = resolve_spec_path(base_dir, h.get_string("ca_path"));
+    o.insecure = h.get_bool("insecure", false);
+    if (o.insecure) {
+      std::cerr << "dataecho: warning: " << h.field_path("insecure")
+                << " is true: https certificates and host names are NOT verified for this "
+                   "source\n";
+    }
+    if (const nlohmann::json* hs = h.raw("headers")) {
+      const std::string path = h.field_path("headers");
+      if (!hs->is_object())
+        throw_spec_error(path, "expected an object {header name: value or {\"env\": VAR}}");
+      for (const auto& [name, v] : hs->items()) {
+        std::string value;
+        if (v.is_string()) {
+          value = v.get<std::string>();
+        } else if (v.is_object() && v.size() == 1 && v.contains("env") && v["env"].is_string()) {
+          const std::string var = v["env"].get<std::string>();
+          const char* env = std::getenv(var.c_str());
+          if (!env)
+            throw_spec_error(path + "." + name + ".env",
+                             "the environment variable " + var + " is not set");
+          value = env;
+        } else {
+          throw_spec_error(
+              path + "." + name,
+              "expected a string or {\"env\": \"VARIABLE\"}, got a " + std::string(v.type_name()));
+        }
+        if (name.empty() || name.find_first_of(":\r\n") != std::string::npos ||
+            value.find_first_of("\r\n") != std::string::npos)
+          throw_spec_error(path + "." + name,
+                           "a header name or value may not hold ':' or a newline");
+        o.headers.push_back(name + ": " + value);
+      }
     }
     h.finish();
   }
@@ -81,7 +122,7 @@ void register_format_builders(Registry& r) {
     o.labels = s.has("labels") ? resolve_spec_path(ctx.base_dir, s.get_string("labels")) : "";
     o.limit = s.get_int("limit", -1, -1);
     o.on_error = read_on_error(s);
-    o.stream = read_stream_options(s);
+    o.stream = read_stream_options(s, ctx.base_dir);
     return make_idx_source(o);
   };
 
@@ -95,7 +136,7 @@ void register_format_builders(Registry& r) {
                        "\"raw\" gives the record bytes as field \"record\"; drop \"features\"");
     o.on_error = read_on_error(s);
     o.verify_crc = s.get_bool("verify_crc", true);
-    o.stream = read_stream_options(s);
+    o.stream = read_stream_options(s, ctx.base_dir);
     return make_tfrecord_source(o);
   };
 
@@ -125,7 +166,7 @@ void register_format_builders(Registry& r) {
       }
     }
     o.on_error = read_on_error(s);
-    o.stream = read_stream_options(s);
+    o.stream = read_stream_options(s, ctx.base_dir);
     return make_tar_source(o);
   };
 }

@@ -43,6 +43,9 @@ void NginxServer::start(const std::string& root_dir, const NginxServerOptions& o
   config_.root_dir = root_dir;
   config_.limit_rate = options.limit_rate;
   config_.max_connections = options.max_connections;
+  config_.ssl_certificate = options.ssl_certificate;
+  config_.ssl_certificate_key = options.ssl_certificate_key;
+  config_.required_authorization = options.required_authorization;
   config_.master_process = false;
   config_.prefix_dir = temp_dir();
   // A port picked by binding could be taken before nginx binds it: try a few.
@@ -113,7 +116,9 @@ void NginxServer::stop() {
 std::string NginxServer::url(const std::string& path) const {
   std::string p = path;
   if (!p.empty() && p[0] == '/') p.erase(0, 1);
-  return "http://127.0.0.1:" + std::to_string(config_.port) + "/" + p;
+  const bool tls = !config_.ssl_certificate.empty();
+  return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(config_.port) +
+         "/" + p;
 }
 
 }  // namespace dataecho::testing

@@ -18,6 +18,8 @@ struct NginxServerOptions {
   std::string limit_rate;   // per connection, nginx syntax ("500k"); empty: unlimited
   int max_connections = 0;  // limit_conn; 0: unlimited
   int port = 0;             // 0: a free port
+  std::string ssl_certificate, ssl_certificate_key;  // both: HTTPS
+  std::string required_authorization;                // else 401
 };
 
 class NginxServer {
@@ -37,7 +39,7 @@ class NginxServer {
 
   bool running() const { return pid_ > 0; }
   int port() const { return config_.port; }
-  // "http://127.0.0.1:PORT/" + path
+  // "http://127.0.0.1:PORT/" + path ("https://" when the server has a certificate)
   std::string url(const std::string& path) const;
 
  private:

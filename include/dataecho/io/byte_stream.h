@@ -40,6 +40,16 @@ struct StreamOptions {
   int max_retries = 8;
   double backoff_initial_s = 0.1;
   double backoff_max_s = 5;
+  // TLS (https): the server's certificate and host name are verified unless `insecure`.
+  // A CA bundle file or folder for servers with a CA of their own; when both are empty,
+  // the SSL_CERT_FILE or CURL_CA_BUNDLE variable names the file (libcurl itself reads
+  // neither), else the system's store is used.
+  std::string ca_file;
+  std::string ca_path;
+  bool insecure = false;
+  // Extra request headers, "Name: value" ("Authorization: Bearer ..."). libcurl does not
+  // forward them when a redirect leads to another host.
+  std::vector<std::string> headers;
   // Counters (bytes, requests, retries, resumed) are added to this node when given.
   std::shared_ptr<NodeStats> stats;
 };
