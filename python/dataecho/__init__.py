@@ -192,11 +192,18 @@ class PipelineDef:
                 return repr(c.name)
         return f"#{cid}"
 
-    def _with_stage(self, stage: Dict[str, Any], callable_: Optional[_Callable] = None) -> "PipelineDef":
+    def _copy(self) -> "PipelineDef":
         d = copy.copy(self)
         d._spec = copy.deepcopy(self._spec)
-        d._spec.setdefault("stages", []).append(stage)
-        d._callables = self._callables + ([callable_] if callable_ else [])
+        d._spec.setdefault("stages", [])
+        d._callables = list(self._callables)
+        return d
+
+    def _with_stage(self, stage: Dict[str, Any], callable_: Optional[_Callable] = None) -> "PipelineDef":
+        d = self._copy()
+        d._spec["stages"].append(stage)
+        if callable_:
+            d._callables.append(callable_)
         return d
 
     # ------------------------------------------------------------------ stages
@@ -321,15 +328,13 @@ class PipelineDef:
 
     def seed(self, seed: int) -> "PipelineDef":
         """The pipeline's seed: every random stage derives its own from it."""
-        d = self._with_stage({"op": "_"})
-        d._spec["stages"].pop()
+        d = self._copy()
         d._spec["seed"] = seed
         return d
 
     def deterministic(self, on: bool) -> "PipelineDef":
         """The default order of parallel stages: input order (True) or as finished."""
-        d = self._with_stage({"op": "_"})
-        d._spec["stages"].pop()
+        d = self._copy()
         d._spec["deterministic"] = on
         return d
 
@@ -351,14 +356,13 @@ class PipelineDef:
 
     def _sharded(self, num_shards: int, index: int) -> "PipelineDef":
         # A shard stage right after the source: whole files when there are enough.
-        d = self._with_stage({"op": "_"})
-        d._spec["stages"].pop()
+        d = self._copy()
         d._spec["stages"].insert(0, {"op": "shard", "num_shards": num_shards, "index": index})
         return d
 
     def _without_echo(self) -> "PipelineDef":
-        d = self._with_stage({"op": "_"})
-        d._spec["stages"] = [s for s in d._spec["stages"][:-1] if s.get("op") != "echo"]
+        d = self._copy()
+        d._spec["stages"] = [s for s in d._spec["stages"] if s.get("op") != "echo"]
         return d
 
     def __repr__(self) -> str:

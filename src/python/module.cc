@@ -508,7 +508,7 @@ std::unique_ptr<PyPipeline> build(const std::string& spec_json, const std::strin
   o.map_and_batch_fusion = fusion;
   std::unique_ptr<Pipeline> p;
   {
-    // Building may run Python callables' builders? No: but it opens files and URLs.
+    // Building opens files and URLs (it may wait on a server): other Python threads run.
     py::gil_scoped_release nogil;
     p = PipelineDef::from_json(spec).build(o);
   }
