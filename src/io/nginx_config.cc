@@ -79,6 +79,10 @@ std::string nginx_config_text(const NginxConfigOptions& o) {
   c << "    server_name localhost;\n"
     << "    root " << o.root_dir << ";\n"
     << "    location / {\n";
+  if (!o.redirect_to.empty()) {
+    // (inside location /: the same limits; a rewrite ends the request before the body)
+    c << "      rewrite ^/moved/(.*)$ " << o.redirect_to << "/$1 redirect;\n";
+  }
   if (!o.required_authorization.empty()) {
     std::string v;  // an nginx string literal
     for (char ch : o.required_authorization) {

@@ -31,6 +31,8 @@ struct NginxConfigOptions {
   std::string ssl_certificate_key;
   // When not empty, requests without exactly this Authorization header get 401.
   std::string required_authorization;
+  // When not empty, GET /moved/PATH answers 302 to redirect_to + "/" + PATH (tests).
+  std::string redirect_to;
 };
 
 // The text of nginx.conf for these options. Throws dataecho::Error on a bad rate.

@@ -52,15 +52,20 @@ std::string read_all(ByteStream& s) {
 
 class HttpsTest : public ::testing::Test {
  protected:
+  // The certificates, made once for the suite (RSA key generation takes a while).
+  static void SetUpTestSuite() {
+    if (std::system("command -v openssl >/dev/null 2>&1") != 0) return;  // SetUp fails
+    suite_certs_ = dataecho::testing::temp_dir() + "/certs";
+    std::filesystem::create_directories(suite_certs_);
+    make_certificates(suite_certs_);
+  }
   void SetUp() override {
-    if (std::system("command -v openssl >/dev/null 2>&1") != 0)
+    if (suite_certs_.empty())
       GTEST_FAIL() << "openssl is missing (scripts/bootstrap.sh installs it)";
     dir_ = dataecho::testing::temp_dir();
-    certs_ = dir_ + "/certs";
+    certs_ = suite_certs_;
     root_ = dir_ + "/www";
-    std::filesystem::create_directories(certs_);
     std::filesystem::create_directories(root_);
-    make_certificates(certs_);
     std::mt19937_64 rng(7);
     data_.resize(3 << 20);
     for (auto& c : data_) c = static_cast<char>(rng());
@@ -90,6 +95,7 @@ class HttpsTest : public ::testing::Test {
     return "";
   }
 
+  static inline std::string suite_certs_;
   std::string dir_, certs_, root_, data_;
   NginxServer server_;
 };
@@ -169,6 +175,67 @@ TEST_F(HttpsTest, AnAuthorizationHeaderFromTheEnvironment) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("DATAECHO_TEST_TOKEN is not set"), std::string::npos);
   }
+}
+
+TEST_F(HttpsTest, ARedirectFromHttpsToPlainHttpIsRefused) {
+  NginxServer plain;
+  plain.start(root_, {});
+  NginxServerOptions o;
+  o.ssl_certificate = certs_ + "/server.pem";
+  o.ssl_certificate_key = certs_ + "/server.key";
+  o.redirect_to = plain.url("").substr(0, plain.url("").size() - 1);  // no trailing '/'
+  server_.start(root_, o);
+  StreamOptions so;
+  so.ca_file = certs_ + "/ca.pem";
+  try {
+    auto s = open_stream(server_.url("moved/shard.bin"), so);
+    read_all(*s);
+    ADD_FAILURE() << "expected the redirect to plain http to be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("redirect from https"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HttpsTest, TheAuthorizationHeaderDoesNotFollowARedirectToAnotherPort) {
+  NginxServerOptions guarded;
+  guarded.required_authorization = "Bearer t0k3n";
+  NginxServer other;
+  other.start(root_, guarded);
+  StreamOptions so;
+  so.headers = {"Authorization: Bearer t0k3n"};
+  {  // the header opens the other server itself
+    auto s = open_stream(other.url("shard.bin"), so);
+    EXPECT_EQ(read_all(*s), data_);
+  }
+  NginxServerOptions o;
+  o.redirect_to = other.url("").substr(0, other.url("").size() - 1);
+  NginxServer first;
+  first.start(root_, o);
+  try {
+    auto s = open_stream(first.url("moved/shard.bin"), so);
+    read_all(*s);
+    ADD_FAILURE() << "the header reached another origin through a redirect";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("HTTP 401"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HttpsTest, RedirectsAreCapped) {
+  NginxServerOptions o;
+  o.port = dataecho::testing::free_loopback_port();
+  o.redirect_to = "http://127.0.0.1:" + std::to_string(o.port) + "/moved";  // a loop
+  NginxServer loop;
+  loop.start(root_, o);
+  StreamOptions so;
+  so.stats = std::make_shared<NodeStats>("0:tfrecord");
+  try {
+    auto s = open_stream(loop.url("moved/shard.bin"), so);
+    read_all(*s);
+    ADD_FAILURE() << "expected the redirect loop to end in an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("redirect"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(so.stats->counters()["http_requests"], 1);  // not retried
 }
 
 }  // namespace

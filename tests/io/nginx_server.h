@@ -20,6 +20,7 @@ struct NginxServerOptions {
   int port = 0;             // 0: a free port
   std::string ssl_certificate, ssl_certificate_key;  // both: HTTPS
   std::string required_authorization;                // else 401
+  std::string redirect_to;                           // /moved/PATH answers 302 to redirect_to/PATH
 };
 
 class NginxServer {
