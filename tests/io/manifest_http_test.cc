@@ -90,5 +90,42 @@ TEST_F(ManifestHttp, MissingManifestFailsWithItsUrlAndStatus) {
   EXPECT_NE(msg.find("$.source.uri"), std::string::npos) << msg;
 }
 
+// Presigned URLs expire: a run resumes with a freshly signed manifest. The spec (and so
+// the state's fingerprint) names the manifest, the state names shards by position, and
+// neither holds a signature (issue 24).
+TEST_F(ManifestHttp, AResumeWithAFreshlySignedManifestContinuesExactly) {
+  const std::string manifest = dir_ + "/lists/signed.manifest";
+  auto sign = [&](const std::string& signature) {
+    std::ofstream m(manifest, std::ios::trunc);
+    for (int shard = 0; shard < 3; ++shard)
+      m << nginx_.url("data/train-" + std::to_string(shard) + ".tfrecord")
+        << "?X-Amz-Expires=60&X-Amz-Signature=" << signature << "\n";
+  };
+  sign("f1rstsig");
+  nlohmann::json spec = {{"seed", 3},
+                         {"source", {{"kind", "tfrecord"}, {"uri", at(manifest)}, {"raw", true}}},
+                         {"stages", nlohmann::json::array({{{"op", "shuffle"}, {"buffer", 10}}})}};
+  const auto full = testing::run(spec.dump());
+  ASSERT_EQ(full.size(), 60u);
+
+  auto first = testing::build(spec.dump());
+  for (int i = 0; i < 25; ++i) ASSERT_TRUE(first->next().has_value());
+  const std::string state = first->save();
+  EXPECT_EQ(state.find("f1rstsig"), std::string::npos);
+  first.reset();
+
+  sign("s3condsig");  // the old signature has expired; the manifest is signed again
+  auto resumed = testing::build(spec.dump());
+  resumed->restore(state);
+  size_t i = 25;
+  while (auto e = resumed->next()) {
+    ASSERT_LT(i, full.size());
+    EXPECT_EQ(e->id(), full[i].id()) << i;
+    EXPECT_TRUE(e->get("record").bytes() == full[i].get("record").bytes()) << i;
+    ++i;
+  }
+  EXPECT_EQ(i, full.size());
+}
+
 }  // namespace
 }  // namespace dataecho
