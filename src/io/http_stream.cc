@@ -216,6 +216,13 @@ class HttpStream final : public ByteStream {
       c_connections_ = &options_.stats->counter("http_connections");
       c_range_ignored_ = &options_.stats->counter("http_range_ignored");
     }
+    if (!is_https() && !options_.plain_http_credentials && carries_credentials()) {
+      throw Error(ErrorCode::kInvalidArgument, kStage,
+                  "refusing to send credentials (an Authorization header or user:password in "
+                  "the URL) over plain http: use https, or set "
+                  "\"http\": {\"plain_http_credentials\": true}",
+                  url_);
+    }
     for (const auto& h : options_.headers) headers_ = curl_slist_append(headers_, h.c_str());
     if (options_.insecure && options_.stats) ++options_.stats->counter("http_tls_unverified");
     // Connections are reused only between streams with the same TLS settings.
@@ -303,6 +310,15 @@ class HttpStream final : public ByteStream {
     std::string error_text;    // libcurl's own message for a failure
   };
 
+  // An Authorization header, or userinfo in the URL's authority.
+  bool carries_credentials() const {
+    for (const auto& h : options_.headers)
+      if (strncasecmp(h.c_str(), "authorization:", 14) == 0) return true;
+    const size_t authority = url_.find("//");
+    if (authority == std::string::npos) return false;
+    const size_t end = url_.find_first_of("/?#", authority + 2);
+    return url_.substr(authority + 2, end - (authority + 2)).find('@') != std::string::npos;
+  }
   bool is_https() const { return url_.size() > 8 && strncasecmp(url_.c_str(), "https://", 8) == 0; }
   // What decides which connections may be shared: the TLS settings.
   std::string tls_key() const {

@@ -41,6 +41,7 @@ StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
     if (h.has("ca_file")) o.ca_file = resolve_spec_path(base_dir, h.get_string("ca_file"));
     if (h.has("ca_path")) o.ca_path = resolve_spec_path(base_dir, h.get_string("ca_path"));
     o.insecure = h.get_bool("insecure", false);
+    o.plain_http_credentials = h.get_bool("plain_http_credentials", false);
     if (o.insecure) {
       std::cerr << "dataecho: warning: " << h.field_path("insecure")
                 << " is true: https certificates and host names are NOT verified for this "

@@ -199,6 +199,7 @@ TEST_F(HttpsTest, TheAuthorizationHeaderDoesNotFollowARedirectToAnotherPort) {
   other.start(root_, guarded);
   StreamOptions so;
   so.headers = {"Authorization: Bearer t0k3n"};
+  so.plain_http_credentials = true;                    // both servers are plain http here
   EXPECT_EQ(failure(so, other.url("shard.bin")), "");  // the header opens it directly
   NginxServerOptions o;
   o.redirect_to = other.url("").substr(0, other.url("").size() - 1);
@@ -219,6 +220,27 @@ TEST_F(HttpsTest, RedirectsAreCapped) {
   const std::string err = failure(so, loop.url("moved/shard.bin"));
   EXPECT_NE(err.find("redirect"), std::string::npos) << err;
   EXPECT_EQ(so.stats->counters()["http_requests"], 1);  // not retried
+}
+
+TEST_F(HttpsTest, CredentialsOverPlainHttpAreRefusedUnlessTheSpecSaysSo) {
+  NginxServerOptions guarded;
+  guarded.required_authorization = "Bearer t0k3n";
+  NginxServer plain;
+  plain.start(root_, guarded);
+  StreamOptions so;
+  so.headers = {"authorization: Bearer t0k3n"};
+  std::string err = failure(so, plain.url("shard.bin"));
+  EXPECT_NE(err.find("refusing to send credentials"), std::string::npos) << err;
+  EXPECT_EQ(err.find("t0k3n"), std::string::npos) << err;
+  // user:password in the URL too (and it is not printed).
+  std::string url = plain.url("shard.bin");
+  url.insert(url.find("//") + 2, "reader:pa55word@");
+  err = failure(StreamOptions{}, url);
+  EXPECT_NE(err.find("refusing to send credentials"), std::string::npos) << err;
+  EXPECT_EQ(err.find("pa55word"), std::string::npos) << err;
+  // Said explicitly, it reads.
+  so.plain_http_credentials = true;
+  EXPECT_EQ(failure(so, plain.url("shard.bin")), "");
 }
 
 }  // namespace

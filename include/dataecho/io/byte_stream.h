@@ -50,6 +50,9 @@ struct StreamOptions {
   // Extra request headers, "Name: value" ("Authorization: Bearer ..."). libcurl does not
   // forward them when a redirect leads to another host.
   std::vector<std::string> headers;
+  // Credentials (an Authorization header, user:password in the URL) go over plain http
+  // only when this says so; otherwise opening such a stream fails.
+  bool plain_http_credentials = false;
   // Counters (bytes, requests, retries, resumed) are added to this node when given.
   std::shared_ptr<NodeStats> stats;
 };
