@@ -10,8 +10,11 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "dataecho/core/error.h"
+#include "dataecho/formats/tfrecord.h"
 #include "dataecho/io/byte_stream.h"
 #include "dataecho/spec/build.h"
 #include "nginx_server.h"
@@ -241,6 +244,64 @@ TEST_F(HttpsTest, CredentialsOverPlainHttpAreRefusedUnlessTheSpecSaysSo) {
   // Said explicitly, it reads.
   so.plain_http_credentials = true;
   EXPECT_EQ(failure(so, plain.url("shard.bin")), "");
+}
+
+// The restart test of tests/io/http_dataset_test.cc over TLS: nginx stops mid-epoch and
+// comes back; every record arrives exactly once, in the local order.
+TEST_F(HttpsTest, AnEpochSurvivesNginxStoppedAndRestarted) {
+  std::mt19937_64 rng(42);
+  std::vector<std::string> local, remote;
+  NginxServerOptions o;
+  o.ssl_certificate = certs_ + "/server.pem";
+  o.ssl_certificate_key = certs_ + "/server.key";
+  o.limit_rate = "400k";  // about 2 s per shard with three at a time
+  server_.start(root_, o);
+  for (int shard = 0; shard < 4; ++shard) {
+    const std::string name = "train-" + std::to_string(shard) + ".tfrecord";
+    TfRecordWriter w(root_ + "/" + name);
+    for (int i = 0; i < 30; ++i) {
+      std::string rec(rng() % 40000, '\0');
+      for (auto& c : rec) c = static_cast<char>(rng());
+      w.write(rec);
+    }
+    w.close();
+    local.push_back(root_ + "/" + name);
+    remote.push_back(server_.url(name));
+  }
+  auto spec = [&](const std::vector<std::string>& uris) {
+    return nlohmann::json{{"seed", 3},
+                          {"source",
+                           {{"kind", "tfrecord"},
+                            {"uri", uris},
+                            {"raw", true},
+                            {"http", {{"ca_file", certs_ + "/ca.pem"}}}}},
+                          {"stages", nlohmann::json::array({{{"op", "interleave"}, {"cycle", 3}}})}}
+        .dump();
+  };
+  const auto want = testing::run(spec(local));
+  ASSERT_EQ(want.size(), 120u);
+  auto pipeline = testing::build(spec(remote));
+  std::vector<Example> got;
+  for (int i = 0; i < 10; ++i) got.push_back(*pipeline->next());
+  server_.stop();
+  std::string error;
+  std::thread reader([&] {
+    try {
+      auto rest = testing::drain(*pipeline);
+      got.insert(got.end(), rest.begin(), rest.end());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  server_.restart();
+  reader.join();
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].id(), want[i].id()) << i;
+    EXPECT_TRUE(got[i].get("record").bytes() == want[i].get("record").bytes()) << i;
+  }
 }
 
 }  // namespace
