@@ -45,6 +45,18 @@ void make_certificates(const std::string& dir) {
         "/ca.key -CAcreateserial -days 2 -out " + d + "/" + name + ".pem -extfile " + d + "/" +
         name + ".ext");
   }
+  // One that expired in 2020 (`openssl x509` cannot set past dates; `openssl ca` can).
+  std::ofstream(dir + "/ca.cnf") << "[ca]\ndefault_ca = test\n[test]\ndatabase = " << dir
+                                 << "/index.txt\nnew_certs_dir = " << dir << "\nserial = " << dir
+                                 << "/serial\ndefault_md = sha256\npolicy = any\n"
+                                    "copy_extensions = copy\n[any]\ncommonName = supplied\n";
+  std::ofstream(dir + "/index.txt");
+  std::ofstream(dir + "/serial") << "1000\n";
+  run("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/expired.key -out " + d +
+      "/expired.csr -subj '/CN=expired' -addext subjectAltName=IP:127.0.0.1");
+  run("openssl ca -batch -notext -config " + d + "/ca.cnf -cert " + d + "/ca.pem -keyfile " + d +
+      "/ca.key -in " + d + "/expired.csr -out " + d +
+      "/expired.pem -startdate 20200101000000Z -enddate 20200102000000Z");
 }
 
 std::string read_all(ByteStream& s) {
@@ -138,6 +150,15 @@ TEST_F(HttpsTest, ACertificateForAnotherNameFailsSayingMismatch) {
   o.ca_file = certs_ + "/ca.pem";
   const std::string err = failure(o);
   EXPECT_NE(err.find("mismatch"), std::string::npos) << err;
+}
+
+TEST_F(HttpsTest, AnExpiredCertificateFailsSayingExpired) {
+  serve("expired");
+  StreamOptions o;
+  o.ca_file = certs_ + "/ca.pem";
+  const std::string err = failure(o);
+  EXPECT_NE(err.find("expired"), std::string::npos) << err;
+  EXPECT_NE(err.find("not retried"), std::string::npos) << err;
 }
 
 TEST_F(HttpsTest, InsecureIsExplicitAndCounted) {
