@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dataecho/core/error.h"
+#include "dataecho/core/redact.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/registry.h"
@@ -543,7 +544,7 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw Error(ErrorCode::kIo, kStage, "cannot write", tmp);
-    out << j.dump(2) << "\n";
+    out << redact_json_urls(j).dump(2) << "\n";  // no credentials in a run's files
     if (!out) throw Error(ErrorCode::kIo, kStage, "cannot write", tmp);
   }
   fs::rename(tmp, path);
