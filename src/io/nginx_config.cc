@@ -79,6 +79,7 @@ std::string nginx_config_text(const NginxConfigOptions& o) {
   c << "    server_name localhost;\n"
     << "    root " << o.root_dir << ";\n"
     << "    location / {\n";
+  if (o.deny) c << "      location /denied/ { return 403; }\n";
   if (!o.redirect_to.empty()) {
     // (inside location /: the same limits; a rewrite ends the request before the body)
     c << "      rewrite ^/moved/(.*)$ " << o.redirect_to << "/$1 redirect;\n";

@@ -33,6 +33,8 @@ struct NginxConfigOptions {
   std::string required_authorization;
   // When not empty, GET /moved/PATH answers 302 to redirect_to + "/" + PATH (tests).
   std::string redirect_to;
+  // GET /denied/... answers 403, as an object store does for an expired signature (tests).
+  bool deny = false;
 };
 
 // The text of nginx.conf for these options. Throws dataecho::Error on a bad rate.

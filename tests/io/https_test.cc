@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dataecho/core/error.h"
+#include "dataecho/core/example_json.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/io/byte_stream.h"
 #include "dataecho/spec/build.h"
@@ -168,6 +169,15 @@ TEST_F(HttpsTest, InsecureIsExplicitAndCounted) {
   o.stats = std::make_shared<NodeStats>("0:tfrecord");
   EXPECT_EQ(failure(o), "");
   EXPECT_EQ(o.stats->counters()["http_tls_unverified"], 1);
+  // Through a spec it also warns, on standard error.
+  ::testing::internal::CaptureStderr();
+  build_pipeline({{"source",
+                   {{"kind", "tfrecord"},
+                    {"uri", server_.url("shard.bin")},
+                    {"raw", true},
+                    {"http", {{"insecure", true}}}}}});
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("NOT verified"), std::string::npos) << warned;
 }
 
 TEST_F(HttpsTest, AnAuthorizationHeaderFromTheEnvironment) {
@@ -265,6 +275,92 @@ TEST_F(HttpsTest, CredentialsOverPlainHttpAreRefusedUnlessTheSpecSaysSo) {
   // Said explicitly, it reads.
   so.plain_http_credentials = true;
   EXPECT_EQ(failure(so, plain.url("shard.bin")), "");
+}
+
+TEST_F(HttpsTest, A403OnASignedUrlIsNotRetriedAndSaysTheSignatureMayHaveExpired) {
+  NginxServerOptions o;
+  o.ssl_certificate = certs_ + "/server.pem";
+  o.ssl_certificate_key = certs_ + "/server.key";
+  o.deny = true;
+  server_.start(root_, o);
+  StreamOptions so;
+  so.ca_file = certs_ + "/ca.pem";
+  so.stats = std::make_shared<NodeStats>("0:tfrecord");
+  const std::string err =
+      failure(so, server_.url("denied/shard.bin?X-Amz-Expires=60&X-Amz-Signature=5ig"));
+  EXPECT_NE(err.find("HTTP 403"), std::string::npos) << err;
+  EXPECT_NE(err.find("may have expired"), std::string::npos) << err;
+  EXPECT_EQ(err.find("5ig"), std::string::npos) << err;
+  EXPECT_EQ(so.stats->counters()["http_requests"], 1);
+}
+
+TEST_F(HttpsTest, AForcedErrorPrintsTheUrlRedactedEvenInBase64) {
+  serve("server");
+  StreamOptions so;
+  so.ca_file = certs_ + "/ca.pem";
+  std::string url = server_.url("missing.bin?X-Amz-Signature=z1gz4g");
+  url.insert(url.find("//") + 2, "reader:pa55@");
+  const std::string err = failure(so, url);
+  EXPECT_NE(err.find("HTTP 404"), std::string::npos) << err;
+  for (const char* secret : {"pa55", "reader:", "cmVhZGVyOnBhNTU=", "z1gz4g"})
+    EXPECT_EQ(err.find(secret), std::string::npos) << secret << " in " << err;
+  EXPECT_NE(err.find("https://***@127.0.0.1:"), std::string::npos) << err;
+}
+
+// user:password in an https URL is basic auth (and never printed: see above).
+TEST_F(HttpsTest, UserinfoInAnHttpsUrlIsBasicAuth) {
+  serve("server", "Basic cmVhZGVyOnBhNTU=");  // base64("reader:pa55")
+  StreamOptions so;
+  so.ca_file = certs_ + "/ca.pem";
+  EXPECT_NE(failure(so).find("HTTP 401"), std::string::npos);  // without it
+  std::string url = server_.url("shard.bin");
+  url.insert(url.find("//") + 2, "reader:pa55@");
+  auto s = open_stream(url, so);
+  EXPECT_EQ(read_all(*s), data_);
+}
+
+// A token from the environment is sent (nginx answers 401 without it) and appears in no
+// output: the elements as `dataecho pipe` prints them, standard output and error, the
+// stats JSON and the saved state.
+TEST_F(HttpsTest, ATokenFromTheEnvironmentAppearsInNoOutput) {
+  const std::string token = "Bearer s3cr3t-t0ken-4242";
+  serve("server", token);
+  {
+    TfRecordWriter w(root_ + "/t.tfrecord");
+    for (int i = 0; i < 20; ++i) w.write(std::string(300, static_cast<char>('a' + i)));
+    w.close();
+  }
+  setenv("DATAECHO_TEST_TOKEN", token.c_str(), 1);
+  const nlohmann::json spec = {
+      {"source",
+       {{"kind", "tfrecord"},
+        {"uri", server_.url("t.tfrecord")},
+        {"raw", true},
+        {"http",
+         {{"ca_file", certs_ + "/ca.pem"},
+          {"headers", {{"Authorization", {{"env", "DATAECHO_TEST_TOKEN"}}}}}}}}},
+      {"stages", nlohmann::json::array({{{"op", "batch"}, {"size", 4}}})}};
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  std::string outputs, error;
+  int n = 0;
+  try {
+    auto p = build_pipeline(spec);
+    while (auto e = p->next()) {
+      outputs += example_to_json(*e, true).dump() + "\n";
+      if (++n == 2) outputs += p->save();
+    }
+    outputs += p->stats().to_json().dump();
+    outputs += p->save();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  outputs += ::testing::internal::GetCapturedStdout();
+  outputs += ::testing::internal::GetCapturedStderr();
+  unsetenv("DATAECHO_TEST_TOKEN");
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(n, 5);  // the token opened the shard: 20 records in batches of 4
+  EXPECT_EQ((outputs + error).find("s3cr3t-t0ken"), std::string::npos);
 }
 
 // The restart test of tests/io/http_dataset_test.cc over TLS: nginx stops mid-epoch and

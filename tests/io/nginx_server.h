@@ -21,6 +21,7 @@ struct NginxServerOptions {
   std::string ssl_certificate, ssl_certificate_key;  // both: HTTPS
   std::string required_authorization;                // else 401
   std::string redirect_to;                           // /moved/PATH answers 302 to redirect_to/PATH
+  bool deny = false;                                 // /denied/... answers 403
 };
 
 class NginxServer {
