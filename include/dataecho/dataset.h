@@ -40,11 +40,11 @@ class Iterator {
 
   // The next element, or nullopt at the end. Counts the element in the node's stats.
   // The time spent inside next() is sampled: a cheap node (under kTimeEveryCallNs per
-  // call) is timed on one call in kSampleStride, and that call's time stands for the
-  // untimed calls since the previous timed one (the choice to time a call depends only
-  // on earlier calls, so the estimate is unbiased); a slow node is timed on every call.
-  // Reading the clock costs 20 to 100 ns on a VM, more than a cheap node's work.
-  // Element, row and byte counts stay exact.
+  // call) without threads of its own is timed on one call in kSampleStride, and that call's time
+  // stands for the untimed calls since the previous timed one (the choice to time a call depends
+  // only on earlier calls); a slow node, or one that owns threads (whose next() blocks in bursts),
+  // is timed on every call. Reading the clock costs 20 to 100 ns on a VM, more than a cheap node's
+  // work. Element, row and byte counts stay exact.
   std::optional<Example> next();
   static constexpr uint32_t kSampleStride = 16;
   static constexpr int64_t kTimeEveryCallNs = 20'000;

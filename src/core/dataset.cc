@@ -8,14 +8,19 @@ namespace dataecho {
 
 std::optional<Example> Iterator::next() {
   if (stats_ == nullptr) return next_impl();
-  const bool timed = untimed_left_ == 0;
+  // A node with threads of its own is timed on every call: its next() is fast while its
+  // buffer has elements and blocks when it runs dry, and that happens periodically (a
+  // map's buffer refills in bursts), so a fixed sampling stride could land in phase or
+  // out of phase with the blocking and bias the estimate; the node above it would then
+  // be charged its child's waiting (de.profile named a fused batch as the slowest stage).
+  const bool timed = untimed_left_ == 0 || stats_->async;
   const int64_t t0 = timed ? now_ns() : 0;
   if (!timed) --untimed_left_;
   auto account = [&] {
     if (!timed) return;
     int64_t dt = now_ns() - t0;
     stats_->next_ns.fetch_add(dt * stride_, std::memory_order_relaxed);
-    stride_ = dt >= kTimeEveryCallNs ? 1 : kSampleStride;
+    stride_ = dt >= kTimeEveryCallNs || stats_->async ? 1 : kSampleStride;
     untimed_left_ = stride_ - 1;
   };
   std::optional<Example> out;

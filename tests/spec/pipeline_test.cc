@@ -107,6 +107,24 @@ TEST(Stats, CountsElementsBytesAndTime) {
   EXPECT_NE(table.find("1:map(burn)"), std::string::npos);
 }
 
+// A node above one that owns threads is not charged its child's waiting: the slow stage
+// below a map and a fused batch is where the busy time shows (it used to land on the
+// batch, whose input's blocking calls the sampled timing missed in phase with the map's
+// refills; de.profile then named the batch as the slowest stage).
+TEST(Stats, WaitingForAThreadedChildIsNotTheParentsBusyTime) {
+  auto p = build(R"({"source": {"kind": "range", "count": 640},
+    "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 1}},
+               {"op": "map", "fn": "random_noise", "args": {"size": 1000}, "parallelism": 2},
+               {"op": "batch", "size": 32}, {"op": "prefetch", "buffer": 4}]})");
+  drain(*p);
+  auto j = p->stats().to_json();
+  ASSERT_EQ(j.size(), 5u);
+  const double sleep_ms = j[1]["busy_ms"].get<double>();
+  const double batch_ms = j[3]["busy_ms"].get<double>();
+  EXPECT_GT(sleep_ms, 600.0);  // 640 x 1 ms
+  EXPECT_LT(batch_ms, 0.2 * sleep_ms) << j.dump(1);
+}
+
 TEST(Pipeline, EndsCleanlyAfterAnError) {
   auto p = build(R"({"source": {"kind": "range", "count": 10},
     "stages": [{"op": "map", "fn": "fail_on", "args": {"ids": [4]}, "parallelism": 2}]})");
