@@ -101,22 +101,9 @@ TEST_F(HttpDatasetTest, EpochSurvivesNginxStoppedAndRestarted) {
   nginx_.start(dir_, slow);
   auto local = records_of(testing::run(spec(local_uris(), true)));
   auto pipeline = testing::build(spec(http_uris(), true));
-  std::vector<Example> got;
-  // Read a little, stop nginx, read on (from a thread) while it is down, restart it.
-  for (int i = 0; i < 10; ++i) got.push_back(*pipeline->next());
-  nginx_.stop();
+  // Read a little, stop nginx, read on while it is down, restart it.
   std::string error;
-  std::thread reader([&] {
-    try {
-      auto rest = testing::drain(*pipeline);
-      got.insert(got.end(), rest.begin(), rest.end());
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  nginx_.restart();
-  reader.join();
+  std::vector<Example> got = testing::read_through_restart(*pipeline, nginx_, 10, error);
   ASSERT_EQ(error, "");
   expect_same(records_of(got), local);  // every record exactly once, in the same order
 }

@@ -398,21 +398,9 @@ TEST_F(HttpsTest, AnEpochSurvivesNginxStoppedAndRestarted) {
   const auto want = testing::run(spec(local));
   ASSERT_EQ(want.size(), 120u);
   auto pipeline = testing::build(spec(remote));
-  std::vector<Example> got;
-  for (int i = 0; i < 10; ++i) got.push_back(*pipeline->next());
-  server_.stop();
+  // Read a little, stop nginx, read on while it is down, restart it.
   std::string error;
-  std::thread reader([&] {
-    try {
-      auto rest = testing::drain(*pipeline);
-      got.insert(got.end(), rest.begin(), rest.end());
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  server_.restart();
-  reader.join();
+  std::vector<Example> got = testing::read_through_restart(*pipeline, server_, 10, error);
   ASSERT_EQ(error, "");
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {

@@ -9,6 +9,9 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
+
+#include "dataecho/pipeline.h"
 
 #include "io/nginx_config.h"
 
@@ -52,5 +55,12 @@ class NginxServer {
 
 // A free TCP port on 127.0.0.1 (bound and released: another process could take it).
 int free_loopback_port();
+
+// Reads `first` elements of `pipeline`, stops `server`, reads on from a thread while it
+// is down, restarts it after 2 s, and returns every element read; `error` gets the text
+// of an exception the reading ended with ("" if none). The restart tests of plain HTTP
+// and HTTPS.
+std::vector<Example> read_through_restart(Pipeline& pipeline, NginxServer& server, int first,
+                                          std::string& error);
 
 }  // namespace dataecho::testing
