@@ -21,6 +21,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light openssl
   # trainer, data and plots
   libtorch-dev dataset-fashion-mnist gnuplot-nox
+  # data-parallel training: c10d's Gloo backend in libtorch needs the Gloo headers
+  libgloo-dev
   # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3
   pybind11-dev python3-dev libdlpack-dev python3-numpy python3-torch python3-pytest
 )

@@ -3,6 +3,7 @@
 // the target or when a budget runs out, checkpoint so that --resume continues exactly.
 #include "dataecho/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,11 +13,15 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "dataecho/core/clock.h"
 #include "dataecho/core/process_memory.h"
 #include "dataecho/core/redact.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/spec/build.h"
+#include "dataecho/train/distributed.h"
 #include "dataecho/train/model.h"
 #include "dataecho/train/optimizer.h"
 #include "dataecho/train/torch_batch.h"
@@ -38,6 +43,17 @@ void write_file(const fs::path& path, const std::string& bytes) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   f.close();
   if (!f) fail(ErrorCode::kIo, "cannot write file", path.string());
+}
+
+// fsync(2) on a file or directory, so that a rename after it publishes complete files.
+void sync_path(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    fail(ErrorCode::kIo, "cannot sync to disk: " + why, path.string());
+  }
+  ::close(fd);
 }
 
 std::string read_file(const fs::path& path) {
@@ -63,13 +79,32 @@ std::optional<T> json_opt(const nlohmann::json& j, const char* key) {
   return j[key].get<T>();
 }
 
+// `rank` of `world` > 1: this rank's share of the data, by a `shard` stage put first (whole
+// files when there are at least as many files as ranks, otherwise every world-th element;
+// make_shard decides), and a pipeline seed of its own, so that ranks do not draw the same
+// augmentations. Rank 0 keeps the one-process seed.
 std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory, nlohmann::json spec,
-                                        const std::string& dir, std::optional<uint64_t> seed) {
+                                        const std::string& dir, std::optional<uint64_t> seed,
+                                        int rank = 0, int world = 1) {
   if (factory) return factory();
   if (seed && *seed != 0) {
     int64_t spec_seed =
         spec.contains("seed") && spec["seed"].is_number_integer() ? spec["seed"].get<int64_t>() : 0;
-    spec["seed"] = static_cast<int64_t>(mix_seed(static_cast<uint64_t>(spec_seed), *seed) >> 1);
+    uint64_t mixed = mix_seed(static_cast<uint64_t>(spec_seed), *seed);
+    if (rank > 0) mixed = mix_seed(mixed, static_cast<uint64_t>(rank));
+    spec["seed"] = static_cast<int64_t>(mixed >> 1);
+  }
+  if (world > 1) {
+    nlohmann::json& stages = spec["stages"];
+    if (!stages.is_array()) stages = nlohmann::json::array();
+    for (const auto& st : stages) {
+      if (st.is_object() && st.value("op", "") == "shard")
+        fail(ErrorCode::kInvalidArgument,
+             "training pipeline: has a \"shard\" stage, but data-parallel training shards by "
+             "rank itself (a shard stage first); remove it from the spec");
+    }
+    stages.insert(stages.begin(),
+                  nlohmann::json{{"op", "shard"}, {"num_shards", world}, {"index", rank}});
   }
   BuildOptions o;
   o.base_dir = dir;
@@ -208,6 +243,9 @@ nlohmann::json TrainResult::to_json() const {
   j["test_examples"] = test_eval ? nlohmann::json(test_eval->examples) : nlohmann::json(nullptr);
   j["test_model"] = test_eval ? nlohmann::json(test_model) : nlohmann::json(nullptr);
   j["evaluations"] = static_cast<int64_t>(evals.size());
+  j["world_size"] = world_size;
+  j["communication_seconds"] = communication_seconds;
+  j["ranks_identical"] = ranks_identical;
   j["input"] = input;
   j["parameters"] = parameters;
   j["pipeline_stats"] = pipeline_stats;
@@ -254,10 +292,14 @@ class TrainRun {
         has_eval_(static_cast<bool>(c.eval_pipeline) || c.eval_spec.is_object()),
         has_test_(static_cast<bool>(c.test_pipeline) || c.test_spec.is_object()),
         snapshots_mode_(c.eval_mode == "snapshots"),
+        dist_(c.collective.get()),
+        rank_(dist_ ? dist_->rank() : 0),
+        world_(dist_ ? dist_->world_size() : 1),
+        lead_(rank_ == 0),
         out_(c.out),
         ckpt_dir_(out_ / "checkpoint"),
         snap_dir_(out_ / "snapshots"),
-        progress_(c.progress, c.progress_seconds) {}
+        progress_(lead_ ? c.progress : "off", c.progress_seconds) {}
 
   TrainResult run() {
     read_checkpoint_state();
@@ -287,11 +329,25 @@ class TrainRun {
   void read_checkpoint_state() {
     model_json_ = train_config_to_json(c_)["model"];
     if (!c_.resume) return;
-    if (!fs::exists(ckpt_dir_ / "state.json")) {
+    // A checkpoint interrupted between its two renames is still whole as checkpoint.old.
+    if (lead_ && !fs::exists(ckpt_dir_) && fs::exists(out_ / "checkpoint.old") &&
+        fs::exists(out_ / "checkpoint.old" / "state.json"))
+      fs::rename(out_ / "checkpoint.old", ckpt_dir_);
+    if (!shared_exists(ckpt_dir_ / "state.json")) {
       fail(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
            (ckpt_dir_ / "state.json").string());
     }
-    ckpt_ = nlohmann::json::parse(read_file(ckpt_dir_ / "state.json"));
+    ckpt_ = nlohmann::json::parse(shared_read(ckpt_dir_ / "state.json"));
+    const int64_t saved_world = ckpt_.value("world_size", int64_t{1});
+    if (saved_world != world_) {
+      fail(ErrorCode::kInvalidArgument,
+           "--resume: the checkpoint was written by " + std::to_string(saved_world) +
+               (saved_world == 1 ? " rank" : " ranks") + " and this job has " +
+               std::to_string(world_) +
+               "; resume with the same world size (a checkpoint holds each rank's pipeline "
+               "state, and is not re-sharded)",
+           ckpt_dir_.string());
+    }
     if (ckpt_.at("model") != model_json_) {
       fail(ErrorCode::kInvalidArgument,
            "--resume: the checkpoint was made with model " + ckpt_.at("model").dump() + ", not " +
@@ -322,6 +378,7 @@ class TrainRun {
   // The evaluation (and test) sets are loaded before the training pipeline is built: the
   // training clock starts with that build, and its pipeline must not read ahead meanwhile.
   void load_held_out_sets() {
+    if (!lead_) return;  // rank 0 evaluates and shares the result
     try {
       if (has_eval_)
         eval_data_ =
@@ -344,8 +401,9 @@ class TrainRun {
   void start_training_pipeline() {
     clock_start_ = now_ns();
     train_ = make_pipeline(c_.train_pipeline, c_.train_spec, c_.train_spec_dir,
-                           c_.seed_pipeline ? std::optional<uint64_t>(c_.seed) : std::nullopt);
-    if (c_.resume) train_->restore(read_file(ckpt_dir_ / "pipeline.state"));
+                           c_.seed_pipeline ? std::optional<uint64_t>(c_.seed) : std::nullopt,
+                           rank_, world_);
+    if (c_.resume) train_->restore(own_read("pipeline", ".state"));
     initial_pipeline_state_ = out_.empty() ? std::string() : train_->save();
     pending_ = train_->next();
     if (!pending_) {
@@ -369,6 +427,7 @@ class TrainRun {
   void build_model() {
     torch::manual_seed(c_.seed);
     model_ = make_model(c_.model, sig_->channels, sig_->height, sig_->width);
+    if (dist_) dist_->broadcast_model(*model_);  // one starting point, whatever the seeds
     optimizer_ = make_optimizer(model_->parameters(), c_.optimizer);
     model_out_ = model_;
     r_.input = sig_->describe();
@@ -404,11 +463,10 @@ class TrainRun {
   }
 
   void restore_checkpoint() {
-    torch::serialize::InputArchive ma;
-    ma.load_from((ckpt_dir_ / "model.pt").string());
-    model_->load(ma);
+    load_model_bytes(*model_, shared_read(ckpt_dir_ / "model.pt"));
     torch::serialize::InputArchive oa;
-    oa.load_from((ckpt_dir_ / "optimizer.pt").string());
+    std::istringstream optimizer_bytes(shared_read(ckpt_dir_ / "optimizer.pt"));
+    oa.load_from(optimizer_bytes);
     optimizer_->load(oa);
     checkpoint_fields([&](const char* key, auto& v, bool required) {
       using T = std::decay_t<decltype(v)>;
@@ -422,15 +480,43 @@ class TrainRun {
     for (const auto& e : ckpt_.at("evals")) r_.evals.push_back(EvalRecord::from_json(e));
     for (const auto& e : ckpt_.value("snapshots", nlohmann::json::array()))
       snaps_.push_back({EvalRecord::from_json(e), {}});
-    std::string lb = read_file(ckpt_dir_ / "losses.bin");
+    std::string lb = shared_read(ckpt_dir_ / "losses.bin");
     r_.losses.resize(lb.size() / sizeof(float));
     std::memcpy(r_.losses.data(), lb.data(), r_.losses.size() * sizeof(float));
-    if (fs::exists(ckpt_dir_ / "fresh_keys.bin"))
-      seen_ = load_read_set(read_file(ckpt_dir_ / "fresh_keys.bin"));
+    if (shared_exists(ckpt_dir_ / rank_file("fresh_keys", ".bin", 0)))
+      seen_ = load_read_set(own_read("fresh_keys", ".bin"));
+  }
+
+  // ---- data-parallel helpers: rank 0 reads the checkpoint and hands it on, so that the
+  // ranks need not share a file system ----
+
+  bool shared_exists(const fs::path& p) {
+    std::string yes = lead_ && fs::exists(p) ? "1" : "0";
+    if (dist_) dist_->broadcast(yes);
+    return yes == "1";
+  }
+  std::string shared_read(const fs::path& p) {
+    std::string bytes = lead_ ? read_file(p) : std::string();
+    if (dist_) dist_->broadcast(bytes);
+    return bytes;
+  }
+  // A per-rank checkpoint file: "pipeline.state" for one process, "pipeline-rank-R.state"
+  // for rank R of a data-parallel job.
+  std::string rank_file(const char* stem, const char* ext, int r) const {
+    return dist_ ? std::string(stem) + "-rank-" + std::to_string(r) + ext : std::string(stem) + ext;
+  }
+  // This rank's per-rank file of the checkpoint.
+  std::string own_read(const char* stem, const char* ext) {
+    std::string mine;
+    for (int r = 0; r < world_; ++r) {
+      std::string bytes = shared_read(ckpt_dir_ / rank_file(stem, ext, r));
+      if (r == rank_) mine = std::move(bytes);
+    }
+    return mine;
   }
 
   void open_outputs() {
-    if (out_.empty()) return;
+    if (out_.empty() || !lead_) return;
     std::error_code ec;
     fs::create_directories(out_, ec);
     if (ec)
@@ -447,11 +533,15 @@ class TrainRun {
   // ---- the loop ----
 
   // Why the loop stops before the next step ("" to go on).
+  // Data-parallel: the counts are global and the same on every rank; an interrupt on any
+  // rank and rank 0's clock are shared through the last step's gradient bucket, so that
+  // every rank stops at the same step.
   const char* budget_spent() const {
-    if (stop_.load()) return "interrupted";
+    if (dist_ ? any_stop_ : stop_.load()) return "interrupted";
     if (c_.max_steps > 0 && step_ >= c_.max_steps) return "max_steps";
     if (c_.max_fresh > 0 && fresh_ >= c_.max_fresh) return "max_fresh";
-    if (c_.max_seconds > 0 && train_s_ >= c_.max_seconds) return "max_seconds";
+    if (c_.max_seconds > 0 && (dist_ ? lead_time_up_ : train_s_ >= c_.max_seconds))
+      return "max_seconds";
     return "";
   }
 
@@ -474,6 +564,14 @@ class TrainRun {
         batch = train_->next();
       }
       pipeline_untouched_ = false;
+      if (dist_) {
+        // Ranks whose shares are uneven run out at different steps: the job stops at the
+        // first step for which some rank has no batch (the others' batches of that step
+        // are dropped), so that no rank waits in an allreduce for a rank that has ended.
+        std::vector<double> have{batch ? 1.0 : 0.0};
+        dist_->sum(have);
+        if (have[0] < world_) batch.reset();
+      }
       if (!batch) {
         r_.stop_reason = "end_of_data";
         break;
@@ -512,13 +610,30 @@ class TrainRun {
     torch::Tensor loss =
         torch::nn::functional::cross_entropy(model_->forward(tb.images), tb.labels);
     loss.backward();
-    optimizer_->step();
     last_loss_ = loss.item<float>();
+    // The step's counts, over all ranks (one rank's are its share).
+    int64_t rows = tb.rows, echo0 = tb.fresh;
+    if (dist_) {
+      // One allreduce: the gradients, and beside them the loss, the counts, an interrupt
+      // on any rank and whether rank 0's clock ran out (small integers: exact in float).
+      std::vector<float> extra{
+          static_cast<float>(new_fresh), static_cast<float>(rows), static_cast<float>(echo0),
+          stop_.load() ? 1.0f : 0.0f,
+          lead_ && c_.max_seconds > 0 && train_s_ + (now_ns() - t0) / 1e9 >= c_.max_seconds ? 1.0f
+                                                                                            : 0.0f};
+      dist_->average_gradients(*model_, last_loss_, extra);
+      new_fresh = std::llround(extra[0]);
+      rows = std::llround(extra[1]);
+      echo0 = std::llround(extra[2]);
+      any_stop_ = extra[3] > 0;
+      lead_time_up_ = extra[4] > 0;
+    }
+    optimizer_->step();
     const int64_t t2 = now_ns();
     ++step_;
     fresh_ += new_fresh;
-    echoed_ += tb.rows - new_fresh;
-    fresh_echo0_ += tb.fresh;
+    echoed_ += rows - new_fresh;
+    fresh_echo0_ += echo0;
     r_.losses.push_back(last_loss_);
     loss_sum_ += last_loss_;
     ++loss_count_;
@@ -584,6 +699,12 @@ class TrainRun {
     e.echoed = echoed_;
     e.raw_reads = source_reads(*train_);
     e.train_seconds = train_s_;
+    if (dist_) {  // reads summed over ranks; the clock is rank 0's (the ranks step together)
+      std::vector<double> v{static_cast<double>(e.raw_reads), lead_ ? train_s_ : 0.0};
+      dist_->sum(v);
+      e.raw_reads = static_cast<int64_t>(v[0]);
+      e.train_seconds = v[1];
+    }
     e.train_loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : 0.0;
     e.lr = lr_;
     loss_sum_ = 0;
@@ -597,6 +718,7 @@ class TrainRun {
   bool evaluation_point() {
     EvalRecord e = point_record();
     if (snapshots_mode_) {
+      if (!lead_) return false;  // rank 0 keeps the snapshots and evaluates them
       const int64_t t0 = now_ns();
       Snapshot s{e, model_bytes(*model_)};
       if (!out_.empty()) {
@@ -611,7 +733,15 @@ class TrainRun {
       return false;
     }
     const int64_t t0 = now_ns();
-    evaluate_model(e, eval_data_);
+    if (lead_) evaluate_model(e, eval_data_);
+    if (dist_) {  // rank 0's evaluation, on every rank: they all stop at the same step
+      std::vector<double> v{e.accuracy, e.loss, static_cast<double>(e.examples)};
+      if (!lead_) v.assign(3, 0.0);
+      dist_->sum(v);
+      e.accuracy = v[0];
+      e.loss = v[1];
+      e.examples = static_cast<int64_t>(v[2]);
+    }
     eval_s_ += (now_ns() - t0) / 1e9;
     e.wall_seconds = wall_now();
     return record_eval(e);
@@ -620,7 +750,7 @@ class TrainRun {
   // The test set, on the model that first met the target (inline: the model now, as the
   // run stopped there) or else the final model.
   void evaluate_test(const char* which) {
-    if (!has_test_) return;
+    if (!has_test_ || !lead_) return;
     EvalRecord t = r_.final_eval.value_or(EvalRecord{});
     t.step = r_.steps_to_target.value_or(step_);
     evaluate_model(t, test_data_);
@@ -629,6 +759,7 @@ class TrainRun {
   }
 
   void evaluate_after_training() {
+    if (!lead_) return;  // rank 0 holds the snapshots and the test set
     if (!snapshots_mode_ || snaps_.empty()) {
       evaluate_test(r_.stop_reason == "target" ? "target" : "final");
       return;
@@ -659,9 +790,22 @@ class TrainRun {
 
   // ---- checkpoint ----
 
+  // Written atomically: every file into checkpoint.tmp/ and synced, then renamed into
+  // place (the previous one survives as checkpoint.old until then). Data-parallel: every
+  // rank's pipeline state and read set go to rank 0, which writes them all.
   void checkpoint(bool pipeline_untouched) {
     if (out_.empty()) return;
     const int64_t t0 = now_ns();
+    std::vector<std::string> states{pipeline_untouched ? initial_pipeline_state_ : train_->save()};
+    std::vector<std::string> reads{save_read_set(seen_)};
+    if (dist_) {
+      states = dist_->all_gather(states[0]);
+      reads = dist_->all_gather(reads[0]);
+      if (!lead_) {
+        eval_s_ += (now_ns() - t0) / 1e9;
+        return;
+      }
+    }
     fs::path tmp = out_ / "checkpoint.tmp";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
@@ -673,13 +817,15 @@ class TrainRun {
       optimizer_->save(b);
       b.save_to((tmp / "optimizer.pt").string());
     }
-    write_file(tmp / "pipeline.state",
-               pipeline_untouched ? initial_pipeline_state_ : train_->save());
+    for (int r = 0; r < world_; ++r) {
+      write_file(tmp / rank_file("pipeline", ".state", r), states[static_cast<size_t>(r)]);
+      write_file(tmp / rank_file("fresh_keys", ".bin", r), reads[static_cast<size_t>(r)]);
+    }
     write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r_.losses.data()),
                                                r_.losses.size() * sizeof(float)));
-    write_file(tmp / "fresh_keys.bin", save_read_set(seen_));
     nlohmann::json s;
     s["model"] = model_json_;
+    s["world_size"] = world_;
     checkpoint_fields([&](const char* key, const auto& v, bool) {
       if constexpr (is_optional<std::decay_t<decltype(v)>>::value)
         s[key] = opt_json(v);
@@ -692,10 +838,13 @@ class TrainRun {
     s["snapshots"] = nlohmann::json::array();
     for (const auto& sn : snaps_) s["snapshots"].push_back(sn.record.to_json());
     write_file(tmp / "state.json", s.dump(1) + "\n");
+    for (const auto& f : fs::directory_iterator(tmp)) sync_path(f.path());
+    sync_path(tmp);
     fs::path old = out_ / "checkpoint.old";
     fs::remove_all(old);
     if (fs::exists(ckpt_dir_)) fs::rename(ckpt_dir_, old);
     fs::rename(tmp, ckpt_dir_);
+    sync_path(out_);
     fs::remove_all(old);
     eval_s_ += (now_ns() - t0) / 1e9;  // bookkeeping, not training
   }
@@ -742,7 +891,36 @@ class TrainRun {
     r_.r_estimate = compute_s_ > 0 ? r_.achieved_echo * (wait_s_ + compute_s_) / compute_s_ : 0.0;
     r_.pipeline_stats = train_->stats().to_json();
     r_.peak_rss_mib = peak_rss_mib();
-    if (!out_.empty()) write_file(out_ / "summary.json", redact_json_urls(r_.to_json()).dump(2) + "\n");
+    if (dist_) {
+      // Reads summed over ranks; waiting, computing and memory: the largest rank's.
+      std::vector<double> sums{static_cast<double>(r_.raw_reads)};
+      dist_->sum(sums);
+      r_.raw_reads = static_cast<int64_t>(sums[0]);
+      std::vector<double> maxes{wait_s_, compute_s_, r_.peak_rss_mib.value_or(0),
+                                dist_->communication_seconds()};
+      dist_->max(maxes);
+      r_.wait_seconds = maxes[0];
+      r_.compute_seconds = maxes[1];
+      if (r_.peak_rss_mib) r_.peak_rss_mib = maxes[2];
+      r_.world_size = world_;
+      r_.communication_seconds = maxes[3];
+      // Every rank must hold the same model: a digest of each rank's parameters and
+      // buffers, compared bit for bit.
+      const std::vector<std::string> digests = dist_->all_gather(model_bytes(*model_));
+      r_.ranks_identical = std::all_of(digests.begin(), digests.end(),
+                                       [&](const std::string& d) { return d == digests[0]; });
+      if (!r_.ranks_identical && lead_)
+        std::fprintf(stderr,
+                     "dataecho train: warning: the ranks' models differ after training "
+                     "(a bug: please report it)\n");
+      r_.pipeline_bound = r_.wait_seconds > 0.05 * (r_.wait_seconds + r_.compute_seconds);
+      r_.r_estimate =
+          r_.compute_seconds > 0
+              ? r_.achieved_echo * (r_.wait_seconds + r_.compute_seconds) / r_.compute_seconds
+              : 0.0;
+    }
+    if (!out_.empty() && lead_)
+      write_file(out_ / "summary.json", redact_json_urls(r_.to_json()).dump(2) + "\n");
   }
 
   // ---- what the run holds ----
@@ -751,6 +929,9 @@ class TrainRun {
   Classifier& model_out_;
   const int64_t decay_steps_;
   const bool has_eval_, has_test_, snapshots_mode_;
+  Collective* const dist_;  // null: one process
+  const int rank_, world_;
+  const bool lead_;  // rank 0: evaluates, reports and writes
   const fs::path out_, ckpt_dir_, snap_dir_;
 
   nlohmann::json model_json_, ckpt_;
@@ -774,6 +955,7 @@ class TrainRun {
   int64_t loss_count_ = 0, last_eval_step_ = -1;
   double lr_ = 0;
   float last_loss_ = 0;
+  bool any_stop_ = false, lead_time_up_ = false;  // data-parallel: from the last step
 
   // "snapshots" mode: the evaluation points so far, evaluated after training.
   struct Snapshot {

@@ -17,6 +17,8 @@
 
 namespace dataecho::train {
 
+class Collective;  // dataecho/train/distributed.h
+
 // Which fields of a batch feed the model, and how uint8 images are scaled.
 struct InputOptions {
   std::string image_field = "image";  // uint8 [N,H,W,C] / [N,H,W] or float32 [N,C,H,W] / [N,H,W]
@@ -121,6 +123,14 @@ struct TrainConfig {
   bool eval_at_end = true;       // evaluate after the last step if it was not just evaluated
   int64_t checkpoint_every = 0;  // steps between checkpoints in `out`; 0 = only at the end
   bool resume = false;           // continue from the checkpoint in `out`
+  // Data-parallel training (docs/distributed.md): this process's rank in a job joined
+  // with Collective::connect; null for one process. Each rank reads its own share of the
+  // training data (the trainer puts a `shard` stage first in train_spec; a
+  // train_pipeline factory must shard by itself), echoes its own stream, and the
+  // gradients are averaged over ranks every step. Counts, budgets and evaluations are
+  // global; rank 0 evaluates and writes the outputs and the checkpoint.
+  std::shared_ptr<Collective> collective;
+
   // "auto": a \r-updated line when stderr is a terminal, plain lines every
   // progress_seconds otherwise; "tty", "lines" or "off" force one.
   std::string progress = "auto";

@@ -78,6 +78,12 @@ struct TrainResult {
   // The test set (TrainConfig::test_spec), on the model at the target, or the final one.
   std::optional<EvalRecord> test_eval;
   std::string test_model;  // "target" or "final"
+  // Data-parallel (docs/distributed.md): the ranks, and the largest rank's seconds in the
+  // gradient and buffer collectives (included in compute_seconds). The counts above are
+  // global; wait, compute and peak memory are the largest rank's.
+  int world_size = 1;
+  double communication_seconds = 0;
+  bool ranks_identical = true;  // every rank's parameters and buffers, bit for bit
   std::vector<EvalRecord> evals;
   std::vector<float> losses;       // training loss of every step
   std::string input;               // the input signature, described

@@ -6,7 +6,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "dataecho/train/distributed.h"
 #include "dataecho/train/trainer.h"
+#include "launch.h"
 
 namespace dataecho::cli {
 namespace {
@@ -35,7 +37,8 @@ void add_train_command(CLI::App& app) {
             in_channels = 0;
     double lr = 0, momentum = 0, weight_decay = 0, target_accuracy = 0, target_loss = 0,
            max_seconds = 0;
-    int threads = 1;
+    int threads = 1, nproc = 1;
+    double dist_timeout = 60;
     uint64_t seed = 0;
     bool resume = false, json = false;
     std::string progress;
@@ -84,10 +87,31 @@ void add_train_command(CLI::App& app) {
   auto* o_out =
       cmd->add_option("--out", a->out, "output directory: evals.jsonl, summary.json, checkpoint/");
   auto* o_prog = cmd->add_option("--progress", a->progress, "auto | tty | lines | off");
+  auto* o_nproc = cmd->add_option(
+      "--nproc", a->nproc,
+      "data-parallel: run as this many local ranks (several machines: torchrun's RANK, "
+      "WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead; docs/distributed.md)");
+  o_nproc->check(CLI::Range(1, 1024));
+  auto* o_dist_timeout = cmd->add_option(
+      "--dist-timeout", a->dist_timeout,
+      "data-parallel: seconds a rank waits for a lost peer before every rank exits (default 60)");
+  o_dist_timeout->check(CLI::PositiveNumber);
   cmd->add_flag("--resume", a->resume, "continue from the checkpoint in --out");
   cmd->add_flag("--json", a->json,
                 "print summary.json to standard output instead of the text summary");
   cmd->callback([=] {
+    std::optional<train::DistributedOptions> job = train::distributed_from_env();
+    const bool launched = std::getenv(kLaunchedRankVariable) != nullptr;
+    if (a->nproc > 1 && !launched) {
+      if (job)
+        throw Error(ErrorCode::kInvalidArgument, "train",
+                    "--nproc starts its own ranks, but WORLD_SIZE is already set (torchrun?): "
+                    "use one or the other");
+      if (!train::distributed_available())
+        train::Collective::connect({});  // throws: this build has no Gloo
+      launch_local_ranks(a->nproc, a->dist_timeout, 10);
+      return;
+    }
     train::TrainConfig c;
     if (!a->config.empty()) c = train::load_train_config(a->config);
     auto given = [](CLI::Option* o) { return o->count() > 0; };
@@ -117,6 +141,11 @@ void add_train_command(CLI::App& app) {
     if (given(o_prog)) c.progress = a->progress;
     c.resume = a->resume;
     const std::string out_dir = c.out;
+    if (job && job->world_size > 1) {
+      if (o_dist_timeout->count() > 0) job->timeout_seconds = a->dist_timeout;
+      c.collective = train::Collective::connect(*job);
+    }
+    const std::shared_ptr<train::Collective> collective = c.collective;
 
     train::Trainer trainer(std::move(c));
     g_stop = &trainer.stop_flag();
@@ -124,13 +153,16 @@ void add_train_command(CLI::App& app) {
     train::TrainResult r;
     try {
       r = trainer.run();
-    } catch (...) {
+    } catch (const std::exception& e) {
       std::signal(SIGINT, previous);
       g_stop = nullptr;
+      // The other ranks' errors then name this rank and why, rather than a lost peer.
+      if (collective) collective->announce_failure(e.what());
       throw;
     }
     std::signal(SIGINT, previous);
     g_stop = nullptr;
+    if (collective && collective->rank() != 0) return;  // rank 0 reports
 
     if (a->json) {
       std::cout << r.to_json().dump(2) << "\n";
