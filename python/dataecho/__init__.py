@@ -126,6 +126,25 @@ def _none_dropped(d: Mapping[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
+def _distributed_rank_and_world() -> "tuple[int, int]":
+    """torch.distributed's rank and world size, else torchrun's RANK and WORLD_SIZE."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or world is None:
+        raise SpecError("distributed: torch.distributed is not initialized and RANK / WORLD_SIZE "
+                        "are not set: pass rank= and world_size=")
+    try:
+        return int(rank), int(world)
+    except ValueError:
+        raise SpecError(f"distributed: RANK={rank!r}, WORLD_SIZE={world!r}: expected integers") from None
+
+
 class PipelineDef:
     """A pipeline as a value: a source and its stages, the same as a JSON spec.
 
@@ -321,6 +340,32 @@ class PipelineDef:
         """One worker's share: whole files right after a source over at least
         ``num_shards`` files, else every ``num_shards``-th element from ``index``."""
         return self._with_stage({"op": "shard", "num_shards": num_shards, "index": index})
+
+    def distributed(self, rank: Optional[int] = None, world_size: Optional[int] = None) -> "PipelineDef":
+        """This process's share for data-parallel training with PyTorch's own DDP.
+
+        Puts a ``shard`` stage first, right after the source, as ``dataecho train``
+        does for its ranks (docs/distributed.md): whole files when there are at least
+        ``world_size`` files, else every ``world_size``-th element. Every stage after
+        it, echo included, works on this rank's stream only, so each example of an
+        epoch is read by exactly one rank. ``rank`` and ``world_size`` default to
+        ``torch.distributed``'s (initialized), else to the ``RANK`` and ``WORLD_SIZE``
+        environment variables of torchrun. Give each rank its own ``build(seed=...)``
+        (``base + rank``) so that ranks do not draw the same augmentations.
+        """
+        if rank is None or world_size is None:
+            r, w = _distributed_rank_and_world()
+            rank = r if rank is None else rank
+            world_size = w if world_size is None else world_size
+        if not 0 <= rank < world_size:
+            raise SpecError(f"distributed: rank {rank} is outside a world of {world_size}")
+        for i, st in enumerate(self._spec.get("stages", [])):
+            if st.get("op") == "shard":
+                raise SpecError(f"$.stages[{i}]: distributed() puts its own shard stage first; "
+                                "remove this one")
+        d = self._copy()
+        d._spec["stages"].insert(0, {"op": "shard", "num_shards": world_size, "index": rank})
+        return d
 
     def stage(self, op: str, **options: Any) -> "PipelineDef":
         """Any registered op by its JSON options (for ops of one's own)."""

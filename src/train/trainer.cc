@@ -218,6 +218,10 @@ nlohmann::json TrainResult::to_json() const {
   j["echoed"] = echoed;
   j["raw_reads"] = raw_reads;
   j["fresh_by_echo_index"] = fresh_by_echo_index;
+  j["batch_duplicates"] = batch_duplicates;
+  j["batch_duplicate_rate"] = fresh + echoed > 0 ? static_cast<double>(batch_duplicates) /
+                                                       static_cast<double>(fresh + echoed)
+                                                 : 0.0;
   j["raw_reads_to_target"] = opt_json(raw_reads_to_target);
   j["steps_to_target"] = opt_json(steps_to_target);
   j["fresh_to_target"] = opt_json(fresh_to_target);
@@ -445,6 +449,7 @@ class TrainRun {
     f("fresh", fresh_, true);
     f("echoed", echoed_, true);
     f("fresh_by_echo_index", fresh_echo0_, false);
+    f("batch_duplicates", batch_duplicates_, false);
     f("train_seconds", train_s_, true);
     f("wait_seconds", wait_s_, true);
     f("compute_seconds", compute_s_, true);
@@ -599,10 +604,12 @@ class TrainRun {
     const int64_t t1 = now_ns();
     TorchBatch tb = batch_to_torch(batch, c_.input, *sig_);
     check_labels(tb, c_.model.num_classes, "training pipeline");
-    int64_t new_fresh = 0;
+    int64_t new_fresh = 0, duplicates = 0;
+    batch_keys_.clear();
     for (size_t i = 0; i < batch.num_rows(); ++i) {
       const RowMeta& m = batch.row(i);
       new_fresh += seen_.insert({m.id, m.epoch}).second ? 1 : 0;
+      duplicates += batch_keys_.insert({m.id, m.epoch}).second ? 0 : 1;
     }
     lr_ = learning_rate_at(c_.optimizer, step_, decay_steps_);
     set_learning_rate(*optimizer_, lr_);
@@ -616,17 +623,20 @@ class TrainRun {
     if (dist_) {
       // One allreduce: the gradients, and beside them the loss, the counts, an interrupt
       // on any rank and whether rank 0's clock ran out (small integers: exact in float).
-      std::vector<float> extra{
-          static_cast<float>(new_fresh), static_cast<float>(rows), static_cast<float>(echo0),
-          stop_.load() ? 1.0f : 0.0f,
-          lead_ && c_.max_seconds > 0 && train_s_ + (now_ns() - t0) / 1e9 >= c_.max_seconds ? 1.0f
-                                                                                            : 0.0f};
+      const bool time_up =
+          lead_ && c_.max_seconds > 0 && train_s_ + (now_ns() - t0) / 1e9 >= c_.max_seconds;
+      std::vector<float> extra{static_cast<float>(new_fresh), static_cast<float>(rows),
+                               static_cast<float>(echo0),     stop_.load() ? 1.0f : 0.0f,
+                               time_up ? 1.0f : 0.0f,         static_cast<float>(duplicates)};
       dist_->average_gradients(*model_, last_loss_, extra);
       new_fresh = std::llround(extra[0]);
       rows = std::llround(extra[1]);
       echo0 = std::llround(extra[2]);
       any_stop_ = extra[3] > 0;
       lead_time_up_ = extra[4] > 0;
+      // The ranks' shares are disjoint: a row repeats within the global batch only
+      // within its own rank's batch.
+      duplicates = std::llround(extra[5]);
     }
     optimizer_->step();
     const int64_t t2 = now_ns();
@@ -634,6 +644,7 @@ class TrainRun {
     fresh_ += new_fresh;
     echoed_ += rows - new_fresh;
     fresh_echo0_ += echo0;
+    batch_duplicates_ += duplicates;
     r_.losses.push_back(last_loss_);
     loss_sum_ += last_loss_;
     ++loss_count_;
@@ -878,6 +889,7 @@ class TrainRun {
     r_.fresh = fresh_;
     r_.echoed = echoed_;
     r_.fresh_by_echo_index = fresh_echo0_;
+    r_.batch_duplicates = batch_duplicates_;
     r_.raw_reads = source_reads(*train_);
     r_.train_seconds = train_s_;
     r_.wait_seconds = wait_s_;
@@ -948,8 +960,9 @@ class TrainRun {
   TrainResult r_;
 
   // The running counts and clocks (checkpoint_fields).
-  int64_t step_ = 0, fresh_ = 0, echoed_ = 0, fresh_echo0_ = 0;
-  ReadSet seen_;  // the (id, epoch) pairs trained on so far
+  int64_t step_ = 0, fresh_ = 0, echoed_ = 0, fresh_echo0_ = 0, batch_duplicates_ = 0;
+  ReadSet batch_keys_;  // the step's rows, to count repeats within its batch
+  ReadSet seen_;        // the (id, epoch) pairs trained on so far
   double train_s_ = 0, wait_s_ = 0, compute_s_ = 0, eval_s_ = 0, snap_s_ = 0, wall_base_ = 0;
   double loss_sum_ = 0;
   int64_t loss_count_ = 0, last_eval_step_ = -1;

@@ -50,6 +50,11 @@ struct TrainResult {
   int64_t echoed = 0;     // rows consumed minus fresh
   int64_t raw_reads = 0;  // elements the source read (read-ahead and epoch re-reads included)
   int64_t fresh_by_echo_index = 0;  // rows consumed with echo index 0 (the old count)
+  // Rows that repeat another row (the same (id, epoch)) of the same global batch: echo
+  // copies that no shuffle after the echo spread to other batches. In summary.json also
+  // as batch_duplicate_rate, over all rows trained on. Data-parallel: the ranks' shares
+  // are disjoint, so this is the sum of the ranks' own.
+  int64_t batch_duplicates = 0;
   std::optional<int64_t> raw_reads_to_target;
   // To the first evaluation that met the target (unset when never met).
   std::optional<int64_t> steps_to_target, fresh_to_target;
