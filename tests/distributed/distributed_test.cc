@@ -279,6 +279,42 @@ TEST_F(DistributedTest, KillingOneRankEndsTheOtherWithAnErrorNamingIt) {
   EXPECT_TRUE(fs::exists(fs::path(out("killed")) / "checkpoint" / "pipeline-rank-1.state"));
 }
 
+TEST_F(DistributedTest, CtrlCStopsEveryRankAtTheSameStepWithOneCheckpoint) {
+  const std::string s =
+      spec("ctrl-c.json", 5000, json::array({{{"op", "repeat"}, {"count", -1}}, batch(32)}));
+  const std::string o = out("ctrl-c");
+  const std::string cmd =
+      train("--train-spec " + s + " --model mlp --max-steps 1000000 --nproc 2 " +
+            "--checkpoint-every 20 --out " + o);
+  pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    ::setpgid(0, 0);  // a process group of its own, as a terminal gives a job
+    const int fd = ::open((o + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+    ::_exit(127);
+  }
+  const fs::path state = fs::path(o) / "checkpoint" / "state.json";
+  for (int i = 0; i < 1200 && !fs::exists(state); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(fs::exists(state)) << read_bytes(o + ".log");
+  ::kill(-launcher, SIGINT);  // what Ctrl-C does: every process of the job gets it
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_bytes(o + ".log");
+  const json sum = summary(o);
+  EXPECT_EQ(sum["stop_reason"], "interrupted");
+  const int64_t steps = sum["steps"].get<int64_t>();
+  EXPECT_EQ(json::parse(read_bytes(state))["step"].get<int64_t>(), steps);
+  EXPECT_EQ(sum["ranks_identical"], true);
+  Ran more = sh(train("--train-spec " + s + " --model mlp --nproc 2 --resume --max-steps " +
+                      std::to_string(steps + 10) + " --out " + o));
+  ASSERT_EQ(more.status, 0) << more.output;
+  EXPECT_EQ(summary(o)["steps"].get<int64_t>(), steps + 10);
+}
+
 TEST_F(DistributedTest, BadLaunchConfigurationsGetClearErrors) {
   const std::string s = spec("bad.json", 512, json::array({batch(32)}));
   const std::string t = train("--train-spec " + s + " --model mlp --max-steps 5");
