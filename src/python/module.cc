@@ -531,6 +531,7 @@ std::string advise(const std::string& stats_json, const std::string& spec_json, 
                       {"recommended_factor", a.recommended_factor},
                       {"placement", a.placement},
                       {"recommended_spec", a.recommended_spec},
+                      {"recommendations", a.recommendations},
                       {"stages", a.stages}};
   return j.dump();
 }

@@ -3,11 +3,76 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/registry.h"
 
 namespace dataecho {
+namespace {
+
+std::string num(double v, int digits = 1) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+// The recommendations other than echo's placement (which advise_echo adds last).
+void add_recommendations(EchoAdvice& a, const nlohmann::json& spec, double upstream_ms,
+                         double downstream_ms) {
+  const std::string train_step = num(downstream_ms, 2) + " ms";
+  const bool has_stages = spec.is_object() && spec.contains("stages") && spec["stages"].is_array();
+  auto prefetch = [&] {
+    const bool ends_in_prefetch = has_stages && !spec["stages"].empty() &&
+                                  spec["stages"].back().value("op", "") == "prefetch";
+    if (has_stages && !ends_in_prefetch)
+      a.recommendations.push_back(
+          "add {\"op\":\"prefetch\",\"buffer\":2} at the end: the pipeline then works while "
+          "the train step runs, instead of after it");
+  };
+  if (a.r <= 1.1) {
+    a.recommendations.push_back("the pipeline keeps up: it produces a batch in " +
+                                num(upstream_ms, 2) + " ms and the train step takes " + train_step +
+                                " (R = " + num(a.r, 2) +
+                                "): training is the bottleneck, and echo would not help");
+    prefetch();
+    return;
+  }
+  const auto& st = a.stages[static_cast<size_t>(a.slowest_stage_index)];
+  const double per_batch = st["per_batch_ms"].get<double>();
+  const int64_t par = st["parallelism"].get<int64_t>();
+  // The op, from the node's label ("3:map(decode_image)", "1:interleave").
+  const std::string& name = a.slowest_stage;
+  const size_t colon = name.find(':');
+  const std::string op = colon == std::string::npos
+                             ? std::string()
+                             : name.substr(colon + 1, name.find('(', colon) - colon - 1);
+  const std::string share = num(100 * st["wall_share"].get<double>(), 0) + "%";
+  if (op == "map" || op == "interleave") {
+    // Enough threads for the stage to keep up with the train step.
+    const int64_t want =
+        static_cast<int64_t>(std::ceil(static_cast<double>(par) * per_batch / downstream_ms));
+    const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    a.recommendations.push_back(
+        "raise \"parallelism\" of " + a.slowest_stage + " from " + std::to_string(par) + " to " +
+        std::to_string(want) + ": it is busy " + num(per_batch, 2) + " ms per batch over " +
+        std::to_string(par) + (par == 1 ? " thread" : " threads") + " (" + share +
+        " of the pipeline's time) against a train step of " + train_step + ". Up to " +
+        std::to_string(cores) + " (the cores) if it computes; more if it waits on I/O");
+  } else {
+    a.recommendations.push_back(
+        "the bottleneck " + a.slowest_stage + " (" + num(per_batch, 2) + " ms per batch, " + share +
+        " of the pipeline's time) has no parallelism of its own: " +
+        (a.slowest_stage_index == 0 ? "read from more files at once (an interleave after the "
+                                      "source with a larger \"cycle\"), "
+                                    : "") +
+        "or echo (below)");
+  }
+  prefetch();
+}
+
+}  // namespace
 
 EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t batches,
                        double upstream_ms, double downstream_ms) {
@@ -34,6 +99,17 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
     }
   }
   a.r = downstream_ms > 0 ? upstream_ms / downstream_ms : 0;
+  const double wall_ms = upstream_ms * static_cast<double>(std::max<int64_t>(1, batches));
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    auto& st = a.stages[i];
+    const double busy = st["busy_ms"].get<double>();
+    const int64_t elements = st.value("elements", int64_t{0});
+    st["ms_per_element"] = elements > 0 ? busy / static_cast<double>(elements) : 0.0;
+    st["wall_share"] =
+        wall_ms > 0 ? busy / static_cast<double>(st["parallelism"].get<int64_t>()) / wall_ms : 0.0;
+    st["bottleneck"] = a.r > 1.1 && static_cast<int64_t>(i) == a.slowest_stage_index;
+  }
+  add_recommendations(a, spec, upstream_ms, downstream_ms);
 
   if (a.r <= 1.1) {
     a.recommended_factor = 1;
@@ -73,6 +149,9 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
   }
   a.placement += "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" +
                  std::to_string(static_cast<int64_t>(std::ceil(a.r))) + "} there";
+  a.recommendations.push_back("echo with a factor of " + num(a.recommended_factor) +
+                              " (about R = " + num(upstream_ms, 2) + " / " + num(downstream_ms, 2) +
+                              " ms per batch) " + a.placement);
   return a;
 }
 

@@ -63,6 +63,7 @@ nlohmann::json ProfileReport::to_json() const {
           {"recommended_factor", recommended_factor},
           {"placement", placement},
           {"recommended_spec", recommended_spec},
+          {"recommendations", recommendations},
           {"input", input},
           {"notes", notes}};
 }
@@ -70,17 +71,20 @@ nlohmann::json ProfileReport::to_json() const {
 std::string ProfileReport::to_text() const {
   std::string s;
   char line[512];
-  std::snprintf(line, sizeof line, "%-24s %10s %11s %11s %11s %4s %12s\n", "stage", "elements",
-                "busy_ms", "wait_in_ms", "wait_out_ms", "par", "busy_ms/batch");
+  std::snprintf(line, sizeof line, "%-24s %10s %11s %11s %11s %4s %12s %10s %6s\n", "stage",
+                "elements", "busy_ms", "wait_in_ms", "wait_out_ms", "par", "busy_ms/batch",
+                "ms/element", "share");
   s += line;
   for (const auto& st : stages) {
+    const bool slowest = st["name"].get<std::string>() == slowest_stage;
     std::snprintf(
-        line, sizeof line, "%-24s %10lld %11.1f %11.1f %11.1f %4lld %12.3f%s\n",
+        line, sizeof line, "%-24s %10lld %11.1f %11.1f %11.1f %4lld %12.3f %10.4f %5.0f%%%s\n",
         st["name"].get<std::string>().c_str(),
         static_cast<long long>(st["elements"].get<int64_t>()), st["busy_ms"].get<double>(),
         st["wait_input_ms"].get<double>(), st["wait_output_ms"].get<double>(),
         static_cast<long long>(st["parallelism"].get<int64_t>()), st["per_batch_ms"].get<double>(),
-        st["name"].get<std::string>() == slowest_stage ? "  <- slowest" : "");
+        st["ms_per_element"].get<double>(), 100 * st["wall_share"].get<double>(),
+        st["bottleneck"].get<bool>() ? "  <- bottleneck" : (slowest ? "  <- slowest" : ""));
     s += line;
   }
   s += "\ninput:      " + input + "\n";
@@ -94,6 +98,11 @@ std::string ProfileReport::to_text() const {
     s += "recommendation: echo factor " + fmt(recommended_factor, 1) + ", " + placement + "\n";
   } else {
     s += "recommendation: " + placement + "\n";
+  }
+  if (!recommendations.empty()) {
+    s += "what to change:\n";
+    for (size_t i = 0; i < recommendations.size(); ++i)
+      s += "  " + std::to_string(i + 1) + ". " + recommendations[i] + "\n";
   }
   if (!notes.empty()) s += "note: " + notes + "\n";
   return s;
@@ -184,6 +193,7 @@ ProfileReport run_profile(const ProfileOptions& o) {
   rep.recommended_factor = advice.recommended_factor;
   rep.placement = std::move(advice.placement);
   rep.recommended_spec = std::move(advice.recommended_spec);
+  rep.recommendations = std::move(advice.recommendations);
   return rep;
 }
 

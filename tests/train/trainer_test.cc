@@ -515,7 +515,42 @@ TEST_F(TrainerTest, ProfileFindsTheSlowStageAndRecommendsEcho) {
   EXPECT_GT(r.r, 1.1);
   EXPECT_DOUBLE_EQ(r.recommended_factor, std::round(r.r * 10) / 10);  // about R
   EXPECT_CONTAINS(r.placement, ("right after 1:map(sleep)"));
-  EXPECT_CONTAINS(r.to_text(), ("<- slowest"));
+  EXPECT_CONTAINS(r.to_text(), ("<- bottleneck"));
+  // Per stage: time per element, share of the wall-clock time, the bottleneck flag.
+  const json& sleep = r.stages[1];
+  EXPECT_TRUE(sleep["bottleneck"].get<bool>());
+  EXPECT_FALSE(r.stages[2]["bottleneck"].get<bool>());
+  EXPECT_GT(sleep["ms_per_element"].get<double>(), 7.5);  // sleeps 8 ms per example
+  EXPECT_GT(sleep["wall_share"].get<double>(), 0.8);
+  EXPECT_LE(sleep["wall_share"].get<double>(), 1.05);
+  // What to change, with the numbers: more threads for the map (8 ms x 32 per batch over
+  // 1 thread against a step far shorter), then echo about R.
+  ASSERT_GE(r.recommendations.size(), 2u);
+  EXPECT_CONTAINS(r.recommendations[0], ("raise \"parallelism\" of 1:map(sleep) from 1 to "));
+  EXPECT_CONTAINS(r.recommendations.back(), ("echo with a factor of"));
+  EXPECT_CONTAINS(r.to_text(), ("what to change:"));
+}
+
+TEST_F(TrainerTest, ProfileRecommendsAPrefetchAndNothingElseWhenTrainingIsTheBottleneck) {
+  ProfileOptions o;
+  // A fast pipeline (no prefetch) and a slower step: a wide MLP on 32-image batches.
+  o.train_spec = {
+      {"source",
+       {{"kind", "idx"},
+        {"images", std::string(dataecho::testing::kFashionDir) + "/train-images-idx3-ubyte.gz"},
+        {"labels", std::string(dataecho::testing::kFashionDir) + "/train-labels-idx1-ubyte.gz"},
+        {"limit", 2000}}},
+      {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}};
+  o.model.width = 1024;
+  o.pipeline_seconds = 0.5;
+  o.train_steps = 5;
+  ProfileReport r = run_profile(o);
+  ASSERT_LT(r.r, 1.1) << r.to_text();
+  EXPECT_EQ(r.recommended_factor, 1);
+  ASSERT_EQ(r.recommendations.size(), 2u) << r.to_text();
+  EXPECT_CONTAINS(r.recommendations[0], ("training is the bottleneck, and echo would not help"));
+  EXPECT_CONTAINS(r.recommendations[1], ("add {\"op\":\"prefetch\""));
+  for (const auto& st : r.stages) EXPECT_FALSE(st["bottleneck"].get<bool>());
 }
 
 }  // namespace

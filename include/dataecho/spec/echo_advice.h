@@ -8,19 +8,29 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace dataecho {
 
 struct EchoAdvice {
-  nlohmann::json stages;            // the per-node stats, plus "per_batch_ms" and "parallelism"
+  // The per-node stats, plus, per stage: "parallelism", "per_batch_ms" (busy time per
+  // batch over its threads), "ms_per_element" (busy time per element it produced, on one
+  // thread), "wall_share" (its busy time over its threads as a share of the pipeline's
+  // wall-clock time) and "bottleneck" (the slowest stage, when the pipeline is slower
+  // than training: R > 1.1).
+  nlohmann::json stages;
   double r = 0;                     // upstream / downstream time per batch
   std::string slowest_stage;        // node label, "2:map"
   int64_t slowest_stage_index = 0;  // node index (0 = source; spec stage i is node i+1)
   double recommended_factor = 1;    // 1: no echo needed
   std::string placement;            // in words
   nlohmann::json recommended_spec;  // the spec with the echo stage inserted (when given)
+  // What to change, most effective first, each with the measured numbers behind it (as
+  // Plumber does for tf.data): more parallelism at the bottleneck, a prefetch at the end,
+  // echo with a factor about R.
+  std::vector<std::string> recommendations;
 };
 
 // `stats`: PipelineStats::to_json() of the pipeline run alone for `batches` batches;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +43,8 @@ struct ProfileReport {
   double recommended_factor = 1;    // 1: no echo needed
   std::string placement;            // in words
   nlohmann::json recommended_spec;  // the spec with the echo stage inserted (when a spec was given)
-  std::string input;                // the input signature, described
+  std::vector<std::string> recommendations;  // EchoAdvice::recommendations
+  std::string input;                         // the input signature, described
   std::string notes;
   nlohmann::json to_json() const;
   std::string to_text() const;
