@@ -9,12 +9,17 @@
 //       neither side is charged for starting up. Prints and writes the best epoch and
 //       every epoch.
 //
-//   dataloader_bench reference --dir DIR [--threads T] [--epochs E] [--json FILE]
-//       The physical reference: every .jpg under DIR is read into memory once, then T
-//       threads each decode their share (image i goes to thread i mod T) with TurboJPEG's
-//       tjDecompress2 into a reused RGB buffer, nothing else: no crop, flip, normalize,
-//       batch or copy. The loop is the one of bench/image_bench.cc (kReference), over the
-//       files dataloader_compare.sh wrote instead of images made in memory.
+//   dataloader_bench reference --dir DIR [--work decode|augment] [--threads T] [--epochs E]
+//                              [--json FILE]
+//       The references, on every .jpg under DIR, read into memory once; T threads each
+//       take their share (image i goes to thread i mod T).
+//       --work decode (default), "decode only": TurboJPEG's tjDecompress2 into a reused
+//         RGB buffer, nothing else: no crop, flip, normalize, batch or copy. The loop is
+//         the one of bench/image_bench.cc (kReference).
+//       --work augment, "the same work by hand": the full decode, then random resized
+//         crop 224, antialiased bilinear resize, flip and ImageNet normalization into a
+//         float32 CHW batch of 128 per thread, in plain loops (bench/hand_augment.h):
+//         the output dataecho's decode_augment gives, without its crop-region decode.
 //
 // A plain main() printing one JSON object per run: the shell script compares the runs.
 #include <turbojpeg.h>
@@ -37,6 +42,7 @@
 #include "dataecho/core/allocator.h"
 #include "dataecho/core/error.h"
 #include "dataecho/spec/build.h"
+#include "hand_augment.h"
 
 using namespace dataecho;
 using Clock = std::chrono::steady_clock;
@@ -44,7 +50,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Args {
-  std::string mode, spec, dir, json;
+  std::string mode, spec, dir, json, work = "decode";
   bool fusion = true;
   int epochs = 3;
   int threads = 1;
@@ -54,8 +60,8 @@ struct Args {
   std::fprintf(stderr,
                "usage: dataloader_bench pipeline --spec FILE [--epochs E] [--json FILE] "
                "[--fusion on|off]\n"
-               "       dataloader_bench reference --dir DIR [--threads T] [--epochs E] [--json "
-               "FILE]\n");
+               "       dataloader_bench reference --dir DIR [--work decode|augment] [--threads T] "
+               "[--epochs E] [--json FILE]\n");
   std::exit(2);
 }
 
@@ -76,6 +82,8 @@ Args parse(int argc, char** argv) {
       a.epochs = std::stoi(v);
     else if (k == "--threads")
       a.threads = std::stoi(v);
+    else if (k == "--work" && (v == "decode" || v == "augment"))
+      a.work = v;
     else if (k == "--fusion" && (v == "on" || v == "off"))
       a.fusion = v == "on";
     else
@@ -172,9 +180,27 @@ nlohmann::json run_reference(const Args& a) {
   }
   std::atomic<int64_t> sink{0};
   std::atomic<int> failures{0};
+  const bool augment = a.work == "augment";
+  constexpr int kSize = 224, kBatch = 128;
+  const size_t image_floats = 3u * kSize * kSize;
+  if (augment) {
+    // Self-check: a grey image of value v comes out as (v/255 - mean) / std everywhere.
+    std::vector<uint8_t> grey(300u * 200u * 3u, 128);
+    std::vector<float> out(image_floats);
+    std::mt19937_64 rng(1);
+    bench::HandScratch scratch;
+    bench::augment_by_hand(grey.data(), 300, 200, kSize, rng, scratch, out.data());
+    const float want = (128 / 255.0f - 0.485f) / 0.229f;
+    if (std::abs(out[12345] - want) > 1e-4f)
+      throw Error(ErrorCode::kInternal, "dataloader_bench", "hand augmentation self-check failed");
+  }
   auto worker = [&](int t) {
     tjhandle h = tjInitDecompress();
     std::vector<uint8_t> buf;
+    std::vector<float> batch(augment ? image_floats * kBatch : 0);
+    std::mt19937_64 rng(1000 + static_cast<uint64_t>(t));
+    bench::HandScratch scratch;
+    int slot = 0;
     int64_t acc = 0;
     for (size_t i = static_cast<size_t>(t); i < jpegs.size(); i += static_cast<size_t>(a.threads)) {
       const auto* b = reinterpret_cast<const unsigned char*>(jpegs[i].data());
@@ -183,6 +209,12 @@ nlohmann::json run_reference(const Args& a) {
       if (buf.size() < static_cast<size_t>(w) * ht * 3) buf.resize(static_cast<size_t>(w) * ht * 3);
       if (tjDecompress2(h, b, jpegs[i].size(), buf.data(), w, 0, ht, TJPF_RGB, 0) != 0) ++failures;
       acc += buf[i % buf.size()];
+      if (augment) {
+        float* out = &batch[static_cast<size_t>(slot) * image_floats];
+        bench::augment_by_hand(buf.data(), w, ht, kSize, rng, scratch, out);
+        acc += static_cast<int64_t>(out[i % image_floats] * 16);
+        slot = (slot + 1) % kBatch;
+      }
     }
     tjDestroy(h);
     sink += acc;
@@ -204,6 +236,9 @@ nlohmann::json run_reference(const Args& a) {
   nlohmann::json j = summarize(rates, cpu_rates);
   j["images_per_epoch"] = jpegs.size();
   j["threads"] = a.threads;
+  j["work"] = augment ? "the same work by hand: full TurboJPEG decode, random resized crop 224, "
+                        "antialiased bilinear resize, flip, normalize to float32 CHW batches of 128"
+                      : "decode only: TurboJPEG tjDecompress2 to RGB";
   j["mean_jpeg_bytes"] = static_cast<double>(bytes) / static_cast<double>(jpegs.size());
   j["checksum"] = sink.load();
   return j;

@@ -16,8 +16,12 @@
 #                  (0 threads: parallelism 1 and no prefetch, all inline);
 #      DataLoader  bench/dataloader_compare.py: ImageFolder + torchvision transforms,
 #                  num_workers 0/1/2, torch.set_num_threads(1) everywhere;
-#      reference   (jpeg only) a plain TurboJPEG tjDecompress2 loop over the same files,
-#                  1 and 2 threads.
+#      reference   (jpeg only) two, over the same files, 1 and 2 threads:
+#                  "decode only": a plain TurboJPEG tjDecompress2 loop;
+#                  "hand": the same work by hand (dataloader_bench reference --work
+#                  augment, bench/hand_augment.h): full decode, then random resized crop
+#                  224, antialiased resize, flip, normalize to float32 batches in plain
+#                  loops; dataecho's decode_augment decodes only the crop region.
 #    Each run is wrapped in /usr/bin/time -v for its peak RSS. Runs of one thread count
 #    follow each other (dataecho, DataLoader, reference), so that they see the same load.
 # 3. Prints a table and writes OUT/dataloader_compare.json.
@@ -105,6 +109,7 @@ for round in $(seq 1 "$ROUNDS"); do
     timed "r${round}_jpeg_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/jpeg_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS"
     rt=$(( t > 1 ? t : 1 ))
     timed "r${round}_jpeg_reference_t$t" "$BENCH" reference --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS"
+    timed "r${round}_jpeg_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS"
   done
   for t in $THREADS; do
     spec "$RUNS/png_t$t.spec.json" "$DATA/png_tar" png decode_augment "$PNG_ARGS" "$t"
@@ -161,12 +166,14 @@ for wl in ("jpeg", "png"):
         de_runs = per_round(f"{wl}_dataecho_t{t}")
         dl_runs = per_round(f"{wl}_dataloader_w{t}")
         ref_runs = per_round(f"{wl}_reference_t{t}") if wl == "jpeg" else []
-        de, dl, ref = best(de_runs), best(dl_runs), best(ref_runs)
+        hand_runs = per_round(f"{wl}_hand_t{t}") if wl == "jpeg" else []
+        de, dl, ref, hand = best(de_runs), best(dl_runs), best(ref_runs), best(hand_runs)
         row = {"workload": wl, "threads": t,
                "dataecho_images_per_s": de["images_per_s"] if de else None,
                "dataloader_images_per_s": dl["images_per_s"] if dl else None,
                "reference_images_per_s": ref["images_per_s"] if ref else None,
                "reference_threads": ref["threads"] if ref else None,
+               "hand_images_per_s": hand["images_per_s"] if hand else None,
                "dataecho_peak_rss_mib": de["peak_rss_mib"] if de else None,
                "dataloader_peak_rss_mib": dl["peak_rss_mib"] if dl else None,
                "dataloader_workers_peak_rss_mib": [k / 1024 for k in dl["workers_vm_hwm_kib"] if k] if dl else None,
@@ -179,6 +186,8 @@ for wl in ("jpeg", "png"):
         # other; the median of each round's own ratio cannot.
         row["dataecho_over_reference_rounds"], row["dataecho_over_reference_median_of_rounds"] = (
             paired(rates(de_runs), rates(ref_runs)) if ref else ([], None))
+        row["dataecho_over_hand_rounds"], row["dataecho_over_hand_median_of_rounds"] = (
+            paired(rates(de_runs), rates(hand_runs)) if hand else ([], None))
         row["dataecho_over_dataloader_rounds"], row["dataecho_over_dataloader_median_of_rounds"] = (
             paired(rates(de_runs), rates(dl_runs)) if dl else ([], None))
         row["dataecho_over_dataloader"] = (row["dataecho_images_per_s"] / row["dataloader_images_per_s"]
@@ -232,9 +241,14 @@ for r in rows:
           f" {fmt(r['cpu_dataecho_over_reference'], '{:.0%}'):>6}"
           f" {fmt(r['dataecho_peak_rss_mib']):>8} {fmt(r['dataloader_peak_rss_mib']):>10}"
           f" {('+'.join(f'{x:.0f}' for x in w)) if w else '-':>8}")
+for r in rows:
+    if r["hand_images_per_s"]:
+        print(f"{r['workload']} {r['threads']} thread(s): the same work by hand {r['hand_images_per_s']:.0f} images/s;"
+              f" dataecho / hand, median over rounds of each round's ratio: {fmt(r['dataecho_over_hand_median_of_rounds'], '{:.0%}')}")
 print(f"\nimages/s as float batches of 128 (best epoch of the best round; the two 'rounds' columns: the"
       f" median over rounds of each round's dataecho/DataLoader and dataecho/ref); threads 0 = all in the consumer's thread"
-      f" (dataecho inline, DataLoader num_workers=0); reference = TurboJPEG decode only, max(1, thr) threads;"
+      f" (dataecho inline, DataLoader num_workers=0); ref = decode only (TurboJPEG, full image), max(1, thr) threads;"
+      f" hand = the same work by hand (full decode, crop, antialiased resize, flip, normalize; bench/hand_augment.h);"
       f" RSS = peak resident set of the process (/usr/bin/time -v), DL workers = each worker's VmHWM."
       f"\nmachine: {result['machine']['cpu']}, {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f};"
       f" {elapsed} s of runs; GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '') or '(unset)'}. JSON: {out}")
