@@ -87,7 +87,9 @@ def main():
     p.add_argument("--root", required=True, help="class_name/file.ext folder")
     p.add_argument("--workload", choices=["jpeg", "png"], required=True)
     p.add_argument("--workers", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=3, help="measured windows")
+    p.add_argument("--window-seconds", type=float, default=5.0,
+                   help="a window runs epochs back to back until this long after its first batch")
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--mean", type=float, nargs="+", default=None)
     p.add_argument("--std", type=float, nargs="+", default=None)
@@ -120,40 +122,50 @@ def main():
     images = 0
     batches = 0
     worker_pids = []
-    for epoch in range(a.epochs):
-        it = iter(loader)
-        pids = [w.pid for w in getattr(it, "_workers", [])]
+    # A window: epochs back to back (as dataloader_bench's) until --window-seconds have
+    # passed since its first batch; its rate counts the images after that batch.
+    for window in range(a.epochs):
         first = None
         first_cpu = 0.0
-        after_first = n = nb = 0
-        for x, _y in it:
-            rows = x.shape[0]
-            if nb == 0:
-                first = time.perf_counter()
-                first_cpu = cpu_s(pids)
-                shape = list(x.shape)
-            else:
-                after_first += rows
-            n += rows
-            nb += 1
+        after_first = nb_window = passes = 0
+        pids = []
+        while first is None or time.perf_counter() - first < a.window_seconds:
+            it = iter(loader)
+            pids = [w.pid for w in getattr(it, "_workers", [])]
+            n = nb = 0
+            for x, _y in it:
+                rows = x.shape[0]
+                if nb_window == 0:
+                    first = time.perf_counter()
+                    first_cpu = cpu_s(pids)
+                    shape = list(x.shape)
+                else:
+                    after_first += rows
+                n += rows
+                nb += 1
+                nb_window += 1
+            images, batches = n, nb
+            passes += 1
+            if a.workers > 0 and not worker_pids:
+                worker_pids = [w.pid for w in getattr(it, "_workers", [])]
         dt = time.perf_counter() - first
         rates.append(after_first / dt)
         cpu_rates.append(after_first / (cpu_s(pids) - first_cpu))
-        images, batches = n, nb
-        print(f"  epoch {epoch}: {n} images, {rates[-1]:.0f} images/s, {cpu_rates[-1]:.0f} images/cpu-s",
-              file=sys.stderr)
-        if a.workers > 0 and not worker_pids:
-            worker_pids = [w.pid for w in getattr(it, "_workers", [])]
+        print(f"  window {window}: {passes} passes, {dt:.1f} s, {rates[-1]:.0f} images/s,"
+              f" {cpu_rates[-1]:.0f} images/cpu-s", file=sys.stderr)
     workers_hwm = [vm_hwm_kib(pid) for pid in worker_pids]
     srt = sorted(rates)
     out = {
         "mode": "dataloader",
         "workload": a.workload,
         "num_workers": a.workers,
-        "images_per_s": srt[-1],
+        "images_per_s": srt[len(srt) // 2],
         "median_images_per_s": srt[len(srt) // 2],
+        "min_images_per_s": srt[0],
+        "max_images_per_s": srt[-1],
         "epochs_images_per_s": rates,
-        "images_per_cpu_s": max(cpu_rates),
+        "window_seconds": a.window_seconds,
+        "images_per_cpu_s": sorted(cpu_rates)[len(cpu_rates) // 2],
         "epochs_images_per_cpu_s": cpu_rates,
         "images_per_epoch": images,
         "batches_per_epoch": batches,

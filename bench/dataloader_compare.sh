@@ -2,7 +2,8 @@
 # dataecho against PyTorch's DataLoader on identical work, in one run (issue 8).
 #
 #   bench/dataloader_compare.sh [--build DIR] [--out DIR] [--jpeg-images N] [--png-images N]
-#                               [--epochs E] [--rounds R] [--threads "0 1 2"] [--malloc-tuned]
+#                               [--epochs E] [--window-seconds S] [--rounds R] [--threads "0 1 2"]
+#                               [--malloc-tuned]
 #
 # 1. Prepares the data once (kept in OUT/dataloader_data, redone when the sizes change)
 #    with `dataecho convert` from Debian's Fashion-MNIST:
@@ -41,7 +42,8 @@ BUILD=$ROOT/build
 OUT=$ROOT/out
 JPEG_IMAGES=1024
 PNG_IMAGES=8192
-EPOCHS=3
+EPOCHS=3   # measured windows per run
+WINDOW=5   # seconds: a window runs epochs back to back until this long (issue 23, section 4)
 ROUNDS=1
 THREADS="0 1 2"
 TUNED=0
@@ -52,6 +54,7 @@ while [[ $# -gt 0 ]]; do
     --jpeg-images) JPEG_IMAGES=$2; shift 2 ;;
     --png-images) PNG_IMAGES=$2; shift 2 ;;
     --epochs) EPOCHS=$2; shift 2 ;;
+    --window-seconds) WINDOW=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --malloc-tuned) TUNED=1; shift ;;
@@ -105,22 +108,22 @@ START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
   for t in $THREADS; do
     spec "$RUNS/jpeg_t$t.spec.json" "$DATA/jpeg_tar" jpg decode_augment "$JPEG_ARGS" "$t"
-    timed "r${round}_jpeg_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/jpeg_t$t.spec.json" --epochs "$EPOCHS"
-    timed "r${round}_jpeg_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/jpeg_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS"
+    timed "r${round}_jpeg_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/jpeg_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_jpeg_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/jpeg_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
     rt=$(( t > 1 ? t : 1 ))
-    timed "r${round}_jpeg_reference_t$t" "$BENCH" reference --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS"
-    timed "r${round}_jpeg_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS"
+    timed "r${round}_jpeg_reference_t$t" "$BENCH" reference --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_jpeg_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
   done
   for t in $THREADS; do
     spec "$RUNS/png_t$t.spec.json" "$DATA/png_tar" png decode_augment "$PNG_ARGS" "$t"
-    timed "r${round}_png_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/png_t$t.spec.json" --epochs "$EPOCHS"
-    timed "r${round}_png_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/png_dir" --workload png --workers "$t" --epochs "$EPOCHS" --mean $PNG_MEAN --std $PNG_STD
+    timed "r${round}_png_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/png_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_png_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/png_dir" --workload png --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW" --mean $PNG_MEAN --std $PNG_STD
   done
 done
 ELAPSED=$(( $(date +%s) - START ))
 
 # ---- 3. table + JSON ----
-$PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
+WINDOW="$WINDOW" $PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
 import json, os, platform, re, subprocess, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
 jpeg_images, png_images, epochs = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
@@ -156,9 +159,10 @@ def paired(a, b):
     return ratios, (s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2)
 
 def best(runs_of):
-    """The round with the highest images/s."""
-    present = [j for j in runs_of if j]
-    return max(present, key=lambda j: j["images_per_s"]) if present else None
+    """The median round by images/s (each run's own figure is its median window); the
+    spread over rounds is in the *_rounds lists."""
+    present = sorted((j for j in runs_of if j), key=lambda j: j["images_per_s"])
+    return present[len(present) // 2] if present else None
 
 rows = []
 for wl in ("jpeg", "png"):
@@ -215,7 +219,7 @@ result = {
     "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
     "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__, "pillow": PIL.__version__},
     "settings": {"batch": 128, "epochs_per_run": epochs, "rounds": rounds, "jpeg_images": jpeg_images,
-                 "png_images": png_images, "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "rate": "best epoch of the best round; images after the first batch / time from first to last batch; *_rounds: each round's own ratio, and their median"},
+                 "png_images": png_images, "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "window_seconds": float(os.environ.get("WINDOW", "5")), "rate": "median window of the median round; a window runs epochs back to back for at least window_seconds and counts the images after its first batch over the time from that batch to its last; *_rounds: each round's own ratio, and their median"},
     "elapsed_s": elapsed,
     "rows": rows,
 }
@@ -245,7 +249,7 @@ for r in rows:
     if r["hand_images_per_s"]:
         print(f"{r['workload']} {r['threads']} thread(s): the same work by hand {r['hand_images_per_s']:.0f} images/s;"
               f" dataecho / hand, median over rounds of each round's ratio: {fmt(r['dataecho_over_hand_median_of_rounds'], '{:.0%}')}")
-print(f"\nimages/s as float batches of 128 (best epoch of the best round; the two 'rounds' columns: the"
+print(f"\nimages/s as float batches of 128 (median window of at least {float(os.environ.get('WINDOW', '5')):g} s, median round; the two 'rounds' columns: the"
       f" median over rounds of each round's dataecho/DataLoader and dataecho/ref); threads 0 = all in the consumer's thread"
       f" (dataecho inline, DataLoader num_workers=0); ref = decode only (TurboJPEG, full image), max(1, thr) threads;"
       f" hand = the same work by hand (full decode, crop, antialiased resize, flip, normalize; bench/hand_augment.h);"
