@@ -42,6 +42,7 @@ BUILD=$ROOT/build
 OUT=$ROOT/out
 JPEG_IMAGES=1024
 PNG_IMAGES=8192
+PHOTO_IMAGES=2048  # photographic JPEGs (bench/make_photos.py)
 EPOCHS=3   # measured windows per run
 WINDOW=5   # seconds: a window runs epochs back to back until this long (issue 23, section 4)
 ROUNDS=1
@@ -54,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --jpeg-images) JPEG_IMAGES=$2; shift 2 ;;
     --png-images) PNG_IMAGES=$2; shift 2 ;;
     --epochs) EPOCHS=$2; shift 2 ;;
+    --photo-images) PHOTO_IMAGES=$2; shift 2 ;;
     --window-seconds) WINDOW=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
@@ -88,6 +90,7 @@ DE=$BUILD/bin/dataecho
 BENCH=$BUILD/bin/dataloader_bench
 
 # ---- 1. data, once; the specs ----
+prepare_photos "$PHOTO_IMAGES"
 prepare jpeg "$JPEG_IMAGES" --resize 256 --encode jpeg --quality 90 --channels 3
 prepare png "$PNG_IMAGES" --encode png
 
@@ -106,6 +109,14 @@ fi
 
 START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
+  for t in $THREADS; do
+    spec "$RUNS/photo_t$t.spec.json" "$DATA/photo_tar" jpg decode_augment "$JPEG_ARGS" "$t"
+    timed "r${round}_photo_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/photo_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_photo_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/photo_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    rt=$(( t > 1 ? t : 1 ))
+    timed "r${round}_photo_reference_t$t" "$BENCH" reference --dir "$DATA/photo_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_photo_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/photo_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+  done
   for t in $THREADS; do
     spec "$RUNS/jpeg_t$t.spec.json" "$DATA/jpeg_tar" jpg decode_augment "$JPEG_ARGS" "$t"
     timed "r${round}_jpeg_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/jpeg_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
@@ -165,12 +176,12 @@ def best(runs_of):
     return present[len(present) // 2] if present else None
 
 rows = []
-for wl in ("jpeg", "png"):
+for wl in ("photo", "jpeg", "png"):
     for t in threads:
         de_runs = per_round(f"{wl}_dataecho_t{t}")
         dl_runs = per_round(f"{wl}_dataloader_w{t}")
-        ref_runs = per_round(f"{wl}_reference_t{t}") if wl == "jpeg" else []
-        hand_runs = per_round(f"{wl}_hand_t{t}") if wl == "jpeg" else []
+        ref_runs = per_round(f"{wl}_reference_t{t}") if wl != "png" else []
+        hand_runs = per_round(f"{wl}_hand_t{t}") if wl != "png" else []
         de, dl, ref, hand = best(de_runs), best(dl_runs), best(ref_runs), best(hand_runs)
         row = {"workload": wl, "threads": t,
                "dataecho_images_per_s": de["images_per_s"] if de else None,

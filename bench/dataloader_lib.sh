@@ -27,6 +27,20 @@ prepare() {  # name count convert-args...
   "$DE" convert "${common[@]}" --to dir --out "$DATA/${name}_dir" >&2
   echo "$stamp" > "$DATA/$name.stamp"
 }
+# prepare_photos COUNT: DATA/photo_dir (bench/make_photos.py: photographic JPEGs of
+# 400-560 pixels' width, 40-120 KB, quality 90, from the photograph Debian's
+# python-matplotlib-data ships) and DATA/photo_tar (the same bytes in 4 tar shards), once.
+prepare_photos() {
+  local count=$1 stamp="photos $1 seed 2023"
+  if [[ -f $DATA/photo.stamp && $(cat "$DATA/photo.stamp") == "$stamp" ]]; then
+    log "data photo: kept ($DATA/photo.stamp)"; return
+  fi
+  rm -rf "$DATA/photo_tar" "$DATA/photo_dir" "$DATA/photo.stamp"
+  log "data photo: bench/make_photos.py --count $count"
+  /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/make_photos.py" --out "$DATA/photo_dir" --count "$count" --seed 2023
+  "$DE" convert --dir "$DATA/photo_dir" --to tar --out "$DATA/photo_tar" --name train --shards 4 >&2
+  echo "$stamp" > "$DATA/photo.stamp"
+}
 # Fashion-MNIST's own mean/std for the PNG workload (both sides use the same values).
 PNG_MEAN=0.2860
 PNG_STD=0.3530

@@ -3,7 +3,7 @@
 # are there), then configures and builds into build/ (release, with the trainer).
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
-#   scripts/bootstrap.sh --bench-deps   also torchvision (bench/dataloader_compare.sh), then build
+#   scripts/bootstrap.sh --bench-deps   also torchvision and matplotlib's sample photograph (bench/dataloader_compare.sh), then build
 #   scripts/bootstrap.sh --python   install + build, then install the Python package into
 #                                   /usr/bin/python3's site folder (import dataecho from anywhere)
 set -euo pipefail
@@ -29,7 +29,7 @@ PACKAGES=(
 
 # Only for the side-by-side benchmark against PyTorch's DataLoader.
 if [ "${1:-}" = "--bench-deps" ]; then
-  PACKAGES+=(python3-torchvision)
+  PACKAGES+=(python3-torchvision python-matplotlib-data)  # its sample photograph: bench/make_photos.py
   shift
 fi
 INSTALL_PYTHON=0
