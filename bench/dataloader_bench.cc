@@ -161,9 +161,8 @@ nlohmann::json run_pipeline(const Args& a) {
       images = n;
       batches = nb;
       ++passes;
-      if (nb_window < 2)
-        throw Error(ErrorCode::kInvalidArgument, "dataloader_bench", "need at least 2 batches");
-    } while (seconds_since(first) < a.window_seconds);
+      if (nb == 0) throw Error(ErrorCode::kInvalidArgument, "dataloader_bench", "no batches");
+    } while (nb_window < 2 || seconds_since(first) < a.window_seconds);
     const double dt = seconds_since(first);
     rates.push_back(static_cast<double>(after_first) / dt);
     cpu_rates.push_back(static_cast<double>(after_first) / (process_cpu_seconds() - first_cpu));

@@ -107,24 +107,24 @@ if [[ $TUNED == 1 ]]; then
   mkdir -p "$RUNS"
 fi
 
+# jpeg_runs ROUND WORKLOAD: dataecho, the DataLoader and both references over
+# DATA/WORKLOAD_{tar,dir}, at every thread count.
+jpeg_runs() {
+  local round=$1 wl=$2 t rt
+  for t in $THREADS; do
+    spec "$RUNS/${wl}_t$t.spec.json" "$DATA/${wl}_tar" jpg decode_augment "$JPEG_ARGS" "$t"
+    timed "r${round}_${wl}_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_${wl}_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl}_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    rt=$(( t > 1 ? t : 1 ))
+    timed "r${round}_${wl}_reference_t$t" "$BENCH" reference --dir "$DATA/${wl}_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    timed "r${round}_${wl}_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/${wl}_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+  done
+}
+
 START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
-  for t in $THREADS; do
-    spec "$RUNS/photo_t$t.spec.json" "$DATA/photo_tar" jpg decode_augment "$JPEG_ARGS" "$t"
-    timed "r${round}_photo_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/photo_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    timed "r${round}_photo_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/photo_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    rt=$(( t > 1 ? t : 1 ))
-    timed "r${round}_photo_reference_t$t" "$BENCH" reference --dir "$DATA/photo_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    timed "r${round}_photo_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/photo_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-  done
-  for t in $THREADS; do
-    spec "$RUNS/jpeg_t$t.spec.json" "$DATA/jpeg_tar" jpg decode_augment "$JPEG_ARGS" "$t"
-    timed "r${round}_jpeg_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/jpeg_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    timed "r${round}_jpeg_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/jpeg_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    rt=$(( t > 1 ? t : 1 ))
-    timed "r${round}_jpeg_reference_t$t" "$BENCH" reference --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    timed "r${round}_jpeg_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/jpeg_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-  done
+  jpeg_runs "$round" photo
+  jpeg_runs "$round" jpeg
   for t in $THREADS; do
     spec "$RUNS/png_t$t.spec.json" "$DATA/png_tar" png decode_augment "$PNG_ARGS" "$t"
     timed "r${round}_png_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/png_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"

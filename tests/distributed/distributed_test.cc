@@ -230,6 +230,21 @@ std::string rank_of(pid_t pid) {
   return at == std::string::npos ? "" : env.substr(at + 6, env.find('\0', at + 6) - at - 6);
 }
 
+// Starts `command` through /bin/sh in a child process of its own process group (as a
+// terminal starts a job), its output to `log`; returns its pid.
+pid_t start_job(const std::string& command, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
 TEST_F(DistributedTest, KillingOneRankEndsTheOtherWithAnErrorNamingIt) {
   const std::string s =
       spec("long.json", 20000, json::array({{{"op", "repeat"}, {"count", -1}}, batch(32)}));
@@ -237,15 +252,8 @@ TEST_F(DistributedTest, KillingOneRankEndsTheOtherWithAnErrorNamingIt) {
   const std::string cmd =
       train("--train-spec " + s + " --model mlp --max-steps 1000000 --nproc 2 " +
             "--dist-timeout 10 --checkpoint-every 20 --out " + out("killed"));
-  pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-    ::_exit(127);
-  }
+  const pid_t launcher = start_job(cmd, log);
+  ASSERT_GT(launcher, 0);
   // Wait until the job has written a checkpoint: both ranks are training.
   const fs::path state = fs::path(out("killed")) / "checkpoint" / "state.json";
   for (int i = 0; i < 1200 && !fs::exists(state); ++i)
@@ -286,16 +294,8 @@ TEST_F(DistributedTest, CtrlCStopsEveryRankAtTheSameStepWithOneCheckpoint) {
   const std::string cmd =
       train("--train-spec " + s + " --model mlp --max-steps 1000000 --nproc 2 " +
             "--checkpoint-every 20 --out " + o);
-  pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    ::setpgid(0, 0);  // a process group of its own, as a terminal gives a job
-    const int fd = ::open((o + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-    ::_exit(127);
-  }
+  const pid_t launcher = start_job(cmd, o + ".log");
+  ASSERT_GT(launcher, 0);
   const fs::path state = fs::path(o) / "checkpoint" / "state.json";
   for (int i = 0; i < 1200 && !fs::exists(state); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

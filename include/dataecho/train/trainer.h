@@ -63,7 +63,7 @@ struct TrainResult {
   std::optional<double> seconds_to_target;
   std::optional<double> wall_seconds_to_target;  // wall-clock (evaluations included)
   double wall_seconds = 0;
-  double startup_seconds = 0;   // building the pipeline until its first batch
+  double startup_seconds = 0;  // building the pipeline until its first batch
   // The process's peak resident memory during the run, in MiB (Linux: VmHWM, reset at
   // the run's start; where it cannot be reset, the peak since the process started).
   std::optional<double> peak_rss_mib;
