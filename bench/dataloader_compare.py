@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -62,6 +63,39 @@ def vm_hwm_kib(pid):
     except OSError:
         pass
     return None
+
+
+def pss_kib(pid):
+    """Proportional set size of a process (shared pages divided among their users)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class PssSampler:
+    """The peak over time of the summed PSS of this process and its workers, sampled
+    every 0.2 s on a thread of its own (workers' pids are set as they start)."""
+
+    def __init__(self):
+        self.pids = [os.getpid()]
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            self.peak_kib = max(self.peak_kib, sum(pss_kib(p) for p in list(self.pids)))
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kib
 
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -96,6 +130,7 @@ def main():
     a = p.parse_args()
 
     torch.set_num_threads(1)
+    pss = PssSampler()
     if a.workload == "jpeg":
         tf = transforms.Compose([
             transforms.RandomResizedCrop(224),
@@ -132,6 +167,7 @@ def main():
         while first is None or time.perf_counter() - first < a.window_seconds:
             it = iter(loader)
             pids = [w.pid for w in getattr(it, "_workers", [])]
+            pss.pids = [os.getpid()] + pids
             n = nb = 0
             for x, _y in it:
                 rows = x.shape[0]
@@ -171,6 +207,7 @@ def main():
         "batches_per_epoch": batches,
         "batch_shape": shape,
         "main_vm_hwm_kib": vm_hwm_kib(os.getpid()),
+        "peak_pss_sum_kib": pss.stop(),
         "workers_vm_hwm_kib": workers_hwm,
         "torch": torch.__version__,
         "torch_num_threads": torch.get_num_threads(),

@@ -190,6 +190,8 @@ for wl in ("photo", "jpeg", "png"):
                "reference_threads": ref["threads"] if ref else None,
                "hand_images_per_s": hand["images_per_s"] if hand else None,
                "dataecho_peak_rss_mib": de["peak_rss_mib"] if de else None,
+               "dataecho_peak_pss_mib": de["peak_pss_kib"] / 1024 if de and de.get("peak_pss_kib") else None,
+               "dataloader_peak_pss_sum_mib": dl["peak_pss_sum_kib"] / 1024 if dl and dl.get("peak_pss_sum_kib") else None,
                "dataloader_peak_rss_mib": dl["peak_rss_mib"] if dl else None,
                "dataloader_workers_peak_rss_mib": [k / 1024 for k in dl["workers_vm_hwm_kib"] if k] if dl else None,
                "dataecho_median_images_per_s": de["median_images_per_s"] if de else None,
@@ -256,6 +258,9 @@ for r in rows:
           f" {fmt(r['cpu_dataecho_over_reference'], '{:.0%}'):>6}"
           f" {fmt(r['dataecho_peak_rss_mib']):>8} {fmt(r['dataloader_peak_rss_mib']):>10}"
           f" {('+'.join(f'{x:.0f}' for x in w)) if w else '-':>8}")
+for r in rows:
+    print(f"{r['workload']} {r['threads']} thread(s): peak PSS, summed over a side's processes and sampled every 0.2 s:"
+          f" dataecho {fmt(r['dataecho_peak_pss_mib'])} MiB, DataLoader {fmt(r['dataloader_peak_pss_sum_mib'])} MiB (main + workers)")
 for r in rows:
     if r["hand_images_per_s"]:
         print(f"{r['workload']} {r['threads']} thread(s): the same work by hand {r['hand_images_per_s']:.0f} images/s;"
