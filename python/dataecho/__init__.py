@@ -646,8 +646,11 @@ def profile(
     ``seconds`` (or ``batches`` batches), then times ``step_fn`` (your training step,
     taking one batch) on its first batch. Returns the milliseconds per batch of both,
     R = upstream / downstream, the slowest stage, the recommended echo factor (about R;
-    1 when R <= 1.1) and where to place it, with the per-stage stats, the same advice
-    ``dataecho profile`` gives for the built-in models.
+    1 when R <= 1.1) and where to place it, with the per-stage stats (each stage's
+    ``ms_per_element``, ``wall_share`` of the pipeline's time, and ``bottleneck``), and
+    ``recommendations``: what to change, most effective first, with the measured numbers
+    (more parallelism at the bottleneck, a prefetch at the end, echo about R). The same
+    advice ``dataecho profile`` gives for the built-in models.
     """
     d = pipeline.definition if isinstance(pipeline, Pipeline) else pipeline
     if strip_echo:

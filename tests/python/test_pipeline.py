@@ -190,6 +190,8 @@ def test_profile_measures_r_and_recommends_an_echo():
     r = de.profile(d, step, seconds=1.0, train_steps=10)
     assert r["upstream_ms_per_batch"] > r["downstream_ms_per_batch"] > 0
     assert r["r"] > 1.1 and r["recommended_factor"] > 1
+    assert r["recommendations"] and "echo with a factor of" in r["recommendations"][-1]
+    assert any(st["bottleneck"] for st in r["stages"])
     assert r["slowest_stage"].startswith("1:map")
     assert "right after 1:map" in r["placement"]
     assert [s["op"] for s in r["recommended_spec"]["stages"]] == ["map", "echo", "batch"]
