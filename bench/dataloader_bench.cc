@@ -46,6 +46,7 @@
 
 #include "dataecho/core/allocator.h"
 #include "dataecho/core/error.h"
+#include "dataecho/core/process_memory.h"
 #include "dataecho/spec/build.h"
 #include "hand_augment.h"
 
@@ -117,19 +118,9 @@ class PssSampler {
   }
 
  private:
-  static int64_t pss_kib() {
-    std::ifstream f("/proc/self/smaps_rollup");
-    std::string key;
-    int64_t v = 0;
-    while (f >> key) {
-      if (key == "Pss:" && f >> v) return v;
-      f.ignore(1 << 12, '\n');
-    }
-    return 0;
-  }
   void run() {
     while (!stop_) {
-      peak_kib_ = std::max(peak_kib_, pss_kib());
+      peak_kib_ = std::max(peak_kib_, process_pss_kib());
       for (int i = 0; i < 20 && !stop_; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

@@ -54,27 +54,25 @@ def grey_loader(path):
         return img.convert("L")
 
 
-def vm_hwm_kib(pid):
+def proc_kib(pid, name, key, missing=None):
+    """A "Key: N kB" field of /proc/PID/NAME, in KiB (`missing` once the process has gone)."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(f"/proc/{pid}/{name}") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key):
                     return int(line.split()[1])
     except OSError:
         pass
-    return None
+    return missing
+
+
+def vm_hwm_kib(pid):
+    return proc_kib(pid, "status", "VmHWM:")
 
 
 def pss_kib(pid):
     """Proportional set size of a process (shared pages divided among their users)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return proc_kib(pid, "smaps_rollup", "Pss:", 0)
 
 
 class PssSampler:

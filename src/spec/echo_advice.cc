@@ -12,6 +12,10 @@
 namespace dataecho {
 namespace {
 
+// The pipeline is the bottleneck, and echo pays, when R exceeds this (measurement noise
+// keeps R near 1 for a pipeline that just keeps up).
+constexpr double kEchoAboveR = 1.1;
+
 std::string num(double v, int digits = 1) {
   char b[64];
   std::snprintf(b, sizeof b, "%.*f", digits, v);
@@ -31,7 +35,7 @@ void add_recommendations(EchoAdvice& a, const nlohmann::json& spec, double upstr
           "add {\"op\":\"prefetch\",\"buffer\":2} at the end: the pipeline then works while "
           "the train step runs, instead of after it");
   };
-  if (a.r <= 1.1) {
+  if (a.r <= kEchoAboveR) {
     a.recommendations.push_back("the pipeline keeps up: it produces a batch in " +
                                 num(upstream_ms, 2) + " ms and the train step takes " + train_step +
                                 " (R = " + num(a.r, 2) +
@@ -92,6 +96,10 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
     double per_batch = st["busy_ms"].get<double>() / static_cast<double>(par) /
                        static_cast<double>(std::max<int64_t>(1, batches));
     st["per_batch_ms"] = per_batch;
+    const int64_t elements = st.value("elements", int64_t{0});
+    st["ms_per_element"] =
+        elements > 0 ? st["busy_ms"].get<double>() / static_cast<double>(elements) : 0.0;
+    st["wall_share"] = upstream_ms > 0 ? per_batch / upstream_ms : 0.0;
     if (per_batch > worst) {
       worst = per_batch;
       a.slowest_stage = st["name"].get<std::string>();
@@ -99,19 +107,12 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
     }
   }
   a.r = downstream_ms > 0 ? upstream_ms / downstream_ms : 0;
-  const double wall_ms = upstream_ms * static_cast<double>(std::max<int64_t>(1, batches));
-  for (size_t i = 0; i < a.stages.size(); ++i) {
-    auto& st = a.stages[i];
-    const double busy = st["busy_ms"].get<double>();
-    const int64_t elements = st.value("elements", int64_t{0});
-    st["ms_per_element"] = elements > 0 ? busy / static_cast<double>(elements) : 0.0;
-    st["wall_share"] =
-        wall_ms > 0 ? busy / static_cast<double>(st["parallelism"].get<int64_t>()) / wall_ms : 0.0;
-    st["bottleneck"] = a.r > 1.1 && static_cast<int64_t>(i) == a.slowest_stage_index;
-  }
+  for (size_t i = 0; i < a.stages.size(); ++i)
+    a.stages[i]["bottleneck"] =
+        a.r > kEchoAboveR && static_cast<int64_t>(i) == a.slowest_stage_index;
   add_recommendations(a, spec, upstream_ms, downstream_ms);
 
-  if (a.r <= 1.1) {
+  if (a.r <= kEchoAboveR) {
     a.recommended_factor = 1;
     a.placement = "no echo needed: the pipeline keeps up with training (R <= 1.1)";
     return a;

@@ -85,17 +85,20 @@ std::optional<DistributedOptions> distributed_from_env() {
 
 #ifndef DATAECHO_HAVE_GLOO
 
-bool distributed_available() { return false; }
-
-std::shared_ptr<Collective> Collective::connect(const DistributedOptions&) {
+void require_distributed() {
   fail(ErrorCode::kInvalidArgument,
        "this build has no c10d Gloo backend: install libgloo-dev (scripts/bootstrap.sh does) "
        "and rebuild");
 }
 
+std::shared_ptr<Collective> Collective::connect(const DistributedOptions&) {
+  require_distributed();
+  return nullptr;  // not reached
+}
+
 #else
 
-bool distributed_available() { return true; }
+void require_distributed() {}
 
 namespace {
 
@@ -152,7 +155,6 @@ class GlooCollective final : public Collective {
 
   int rank() const override { return o_.rank; }
   int world_size() const override { return o_.world_size; }
-  const DistributedOptions& options() const override { return o_; }
 
   void sum(std::vector<double>& values) override { reduce(values, c10d::ReduceOp::SUM); }
   void max(std::vector<double>& values) override { reduce(values, c10d::ReduceOp::MAX); }
@@ -192,10 +194,6 @@ class GlooCollective final : public Collective {
     return out;
   }
 
-  void barrier() override {
-    guarded("barrier", [&] { pg_->barrier()->wait(); });
-  }
-
   void broadcast_model(ClassifierImpl& model) override {
     std::vector<at::Tensor> all = model.parameters();
     for (auto& b : model.buffers()) all.push_back(b);
@@ -213,11 +211,8 @@ class GlooCollective final : public Collective {
       flat.push_back(g.defined() ? g.reshape({-1}) : torch::zeros({p.numel()}, p.options()));
     }
     flat.push_back(torch::tensor({loss}, torch::kFloat32));
-    const int64_t averaged = [&] {
-      int64_t n = 0;
-      for (auto& t : flat) n += t.numel();
-      return n;
-    }();
+    int64_t averaged = 1;  // the gradients and the loss
+    for (auto& p : params) averaged += p.numel();
     const int64_t n_sums = static_cast<int64_t>(sums.size());
     if (n_sums > 0) flat.push_back(torch::from_blob(sums.data(), {n_sums}, torch::kFloat32));
     // Rank 0's float buffers, zeros elsewhere: their sum is rank 0's, exactly.
@@ -281,23 +276,19 @@ class GlooCollective final : public Collective {
   // another world size fails at once with a message, instead of a timeout later.
   void check_world_size() {
     const std::string mine = std::to_string(o_.world_size);
+    auto check = [](int r, const std::string& theirs, const std::string& root) {
+      if (theirs != root)
+        fail(ErrorCode::kInvalidArgument,
+             "rank " + std::to_string(r) + " was started with WORLD_SIZE=" + theirs +
+                 " and rank 0 with WORLD_SIZE=" + root + ": start every rank with the same");
+    };
     try {
       if (o_.rank == 0) {
         store_->set("world_size", bytes(mine));
-        for (int r = 1; r < o_.world_size; ++r) {
-          const std::string theirs = str(store_->get(key("join", r)));
-          if (theirs != mine)
-            fail(ErrorCode::kInvalidArgument,
-                 "rank " + std::to_string(r) + " was started with WORLD_SIZE=" + theirs +
-                     " and rank 0 with WORLD_SIZE=" + mine + ": start every rank with the same");
-        }
+        for (int r = 1; r < o_.world_size; ++r) check(r, str(store_->get(key("join", r))), mine);
       } else {
         store_->set(key("join", o_.rank), bytes(mine));
-        const std::string root = str(store_->get("world_size"));
-        if (root != mine)
-          fail(ErrorCode::kInvalidArgument,
-               "rank " + std::to_string(o_.rank) + " was started with WORLD_SIZE=" + mine +
-                   " and rank 0 with WORLD_SIZE=" + root + ": start every rank with the same");
+        check(o_.rank, mine, str(store_->get("world_size")));
       }
     } catch (const Error&) {
       throw;

@@ -945,10 +945,6 @@ class TrainRun {
     r_.eval_seconds = eval_s_;
     r_.snapshot_seconds = snap_s_;
     r_.wall_seconds = snapshots_mode_ ? train_wall : wall_now();
-    r_.achieved_echo =
-        fresh_ > 0 ? static_cast<double>(fresh_ + echoed_) / static_cast<double>(fresh_) : 1.0;
-    r_.pipeline_bound = wait_s_ > 0.05 * (wait_s_ + compute_s_);
-    r_.r_estimate = compute_s_ > 0 ? r_.achieved_echo * (wait_s_ + compute_s_) / compute_s_ : 0.0;
     r_.pipeline_stats = train_->stats().to_json();
     r_.peak_rss_mib = peak_rss_mib();
     if (dist_) {
@@ -964,21 +960,21 @@ class TrainRun {
       if (r_.peak_rss_mib) r_.peak_rss_mib = maxes[2];
       r_.world_size = world_;
       r_.communication_seconds = maxes[3];
-      // Every rank must hold the same model: a digest of each rank's parameters and
+      // Every rank must hold the same model: each rank's serialized parameters and
       // buffers, compared bit for bit.
-      const std::vector<std::string> digests = dist_->all_gather(model_bytes(*model_));
-      r_.ranks_identical = std::all_of(digests.begin(), digests.end(),
-                                       [&](const std::string& d) { return d == digests[0]; });
+      const std::vector<std::string> models = dist_->all_gather(model_bytes(*model_));
+      r_.ranks_identical = std::all_of(models.begin(), models.end(),
+                                       [&](const std::string& m) { return m == models[0]; });
       if (!r_.ranks_identical && lead_)
         std::fprintf(stderr,
                      "dataecho train: warning: the ranks' models differ after training "
                      "(a bug: please report it)\n");
-      r_.pipeline_bound = r_.wait_seconds > 0.05 * (r_.wait_seconds + r_.compute_seconds);
-      r_.r_estimate =
-          r_.compute_seconds > 0
-              ? r_.achieved_echo * (r_.wait_seconds + r_.compute_seconds) / r_.compute_seconds
-              : 0.0;
     }
+    r_.achieved_echo =
+        fresh_ > 0 ? static_cast<double>(fresh_ + echoed_) / static_cast<double>(fresh_) : 1.0;
+    const double wait = r_.wait_seconds, compute = r_.compute_seconds;
+    r_.pipeline_bound = wait > 0.05 * (wait + compute);
+    r_.r_estimate = compute > 0 ? r_.achieved_echo * (wait + compute) / compute : 0.0;
     if (!out_.empty() && lead_)
       write_file(out_ / "summary.json", redact_json_urls(r_.to_json()).dump(2) + "\n");
   }

@@ -245,6 +245,13 @@ pid_t start_job(const std::string& command, const std::string& log) {
   return pid;
 }
 
+// Waits up to 120 s for `path` to appear (a job's first checkpoint: its ranks train).
+bool wait_for_file(const fs::path& path) {
+  for (int i = 0; i < 1200 && !fs::exists(path); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return fs::exists(path);
+}
+
 TEST_F(DistributedTest, KillingOneRankEndsTheOtherWithAnErrorNamingIt) {
   const std::string s =
       spec("long.json", 20000, json::array({{{"op", "repeat"}, {"count", -1}}, batch(32)}));
@@ -254,11 +261,8 @@ TEST_F(DistributedTest, KillingOneRankEndsTheOtherWithAnErrorNamingIt) {
             "--dist-timeout 10 --checkpoint-every 20 --out " + out("killed"));
   const pid_t launcher = start_job(cmd, log);
   ASSERT_GT(launcher, 0);
-  // Wait until the job has written a checkpoint: both ranks are training.
   const fs::path state = fs::path(out("killed")) / "checkpoint" / "state.json";
-  for (int i = 0; i < 1200 && !fs::exists(state); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(fs::exists(state)) << read_bytes(log);
+  ASSERT_TRUE(wait_for_file(state)) << read_bytes(log);
   pid_t victim = 0;
   for (pid_t c : children_of(launcher))
     if (rank_of(c) == "1") victim = c;
@@ -297,9 +301,7 @@ TEST_F(DistributedTest, CtrlCStopsEveryRankAtTheSameStepWithOneCheckpoint) {
   const pid_t launcher = start_job(cmd, o + ".log");
   ASSERT_GT(launcher, 0);
   const fs::path state = fs::path(o) / "checkpoint" / "state.json";
-  for (int i = 0; i < 1200 && !fs::exists(state); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(fs::exists(state)) << read_bytes(o + ".log");
+  ASSERT_TRUE(wait_for_file(state)) << read_bytes(o + ".log");
   ::kill(-launcher, SIGINT);  // what Ctrl-C does: every process of the job gets it
   int status = 0;
   ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);

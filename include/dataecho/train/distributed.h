@@ -35,8 +35,9 @@ struct DistributedOptions {
 // MASTER_ADDR...) throw dataecho::Error naming the variable.
 std::optional<DistributedOptions> distributed_from_env();
 
-// True when this build has c10d's Gloo backend (Debian's libgloo-dev at build time).
-bool distributed_available();
+// Throws dataecho::Error saying how to get it when this build has no c10d Gloo backend
+// (Debian's libgloo-dev at build time); returns otherwise.
+void require_distributed();
 
 class Collective {
  public:
@@ -49,7 +50,6 @@ class Collective {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual const DistributedOptions& options() const = 0;
 
   // In place, over all ranks. Doubles carry counts exactly up to 2^53.
   virtual void sum(std::vector<double>& values) = 0;
@@ -58,7 +58,6 @@ class Collective {
   virtual void broadcast(std::string& bytes, int root = 0) = 0;
   // Every rank's `mine`, in rank order, on every rank.
   virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
-  virtual void barrier() = 0;
 
   // The model's parameters and buffers of rank 0 on every rank.
   virtual void broadcast_model(ClassifierImpl& model) = 0;

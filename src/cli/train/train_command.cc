@@ -107,8 +107,7 @@ void add_train_command(CLI::App& app) {
         throw Error(ErrorCode::kInvalidArgument, "train",
                     "--nproc starts its own ranks, but WORLD_SIZE is already set (torchrun?): "
                     "use one or the other");
-      if (!train::distributed_available())
-        train::Collective::connect({});  // throws: this build has no Gloo
+      train::require_distributed();
       launch_local_ranks(a->nproc, a->dist_timeout, 10);
       return;
     }
