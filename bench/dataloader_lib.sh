@@ -27,18 +27,36 @@ prepare() {  # name count convert-args...
   "$DE" convert "${common[@]}" --to dir --out "$DATA/${name}_dir" >&2
   echo "$stamp" > "$DATA/$name.stamp"
 }
-# prepare_photos COUNT: DATA/photo_dir (bench/make_photos.py: photographic JPEGs of
+# prepare_photos COUNT [FFCV]: DATA/photo_dir (bench/make_photos.py: photographic JPEGs of
 # 400-560 pixels' width, 40-120 KB, quality 90, from the photograph Debian's
 # python-matplotlib-data ships) and DATA/photo_tar (the same bytes in 4 tar shards), once.
+# With FFCV=1 (bench/dataloader_compare.sh, when FFCV can be imported) make_photos.py
+# writes DATA/photo_src instead; bench/ffcv_side.py writes DATA/photo.beton from it
+# (FFCV re-encodes every image with OpenCV at quality 90) and takes the bytes the .beton
+# stores back out into DATA/photo_dir, so that every side reads the same bytes; after the
+# shards are made, it checks that the folder and the shards hold the .beton's images
+# byte for byte.
 prepare_photos() {
-  local count=$1 stamp="photos $1 seed 2023"
+  local count=$1 ffcv=${2:-0} stamp="photos $1 seed 2023"
+  local here
+  here=$(dirname "${BASH_SOURCE[0]}")
+  [[ $ffcv == 1 ]] && stamp+=" bytes from the ffcv .beton"
   if [[ -f $DATA/photo.stamp && $(cat "$DATA/photo.stamp") == "$stamp" ]]; then
-    log "data photo: kept ($DATA/photo.stamp)"; return
+    log "data photo: kept ($DATA/photo.stamp: $stamp)"; return
   fi
-  rm -rf "$DATA/photo_tar" "$DATA/photo_dir" "$DATA/photo.stamp"
-  log "data photo: bench/make_photos.py --count $count"
-  /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/make_photos.py" --out "$DATA/photo_dir" --count "$count" --seed 2023
+  rm -rf "$DATA/photo_tar" "$DATA/photo_dir" "$DATA/photo_src" "$DATA/photo.beton" "$DATA/photo.beton.json" "$DATA/photo.stamp"
+  if [[ $ffcv == 1 ]]; then
+    log "data photo: bench/make_photos.py --count $count, then the FFCV .beton and its bytes"
+    /usr/bin/python3 "$here/make_photos.py" --out "$DATA/photo_src" --count "$count" --seed 2023
+    /usr/bin/python3 "$here/ffcv_side.py" write --src "$DATA/photo_src" --beton "$DATA/photo.beton" --out "$DATA/photo_dir"
+  else
+    log "data photo: bench/make_photos.py --count $count"
+    /usr/bin/python3 "$here/make_photos.py" --out "$DATA/photo_dir" --count "$count" --seed 2023
+  fi
   "$DE" convert --dir "$DATA/photo_dir" --to tar --out "$DATA/photo_tar" --name train --shards 4 >&2
+  if [[ $ffcv == 1 ]]; then
+    /usr/bin/python3 "$here/ffcv_side.py" verify --beton "$DATA/photo.beton" --dir "$DATA/photo_dir" --tar "$DATA/photo_tar/train-*.tar"
+  fi
   echo "$stamp" > "$DATA/photo.stamp"
 }
 # Fashion-MNIST's own mean/std for the PNG workload (both sides use the same values).

@@ -3,7 +3,7 @@
 # are there), then configures and builds into build/ (release, with the trainer).
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
-#   scripts/bootstrap.sh --bench-deps   also torchvision and matplotlib's sample photograph (bench/dataloader_compare.sh), then build
+#   scripts/bootstrap.sh --bench-deps   also torchvision, matplotlib's sample photograph and FFCV (bench/dataloader_compare.sh), then build
 #   scripts/bootstrap.sh --python   install + build, then install the Python package into
 #                                   /usr/bin/python3's site folder (import dataecho from anywhere)
 set -euo pipefail
@@ -30,6 +30,9 @@ PACKAGES=(
 # Only for the side-by-side benchmark against PyTorch's DataLoader.
 if [ "${1:-}" = "--bench-deps" ]; then
   PACKAGES+=(python3-torchvision python-matplotlib-data)  # its sample photograph: bench/make_photos.py
+  # the FFCV side (bench/ffcv_side.py): python3-ffcv 0.0.3 imports cv2 and numba, which
+  # its package does not depend on
+  PACKAGES+=(python3-ffcv python3-opencv python3-numba)
   shift
 fi
 INSTALL_PYTHON=0
