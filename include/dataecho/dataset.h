@@ -26,12 +26,16 @@
 namespace dataecho {
 
 class Dataset;
+class Tuner;
 
 struct IteratorContext {
   std::shared_ptr<CancellationToken> cancel = CancellationToken::make();
   // The pass over the data this iterator serves: `repeat` counts its passes here so
   // that a seeded shuffle below it reshuffles each epoch.
   int64_t epoch = 0;
+  // The pipeline's tuner, to which nodes with "auto" settings hand their knobs
+  // (core/tuner.h); null outside a Pipeline, where such settings keep their start value.
+  std::shared_ptr<Tuner> tuner;
 };
 
 class Iterator {

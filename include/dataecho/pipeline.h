@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dataecho/core/tuner.h"
 #include "dataecho/dataset.h"
 
 namespace dataecho {
@@ -19,9 +20,10 @@ class Pipeline {
   // `nodes` are the chain's datasets in order, source first (for stats); `fingerprint`
   // identifies the spec, so that a state saved from another pipeline is refused;
   // `v1_fingerprint`, the same under the first state format (restores states saved
-  // before it changed; "" for a pipeline that never had one).
+  // before it changed; "" for a pipeline that never had one). `tuning`: the budgets of
+  // the tuner that moves "auto" settings (core/tuner.h).
   Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint = "",
-           std::string v1_fingerprint = "");
+           std::string v1_fingerprint = "", TunerOptions tuning = {});
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -39,6 +41,9 @@ class Pipeline {
   PipelineStats stats() const;
   void cancel();
   const std::vector<DatasetPtr>& nodes() const { return nodes_; }
+  // What the tuner chose and why (Tuner::report()); its "knobs" list is empty when no
+  // node has an "auto" setting.
+  nlohmann::json tuning() const;
 
  private:
   DatasetPtr root_;
@@ -46,6 +51,7 @@ class Pipeline {
   std::string fingerprint_;
   std::string v1_fingerprint_;
   std::shared_ptr<CancellationToken> token_;
+  std::shared_ptr<Tuner> tuner_;
   std::unique_ptr<Iterator> it_;
   int64_t returned_ = 0;
   int64_t start_ns_ = 0;

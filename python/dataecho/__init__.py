@@ -230,7 +230,7 @@ class PipelineDef:
         self,
         fn: Union[str, Callable[[Dict[str, Any]], Mapping[str, Any]]],
         *,
-        parallelism: Optional[int] = None,
+        parallelism: Optional[Union[int, str]] = None,
         deterministic: Optional[bool] = None,
         buffer: Optional[int] = None,
         as_numpy: bool = False,
@@ -244,7 +244,9 @@ class PipelineDef:
         ``as_numpy=True``) and returning a dict {field: tensor or array}: the fields it
         returns are set, the others kept.
 
-        Built-in functions run on ``parallelism`` threads without the GIL. A Python
+        Built-in functions run on ``parallelism`` threads without the GIL;
+        ``parallelism="auto"`` lets the pipeline's tuner choose the count while it runs,
+        within the CPU budget (``autotune``), and publish it in ``Pipeline.tuning()``. A Python
         callable runs under the GIL, one element at a time, in order: it costs the
         Python call plus a copy of what it returns, and it blocks every other Python
         thread while it runs. A pipeline with a Python callable has no JSON form.
@@ -271,10 +273,12 @@ class PipelineDef:
         return self._with_stage(stage)
 
     def interleave(
-        self, cycle: int = 4, *, parallelism: Optional[int] = None, buffer_per_shard: Optional[int] = None
+        self, cycle: int = 4, *, parallelism: Optional[Union[int, str]] = None,
+        buffer_per_shard: Optional[int] = None
     ) -> "PipelineDef":
         """Reads ``cycle`` files at once, one element from each in turn (right after a
-        source over several files)."""
+        source over several files). ``parallelism="auto"``: one thread per open file, with
+        ``buffer_per_shard`` chosen by the tuner (the cycle sets the order: never tuned)."""
         return self._with_stage(
             _none_dropped({"op": "interleave", "cycle": cycle, "parallelism": parallelism,
                            "buffer_per_shard": buffer_per_shard})
@@ -320,8 +324,9 @@ class PipelineDef:
             stage["drop_remainder"] = True
         return self._with_stage(stage)
 
-    def prefetch(self, buffer: int = 2) -> "PipelineDef":
-        """Runs everything before it on a thread of its own, ``buffer`` elements ahead."""
+    def prefetch(self, buffer: Union[int, str] = 2) -> "PipelineDef":
+        """Runs everything before it on a thread of its own, ``buffer`` elements ahead
+        (``"auto"``: sized by the tuner within the RAM budget)."""
         return self._with_stage({"op": "prefetch", "buffer": buffer})
 
     def repeat(self, count: int = -1) -> "PipelineDef":
@@ -381,6 +386,15 @@ class PipelineDef:
         """The default order of parallel stages: input order (True) or as finished."""
         d = self._copy()
         d._spec["deterministic"] = on
+        return d
+
+    def autotune(self, *, cpu_budget: Optional[float] = None, ram_budget_mb: Optional[float] = None) -> "PipelineDef":
+        """The budgets of the tuner that sets ``"auto"`` parallelism and buffers while the
+        pipeline runs: cores (default ``$DATAECHO_CPU_BUDGET``, else all) and MiB of
+        buffers (default ``$DATAECHO_RAM_BUDGET_MB``, else 1/8 of physical memory). The
+        tuner never changes what the pipeline produces."""
+        d = self._copy()
+        d._spec["autotune"] = _none_dropped({"cpu_budget": cpu_budget, "ram_budget_mb": ram_budget_mb})
         return d
 
     # ------------------------------------------------------------------ building
@@ -580,6 +594,12 @@ class Pipeline:
         wait_input_ms, wait_output_ms, next_ms, elements_per_s, and each node's counters
         (an echo node's "fresh" and "echoed" rows, a batch's "duplicate_rows"...)."""
         return {n["name"]: n for n in json.loads(self._p.stats_json())}
+
+    def tuning(self) -> Dict[str, Any]:
+        """What the tuner of ``"auto"`` settings chose: ``cpu_budget``, ``ram_budget_mb``,
+        ``knobs`` (node, param, value, min, max) and ``changes`` (t_s, node, param, from,
+        to, reason). ``knobs`` is empty when no stage has an ``"auto"`` setting."""
+        return dict(json.loads(self._p.tuning_json()))
 
     @property
     def elements_returned(self) -> int:

@@ -55,7 +55,17 @@ void add_pipe_command(CLI::App& app) {
       if (!f) throw Error(ErrorCode::kIo, "pipe", "cannot write state file", args->save_state);
     }
     auto stats = pipeline->stats();
-    if (args->stats) std::cerr << stats.to_table();
+    if (args->stats) {
+      std::cerr << stats.to_table();
+      // What the tuner of "auto" settings chose, and each change with its reason.
+      const nlohmann::json tuning = pipeline->tuning();
+      for (const auto& c : tuning["changes"]) {
+        std::cerr << "autotune " << c["t_s"].get<double>() << " s: " << c["node"].get<std::string>()
+                  << " " << c["param"].get<std::string>() << " " << c["from"].get<int64_t>()
+                  << " -> " << c["to"].get<int64_t>() << " (" << c["reason"].get<std::string>()
+                  << ")\n";
+      }
+    }
     if (!args->stats_json.empty()) {
       std::ofstream f(args->stats_json);
       f << stats.to_json().dump(2) << '\n';

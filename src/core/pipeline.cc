@@ -12,22 +12,27 @@ constexpr std::string_view kStateMagicV1 = "dataecho-pipeline-state-v1";
 }  // namespace
 
 Pipeline::Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint,
-                   std::string v1_fingerprint)
+                   std::string v1_fingerprint, TunerOptions tuning)
     : root_(std::move(root)),
       nodes_(std::move(nodes)),
       fingerprint_(std::move(fingerprint)),
       v1_fingerprint_(std::move(v1_fingerprint)),
-      token_(CancellationToken::make()) {
+      token_(CancellationToken::make()),
+      tuner_(std::make_shared<Tuner>(tuning, root_->node_stats())) {
   IteratorContext ctx;
   ctx.cancel = token_;
+  ctx.tuner = tuner_;
   it_ = root_->make_iterator(ctx);
   start_ns_ = now_ns();
 }
 
 Pipeline::~Pipeline() {
   token_->cancel();
+  tuner_->stop();  // before the iterators that listen to its knobs go
   it_.reset();
 }
+
+nlohmann::json Pipeline::tuning() const { return tuner_->report(); }
 
 void Pipeline::cancel() { token_->cancel(); }
 

@@ -73,6 +73,15 @@ void BackgroundPuller::restore(StateReader& r, const Reader& read) {
   input_done_ = input_done;
 }
 
+void BackgroundPuller::resize(size_t capacity, size_t wake_consumer, size_t wake_worker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  o_.capacity = std::max<size_t>(1, capacity);
+  o_.wake_consumer = std::clamp<size_t>(wake_consumer, 1, o_.capacity);
+  o_.wake_worker = std::min(wake_worker, o_.capacity);
+  worker_cv_.notify_all();
+  consumer_cv_.notify_all();
+}
+
 void BackgroundPuller::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {

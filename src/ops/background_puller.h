@@ -58,10 +58,14 @@ class BackgroundPuller {
   void save(StateWriter& w, const Writer& write);
   void restore(StateReader& r, const Reader& read);
 
+  // A new capacity and wake-up points (an autotuned buffer), from any thread. Elements
+  // queued above a smaller capacity stay; the worker waits until the queue is below it.
+  void resize(size_t capacity, size_t wake_consumer, size_t wake_worker);
+
  private:
   void run();
 
-  const Options o_;
+  Options o_;  // the sizes change only under mu_ (resize())
   std::shared_ptr<CancellationToken> token_;
   std::unique_ptr<Iterator> in_;
   CancellationToken::Registration registration_;

@@ -1,5 +1,6 @@
 #include "dataecho/ops/interleave.h"
 
+#include "dataecho/core/tuner.h"
 #include "dataecho/ops/prefetch.h"
 
 namespace dataecho {
@@ -8,9 +9,17 @@ namespace {
 class InterleaveDataset : public Dataset {
  public:
   InterleaveDataset(DatasetPtr input, InterleaveOptions o) : input_(std::move(input)), o_(o) {
+    if (o_.autotune) {
+      const int64_t cycle = o_.cycle;
+      knob_ = std::make_shared<Knob>(Knob::Kind::kBuffer, "buffer_per_shard", o_.buffer_per_shard,
+                                     1, 1024, [cycle](int64_t b) { return cycle * b; });
+    }
     for (const auto& s : input_->shards()) {
       // Parallel fetch: each shard behind its own prefetch thread.
-      shards_.push_back(parallel() ? make_prefetch(s, PrefetchOptions{o_.buffer_per_shard}) : s);
+      PrefetchOptions po;
+      po.buffer = o_.buffer_per_shard;
+      po.follow = knob_;
+      shards_.push_back(parallel() ? make_prefetch(s, po) : s);
     }
   }
   std::string op_name() const override { return "interleave"; }
@@ -18,11 +27,12 @@ class InterleaveDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    if (knob_ && ctx.tuner) ctx.tuner->add(knob_, node_stats());
     return std::make_unique<It>(this, ctx);
   }
 
  private:
-  bool parallel() const { return o_.parallelism < 0 || o_.parallelism > 1; }
+  bool parallel() const { return o_.autotune || o_.parallelism < 0 || o_.parallelism > 1; }
 
   class It : public Iterator {
    public:
@@ -105,6 +115,7 @@ class InterleaveDataset : public Dataset {
 
   DatasetPtr input_;
   InterleaveOptions o_;
+  std::shared_ptr<Knob> knob_;  // autotuned buffer_per_shard, followed by the shards' readers
   std::vector<DatasetPtr> shards_;
 };
 

@@ -10,7 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include <time.h>
+
 #include "dataecho/core/clock.h"
+#include "dataecho/core/tuner.h"
 #include "map_and_batch.h"
 #include "worker_pause.h"
 
@@ -43,18 +46,31 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
 
 class MapDataset : public Dataset, public RowPlacingDataset {
  public:
-  MapDataset(DatasetPtr input, MapOptions o) : input_(std::move(input)), o_(std::move(o)) {}
+  MapDataset(DatasetPtr input, MapOptions o) : input_(std::move(input)), o_(std::move(o)) {
+    if (o_.autotune) {
+      // The knob lives with the dataset, so that the tuned value outlasts an iterator (a
+      // repeat makes one per pass).
+      const int64_t buffer = o_.buffer;
+      knob_ = std::make_shared<Knob>(
+          Knob::Kind::kParallelism, "parallelism", o_.parallelism, 1, o_.max_parallelism,
+          [buffer](int64_t p) { return p + (buffer > 0 ? buffer : std::max<int64_t>(16, p)); });
+    }
+  }
   std::string op_name() const override { return "map(" + o_.name + ")"; }
-  bool owns_threads() const override { return o_.parallelism > 1; }
+  bool owns_threads() const override { return threaded(); }
   // One output per input, in input order: a batch above may be fused with it. Not when
   // unordered (the k-th output is not the k-th input's).
-  bool keeps_order() const override { return o_.deterministic || o_.parallelism <= 1; }
+  bool keeps_order() const override { return o_.deterministic || !threaded(); }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    if (o_.parallelism <= 1) return std::make_unique<SyncIt>(input_->make_iterator(ctx), this, ctx);
+    if (!threaded()) return std::make_unique<SyncIt>(input_->make_iterator(ctx), this, ctx);
+    if (knob_ && ctx.tuner) ctx.tuner->add(knob_, node_stats());
     return std::make_unique<ParallelIt>(input_, this, ctx);
   }
+
+ private:
+  bool threaded() const { return o_.parallelism > 1 || o_.autotune; }
 
  private:
   class SyncIt : public Iterator, public RowPlacingIterator {
@@ -111,17 +127,34 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       IteratorContext c = ctx;
       c.cancel = token_;
       in_ = input->make_iterator(c);
-      capacity_ = static_cast<size_t>(ds_->o_.parallelism) +
-                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer
-                                                         : std::max(16, ds_->o_.parallelism));
-      wake_batch_ = std::max<size_t>(1, capacity_ / 2);
+      set_parallelism(ds_->knob_ ? static_cast<int>(ds_->knob_->value()) : ds_->o_.parallelism);
       registration_ = token_->on_cancel([this] {
         std::lock_guard<std::mutex> lock(mu_);
         consumer_cv_.notify_all();
         worker_cv_.notify_all();
+        park_cv_.notify_all();
       });
+      // The tuner's changes, on its thread.
+      if (ds_->knob_) {
+        knob_handle_ = ds_->knob_->listen([this](int64_t p) {
+          std::lock_guard<std::mutex> lock(mu_);
+          set_parallelism(static_cast<int>(p));
+          // Workers above the old count start now, unless the pass has not begun (the
+          // first next() starts them) or is over.
+          if (running_ > 0 && !input_done_) {
+            for (int i = static_cast<int>(workers_.size()); i < active_; ++i) {
+              ++running_;
+              workers_.emplace_back([this, i] { run(i); });
+            }
+          }
+          park_cv_.notify_all();
+          worker_cv_.notify_all();
+          consumer_cv_.notify_all();
+        });
+      }
     }
     ~ParallelIt() override {
+      knob_handle_.reset();  // no tuner call from here on
       token_->cancel();
       for (auto& t : workers_) t.join();
       registration_.reset();
@@ -201,8 +234,17 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     void start() {
       for (auto& t : workers_) t.join();
       workers_.clear();
-      running_ = ds_->o_.parallelism;
-      for (int i = 0; i < ds_->o_.parallelism; ++i) workers_.emplace_back([this] { run(); });
+      running_ = active_;
+      for (int i = 0; i < active_; ++i) workers_.emplace_back([this, i] { run(i); });
+    }
+
+    // With the lock held (or in the constructor): `p` workers take input; the buffer
+    // follows (p + buffer, or p + max(16, p) by default).
+    void set_parallelism(int p) {
+      active_ = std::max(1, p);
+      capacity_ = static_cast<size_t>(active_) +
+                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : std::max(16, active_));
+      wake_batch_ = std::max<size_t>(1, capacity_ / 2);
     }
 
     // Results the consumer can take now without waiting, counted up to wake_batch_.
@@ -222,10 +264,10 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // share of half the capacity. Called with the lock held.
     size_t claim_size() const {
       if (mean_apply_ns_ <= 0) return 1;
-      const size_t most =
-          std::max<size_t>(1, capacity_ / (2 * static_cast<size_t>(ds_->o_.parallelism)));
+      const size_t most = std::max<size_t>(1, capacity_ / (2 * static_cast<size_t>(active_)));
       const auto wanted = static_cast<size_t>(kClaimNs / mean_apply_ns_);
-      const size_t room = capacity_ - static_cast<size_t>(next_seq_ - emit_seq_);
+      const size_t in_flight = static_cast<size_t>(next_seq_ - emit_seq_);
+      const size_t room = capacity_ > in_flight ? capacity_ - in_flight : 0;
       return std::max<size_t>(1, std::min({wanted, most, room}));
     }
 
@@ -233,21 +275,32 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // return. (Counting out under a second lock left a window: a restore() that rewound
     // the input in between saw workers still running, started none, and next() waited
     // forever for workers that had all returned.)
-    void run() {
+    void run(int index) {
       NodeStats* st = ds_->node_stats().get();
       // Looked up once (not under mu_): counter() takes the stats' lock and searches
-      // their map.
+      // their map. The workers' CPU time is what the tuner charges to the CPU budget.
       std::atomic<int64_t>* takes = st ? &st->counter("input_takes") : nullptr;
+      std::atomic<int64_t>* cpu = st && ds_->knob_ ? &st->counter("cpu_ns") : nullptr;
       std::unique_lock<std::mutex> lock(mu_);
-      run_locked(lock, st, takes);
+      run_locked(lock, index, st, takes, cpu);
       --running_;
     }
-    void run_locked(std::unique_lock<std::mutex>& lock, NodeStats* st,
-                    std::atomic<int64_t>* takes) {
+    static int64_t thread_cpu_ns() {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    }
+    void run_locked(std::unique_lock<std::mutex>& lock, int index, NodeStats* st,
+                    std::atomic<int64_t>* takes, std::atomic<int64_t>* cpu) {
       MapContext mc{ds_->o_.seed, token_.get()};
       std::vector<Example> taken;
       std::vector<Result> results;
       while (true) {
+        // A worker above the tuned parallelism waits here, holding nothing.
+        if (index >= active_) {
+          park_cv_.wait(lock,
+                        [&] { return token_->cancelled() || input_done_ || index < active_; });
+        }
         int64_t t0 = now_ns();
         ++workers_waiting_;
         worker_cv_.wait(lock, [this] {
@@ -299,6 +352,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
           worker_cv_.notify_one();  // the input is free again: the next worker may take
         }
         lock.unlock();
+        const int64_t c0 = cpu ? thread_cpu_ns() : 0;
         results.clear();
         for (size_t i = 0; i < taken.size() && !token_->cancelled(); ++i) {
           Result res;
@@ -312,6 +366,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         }
         const int64_t t3 = now_ns();
         if (st) st->busy_ns += t3 - t2;
+        if (cpu) cpu->fetch_add(thread_cpu_ns() - c0, std::memory_order_relaxed);
         lock.lock();
         if (!results.empty()) {
           const double per = static_cast<double>(t3 - t2) / static_cast<double>(results.size());
@@ -341,6 +396,9 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     std::mutex mu_;
     std::condition_variable consumer_cv_;  // next() and save() wait here
     std::condition_variable worker_cv_;    // workers wait here for the input and for room
+    std::condition_variable park_cv_;      // workers above the tuned parallelism wait here
+    int active_ = 1;                       // workers that take input (the parallelism)
+    Knob::Handle knob_handle_;
     bool consumer_waiting_ = false;
     int workers_waiting_ = 0;
     std::map<int64_t, Result> done_;
@@ -361,6 +419,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
 
   DatasetPtr input_;
   MapOptions o_;
+  std::shared_ptr<Knob> knob_;  // autotuned parallelism
 };
 
 }  // namespace

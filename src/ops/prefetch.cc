@@ -4,19 +4,30 @@
 #include <deque>
 
 #include "background_puller.h"
+#include "dataecho/core/tuner.h"
 
 namespace dataecho {
 namespace {
 
 class PrefetchDataset : public Dataset {
  public:
-  PrefetchDataset(DatasetPtr input, PrefetchOptions o) : input_(std::move(input)), o_(o) {}
+  PrefetchDataset(DatasetPtr input, PrefetchOptions o) : input_(std::move(input)), o_(o) {
+    if (o_.autotune && !o_.follow) {
+      o_.follow =
+          std::make_shared<Knob>(Knob::Kind::kBuffer, "buffer", o_.buffer, 1,
+                                 std::max(o_.buffer, o_.max_buffer), [](int64_t b) { return b; });
+    }
+  }
   std::string op_name() const override { return "prefetch"; }
   bool owns_threads() const override { return true; }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_, ctx, static_cast<size_t>(o_.buffer), node_stats(), label());
+    if (o_.autotune && ctx.tuner) ctx.tuner->add(o_.follow, node_stats());
+    const int64_t buffer = o_.follow ? o_.follow->value() : o_.buffer;
+    auto it = std::make_unique<It>(input_, ctx, static_cast<size_t>(buffer), node_stats(), label());
+    if (o_.follow) it->follow(*o_.follow);
+    return it;
   }
 
  private:
@@ -33,6 +44,16 @@ class PrefetchDataset : public Dataset {
                    .wake_worker = cap / 2,
                    .label = label,
                    .stats = std::move(stats)}) {}
+    ~It() override { handle_.reset(); }  // before the puller: no resize() from here on
+    // The tuner's changes, on its thread.
+    void follow(Knob& knob) {
+      handle_ = knob.listen([this](int64_t b) {
+        const auto cap = static_cast<size_t>(b);
+        puller_.resize(cap, std::max<size_t>(1, cap / 2), cap / 2);
+      });
+      const auto cap = static_cast<size_t>(knob.value());  // a change before listen()
+      puller_.resize(cap, std::max<size_t>(1, cap / 2), cap / 2);
+    }
 
     void save(StateWriter& w) override {
       puller_.save(w, [&](const std::deque<Example>& queue, bool input_done, bool failed) {
@@ -65,6 +86,7 @@ class PrefetchDataset : public Dataset {
 
    private:
     BackgroundPuller puller_;
+    Knob::Handle handle_;
   };
 
   DatasetPtr input_;

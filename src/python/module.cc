@@ -421,6 +421,10 @@ class PyPipeline {
     if (!pipeline_) return "[]";
     return pipeline_->stats().to_json().dump();
   }
+  std::string tuning_json() const {
+    if (!pipeline_) return "{}";
+    return pipeline_->tuning().dump();
+  }
   int64_t elements_returned() const { return pipeline_ ? pipeline_->elements_returned() : 0; }
   void close() {
     py::gil_scoped_release nogil;
@@ -575,6 +579,7 @@ PYBIND11_MODULE(_core, m) {
       .def("save", &PyPipeline::save)
       .def("restore", &PyPipeline::restore)
       .def("stats_json", &PyPipeline::stats_json)
+      .def("tuning_json", &PyPipeline::tuning_json)
       .def("elements_returned", &PyPipeline::elements_returned)
       .def("close", &PyPipeline::close)
       .def_property_readonly("closed", &PyPipeline::closed);

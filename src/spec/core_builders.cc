@@ -26,6 +26,18 @@ auto function_builder(SpecObject& st, const std::map<std::string, Builder>& know
   return std::make_pair(name, fn);
 }
 
+// True when `key` is "auto" (a setting the pipeline's tuner moves, core/tuner.h); false
+// when absent or a number, which the caller then reads as before.
+bool is_auto(SpecObject& s, const std::string& key) {
+  if (!s.has(key)) return false;
+  const nlohmann::json* v = s.raw(key);
+  if (!v->is_string()) return false;
+  if (*v != "auto")
+    throw_spec_error(s.field_path(key),
+                     "expected an integer or \"auto\", got \"" + v->get<std::string>() + "\"");
+  return true;
+}
+
 }  // namespace
 
 void register_core_builders(Registry& r) {
@@ -41,7 +53,8 @@ void register_core_builders(Registry& r) {
     auto [name, fn] = function_builder(s, registry().map_fns, "map function");
     o.name = name;
     o.fn = fn;
-    o.parallelism = static_cast<int>(s.get_int("parallelism", 1, 1, 256));
+    o.autotune = is_auto(s, "parallelism");
+    if (!o.autotune) o.parallelism = static_cast<int>(s.get_int("parallelism", 1, 1, 256));
     o.deterministic = s.get_bool("deterministic", ctx.deterministic);
     o.buffer = s.get_int("buffer", 0, 0);
     o.seed = ctx.node_seed();
@@ -54,7 +67,8 @@ void register_core_builders(Registry& r) {
   r.stages["interleave"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
     InterleaveOptions o;
     o.cycle = s.get_int("cycle", 4, 1, 1024);
-    o.parallelism = s.get_int("parallelism", -1, -1, 1024);
+    o.autotune = is_auto(s, "parallelism");
+    if (!o.autotune) o.parallelism = s.get_int("parallelism", -1, -1, 1024);
     o.buffer_per_shard = s.get_int("buffer_per_shard", 2, 1);
     if (in->shards().empty()) {
       throw_spec_error(s.path(),
@@ -77,7 +91,10 @@ void register_core_builders(Registry& r) {
     return make_batch(std::move(in), o);
   };
   r.stages["prefetch"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    return make_prefetch(std::move(in), PrefetchOptions{s.get_int("buffer", 2, 1)});
+    PrefetchOptions o;
+    o.autotune = is_auto(s, "buffer");
+    if (!o.autotune) o.buffer = s.get_int("buffer", 2, 1);
+    return make_prefetch(std::move(in), o);
   };
   r.stages["repeat"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
     return make_repeat(std::move(in), s.get_int("count", -1, -1));

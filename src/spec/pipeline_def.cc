@@ -67,7 +67,10 @@ PipelineDef& PipelineDef::stage(std::string op, nlohmann::json options) {
 PipelineDef& PipelineDef::map(std::string fn, nlohmann::json args, MapStageOptions o) {
   nlohmann::json j = {{"fn", std::move(fn)}};
   if (!args.is_null() && !args.empty()) j["args"] = std::move(args);
-  if (o.parallelism != 1) j["parallelism"] = o.parallelism;
+  if (o.parallelism == kAutotune)
+    j["parallelism"] = "auto";
+  else if (o.parallelism != 1)
+    j["parallelism"] = o.parallelism;
   if (o.deterministic) j["deterministic"] = *o.deterministic;
   if (o.buffer) j["buffer"] = *o.buffer;
   return stage("map", std::move(j));
@@ -81,7 +84,9 @@ PipelineDef& PipelineDef::filter(std::string fn, nlohmann::json args) {
 
 PipelineDef& PipelineDef::interleave(InterleaveStageOptions o) {
   nlohmann::json j = {{"cycle", o.cycle}};
-  if (o.parallelism) j["parallelism"] = *o.parallelism;
+  if (o.parallelism)
+    j["parallelism"] =
+        *o.parallelism == kAutotune ? nlohmann::json("auto") : nlohmann::json(*o.parallelism);
   if (o.buffer_per_shard) j["buffer_per_shard"] = *o.buffer_per_shard;
   return stage("interleave", std::move(j));
 }
@@ -108,7 +113,8 @@ PipelineDef& PipelineDef::batch(BatchStageOptions o) {
 }
 
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
-  return stage("prefetch", {{"buffer", buffer}});
+  return stage("prefetch",
+               {{"buffer", buffer == kAutotune ? nlohmann::json("auto") : nlohmann::json(buffer)}});
 }
 PipelineDef& PipelineDef::repeat(int64_t count) { return stage("repeat", {{"count", count}}); }
 PipelineDef& PipelineDef::take(int64_t count) { return stage("take", {{"count", count}}); }
@@ -122,6 +128,10 @@ PipelineDef& PipelineDef::seed(uint64_t seed) {
 }
 PipelineDef& PipelineDef::deterministic(bool on) {
   deterministic_ = on;
+  return *this;
+}
+PipelineDef& PipelineDef::autotune(AutotuneOptions options) {
+  autotune_ = options;
   return *this;
 }
 
@@ -144,6 +154,12 @@ PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
   SpecObject top(spec, "$");
   if (top.has("seed")) d.seed_ = static_cast<uint64_t>(top.get_int("seed", 0, 0));
   if (top.has("deterministic")) d.deterministic_ = top.get_bool("deterministic", true);
+  if (top.has("autotune")) {
+    SpecObject at = top.get_object("autotune");
+    if (at.has("cpu_budget")) d.autotune_.cpu_budget = at.get_number("cpu_budget", 0, 0.01);
+    if (at.has("ram_budget_mb")) d.autotune_.ram_budget_mb = at.get_number("ram_budget_mb", 0, 1);
+    at.finish();
+  }
   for (const char* key : {"name", "comment"}) {
     if (const nlohmann::json* v = top.raw(key)) d.extra_[key] = *v;
   }
@@ -176,6 +192,8 @@ nlohmann::json PipelineDef::to_json() const {
   nlohmann::json j = extra_;
   if (seed_) j["seed"] = *seed_;
   if (deterministic_) j["deterministic"] = *deterministic_;
+  if (autotune_.cpu_budget) j["autotune"]["cpu_budget"] = *autotune_.cpu_budget;
+  if (autotune_.ram_budget_mb) j["autotune"]["ram_budget_mb"] = *autotune_.ram_budget_mb;
   j["source"] = with_field(source_options_, "kind", source_kind_);
   if (has_stages_ || !stages_.empty()) {
     j["stages"] = nlohmann::json::array();
@@ -200,6 +218,9 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     for (const auto& s : stages_) canonical["stages"].push_back(s.to_json());
   } else {
     canonical = to_json();
+    // The budgets change how fast the pipeline runs, never what it produces: a state
+    // saved under one budget restores under another.
+    canonical.erase("autotune");
   }
   static const nlohmann::json kNoStages = nlohmann::json::array();
   const nlohmann::json& stages_json =
@@ -253,11 +274,15 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     fingerprint = hex;
     v1 = std::to_string(std::hash<std::string>{}(text));
   }
-  return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint, v1);
+  TunerOptions tuning = options.tuning;
+  if (autotune_.cpu_budget) tuning.cpu_budget = *autotune_.cpu_budget;
+  if (autotune_.ram_budget_mb)
+    tuning.ram_budget_bytes = static_cast<int64_t>(*autotune_.ram_budget_mb * 1048576.0);
+  return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint, v1, tuning);
 }
 
 bool operator==(const PipelineDef& a, const PipelineDef& b) {
-  return a.seed_ == b.seed_ && a.deterministic_ == b.deterministic_ &&
+  return a.seed_ == b.seed_ && a.deterministic_ == b.deterministic_ && a.autotune_ == b.autotune_ &&
          a.has_stages_ == b.has_stages_ && a.source_kind_ == b.source_kind_ &&
          a.source_options_ == b.source_options_ && a.source_dataset_ == b.source_dataset_ &&
          a.source_fingerprint_ == b.source_fingerprint_ && a.stages_ == b.stages_ &&

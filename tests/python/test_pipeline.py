@@ -200,3 +200,19 @@ def test_profile_measures_r_and_recommends_an_echo():
 def test_help_says_what_echo_does_and_where_to_place_it():
     doc = de.PipelineDef.echo.__doc__.lower()
     assert "slowest stage" in doc and "before the augmentation" in doc and "batch echoing" in doc
+
+
+def test_autotune_chooses_within_its_budget_and_keeps_the_output():
+    d = (de.range(300).map("sleep", ms=5, parallelism="auto").prefetch("auto")
+         .autotune(cpu_budget=1, ram_budget_mb=64))
+    assert d.to_spec()["autotune"] == {"cpu_budget": 1, "ram_budget_mb": 64}
+    assert d.to_spec()["stages"][0]["parallelism"] == "auto"
+    p = d.build()
+    ids = [int(e["value"]) for e in p]
+    assert ids == list(range(300))  # in order, whatever the tuner did
+    t = p.tuning()
+    assert t["cpu_budget"] == 1 and t["ram_budget_mb"] == 64
+    assert sorted(k["param"] for k in t["knobs"]) == ["buffer", "parallelism"]
+    # 300 elements of 5 ms take 1.5 s at parallelism 1: the first window (1 s) raises it.
+    assert any(c["param"] == "parallelism" and c["to"] > c["from"] for c in t["changes"]), t
+    assert p.stats()["1:map(sleep)"]["values"]["parallelism"] >= 2

@@ -17,6 +17,10 @@ struct InterleaveOptions {
   int64_t parallelism =
       -1;  // 0 or 1: read shards on the calling thread; otherwise one thread per open shard
   int64_t buffer_per_shard = 2;
+  // "parallelism": "auto": one thread per open shard, and the pipeline's tuner sizes
+  // buffer_per_shard while it runs (core/tuner.h). The cycle is not tuned: it sets the
+  // output order, and tuning never changes what the pipeline produces.
+  bool autotune = false;
 };
 // `input` must have shards() (a file source, a sharded range, or a file-level shard).
 DatasetPtr make_interleave(DatasetPtr input, const InterleaveOptions& options);

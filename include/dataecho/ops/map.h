@@ -5,7 +5,8 @@
 // A function that throws fails the stream at that element: the consumer's next()
 // throws an Error naming this node, the function and the element id, after every
 // element before it (ordered mode), and the stream then ends.
-// With parallelism 1 no thread is started: the function runs inside next().
+// With parallelism 1 no thread is started: the function runs inside next() (unless
+// autotuned: then the workers are threads at every parallelism).
 // Workers take several input elements at once when the function is cheap (under 100 us
 // an element, measured as they go), so that taking and filing elements does not cost
 // more than computing them; the stats count the takes as "input_takes".
@@ -34,6 +35,11 @@ struct MapOptions {
   std::string name = "fn";  // shown in stats and errors
   MapFn fn;
   int parallelism = 1;
+  // "parallelism": "auto": the pipeline's tuner sets the parallelism while it runs
+  // (core/tuner.h), from 1 up to `max_parallelism`; the output is the same as at any
+  // fixed parallelism.
+  bool autotune = false;
+  int max_parallelism = 64;
   bool deterministic = true;
   // Finished elements waiting for the consumer; 0: max(16, parallelism). The consumer
   // is woken once half of `parallelism + buffer` results are ready (or at the end), so

@@ -9,8 +9,17 @@
 
 namespace dataecho {
 
+class Knob;
+
 struct PrefetchOptions {
   int64_t buffer = 2;
+  // "buffer": "auto": the pipeline's tuner sizes the buffer while it runs (core/tuner.h),
+  // from `buffer` up to `max_buffer`, within its RAM budget.
+  bool autotune = false;
+  int64_t max_buffer = 4096;
+  // For operators built on prefetch (interleave's shard readers): the buffer follows this
+  // knob, which its owner hands to the tuner.
+  std::shared_ptr<Knob> follow = nullptr;
 };
 DatasetPtr make_prefetch(DatasetPtr input, const PrefetchOptions& options);
 

@@ -15,6 +15,9 @@ struct BuildOptions {
   std::string base_dir;  // for relative paths in the spec; "" = current directory
   // The map-and-batch fusion rewrite (src/ops/map_and_batch.h): off only to measure it.
   bool map_and_batch_fusion = true;
+  // The tuner of "auto" settings (core/tuner.h): its windows and intervals, and budgets
+  // that the spec's "autotune" object overrides.
+  TunerOptions tuning = {};
 };
 
 std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec,

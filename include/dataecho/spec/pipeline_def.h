@@ -45,9 +45,13 @@ struct StageDef {
   friend bool operator==(const StageDef&, const StageDef&) = default;
 };
 
+// A parallelism or buffer the pipeline's tuner sets while it runs ("auto" in the spec;
+// core/tuner.h): map's parallelism, interleave's parallelism and prefetch's buffer.
+inline constexpr int kAutotune = -1;
+
 // Typed options of the fluent builder; unset fields keep the op's defaults.
 struct MapStageOptions {
-  int parallelism = 1;
+  int parallelism = 1;                               // or kAutotune
   std::optional<bool> deterministic = std::nullopt;  // default: the pipeline's
   std::optional<int64_t> buffer = std::nullopt;      // default: max(16, parallelism)
 };
@@ -68,8 +72,17 @@ struct EchoStageOptions {
 };
 struct InterleaveStageOptions {
   int64_t cycle = 4;
-  std::optional<int64_t> parallelism = std::nullopt;  // default: one thread per open shard
+  // default: one thread per open shard; kAutotune: that, with buffer_per_shard tuned
+  std::optional<int64_t> parallelism = std::nullopt;
   std::optional<int64_t> buffer_per_shard = std::nullopt;
+};
+
+// The tuner's budgets (the spec's "autotune" object); unset: $DATAECHO_CPU_BUDGET or all
+// cores, $DATAECHO_RAM_BUDGET_MB or 1/8 of physical memory.
+struct AutotuneOptions {
+  std::optional<double> cpu_budget = std::nullopt;     // cores
+  std::optional<double> ram_budget_mb = std::nullopt;  // MiB
+  friend bool operator==(const AutotuneOptions&, const AutotuneOptions&) = default;
 };
 
 class PipelineDef {
@@ -90,7 +103,7 @@ class PipelineDef {
   PipelineDef& shuffle(ShuffleStageOptions options);
   PipelineDef& echo(EchoStageOptions options);
   PipelineDef& batch(BatchStageOptions options);
-  PipelineDef& prefetch(int64_t buffer = 2);
+  PipelineDef& prefetch(int64_t buffer = 2);  // or kAutotune
   PipelineDef& repeat(int64_t count = -1);
   PipelineDef& take(int64_t count);
   PipelineDef& skip(int64_t count);
@@ -99,10 +112,12 @@ class PipelineDef {
   PipelineDef& stage(std::string op, nlohmann::json options = nlohmann::json::object());
   PipelineDef& seed(uint64_t seed);
   PipelineDef& deterministic(bool on);
+  PipelineDef& autotune(AutotuneOptions options);
 
   // ---- reading and editing (the typed transformations of the experiment runner) ----
   uint64_t seed() const { return seed_.value_or(0); }
   bool deterministic() const { return deterministic_.value_or(true); }
+  const AutotuneOptions& autotune() const { return autotune_; }
   const std::string& source_kind() const { return source_kind_; }
   const nlohmann::json& source_options() const { return source_options_; }
   const std::vector<StageDef>& stages() const { return stages_; }
@@ -131,6 +146,7 @@ class PipelineDef {
   // Unset: not given (the spec's default), so that to_json() gives back what was read.
   std::optional<uint64_t> seed_;
   std::optional<bool> deterministic_;
+  AutotuneOptions autotune_;
   bool has_stages_ = false;  // a "stages" list was given (possibly empty)
   std::string source_kind_;
   nlohmann::json source_options_ = nlohmann::json::object();

@@ -1,0 +1,184 @@
+// The tuner of "auto" settings (core/tuner.h): it converges on a known bottleneck, keeps
+// within its CPU and RAM budgets, obeys its change intervals, and never changes what the
+// pipeline produces. The tuner runs with short windows here (0.2 s) so that each test
+// takes seconds; the defaults (1 s windows, 10 s warm-up, 30 s between changes) are the
+// same code with other numbers.
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <chrono>
+#include <thread>
+
+#include "dataecho/core/clock.h"
+#include "dataecho/spec/pipeline_def.h"
+#include "test_util.h"
+
+namespace dataecho::testing {
+namespace {
+
+TunerOptions fast_tuner(double cpu_budget = 0, double ram_budget_mb = 0) {
+  TunerOptions o;
+  o.window_seconds = 0.2;
+  o.warmup_seconds = 3;
+  o.change_interval_seconds = 1;
+  o.cpu_budget = cpu_budget;
+  o.ram_budget_bytes = static_cast<int64_t>(ram_budget_mb * 1048576.0);
+  return o;
+}
+
+std::unique_ptr<Pipeline> build_tuned(const std::string& spec, const TunerOptions& tuning) {
+  BuildOptions b;
+  b.tuning = tuning;
+  return PipelineDef::from_json(nlohmann::json::parse(spec)).build(b);
+}
+
+// Pulls from `p` for `seconds`, sleeping `consumer_ms` per element (a training step).
+int64_t pull_for(Pipeline& p, double seconds, double consumer_ms = 0) {
+  const int64_t end = now_ns() + static_cast<int64_t>(seconds * 1e9);
+  int64_t n = 0;
+  while (now_ns() < end && p.next()) {
+    ++n;
+    if (consumer_ms > 0)
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(static_cast<int64_t>(consumer_ms * 1e3)));
+  }
+  return n;
+}
+
+const nlohmann::json& knob(const nlohmann::json& report, const std::string& param) {
+  for (const auto& k : report.at("knobs"))
+    if (k.at("param") == param) return k;
+  ADD_FAILURE() << "no knob " << param << " in " << report.dump();
+  static const nlohmann::json none = {{"value", -1}};
+  return none;
+}
+
+int64_t process_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// A stage that sleeps 20 ms an element ahead of a consumer that takes 2.5 ms: its best
+// parallelism is 8. It uses almost no CPU, so it gets those threads even on a budget of
+// one core; above 8 the consumer is the bottleneck and a raise is taken back.
+TEST(Autotune, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
+  auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
+      "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}, "parallelism": "auto"}]})",
+                       fast_tuner(/*cpu_budget=*/1));
+  pull_for(*p, 7, /*consumer_ms=*/2.5);
+  const nlohmann::json report = p->tuning();
+  const int64_t chosen = knob(report, "parallelism").at("value");
+  EXPECT_GE(chosen, 6) << report.dump(1);
+  EXPECT_LE(chosen, 16) << report.dump(1);
+  // Published in the stats.
+  const auto stats = p->stats().to_json();
+  EXPECT_EQ(stats[1]["values"]["parallelism"].get<double>(), static_cast<double>(chosen));
+  // After the warm-up, changes are at least one change interval apart.
+  double last = -1;
+  for (const auto& c : report.at("changes")) {
+    const double t = c.at("t_s");
+    if (t >= 3 && last >= 3) {
+      EXPECT_GE(t - last, 1 - 0.1 - 0.05) << report.dump(1);
+    }
+    last = t;
+  }
+}
+
+// A CPU-bound stage on a budget of one core: the tuner does not add threads the budget
+// has no room for, and the process's CPU time stays within it.
+TEST(Autotune, CpuBoundStageStaysWithinTheCpuBudget) {
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "needs 2 cores for the budget to bind";
+  auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
+      "stages": [{"op": "map", "fn": "burn", "args": {"iterations": 200000},
+                  "parallelism": "auto"}]})",
+                       fast_tuner(/*cpu_budget=*/1));
+  const int64_t c0 = process_cpu_ns(), t0 = now_ns();
+  pull_for(*p, 4);
+  const double cores =
+      static_cast<double>(process_cpu_ns() - c0) / static_cast<double>(now_ns() - t0);
+  const nlohmann::json report = p->tuning();
+  EXPECT_LE(cores, 1.1 * 1 + 0.15) << report.dump(1);
+  EXPECT_LE(knob(report, "parallelism").at("value").get<int64_t>(), 2) << report.dump(1);
+  EXPECT_DOUBLE_EQ(report.at("cpu_budget").get<double>(), 1);
+}
+
+// Elements of 4 MiB behind a prefetch of 2 on a RAM budget of 6 MiB: the tuner lowers the
+// buffer to what fits, and says why.
+TEST(Autotune, BufferFollowsTheRamBudget) {
+  auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
+      "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 1048576}},
+                 {"op": "prefetch", "buffer": "auto"}]})",
+                       fast_tuner(0, /*ram_budget_mb=*/6));
+  pull_for(*p, 1.5, /*consumer_ms=*/1);
+  const nlohmann::json report = p->tuning();
+  EXPECT_EQ(knob(report, "buffer").at("value").get<int64_t>(), 1) << report.dump(1);
+  ASSERT_FALSE(report.at("changes").empty());
+  EXPECT_EQ(report["changes"][0]["reason"].get<std::string>().rfind("over the RAM budget", 0), 0u)
+      << report.dump(1);
+}
+
+// Tuning moves threads and buffers only: the output is the same as at a fixed setting,
+// and a state saved from a tuned pipeline restores.
+TEST(Autotune, OutputAndStateUnchangedByTuning) {
+  const std::string body = R"("source": {"kind": "range", "count": 3000, "shards": 4},
+      "seed": 7,
+      "stages": [{"op": "interleave", "cycle": 2, "parallelism": P},
+                 {"op": "map", "fn": "sleep", "args": {"ms": 0.2}, "parallelism": P},
+                 {"op": "map", "fn": "random_noise", "parallelism": P},
+                 {"op": "batch", "size": 8},
+                 {"op": "prefetch", "buffer": B}]})";
+  auto spec = [&](const std::string& p, const std::string& b) {
+    std::string s = "{" + body;
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"P", p}, {"B", b}}) {
+      for (size_t at; (at = s.find(from)) != std::string::npos;) s.replace(at, 1, to);
+    }
+    return s;
+  };
+  auto fixed = drain(*build(spec("3", "2")));
+  TunerOptions t = fast_tuner();
+  t.window_seconds = 0.05;
+  auto tuned_p = build_tuned(spec("\"auto\"", "\"auto\""), t);
+  auto tuned = drain(*tuned_p);
+  ASSERT_EQ(ids(tuned), ids(fixed));
+  for (size_t i = 0; i < fixed.size(); ++i)
+    ASSERT_TRUE(tuned[i].get("noise").equals(fixed[i].get("noise"))) << i;
+  EXPECT_EQ(tuned_p->tuning().at("knobs").size(), 4u);
+  expect_save_restore_identical(spec("\"auto\"", "\"auto\""), {0, 17, 200});
+}
+
+TEST(Autotune, SpecAndBuilder) {
+  EXPECT_NE(error_of([] {
+              build(R"({"source": {"kind": "range", "count": 3},
+                  "stages": [{"op": "map", "fn": "identity", "parallelism": "fast"}]})");
+            }).find("$.stages[0].parallelism: expected an integer or \"auto\", got \"fast\""),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              build(R"({"source": {"kind": "range", "count": 3}, "autotune": {"cpu": 2}})");
+            }).find("cpu"),
+            std::string::npos);
+  PipelineDef d = range(10)
+                      .map("identity", {}, {.parallelism = kAutotune})
+                      .prefetch(kAutotune)
+                      .autotune({.cpu_budget = 1.5, .ram_budget_mb = 256});
+  const nlohmann::json j = d.to_json();
+  EXPECT_EQ(j["stages"][0]["parallelism"], "auto");
+  EXPECT_EQ(j["stages"][1]["buffer"], "auto");
+  EXPECT_EQ(j["autotune"]["cpu_budget"], 1.5);
+  EXPECT_EQ(PipelineDef::from_json(j), d);
+  // The budgets are the spec's; a state saved under one budget restores under another.
+  auto a = d.build();
+  EXPECT_DOUBLE_EQ(a->tuning().at("cpu_budget").get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(a->tuning().at("ram_budget_mb").get<double>(), 256);
+  a->next();
+  const std::string state = a->save();
+  PipelineDef other = d;
+  other.autotune({.cpu_budget = 1});
+  auto b = other.build();
+  EXPECT_NO_THROW(b->restore(state));
+  EXPECT_EQ(b->next()->id(), 1);
+}
+
+}  // namespace
+}  // namespace dataecho::testing
