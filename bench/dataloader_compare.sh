@@ -88,7 +88,7 @@ while [[ $# -gt 0 ]]; do
     --workloads) WORKLOADS=$2; shift 2 ;;
     --ffcv-layouts) FFCV_LAYOUTS=$2; shift 2 ;;
     --malloc-tuned) TUNED=1; shift ;;
-    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,61p' "$0"; exit 0 ;;
     *) echo "dataloader_compare: unknown option $1" >&2; exit 2 ;;
   esac
 done
