@@ -50,7 +50,7 @@
 #    that they see the same load.
 # 3. Prints a table and writes OUT/dataloader_compare.json.
 #
-# --malloc-tuned runs every process of both sides with
+# --malloc-tuned runs every process of every side with
 #   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
 # (freed memory stays in the heap and is reused instead of being unmapped and faulted in
 # again: see docs/dataloader.md) and writes OUT/dataloader_compare_malloc_tuned.json.
