@@ -73,7 +73,7 @@ if has http; then
   PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$DE" serve "$DATA/photo_tar" --port "$PORT" --rate 20m >"$OUT/serve.log" 2>&1 &
   SERVE_PID=$!
-  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/train-00000-of-00004.tar" -r 0-0 && break; sleep 0.2; done
+  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/train-00000.tar" -r 0-0 && break; sleep 0.2; done
 fi
 
 # write_spec OUT WORKLOAD MAP_PARALLELISM PREFETCH_BUFFER INTERLEAVE_PARALLELISM
@@ -90,8 +90,8 @@ write_spec() {
       map="{\"op\": \"map\", \"fn\": \"decode_augment\", \"args\": $PNG_ARGS, \"parallelism\": $par}, {\"op\": \"batch\", \"size\": 128}" ;;
     http)
       local uris="" i
-      for i in 0 1 2 3; do uris+="${uris:+, }\"http://127.0.0.1:$PORT/train-0000$i-of-00004.tar\""; done
-      head="\"source\": {\"kind\": \"tar\", \"uris\": [$uris], \"fields\": {\"image\": \"jpg\", \"label\": \"cls\"}},
+      for i in 0 1 2 3; do uris+="${uris:+, }\"http://127.0.0.1:$PORT/train-0000$i.tar\""; done
+      head="\"source\": {\"kind\": \"tar\", \"uri\": [$uris], \"fields\": {\"image\": \"jpg\", \"label\": \"cls\"}},
   \"stages\": [{\"op\": \"interleave\", \"cycle\": 4${ipar:+, \"parallelism\": $ipar}}, {\"op\": \"repeat\"},"
       map="{\"op\": \"map\", \"fn\": \"decode_augment\", \"args\": $JPEG_ARGS, \"parallelism\": $par}, {\"op\": \"batch\", \"size\": 128}" ;;
     sleep)

@@ -59,12 +59,8 @@ int64_t process_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-double mean(const std::vector<double>& v, size_t skip_first) {
-  if (v.size() <= skip_first) skip_first = 0;
-  double s = 0;
-  for (size_t i = skip_first; i < v.size(); ++i) s += v[i];
-  return v.size() > skip_first ? s / static_cast<double>(v.size() - skip_first) : 0;
-}
+// A node's rate is judged on at least this many of its elements (or 8 windows).
+constexpr int64_t kMinElements = 20;
 
 }  // namespace
 
@@ -87,36 +83,46 @@ TunerOptions TunerOptions::resolved() const {
 struct Tuner::Tuned {
   std::shared_ptr<Knob> knob;
   std::shared_ptr<NodeStats> stats;
-  std::atomic<int64_t>* cpu_ns = nullptr;  // the node's workers' CPU time (maps)
-  int64_t busy = 0, cpu = 0, next = 0;     // the counters at the last sample
-  double busy_share = 0;                   // workers' busy time / (window * threads)
-  double cpu_per_thread = 0;               // cores one of its threads used
-  double wait_share = 0;                   // the node's consumer's time in its next() / window
-  double blocked_until = -1;               // a failed raise: left alone until then (s)
+  std::atomic<int64_t>* cpu_ns = nullptr;             // the node's workers' CPU time (maps)
+  int64_t busy = 0, cpu = 0, next = 0, elements = 0;  // the counters at the last sample
+  double busy_share = 0;                              // workers' busy time / (window * threads)
+  double cpu_per_thread = 0;                          // cores one of its threads used
+  double wait_share = 0;      // the node's consumer's time in its next() / window
+  double blocked_until = -1;  // a failed raise: left alone until then (s)
+  // The node's own elements since the last change (of any knob) and when that was: a
+  // raise is judged on this node's rate. (The pipeline's output may be batches of 128:
+  // too few in a window to measure a 5% gain; a map's elements are single examples.)
+  int64_t elements_at_change = 0;
+  double change_s = 0;
+  int64_t since_change() const { return elements - elements_at_change; }
+  double rate_since_change(double now_s) const {
+    return now_s > change_s ? static_cast<double>(since_change()) / (now_s - change_s) : 0;
+  }
 
   double bytes_per_element() const {
     const int64_t n = stats->elements.load();
     return n > 0 ? static_cast<double>(stats->bytes.load()) / static_cast<double>(n) : 0;
   }
   void sample(double dt_s) {
-    const int64_t b = stats->busy_ns.load(), c = cpu_ns->load(), n = stats->next_ns.load();
+    const int64_t b = stats->busy_ns.load(), c = cpu_ns->load(), n = stats->next_ns.load(),
+                  e = stats->elements.load();
     const double threads =
         knob->kind() == Knob::Kind::kParallelism ? static_cast<double>(knob->value()) : 1.0;
     busy_share = static_cast<double>(b - busy) / 1e9 / dt_s / threads;
     cpu_per_thread = static_cast<double>(c - cpu) / 1e9 / dt_s / threads;
     wait_share = static_cast<double>(n - next) / 1e9 / dt_s;
-    busy = b, cpu = c, next = n;
+    busy = b, cpu = c, next = n, elements = e;
   }
 };
 
 // The tuner thread's own state between windows.
 struct Tuner::Window {
-  int64_t out_elements = 0, out_next_ns = 0, cpu_ns = 0;
+  int64_t out_next_ns = 0, cpu_ns = 0;
+  std::vector<Tuned*> knobs;  // this window's
   double last_change_s = -1e300;
-  std::vector<double> rates_since_change;
   Tuned* trial = nullptr;  // a raise not yet judged
   int64_t trial_from = 0;
-  double rate_before = 0;
+  double rate_before = 0;  // the trial node's elements/s before the raise
 };
 
 Tuner::Tuner(TunerOptions options, std::shared_ptr<NodeStats> output)
@@ -148,6 +154,9 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
   t->busy = stats->busy_ns.load();
   t->cpu = t->cpu_ns->load();
   t->next = stats->next_ns.load();
+  t->elements = t->elements_at_change = stats->elements.load();
+  if (!thread_.joinable()) start_ns_ = now_ns();
+  t->change_s = static_cast<double>(now_ns() - start_ns_) / 1e9;
   stats->set_value(knob->param(), static_cast<double>(knob->value()));
   knobs_.push_back(std::move(t));
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -155,33 +164,32 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
 
 void Tuner::run() {
   Window w;
-  w.out_elements = output_ ? output_->elements.load() : 0;
   w.out_next_ns = output_ ? output_->next_ns.load() : 0;
   w.cpu_ns = process_cpu_ns();
-  const int64_t start = now_ns();
+  const int64_t start = start_ns_;
   int64_t last = start;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait_for(lock, std::chrono::duration<double>(o_.window_seconds), [this] { return stop_; });
+    // Quarter windows during the warm-up, so that the first raises come within a second.
+    const bool warm_up = static_cast<double>(now_ns() - start) / 1e9 < o_.warmup_seconds;
+    const double window = warm_up ? o_.window_seconds / 4 : o_.window_seconds;
+    cv_.wait_for(lock, std::chrono::duration<double>(window), [this] { return stop_; });
     if (stop_) return;
     const int64_t t = now_ns();
     const double dt = static_cast<double>(t - last) / 1e9;
     last = t;
     ++windows_;
-    std::vector<Tuned*> knobs;
-    for (auto& k : knobs_) knobs.push_back(k.get());
+    w.knobs.clear();
+    for (auto& k : knobs_) w.knobs.push_back(k.get());
     lock.unlock();  // knobs' listeners take their nodes' locks: never under mu_
 
-    const int64_t out_e = output_ ? output_->elements.load() : 0;
     const int64_t out_w = output_ ? output_->next_ns.load() : 0;
     const int64_t cpu = process_cpu_ns();
-    const double rate = static_cast<double>(out_e - w.out_elements) / dt;
     const double consumer_wait = static_cast<double>(out_w - w.out_next_ns) / 1e9 / dt;
     const double cores = static_cast<double>(cpu - w.cpu_ns) / 1e9 / dt;
-    w.out_elements = out_e, w.out_next_ns = out_w, w.cpu_ns = cpu;
-    for (Tuned* k : knobs) k->sample(dt);
-    w.rates_since_change.push_back(rate);
-    decide(w, knobs, static_cast<double>(t - start) / 1e9, consumer_wait, cores);
+    w.out_next_ns = out_w, w.cpu_ns = cpu;
+    for (Tuned* k : w.knobs) k->sample(dt);
+    decide(w, w.knobs, static_cast<double>(t - start) / 1e9, consumer_wait, cores);
 
     lock.lock();
   }
@@ -208,7 +216,7 @@ void Tuner::change(Window& w, Tuned& k, int64_t to, double now_s, const std::str
   k.stats->set_value(k.knob->param(), static_cast<double>(to));
   k.stats->counter("tuner_changes").fetch_add(1, std::memory_order_relaxed);
   w.last_change_s = now_s;
-  w.rates_since_change.clear();
+  for (Tuned* t : w.knobs) t->elements_at_change = t->elements, t->change_s = now_s;
   std::lock_guard<std::mutex> lock(mu_);
   changes_.push_back({{"t_s", std::round(now_s * 10) / 10},
                       {"node", k.stats->name},
@@ -221,8 +229,9 @@ void Tuner::change(Window& w, Tuned& k, int64_t to, double now_s, const std::str
 void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, double consumer_wait,
                    double cores) {
   const bool warm_up = now_s < o_.warmup_seconds;
-  const double interval = warm_up ? o_.window_seconds : o_.change_interval_seconds;
-  if (now_s - w.last_change_s < interval - 0.5 * o_.window_seconds) return;
+  const double window = warm_up ? o_.window_seconds / 4 : o_.window_seconds;
+  const double interval = warm_up ? window : o_.change_interval_seconds;
+  if (now_s - w.last_change_s < interval - 0.5 * window) return;
   // The budgets. The CPU one binds only below the machine's cores: a process cannot use
   // more than all of them.
   const bool cpu_limited = o_.cpu_budget < hardware_cores_ - 0.01;
@@ -266,7 +275,11 @@ void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, do
   if (w.trial) {
     Tuned* k = w.trial;
     w.trial = nullptr;
-    const double after = mean(w.rates_since_change, warm_up ? 0 : 1);
+    if (k->since_change() < kMinElements && now_s - w.last_change_s < 8 * interval) {
+      w.trial = k;  // too few elements yet to tell a 5% gain
+      return;
+    }
+    const double after = k->rate_since_change(now_s);
     char why[160];
     std::snprintf(why, sizeof why, "%.0f -> %.0f elements/s", w.rate_before, after);
     if (after < w.rate_before * (1 + o_.min_gain)) {
@@ -287,6 +300,8 @@ void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, do
       const Knob& kn = *k->knob;
       const int64_t v = kn.value();
       if (v >= kn.max() || now_s < k->blocked_until) continue;
+      // Its rate so far must be measured on enough elements to judge the raise against.
+      if (k->since_change() < kMinElements && now_s - w.last_change_s < 8 * interval) continue;
       int64_t to = 0;
       double score = 0;
       if (pass == 0 && kn.kind() == Knob::Kind::kParallelism) {
@@ -294,11 +309,12 @@ void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, do
         score = k->busy_share;
         to = warm_up && k->busy_share >= 0.9 ? 2 * v : v + 1;
         to = std::min({to, kn.max(), o_.max_parallelism});
-        if (cpu_limited) {
-          while (to > v &&
-                 cores + k->cpu_per_thread * static_cast<double>(to - v) > o_.cpu_budget + 0.05)
-            --to;
-        }
+        // Threads that would need more CPU than the budget, or than the machine has,
+        // are not added. (Against the machine, with half a core of slack: the consumer
+        // and the other stages use some, and a stage that waits part of the time may
+        // still gain from one thread more.)
+        const double limit = cpu_limited ? o_.cpu_budget + 0.05 : hardware_cores_ + 0.5;
+        while (to > v && cores + k->cpu_per_thread * static_cast<double>(to - v) > limit) --to;
       } else if (pass == 1 && kn.kind() == Knob::Kind::kBuffer) {
         if (k->wait_share < 0.05) continue;
         score = k->wait_share;
@@ -312,7 +328,7 @@ void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, do
     }
   }
   if (!best) return;
-  w.rate_before = mean(w.rates_since_change, 0);
+  w.rate_before = best->rate_since_change(now_s);
   w.trial_from = best->knob->value();
   char why[160];
   std::snprintf(why, sizeof why, "consumer waits %.0f%% of the time; node busy %.0f%%, %s",

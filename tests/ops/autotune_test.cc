@@ -1,8 +1,8 @@
 // The tuner of "auto" settings (core/tuner.h): it converges on a known bottleneck, keeps
 // within its CPU and RAM budgets, obeys its change intervals, and never changes what the
-// pipeline produces. The tuner runs with short windows here (0.2 s) so that each test
-// takes seconds; the defaults (1 s windows, 10 s warm-up, 30 s between changes) are the
-// same code with other numbers.
+// pipeline produces. The tuner runs with short windows here (0.4 s, 0.1 s in the warm-up) so that
+// each test takes seconds; the defaults (1 s windows (0.25 s in the warm-up), 10 s warm-up, 30 s
+// between changes) are the same code with other numbers.
 #include <gtest/gtest.h>
 #include <time.h>
 
@@ -18,7 +18,7 @@ namespace {
 
 TunerOptions fast_tuner(double cpu_budget = 0, double ram_budget_mb = 0) {
   TunerOptions o;
-  o.window_seconds = 0.2;
+  o.window_seconds = 0.4;
   o.warmup_seconds = 3;
   o.change_interval_seconds = 1;
   o.cpu_budget = cpu_budget;

@@ -3,14 +3,14 @@
 // bounds it accepts); the pipeline's Tuner measures while the pipeline runs and moves
 // the knobs.
 //
-// The tuner works in windows (1 s by default). In each it measures the pipeline's output
-// rate, the share of the time the consumer waits inside the pipeline's next(), the
-// process's CPU time (cores in use) and, per tuned node, its workers' busy time, CPU time
-// and bytes per element. Then, at most once per window during the warm-up (10 s) and at
-// most once per `change_interval` (30 s) after it:
+// The tuner works in windows (1 s by default; a quarter of that during the warm-up). In
+// each it measures the share of the time the consumer waits inside the pipeline's
+// next(), the process's CPU time (cores in use) and, per tuned node, its elements/s, its
+// workers' busy time and CPU time, and its bytes per element. Then, at most once per window during
+// the warm-up (10 s) and at most once per `change_interval` (30 s) after it:
 //   1. over a budget (CPU measured above it, or buffers projected above the RAM budget):
 //      take back the last raise, or lower the knob that costs the most;
-//   2. a trial pending (the last change raised a knob): keep it if the output rate rose
+//   2. a trial pending (the last change raised a knob): keep it if that node's rate rose
 //      by at least `min_gain` over the windows before it, else take it back and leave
 //      that knob alone for four change intervals (it is tried again later: the load may
 //      have changed). A take-back is a change and waits its turn like any other;
@@ -22,8 +22,9 @@
 //      stage's extra threads cost the CPU its threads use now (a stage that sleeps or
 //      waits for the network costs little, so it may get more threads than there are
 //      cores), and a buffer its elements' measured size.
-// With the CPU budget at all the cores (the default) the CPU can never go over it, so
-// there the throughput test alone stops the raises.
+// With the CPU budget at all the cores (the default) the CPU can never go over it; there
+// a raise is refused when the stage's CPU would need more cores than the machine has
+// (half a core of slack), and otherwise the throughput test stops the raises.
 //
 // Tuning never changes what the pipeline produces: an ordered map emits in input order
 // whatever its parallelism, and buffers do not reorder. Every change is published in the
@@ -130,6 +131,7 @@ class Tuner {
   const TunerOptions o_;
   const std::shared_ptr<NodeStats> output_;
   const int hardware_cores_;
+  int64_t start_ns_ = 0;  // set when the thread starts (under mu_)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
