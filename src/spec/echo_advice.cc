@@ -92,6 +92,9 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
       if (sj.contains("parallelism") && sj["parallelism"].is_number_integer())
         par = std::max<int64_t>(1, sj["parallelism"].get<int64_t>());
     }
+    // "auto": the tuner's last choice, which the node publishes.
+    if (st.contains("values") && st["values"].contains("parallelism"))
+      par = std::max<int64_t>(1, static_cast<int64_t>(st["values"]["parallelism"].get<double>()));
     st["parallelism"] = par;
     double per_batch = st["busy_ms"].get<double>() / static_cast<double>(par) /
                        static_cast<double>(std::max<int64_t>(1, batches));
