@@ -21,7 +21,7 @@
 #   default  what a spec gets without settings: map parallelism 1, prefetch buffer 2
 #            (interleave: one thread per shard, buffer_per_shard 2);
 #   hand P   map parallelism P with prefetch buffer 4, P over a sweep (photo/png/http:
-#            1 2 3 4; sleep: 1 2 4 6 8 10 12 16);
+#            1 2 3 4; sleep: 1 2 4 8 12 16);
 #   auto     map "parallelism": "auto", prefetch "buffer": "auto" (interleave
 #            "parallelism": "auto"), default budgets (all cores, 1/8 of the memory).
 # The rate of a run is its rows/s over all S seconds, start-up and the tuner's 10 s
@@ -110,7 +110,7 @@ write_spec() {
 EOF
 }
 
-declare -A SWEEP=([photo]="1 2 3 4" [png]="1 2 3 4" [http]="1 2 3 4" [sleep]="1 2 4 6 8 10 12 16")
+declare -A SWEEP=([photo]="1 2 3 4" [png]="1 2 3 4" [http]="1 2 3 4" [sleep]="1 2 4 8 12 16")
 for wl in $WORKLOADS; do
   runs=("default 1 2 -" "auto \"auto\" \"auto\" \"auto\"")
   for p in ${SWEEP[$wl]}; do runs+=("hand$p $p 4 -"); done

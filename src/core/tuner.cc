@@ -231,7 +231,9 @@ void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, do
   const bool warm_up = now_s < o_.warmup_seconds;
   const double window = warm_up ? o_.window_seconds / 4 : o_.window_seconds;
   const double interval = warm_up ? window : o_.change_interval_seconds;
-  if (now_s - w.last_change_s < interval - 0.5 * window) return;
+  // Strict after the warm-up (a change waits for the first window that ends a full
+  // interval after the last); during it, the next window (woken a little early or late).
+  if (now_s - w.last_change_s < (warm_up ? interval - 0.5 * window : interval)) return;
   // The budgets. The CPU one binds only below the machine's cores: a process cannot use
   // more than all of them.
   const bool cpu_limited = o_.cpu_budget < hardware_cores_ - 0.01;

@@ -79,7 +79,7 @@ TEST(Autotune, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
   for (const auto& c : report.at("changes")) {
     const double t = c.at("t_s");
     if (t >= 3 && last >= 3) {
-      EXPECT_GE(t - last, 1 - 0.1 - 0.05) << report.dump(1);
+      EXPECT_GE(t - last, 1 - 0.1) << report.dump(1);  // t_s is rounded to 0.1 s
     }
     last = t;
   }
