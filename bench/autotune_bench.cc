@@ -8,8 +8,6 @@
 // over the whole S seconds (start-up and the tuner's warm-up included: what a user
 // gets), rows/s over the second half (the settled rate), the process's CPU cores, and
 // the tuner's report (what it chose and when). One JSON object on stdout (and in FILE).
-#include <time.h>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,16 +17,6 @@
 
 #include "dataecho/core/clock.h"
 #include "dataecho/spec/build.h"
-
-namespace {
-
-int64_t process_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string spec, json_out;
@@ -47,7 +35,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const int64_t t0 = dataecho::now_ns(), c0 = process_cpu_ns();
+    const int64_t t0 = dataecho::now_ns(), c0 = dataecho::process_cpu_ns();
     auto p = dataecho::build_pipeline_from_file(spec);
     const int64_t end = t0 + static_cast<int64_t>(seconds * 1e9);
     const int64_t half = t0 + static_cast<int64_t>(seconds * 0.5e9);
@@ -60,7 +48,7 @@ int main(int argc, char** argv) {
       if (!e) break;
       rows += static_cast<int64_t>(e->num_rows());
     }
-    const int64_t t1 = dataecho::now_ns(), c1 = process_cpu_ns();
+    const int64_t t1 = dataecho::now_ns(), c1 = dataecho::process_cpu_ns();
     const double wall = static_cast<double>(t1 - t0) / 1e9;
     nlohmann::json j;
     j["spec"] = spec;

@@ -45,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataecho/core/allocator.h"
+#include "dataecho/core/clock.h"
 #include "dataecho/core/error.h"
 #include "dataecho/core/process_memory.h"
 #include "dataecho/spec/build.h"
@@ -135,11 +136,7 @@ double seconds_since(Clock::time_point t0) {
 }
 
 // CPU seconds of every thread of this process, user + system.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double process_cpu_seconds() { return static_cast<double>(process_cpu_ns()) * 1e-9; }
 
 // `cpu_rates`: images per CPU-second (all threads) of each epoch; on a machine shared
 // with other work this is the figure that the load disturbs least.

@@ -53,12 +53,6 @@ double env_double(const char* name, double fallback) {
   return d;
 }
 
-int64_t process_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 // A node's rate is judged on at least this many of its elements (or 8 windows).
 constexpr int64_t kMinElements = 20;
 

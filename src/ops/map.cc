@@ -10,8 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include <time.h>
-
 #include "dataecho/core/clock.h"
 #include "dataecho/core/tuner.h"
 #include "map_and_batch.h"
@@ -284,11 +282,6 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       std::unique_lock<std::mutex> lock(mu_);
       run_locked(lock, index, st, takes, cpu);
       --running_;
-    }
-    static int64_t thread_cpu_ns() {
-      timespec ts{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-      return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
     }
     void run_locked(std::unique_lock<std::mutex>& lock, int index, NodeStats* st,
                     std::atomic<int64_t>* takes, std::atomic<int64_t>* cpu) {

@@ -4,7 +4,6 @@
 // each test takes seconds; the defaults (1 s windows (0.25 s in the warm-up), 10 s warm-up, 30 s
 // between changes) are the same code with other numbers.
 #include <gtest/gtest.h>
-#include <time.h>
 
 #include <chrono>
 #include <thread>
@@ -51,12 +50,6 @@ const nlohmann::json& knob(const nlohmann::json& report, const std::string& para
   ADD_FAILURE() << "no knob " << param << " in " << report.dump();
   static const nlohmann::json none = {{"value", -1}};
   return none;
-}
-
-int64_t process_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // A stage that sleeps 20 ms an element ahead of a consumer that takes 2.5 ms: its best
