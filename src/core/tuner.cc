@@ -164,9 +164,7 @@ void Tuner::run() {
   int64_t last = start;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    // Quarter windows during the warm-up, so that the first raises come within a second.
-    const bool warm_up = static_cast<double>(now_ns() - start) / 1e9 < o_.warmup_seconds;
-    const double window = warm_up ? o_.window_seconds / 4 : o_.window_seconds;
+    const double window = window_at(static_cast<double>(now_ns() - start) / 1e9);
     cv_.wait_for(lock, std::chrono::duration<double>(window), [this] { return stop_; });
     if (stop_) return;
     const int64_t t = now_ns();
@@ -183,15 +181,11 @@ void Tuner::run() {
     const double cores = static_cast<double>(cpu - w.cpu_ns) / 1e9 / dt;
     w.out_next_ns = out_w, w.cpu_ns = cpu;
     for (Tuned* k : w.knobs) k->sample(dt);
-    decide(w, w.knobs, static_cast<double>(t - start) / 1e9, consumer_wait, cores);
+    decide(w, static_cast<double>(t - start) / 1e9, consumer_wait, cores);
 
     lock.lock();
   }
 }
-
-}  // namespace dataecho
-
-namespace dataecho {
 
 double Tuner::ram_projection(const std::vector<Tuned*>& knobs, const Tuned* changed,
                              int64_t value) const {
@@ -220,10 +214,10 @@ void Tuner::change(Window& w, Tuned& k, int64_t to, double now_s, const std::str
                       {"reason", reason}});
 }
 
-void Tuner::decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, double consumer_wait,
-                   double cores) {
+void Tuner::decide(Window& w, double now_s, double consumer_wait, double cores) {
+  const std::vector<Tuned*>& knobs = w.knobs;
   const bool warm_up = now_s < o_.warmup_seconds;
-  const double window = warm_up ? o_.window_seconds / 4 : o_.window_seconds;
+  const double window = window_at(now_s);
   const double interval = warm_up ? window : o_.change_interval_seconds;
   // Strict after the warm-up (a change waits for the first window that ends a full
   // interval after the last); during it, the next window (woken a little early or late).

@@ -121,8 +121,12 @@ class Tuner {
   struct Tuned;
   struct Window;
   void run();
-  void decide(Window& w, const std::vector<Tuned*>& knobs, double now_s, double consumer_wait,
-              double cores);
+  void decide(Window& w, double now_s, double consumer_wait, double cores);
+  // The window length at `t_s` seconds since the start: a quarter of window_seconds during
+  // the warm-up, so that the first raises come within a second.
+  double window_at(double t_s) const {
+    return t_s < o_.warmup_seconds ? o_.window_seconds / 4 : o_.window_seconds;
+  }
   void change(Window& w, Tuned& k, int64_t to, double now_s, const std::string& reason);
   // The bytes all tuned nodes may buffer, with `changed` (if any) at `value`.
   double ram_projection(const std::vector<Tuned*>& knobs, const Tuned* changed,
