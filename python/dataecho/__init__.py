@@ -304,7 +304,10 @@ class PipelineDef:
     ) -> "PipelineDef":
         """Data echoing: repeats every element ``factor`` times in all (2.5: two copies,
         a third with probability 0.5); ``"adaptive"`` repeats only while the next fresh
-        element is late, at most ``max_factor`` times.
+        element is late, at most ``max_factor`` times; ``"auto"`` is adaptive echo that
+        repeats nothing until the pipeline's tuner has raised every ``"auto"``
+        parallelism and buffer as far as helps and the training loop still waits: then
+        it may repeat up to ``max_factor`` times (``Pipeline.tuning()`` says when).
 
         Where to place it (the paper's rule; ``de.profile`` measures it): right after the
         slowest stage. Before the augmentation (example echoing), each copy is augmented

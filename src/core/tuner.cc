@@ -81,7 +81,12 @@ struct Tuner::Tuned {
   int64_t busy = 0, cpu = 0, next = 0, elements = 0;  // the counters at the last sample
   double busy_share = 0;                              // workers' busy time / (window * threads)
   double cpu_per_thread = 0;                          // cores one of its threads used
-  double wait_share = 0;      // the node's consumer's time in its next() / window
+  double wait_share = 0;  // the node's consumer's time in its next() / window
+  // Echo knobs: the "fresh" and "echoed" counters, and the share of this window's rows
+  // that were repeats (the gap the echo fills).
+  std::atomic<int64_t>*fresh_ns = nullptr, *echoed_ns = nullptr;
+  int64_t fresh = 0, echoed = 0;
+  double repeat_share = 0;
   double blocked_until = -1;  // a failed raise: left alone until then (s)
   // The node's own elements since the last change (of any knob) and when that was: a
   // raise is judged on this node's rate. (The pipeline's output may be batches of 128:
@@ -106,6 +111,12 @@ struct Tuner::Tuned {
     cpu_per_thread = static_cast<double>(c - cpu) / 1e9 / dt_s / threads;
     wait_share = static_cast<double>(n - next) / 1e9 / dt_s;
     busy = b, cpu = c, next = n, elements = e;
+    if (fresh_ns) {
+      const int64_t f = fresh_ns->load(), r = echoed_ns->load();
+      const int64_t rows = (f - fresh) + (r - echoed);
+      repeat_share = rows > 0 ? static_cast<double>(r - echoed) / static_cast<double>(rows) : 0;
+      fresh = f, echoed = r;
+    }
   }
 };
 
@@ -149,6 +160,12 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
   t->cpu = t->cpu_ns->load();
   t->next = stats->next_ns.load();
   t->elements = t->elements_at_change = stats->elements.load();
+  if (knob->kind() == Knob::Kind::kEcho) {
+    t->fresh_ns = &stats->counter("fresh");
+    t->echoed_ns = &stats->counter("echoed");
+    t->fresh = t->fresh_ns->load();
+    t->echoed = t->echoed_ns->load();
+  }
   if (!thread_.joinable()) start_ns_ = now_ns();
   t->change_s = static_cast<double>(now_ns() - start_ns_) / 1e9;
   stats->set_value(knob->param(), static_cast<double>(knob->value()));
@@ -279,13 +296,28 @@ void Tuner::decide(Window& w, double now_s, double consumer_wait, double cores) 
     }
     k->stats->counter("tuner_kept").fetch_add(1, std::memory_order_relaxed);
   }
-  if (consumer_wait < 0.05) return;  // the pipeline keeps up with its consumer
+  // The pipeline keeps up with its consumer, or would without the repeats an echo fills
+  // in with: nothing to raise.
+  double short_share = consumer_wait;
+  for (const Tuned* k : knobs)
+    if (k->knob->kind() == Knob::Kind::kEcho) short_share = std::max(short_share, k->repeat_share);
+  if (short_share < 0.05) return;
 
-  // The most likely bottleneck: the busiest map first, then the buffer waited on most.
+  // The most likely bottleneck: the busiest map first, then the buffer waited on most;
+  // last, when no other setting can rise (none left untested), an echo's cap.
   Tuned* best = nullptr;
   int64_t best_to = 0;
   double best_score = 0;
-  for (int pass = 0; pass < 2 && !best; ++pass) {
+  // A knob that may still rise but has not yet run 20 elements since it was added or last
+  // changed: an echo waits for it to be judged.
+  bool untested = false;
+  for (const Tuned* k : knobs) {
+    const Knob& kn = *k->knob;
+    untested = untested || (kn.kind() != Knob::Kind::kEcho && kn.value() < kn.max() &&
+                            now_s >= k->blocked_until && k->since_change() < kMinElements &&
+                            now_s - k->change_s < 8 * interval);
+  }
+  for (int pass = 0; pass < 3 && !best; ++pass) {
     for (Tuned* k : knobs) {
       const Knob& kn = *k->knob;
       const int64_t v = kn.value();
@@ -309,6 +341,12 @@ void Tuner::decide(Window& w, double now_s, double consumer_wait, double cores) 
         if (k->wait_share < 0.05) continue;
         score = k->wait_share;
         to = std::min(2 * v, kn.max());
+      } else if (pass == 2 && kn.kind() == Knob::Kind::kEcho) {
+        // Only for a consumer that waits (not for repeats already made), and only once
+        // the other settings have had their chance.
+        if (consumer_wait < 0.05 || untested) continue;
+        score = consumer_wait;
+        to = kn.max();
       } else {
         continue;
       }
@@ -320,9 +358,22 @@ void Tuner::decide(Window& w, double now_s, double consumer_wait, double cores) 
   if (!best) return;
   w.rate_before = best->rate_since_change(now_s);
   w.trial_from = best->knob->value();
-  char why[160];
-  std::snprintf(why, sizeof why, "consumer waits %.0f%% of the time; node busy %.0f%%, %s",
-                consumer_wait * 100, best->busy_share * 100, budget_label().c_str());
+  char why[200];
+  if (best->knob->kind() == Knob::Kind::kEcho) {
+    std::snprintf(why, sizeof why,
+                  "consumer waits %.0f%% of the time and no other setting can rise: echo fills "
+                  "the gap; %s",
+                  consumer_wait * 100, budget_label().c_str());
+  } else if (short_share > consumer_wait) {
+    std::snprintf(why, sizeof why,
+                  "an echo repeats %.0f%% of the rows (consumer waits %.0f%%); node busy %.0f%%, "
+                  "%s",
+                  short_share * 100, consumer_wait * 100, best->busy_share * 100,
+                  budget_label().c_str());
+  } else {
+    std::snprintf(why, sizeof why, "consumer waits %.0f%% of the time; node busy %.0f%%, %s",
+                  consumer_wait * 100, best->busy_share * 100, budget_label().c_str());
+  }
   change(w, *best, best_to, now_s, why);
   w.trial = best;
 }

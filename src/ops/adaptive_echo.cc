@@ -1,5 +1,7 @@
 // echo, adaptive mode (see include/dataecho/ops/echo.h): repeat only while the next
 // fresh element is not ready. Its input is pulled by a BackgroundPuller, as prefetch's.
+// Tuned ("factor": "auto"), the cap on an element's copies is the tuner's knob.
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "adaptive_echo.h"
 #include "background_puller.h"
 #include "dataecho/core/rng.h"
+#include "dataecho/core/tuner.h"
 #include "dataecho/ops/echo.h"
 
 namespace dataecho {
@@ -14,13 +17,26 @@ namespace {
 
 class AdaptiveEchoDataset : public Dataset {
  public:
-  AdaptiveEchoDataset(DatasetPtr input, EchoOptions o) : input_(std::move(input)), o_(o) {}
-  std::string op_name() const override { return "echo(adaptive)"; }
+  AdaptiveEchoDataset(DatasetPtr input, EchoOptions o) : input_(std::move(input)), o_(o) {
+    if (o_.autotune) {
+      // Kept by the dataset, so that the cap outlasts an iterator (a repeat makes one per
+      // pass). The buffers do not depend on the cap: queue plus pool.
+      const int64_t held = 2 * o_.buffer + 1;
+      knob_ = std::make_shared<Knob>(Knob::Kind::kEcho, "max_copies", 1, 1,
+                                     static_cast<int64_t>(std::floor(o_.max_factor)),
+                                     [held](int64_t) { return held; });
+    }
+  }
+  std::string op_name() const override { return o_.autotune ? "echo(auto)" : "echo(adaptive)"; }
   bool owns_threads() const override { return true; }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_, ctx, o_, node_stats(), label());
+    if (knob_) {
+      node_stats()->set_value("max_copies", static_cast<double>(knob_->value()));
+      if (ctx.tuner) ctx.tuner->add(knob_, node_stats());
+    }
+    return std::make_unique<It>(input_, ctx, o_, knob_, node_stats(), label());
   }
 
  private:
@@ -31,9 +47,10 @@ class AdaptiveEchoDataset : public Dataset {
   class It : public Iterator {
    public:
     It(const DatasetPtr& input, const IteratorContext& ctx, const EchoOptions& o,
-       std::shared_ptr<NodeStats> stats, const std::string& label)
+       std::shared_ptr<const Knob> knob, std::shared_ptr<NodeStats> stats, const std::string& label)
         : cap_(static_cast<size_t>(o.buffer)),
           max_copies_(static_cast<int64_t>(std::floor(o.max_factor))),
+          knob_(std::move(knob)),
           rng_(mix_seed(o.seed, static_cast<uint64_t>(ctx.epoch))),
           node_(stats),
           counters_(node_.get()),
@@ -97,10 +114,13 @@ class AdaptiveEchoDataset : public Dataset {
     // A fresh element when one is ready; else, while the input is late, a repeat of a
     // recent one; with nothing to repeat, wait for the input.
     std::optional<Example> next_impl() override {
+      const int64_t copies = knob_ ? knob_->value() : max_copies_;
+      if (copies < copies_) forget(copies);  // the tuner lowered the cap
+      copies_ = copies;
       std::optional<Example> e;
       switch (puller_.take(e, /*wait=*/pool_.empty())) {
         case BackgroundPuller::Take::kElement:
-          if (max_copies_ > 1) remember(*e);
+          if (copies_ > 1) remember(*e);
           counters_.emitted(true, static_cast<int64_t>(e->num_rows()));
           return e;
         case BackgroundPuller::Take::kEnd:
@@ -117,7 +137,7 @@ class AdaptiveEchoDataset : public Dataset {
    private:
     struct Entry {
       Example element;  // as it came in (copy 0)
-      int64_t copies;   // times emitted so far, < max_copies_
+      int64_t copies;   // times emitted so far, < the cap
       uint64_t seq;     // arrival order, for eviction
     };
 
@@ -156,7 +176,7 @@ class AdaptiveEchoDataset : public Dataset {
       Entry& p = pool_[i];
       const int32_t echo = static_cast<int32_t>(p.copies);
       Example out;
-      if (++p.copies >= max_copies_) {
+      if (++p.copies >= copies_) {
         out = std::move(p.element);
         drop(i);
       } else {
@@ -166,13 +186,20 @@ class AdaptiveEchoDataset : public Dataset {
       return out;
     }
 
+    // Drops the candidates that have been emitted `copies` times or more.
+    void forget(int64_t copies) {
+      std::erase_if(pool_, [copies](const Entry& p) { return p.copies >= copies; });
+    }
+
     void drop(size_t i) {
       if (i + 1 != pool_.size()) pool_[i] = std::move(pool_.back());
       pool_.pop_back();
     }
 
     const size_t cap_;
-    const int64_t max_copies_;
+    const int64_t max_copies_;                // floor(max_factor): a restored pool's bound
+    const std::shared_ptr<const Knob> knob_;  // tuned: the cap
+    int64_t copies_ = max_copies_;            // the cap on copies at the last next()
     Rng rng_;
     std::shared_ptr<NodeStats> node_;
     EchoCounters counters_;  // after node_, which it writes to
@@ -183,6 +210,7 @@ class AdaptiveEchoDataset : public Dataset {
 
   DatasetPtr input_;
   EchoOptions o_;
+  std::shared_ptr<Knob> knob_;  // tuned: the cap on copies
 };
 
 }  // namespace

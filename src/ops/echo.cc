@@ -119,6 +119,9 @@ void validate_echo_options(const EchoOptions& o) {
                   "buffer must be >= 1, got " + std::to_string(o.buffer));
   } else {
     check_factor("factor", o.factor);
+    if (o.autotune)
+      throw_error(ErrorCode::kInvalidArgument, "echo",
+                  "autotune needs adaptive mode: the tuner sets an adaptive echo's cap");
   }
 }
 

@@ -1,6 +1,8 @@
 // Spec builder for the `echo` stage:
 //   {"op": "echo", "factor": 2.5}                                  fixed / fractional
 //   {"op": "echo", "factor": "adaptive", "max_factor": 6, "buffer": 8}   adaptive
+//   {"op": "echo", "factor": "auto", "max_factor": 6, "buffer": 8}       adaptive, its cap
+//       set by the pipeline's tuner (core/tuner.h): no repeats until tuning runs out
 // An optional "seed" overrides the node's seed derived from the spec's.
 #include <cmath>
 
@@ -24,20 +26,22 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
   const nlohmann::json* factor = s.raw("factor");
   const std::string fpath = s.field_path("factor");
   if (!factor)
-    throw_spec_error(fpath, "missing; expected a number in " + kRange + " or \"adaptive\"");
+    throw_spec_error(fpath,
+                     "missing; expected a number in " + kRange + ", \"adaptive\" or \"auto\"");
   if (factor->is_string()) {
     std::string mode = factor->get<std::string>();
-    if (mode != "adaptive") {
+    if (mode != "adaptive" && mode != "auto") {
       throw_spec_error(fpath, "unknown echo mode \"" + mode + "\"; expected a number in " + kRange +
-                                  " or \"adaptive\"");
+                                  ", \"adaptive\" or \"auto\"");
     }
     o.adaptive = true;
+    o.autotune = mode == "auto";
     o.max_factor = s.get_number("max_factor", o.max_factor, 1, kMaxEchoFactor);
     o.buffer = s.get_int("buffer", o.buffer, 1, 1 << 20);
   } else {
     if (!factor->is_number()) {
-      throw_spec_error(
-          fpath, "expected a number in " + kRange + " or \"adaptive\", got " + describe(*factor));
+      throw_spec_error(fpath, "expected a number in " + kRange +
+                                  ", \"adaptive\" or \"auto\", got " + describe(*factor));
     }
     double f = factor->get<double>();
     if (!std::isfinite(f) || f < 1 || f > kMaxEchoFactor) {
@@ -47,11 +51,12 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     o.factor = f;
     if (s.has("max_factor")) {
       throw_spec_error(s.field_path("max_factor"),
-                       "only for \"factor\": \"adaptive\"; a numeric factor is exact");
+                       "only for \"factor\": \"adaptive\" or \"auto\"; a numeric factor is exact");
     }
     if (s.has("buffer")) {
       throw_spec_error(s.field_path("buffer"),
-                       "only for \"factor\": \"adaptive\"; a fixed echo holds one element");
+                       "only for \"factor\": \"adaptive\" or \"auto\"; a fixed echo holds one "
+                       "element");
     }
   }
   return make_echo(std::move(in), o);

@@ -100,7 +100,9 @@ PipelineDef& PipelineDef::shuffle(ShuffleStageOptions o) {
 
 PipelineDef& PipelineDef::echo(EchoStageOptions o) {
   nlohmann::json j;
-  j["factor"] = o.adaptive ? nlohmann::json("adaptive") : factor_json(o.factor);
+  j["factor"] = o.autotune   ? nlohmann::json("auto")
+                : o.adaptive ? nlohmann::json("adaptive")
+                             : factor_json(o.factor);
   if (o.max_factor) j["max_factor"] = factor_json(*o.max_factor);  // fixed: refused by the builder
   if (o.seed) j["seed"] = *o.seed;
   return stage("echo", std::move(j));

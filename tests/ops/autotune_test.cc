@@ -141,6 +141,43 @@ TEST(Autotune, OutputAndStateUnchangedByTuning) {
   expect_save_restore_identical(spec("\"auto\"", "\"auto\""), {0, 17, 200});
 }
 
+// "factor": "auto" on echo: a stage that no setting can speed up (a fixed parallelism of
+// 1, 20 ms an element) ahead of a consumer of 5 ms. The tuner has nothing else to raise,
+// so it raises the echo's cap, and the echo fills the gap: about 3 copies an element
+// at most 4.
+TEST(Autotune, EchoFillsTheGapTuningCannotClose) {
+  auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
+      "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}},
+                 {"op": "echo", "factor": "auto", "max_factor": 4}]})",
+                       fast_tuner());
+  pull_for(*p, 2.5, /*consumer_ms=*/5);
+  const nlohmann::json report = p->tuning();
+  EXPECT_EQ(knob(report, "max_copies").at("value").get<int64_t>(), 4) << report.dump(1);
+  ASSERT_FALSE(report.at("changes").empty());
+  EXPECT_NE(report["changes"][0]["reason"].get<std::string>().find("echo fills the gap"),
+            std::string::npos)
+      << report.dump(1);
+  const auto stats = p->stats().to_json();
+  EXPECT_EQ(stats[2]["values"]["max_copies"].get<double>(), 4);
+  EXPECT_GT(stats[2]["values"]["achieved_factor"].get<double>(), 2) << stats.dump(1);
+}
+
+// The same echo behind a stage the tuner can speed up (parallelism "auto", 20 ms of
+// sleep, little CPU) ahead of a consumer of 8 ms: a parallelism of 3 or more closes the
+// gap, so the echo never repeats.
+TEST(Autotune, EchoWaitsForTheSettingsThatCanRise) {
+  auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
+      "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}, "parallelism": "auto"},
+                 {"op": "echo", "factor": "auto", "max_factor": 4}]})",
+                       fast_tuner());
+  pull_for(*p, 4, /*consumer_ms=*/8);
+  const nlohmann::json report = p->tuning();
+  EXPECT_GE(knob(report, "parallelism").at("value").get<int64_t>(), 3) << report.dump(1);
+  EXPECT_EQ(knob(report, "max_copies").at("value").get<int64_t>(), 1) << report.dump(1);
+  const auto stats = p->stats().to_json();
+  EXPECT_EQ(stats[2]["counters"].value("echoed", int64_t{-1}), 0) << stats.dump(1);
+}
+
 TEST(Autotune, SpecAndBuilder) {
   EXPECT_NE(error_of([] {
               build(R"({"source": {"kind": "range", "count": 3},
@@ -160,6 +197,17 @@ TEST(Autotune, SpecAndBuilder) {
   EXPECT_EQ(j["stages"][1]["buffer"], "auto");
   EXPECT_EQ(j["autotune"]["cpu_budget"], 1.5);
   EXPECT_EQ(PipelineDef::from_json(j), d);
+  PipelineDef e = range(10).echo({.autotune = true, .max_factor = 3});
+  EXPECT_EQ(e.to_json()["stages"][0]["factor"], "auto");
+  EXPECT_EQ(PipelineDef::from_json(e.to_json()), e);
+  EXPECT_EQ(e.build()->nodes().back()->op_name(), "echo(auto)");
+  EXPECT_NE(error_of([] {
+              build(R"({"source": {"kind": "range", "count": 3},
+                  "stages": [{"op": "echo", "factor": "sometimes"}]})");
+            }).find("\"adaptive\" or \"auto\""),
+            std::string::npos);
+  // Without a tuner's raise, the cap stays 1: the echo passes its input through.
+  EXPECT_EQ(ids(drain(*e.build())), ids(drain(*range(10).build())));
   // The budgets are the spec's; a state saved under one budget restores under another.
   auto a = d.build();
   EXPECT_DOUBLE_EQ(a->tuning().at("cpu_budget").get<double>(), 1.5);

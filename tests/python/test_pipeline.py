@@ -5,6 +5,7 @@ import gc
 import json
 import pickle
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -216,3 +217,20 @@ def test_autotune_chooses_within_its_budget_and_keeps_the_output():
     # 300 elements of 5 ms take 1.5 s at parallelism 1: the first window (1 s) raises it.
     assert any(c["param"] == "parallelism" and c["to"] > c["from"] for c in t["changes"]), t
     assert p.stats()["1:map(sleep)"]["values"]["parallelism"] >= 2
+
+
+def test_echo_auto_fills_the_gap_that_tuning_cannot_close():
+    # A fixed stage of 20 ms an element, pulled by a consumer of 5 ms: nothing else can
+    # rise, so the tuner lets the echo repeat (the first window: 0.25 s).
+    d = de.range(60).map("sleep", ms=20).echo("auto", max_factor=3)
+    assert d.to_spec()["stages"][1] == {"op": "echo", "factor": "auto", "max_factor": 3}
+    p = d.build()
+    out = []
+    for e in p:
+        out.append(int(e["value"]))
+        time.sleep(0.005)
+    assert sorted(set(out)) == list(range(60))  # every element, fresh, in order of arrival
+    t = p.tuning()
+    assert [k["param"] for k in t["knobs"]] == ["max_copies"]
+    assert t["knobs"][0]["value"] == 3, t
+    assert len(out) > 60  # repeats filled the gap

@@ -1,5 +1,6 @@
-// Autotuning (issue 23, section 5): `"parallelism": "auto"` on map and interleave and
-// `"buffer": "auto"` on prefetch. Each such node owns a Knob (its setting, with the
+// Autotuning (issue 23, section 5): `"parallelism": "auto"` on map and interleave,
+// `"buffer": "auto"` on prefetch and `"factor": "auto"` on echo (adaptive echo whose cap
+// the tuner sets). Each such node owns a Knob (its setting, with the
 // bounds it accepts); the pipeline's Tuner measures while the pipeline runs and moves
 // the knobs.
 //
@@ -14,14 +15,20 @@
 //      by at least `min_gain` over the windows before it, else take it back and leave
 //      that knob alone for four change intervals (it is tried again later: the load may
 //      have changed). A take-back is a change and waits its turn like any other;
-//   3. the consumer waits less than 5% of the time: the pipeline keeps up, nothing moves;
+//   3. the consumer waits less than 5% of the time, and no tuned echo repeats 5% of its
+//      rows or more: the pipeline keeps up, nothing moves;
 //   4. otherwise raise the most likely bottleneck: a map whose workers are busy most of
 //      the time (the highest busy share per thread) or a buffer whose consumer waits.
 //      Parallelism goes up by one (doubling during the warm-up while the stage is busy),
 //      a buffer doubles, each only where the projection stays within both budgets: a
 //      stage's extra threads cost the CPU its threads use now (a stage that sleeps or
 //      waits for the network costs little, so it may get more threads than there are
-//      cores), and a buffer its elements' measured size.
+//      cores), and a buffer its elements' measured size;
+//   5. nothing of 4 can rise (each at its limit, over a budget, idle for want of input or
+//      taken back), none is waiting to be measured, and the consumer waits: raise a tuned
+//      echo's cap to its max_factor. Adaptive echo then repeats recent elements only while
+//      the next fresh one is late. The raise is judged like any other, on the echo's
+//      output rate.
 // With the CPU budget at all the cores (the default) the CPU can never go over it; there
 // a raise is refused when the stage's CPU would need more cores than the machine has
 // (half a core of slack), and otherwise the throughput test stops the raises.
@@ -53,7 +60,7 @@ namespace dataecho {
 // One tunable setting of one node. The node reads value() and listens for changes.
 class Knob {
  public:
-  enum class Kind { kParallelism, kBuffer };
+  enum class Kind { kParallelism, kBuffer, kEcho };
   // `buffered(value)`: the elements the node holds at most at that setting (for the RAM
   // budget); `param`: the name in the stats ("parallelism", "buffer", ...).
   Knob(Kind kind, std::string param, int64_t initial, int64_t min, int64_t max,

@@ -37,8 +37,19 @@
 // the queue, the pool with each element's copy count and the Rng; restore() resumes
 // with no fresh element lost or duplicated (the repeats that follow depend on timing).
 //
+// Tuned mode (`adaptive = true, autotune = true`; "factor": "auto" in the spec): adaptive
+// echo whose cap on the copies of an element is a knob of the pipeline's tuner
+// (core/tuner.h), from 1 (no repeats: the echo passes its input through) up to
+// floor(max_factor). The tuner raises it, straight to floor(max_factor), only when the
+// consumer waits and it has no other setting left to raise (every tuned map and buffer is
+// at its limit, over a budget or was tried without gain): the gap that tuning cannot
+// close, echo fills. It keeps the raise if the echo's output rate rose, and takes it back
+// otherwise. Timing-dependent like adaptive mode. Outside a Pipeline (no tuner) the cap
+// stays 1.
+//
 // Stats, per echo node: counters "fresh" (rows emitted as copy 0) and "echoed" (rows
-// emitted as repeats), and the value "achieved_factor" = (fresh + echoed) / fresh.
+// emitted as repeats), and the value "achieved_factor" = (fresh + echoed) / fresh; tuned,
+// also the value "max_copies" (the cap the tuner set).
 //
 // Thread-safety: like every iterator, one consumer thread at a time.
 #pragma once
@@ -55,6 +66,7 @@ struct EchoOptions {
   double max_factor = 4;  // adaptive mode: at most floor(max_factor) copies per element, >= 1
   int64_t buffer = 8;     // adaptive mode: fresh elements queued ahead, and repeat candidates kept
   uint64_t seed = 0;      // fractional repeats (fixed), tie-breaking (adaptive)
+  bool autotune = false;  // adaptive mode: the tuner sets the cap, 1..floor(max_factor)
 };
 
 // Largest factor / max_factor accepted (echo indices are 32-bit).

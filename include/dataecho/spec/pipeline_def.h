@@ -46,7 +46,8 @@ struct StageDef {
 };
 
 // A parallelism or buffer the pipeline's tuner sets while it runs ("auto" in the spec;
-// core/tuner.h): map's parallelism, interleave's parallelism and prefetch's buffer.
+// core/tuner.h): map's parallelism, interleave's parallelism and prefetch's buffer. (An
+// echo's tuned cap is EchoStageOptions::autotune.)
 inline constexpr int kAutotune = -1;
 
 // Typed options of the fluent builder; unset fields keep the op's defaults.
@@ -67,6 +68,7 @@ struct BatchStageOptions {
 struct EchoStageOptions {
   double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
   bool adaptive = false;  // adaptive echoing: repeats only while the input is late
+  bool autotune = false;  // adaptive, its cap set by the tuner ("factor": "auto")
   std::optional<double> max_factor = std::nullopt;  // adaptive only
   std::optional<uint64_t> seed = std::nullopt;
 };
