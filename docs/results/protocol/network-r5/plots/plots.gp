@@ -9,8 +9,9 @@ set xlabel "echo factor (adaptive: achieved)"
 set ylabel "fresh examples to target (median, 95% bootstrap CI over seeds)"
 set xrange [0.5:5.5]
 set yrange [0:*]
-plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
-  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
+plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 1000", \
+  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
+  "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
   422528 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "accuracy_vs_fresh.".fmt
 set title "protocol-network-r5".": accuracy on the evaluation set vs fresh examples read"
@@ -19,7 +20,7 @@ set ylabel "evaluation accuracy (the target's set)"
 set xrange [0:*]
 set yrange [*:*]
 plot "accuracy_vs_fresh.dat" index 0 using 1:2 with linespoints title "baseline (seed 3)", \
-  "accuracy_vs_fresh.dat" index 1 using 1:2 with linespoints title "before_aug-e5-sb1000 (seed 2)", \
+  "accuracy_vs_fresh.dat" index 1 using 1:2 with linespoints title "adaptive-m6-sb1000 (seed 5)", \
   0.9 with lines dt 2 lc rgb "gray" title "target"
 set output "speedup_vs_factor.".fmt
 set title "protocol-network-r5".": wall-clock speedup to target vs echo factor"
@@ -29,7 +30,8 @@ set xrange [1:5.5]
 set yrange [0:*]
 R = 4.82681
 ideal(x) = x < R ? x : R
-plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
+plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 1000", \
+  "speedup_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
   ideal(x) with lines dt 2 lc rgb "black" title "ideal min(e, R), R = 4.83 (baseline)", \
   1 with lines lc rgb "gray" notitle
 }
