@@ -84,7 +84,7 @@ struct Tuner::Tuned {
   double wait_share = 0;  // the node's consumer's time in its next() / window
   // Echo knobs: the "fresh" and "echoed" counters, and the share of this window's rows
   // that were repeats (the gap the echo fills).
-  std::atomic<int64_t>*fresh_ns = nullptr, *echoed_ns = nullptr;
+  std::atomic<int64_t>*fresh_rows = nullptr, *echoed_rows = nullptr;
   int64_t fresh = 0, echoed = 0;
   double repeat_share = 0;
   double blocked_until = -1;  // a failed raise: left alone until then (s)
@@ -111,8 +111,8 @@ struct Tuner::Tuned {
     cpu_per_thread = static_cast<double>(c - cpu) / 1e9 / dt_s / threads;
     wait_share = static_cast<double>(n - next) / 1e9 / dt_s;
     busy = b, cpu = c, next = n, elements = e;
-    if (fresh_ns) {
-      const int64_t f = fresh_ns->load(), r = echoed_ns->load();
+    if (fresh_rows) {
+      const int64_t f = fresh_rows->load(), r = echoed_rows->load();
       const int64_t rows = (f - fresh) + (r - echoed);
       repeat_share = rows > 0 ? static_cast<double>(r - echoed) / static_cast<double>(rows) : 0;
       fresh = f, echoed = r;
@@ -161,10 +161,10 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
   t->next = stats->next_ns.load();
   t->elements = t->elements_at_change = stats->elements.load();
   if (knob->kind() == Knob::Kind::kEcho) {
-    t->fresh_ns = &stats->counter("fresh");
-    t->echoed_ns = &stats->counter("echoed");
-    t->fresh = t->fresh_ns->load();
-    t->echoed = t->echoed_ns->load();
+    t->fresh_rows = &stats->counter("fresh");
+    t->echoed_rows = &stats->counter("echoed");
+    t->fresh = t->fresh_rows->load();
+    t->echoed = t->echoed_rows->load();
   }
   if (!thread_.joinable()) start_ns_ = now_ns();
   t->change_s = static_cast<double>(now_ns() - start_ns_) / 1e9;
