@@ -19,20 +19,20 @@ std::string describe(const nlohmann::json& j) {
 }
 
 const std::string kRange = "[1, 1000000]";
+// What "factor" accepts, and the options only its string modes take.
+const std::string kFactors = "a number in " + kRange + ", \"adaptive\" or \"auto\"";
+const std::string kModesOnly = "only for \"factor\": \"adaptive\" or \"auto\"";
 
 DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
   EchoOptions o;
   o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
   const nlohmann::json* factor = s.raw("factor");
   const std::string fpath = s.field_path("factor");
-  if (!factor)
-    throw_spec_error(fpath,
-                     "missing; expected a number in " + kRange + ", \"adaptive\" or \"auto\"");
+  if (!factor) throw_spec_error(fpath, "missing; expected " + kFactors);
   if (factor->is_string()) {
     std::string mode = factor->get<std::string>();
     if (mode != "adaptive" && mode != "auto") {
-      throw_spec_error(fpath, "unknown echo mode \"" + mode + "\"; expected a number in " + kRange +
-                                  ", \"adaptive\" or \"auto\"");
+      throw_spec_error(fpath, "unknown echo mode \"" + mode + "\"; expected " + kFactors);
     }
     o.adaptive = true;
     o.autotune = mode == "auto";
@@ -40,8 +40,7 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     o.buffer = s.get_int("buffer", o.buffer, 1, 1 << 20);
   } else {
     if (!factor->is_number()) {
-      throw_spec_error(fpath, "expected a number in " + kRange +
-                                  ", \"adaptive\" or \"auto\", got " + describe(*factor));
+      throw_spec_error(fpath, "expected " + kFactors + ", got " + describe(*factor));
     }
     double f = factor->get<double>();
     if (!std::isfinite(f) || f < 1 || f > kMaxEchoFactor) {
@@ -50,13 +49,10 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     }
     o.factor = f;
     if (s.has("max_factor")) {
-      throw_spec_error(s.field_path("max_factor"),
-                       "only for \"factor\": \"adaptive\" or \"auto\"; a numeric factor is exact");
+      throw_spec_error(s.field_path("max_factor"), kModesOnly + "; a numeric factor is exact");
     }
     if (s.has("buffer")) {
-      throw_spec_error(s.field_path("buffer"),
-                       "only for \"factor\": \"adaptive\" or \"auto\"; a fixed echo holds one "
-                       "element");
+      throw_spec_error(s.field_path("buffer"), kModesOnly + "; a fixed echo holds one element");
     }
   }
   return make_echo(std::move(in), o);
