@@ -1,4 +1,5 @@
-# Shared by scripts/demo.sh and experiments/run_network.sh (sourced, not run):
+# Shared by experiments/protocol/run.sh (network, demo) and experiments/run_network.sh
+# (sourced, not run):
 # Fashion-MNIST as TFRecord shards served by throttled nginx on loopback, with the
 # bandwidth calibrated so that the baseline pipeline's R (upstream time per batch over
 # the train step's time) is about R_TARGET, measured with `dataecho profile`.

@@ -15,6 +15,18 @@
 #       sweep's tuned rates (so after the sweep). Resumable like the sweep, as long as
 #       the calibration lands on the same bandwidth (it is kept in calibration.txt and
 #       reused; delete that file to calibrate again).
+#   experiments/protocol/run.sh demo
+#       the README's main job (scripts/demo.sh runs it with PROTOCOL_OUT=out/demo): the
+#       network runs in small, one seed, at R about 5 (DEMO_R): calibrated as above, then
+#       the baseline, before augmentation at the a-priori e = round(R) and adaptive, at the
+#       learning rates the committed sweep (docs/results/protocol/sweep, copied to
+#       $PROTOCOL_OUT/sweep) tuned for each, on the experiment's schedule (decay to 0 at
+#       step 3,900) but stopped at a demo budget of 2,600 steps, to a demo target of 89%
+#       validation accuracy (DEMO_TARGET; the experiment's is 90%).
+#   experiments/protocol/run.sh demo --dry-run
+#       renders the demo's configs for e = DEMO_FACTOR (default 5) and checks them with
+#       `dataecho experiment --dry-run` (the learning rates it would take, the stages):
+#       no shards, no server, no training (tests/cli/demo_config_test.sh).
 #   experiments/protocol/run.sh collect
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
 #       into docs/results/protocol/sweep/, where they are committed.
@@ -37,8 +49,8 @@ BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 FASHION=/usr/share/datasets/fashion-mnist
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
-  sweep | collect | report | network) ;;
-  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+  sweep | collect | report | network | demo) ;;
+  *) sed -n '/^set -euo/q; 2,$p' "$0" >&2; exit 2 ;;
 esac
 # Each run file records the commit it ran at (a "-dirty" suffix: uncommitted changes).
 if [[ -z "${DATAECHO_COMMIT:-}" ]] && git rev-parse HEAD >/dev/null 2>&1; then
@@ -54,16 +66,21 @@ if [[ "$PART" == report ]]; then
   CFG="$OUT/report"
   ROUT=docs/results/protocol
 fi
+# render_train DIR SHARDS: the training, validation, test and base configs in DIR, with
+# the training shards read from SHARDS (a folder or a URL).
+render_train() {
+  mkdir -p "$1"
+  for f in train validation test base; do
+    sed -e "s#@SHARDS@#$2#g" "experiments/protocol/$f.json" >"$1/$f.json"
+  done
+}
 
 # render_network R FACTOR URL: the network runs' configs in $CFG/config-rR/.
 render_network() {
   local dir="$CFG/config-r$1" factors
   factors="$2"
   for f in 2 4; do [[ $f == "$2" ]] || factors="$factors, $f"; done
-  mkdir -p "$dir"
-  for f in train validation test base; do
-    sed -e "s#@SHARDS@#$3#g" "experiments/protocol/$f.json" >"$dir/$f.json"
-  done
+  render_train "$dir" "$3"
   sed -e "s#@R_GOAL@#$1#g" -e "s#@FACTOR@#$2#g" -e "s#@MAX_FACTOR@#$(($2 + 1))#g" \
     -e "s#@FACTORS@#$factors#g" -e "s#@OUT@#$ROUT#g" experiments/protocol/network.json >"$dir/network.json"
 }
@@ -99,36 +116,58 @@ if [[ "$PART" == report ]]; then
   exit 0
 fi
 
+DRY=0
+[[ "$PART" == demo && "${1:-}" == --dry-run ]] && DRY=1
+
+# render_demo FACTOR URL: the demo's configs in $CFG/config-demo/ (the training shards at
+# URL, the a-priori e = FACTOR), at the learning rates of the committed sweep.
+render_demo() {
+  render_train "$CFG/config-demo" "$2"
+  sed -e "s#@FACTOR@#$1#g" -e "s#@MAX_FACTOR@#$(($1 + 1))#g" -e "s#@TARGET@#${DEMO_TARGET:-0.89}#g" \
+    -e "s#@OUT@#$OUT#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
+}
+
 # The first 50,000 training images as 8 PNG TFRecord shards; the last 10,000 are the
 # validation split (validation.json reads them from the IDX file).
-if [[ ! -f "$OUT/shards/.done" ]]; then
+if [[ $DRY == 0 && ! -f "$OUT/shards/.done" ]]; then
   rm -rf "$OUT/shards"
   "$BIN" convert --images "$FASHION/train-images-idx3-ubyte.gz" --labels "$FASHION/train-labels-idx1-ubyte.gz" \
     --to tfrecord --out "$OUT/shards" --name train --shards 8 --encode png --limit 50000
   touch "$OUT/shards/.done"
 fi
+# Runs finished on another machine and committed (run.sh collect) are not redone: their
+# files join the output folder unless a run of the same name is there already. The demo
+# takes its learning rates from them.
+if [[ "$PART" == sweep || "$PART" == demo ]] && [[ -d docs/results/protocol/sweep/cells ]]; then
+  mkdir -p "$OUT/sweep"
+  cp -rn docs/results/protocol/sweep/cells "$OUT/sweep/"
+fi
+if [[ $DRY == 1 ]]; then
+  render_demo "${DEMO_FACTOR:-5}" http://127.0.0.1:9
+  exec "$BIN" experiment "$CFG/config-demo/demo.json" --dry-run
+fi
 if [[ "$PART" == sweep ]]; then
-  # Runs finished on another machine and committed (run.sh collect) are not redone: their
-  # files join the output folder unless a run of the same name is there already.
-  if [[ -d docs/results/protocol/sweep/cells ]]; then
-    mkdir -p "$OUT/sweep"
-    cp -rn docs/results/protocol/sweep/cells "$OUT/sweep/"
-  fi
   echo "protocol sweep: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
   exec "$BIN" experiment "$CFG/config/sweep.json" --progress lines "$@"
 fi
 
-# ---- network R ----
-R_GOAL="${1:-}"
-shift || true
+# ---- network R, demo ----
+if [[ "$PART" == demo ]]; then
+  R_GOAL="${DEMO_R:-5}"
+  EXP="$OUT/demo"
+  PREFERRED_PORT=28530
+else
+  R_GOAL="${1:-}"
+  shift || true
+  EXP="$OUT/network-r$R_GOAL"
+  # nginx on loopback: start_server / stop_server of experiments/network_lib.sh, on a port
+  # of its own that stays the same from one invocation to the next when it is free (the
+  # URL is part of every run's recorded config: a new one would start the runs over).
+  PREFERRED_PORT=$((28540 + R_GOAL))
+fi
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 1 ]] || { echo "protocol: network takes R (an integer, 5 or 2)" >&2; exit 2; }
-EXP="$OUT/network-r$R_GOAL"
 mkdir -p "$EXP"
 CAL="$EXP/calibration.txt"
-# nginx on loopback: start_server / stop_server of experiments/network_lib.sh, on a port
-# of its own that stays the same from one invocation to the next when it is free (the
-# URL is part of every run's recorded config: a new one would start the runs over).
-PREFERRED_PORT=$((28540 + R_GOAL))
 # shellcheck source=../network_lib.sh
 source experiments/network_lib.sh
 trap stop_server EXIT
@@ -136,9 +175,9 @@ trap stop_server EXIT
 # pipeline reads SHARDS (a folder or the URL), beside the train step as in the runs.
 CAL_STEPS="${CAL_STEPS:-200}"
 measure_r() {
-  render_network "$R_GOAL" 2 "$1"
+  render_train "$CFG/config-calibrate-r$R_GOAL" "$1"
   rm -rf "$EXP/calibrate"
-  "$BIN" train --config "$CFG/config-r$R_GOAL/base.json" --max-steps "$CAL_STEPS" --eval-every 0 \
+  "$BIN" train --config "$CFG/config-calibrate-r$R_GOAL/base.json" --max-steps "$CAL_STEPS" --eval-every 0 \
     --eval-every-fresh 0 --lr "$BASE_LR" --progress off --out "$EXP/calibrate" >/dev/null
   json_number r_estimate "$EXP/calibrate/summary.json"
 }
@@ -185,6 +224,32 @@ start_server "$RATE"
 URL="$BASE_URL"
 if [[ "$URL" != "$(sed -n 's/^url: //p' "$CAL")" ]]; then
   echo "protocol: port $PREFERRED_PORT is taken: serving at $URL, so runs recorded with the old URL start over" >&2
+fi
+if [[ "$PART" == demo ]]; then
+  # The sweep tuned e = 2..6 before augmentation: a larger a-priori e takes 6.
+  [[ "$FACTOR" -le 6 ]] || { echo "demo: R $R_CAL would take e = $FACTOR; the sweep tuned up to 6, so e = 6"; FACTOR=6; }
+  TARGET="${DEMO_TARGET:-0.89}"
+  render_demo "$FACTOR" "$URL"
+  echo "== demo runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4"
+  status=0
+  "$BIN" experiment "$CFG/config-demo/demo.json" --progress lines "$@" | tee "$EXP/table.txt" || status=$?
+  cat <<EOF
+
+== data echoing over a throttled network: Fashion-MNIST, the protocol's CNN, one seed
+   A demonstration, not the experiment: 1 seed, and a demo target of $(awk -v t="$TARGET" 'BEGIN { printf "%g", t * 100 }')% validation
+   accuracy (the experiment's: 90%). The runs use the experiment's settings (its tuned
+   learning rates: the baseline's, e = $FACTOR's, also for adaptive; its schedule, decaying
+   to 0 at step 3,900) but stop at step 2,600. The experiment, 5 seeds per cell with 95%
+   intervals: README "Results" and docs/results.md.
+   Bandwidth $RATE bytes/s per connection x 4; R in a 200-step calibration run: $R_CAL.
+   Speedup = the baseline's wall-clock time to the target over the run's, from building
+   the pipeline; the snapshots were evaluated after training, off the clock.
+   ideal = min(achieved echo factor, the baseline's R in training).
+   table:   $EXP/table.txt, $EXP/results.csv, $EXP/results.json
+   plots:   $EXP/plots/ (fresh_vs_factor, accuracy_vs_fresh, speedup_vs_factor; .png, .svg)
+   runs:    $EXP/cells/*/seed-1/ (evals.jsonl, summary.json, result.json)
+EOF
+  exit "$status"
 fi
 render_network "$R_GOAL" "$FACTOR" "$URL"
 echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4"
