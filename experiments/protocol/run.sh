@@ -203,7 +203,12 @@ else
     R_CAL="$(measure_r "$URL" | awk '{ printf "%.2f", $1 }')"
     echo "   attempt $attempt: $RATE bytes/s per connection x 4: R = $R_CAL (goal $R_GOAL)"
     if awk -v r="$R_CAL" -v g="$R_GOAL" 'BEGIN { exit !(r >= 0.9 * g && r <= 1.1 * g) }'; then break; fi
-    [[ $attempt == 5 ]] && { echo "protocol: R did not come within 10% of $R_GOAL" >&2; exit 1; }
+    if [[ $attempt == 5 ]]; then
+      # The experiment needs its R; the demo goes on at the R it got, and says so.
+      [[ "$PART" == demo ]] || { echo "protocol: R did not come within 10% of $R_GOAL" >&2; exit 1; }
+      echo "demo: R did not come within 10% of $R_GOAL in 5 attempts (a busy machine?): going on at R = $R_CAL"
+      break
+    fi
     RATE="$(awk -v rate="$RATE" -v r="$R_CAL" -v g="$R_GOAL" 'BEGIN { printf "%d", rate * r / g }')"
   done
   FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
