@@ -31,8 +31,9 @@
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
 #       into docs/results/protocol/sweep/, where they are committed.
 #   experiments/protocol/run.sh report [dataecho experiment flags]
-#       every table and plot of docs/results/protocol/sweep/ recomputed from the
-#       committed run files alone (trains nothing, needs no shards).
+#       every table and plot of docs/results/protocol/ (and of the committed demo run,
+#       docs/results/demo/) recomputed from the committed run files alone (trains
+#       nothing, needs no shards).
 # DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
 # from seeing rebuilds, copy build/bin/dataecho-train (it has every command; a copy of
 # dataecho alone cannot find dataecho-train for its training commands) and name it here.
@@ -75,6 +76,19 @@ render_train() {
   done
 }
 
+DRY=0
+[[ "$PART" == demo && "${1:-}" == --dry-run ]] && DRY=1
+DEMO_TARGET="${DEMO_TARGET:-0.89}"
+
+# render_demo FACTOR URL [OUT]: the demo's configs in $CFG/config-demo/ (the training
+# shards at URL, the a-priori e = FACTOR, output in OUT/demo, by default $OUT/demo), at the
+# learning rates of the committed sweep.
+render_demo() {
+  render_train "$CFG/config-demo" "$2"
+  sed -e "s#@FACTOR@#$1#g" -e "s#@MAX_FACTOR@#$(($1 + 1))#g" -e "s#@TARGET@#$DEMO_TARGET#g" \
+    -e "s#@OUT@#${3:-$OUT}#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
+}
+
 # render_network R FACTOR URL: the network runs' configs in $CFG/config-rR/.
 render_network() {
   local dir="$CFG/config-r$1" factors
@@ -113,20 +127,15 @@ if [[ "$PART" == report ]]; then
     render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")"
     "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
   done
+  # The committed demo run (docs/results/demo), at the target it ran with (in its config).
+  if [[ -f docs/results/demo/calibration.txt ]]; then
+    cal=docs/results/demo/calibration.txt
+    DEMO_TARGET="$(sed -n 's/.*"target_accuracy": *\([0-9.]*\).*/\1/p' docs/results/demo/cells/baseline/seed-1/result.json | head -1)"
+    render_demo "$(sed -n 's/^factor: //p' "$cal")" "$(sed -n 's/^url: //p' "$cal")" docs/results
+    "$BIN" experiment "$CFG/config-demo/demo.json" --report-only "$@" | tee docs/results/demo/table.txt
+  fi
   exit 0
 fi
-
-DRY=0
-[[ "$PART" == demo && "${1:-}" == --dry-run ]] && DRY=1
-DEMO_TARGET="${DEMO_TARGET:-0.89}"
-
-# render_demo FACTOR URL: the demo's configs in $CFG/config-demo/ (the training shards at
-# URL, the a-priori e = FACTOR), at the learning rates of the committed sweep.
-render_demo() {
-  render_train "$CFG/config-demo" "$2"
-  sed -e "s#@FACTOR@#$1#g" -e "s#@MAX_FACTOR@#$(($1 + 1))#g" -e "s#@TARGET@#$DEMO_TARGET#g" \
-    -e "s#@OUT@#$OUT#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
-}
 
 # The first 50,000 training images as 8 PNG TFRecord shards; the last 10,000 are the
 # validation split (validation.json reads them from the IDX file).
