@@ -389,10 +389,10 @@ void hfilter_window(const float* plane, const int* start, const int* base, const
 // Xeon, more than the resampler's other parts together). The same operations in the
 // same order as hfilter, so the same bits.
 template <int K>
-__attribute__((target("avx512f"))) void hfilter_window_avx512(const float* plane,
-                                                              const int* start, const int* base,
-                                                              const int* idx, const float* w,
-                                                              int k, int n, float* out) {
+__attribute__((target("avx512f"))) void hfilter_window_avx512(const float* plane, const int* start,
+                                                              const int* base, const int* idx,
+                                                              const float* w, int k, int n,
+                                                              float* out) {
   if constexpr (K > 0) k = K;
   const __m512i one = _mm512_set1_epi32(1);
   int o = 0;
@@ -608,8 +608,8 @@ void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane
       return hfilter_window<false>(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(),
                                    k, n, out);
     case HFilterKernel::kWindow512:
-      return hfilter_window512(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(),
-                               k, n, out);
+      return hfilter_window512(plane, s.start.data(), s.base.data(), s.idx.data(), s.wx.data(), k,
+                               n, out);
     case HFilterKernel::kGather:
       return hfilter_avx2(plane, s.start.data(), s.wx.data(), k, n, out);
 #endif
