@@ -133,6 +133,11 @@ if [[ ! -f $BUILD/build.ninja && ! -f $BUILD/Makefile ]]; then
 fi
 log "building dataecho_cli and dataloader_bench in $BUILD"
 cmake --build "$BUILD" --target dataecho_cli dataloader_bench >&2
+# Provenance: the commit the binaries were built from, and how many tracked files
+# differed from it (0: the measured code is exactly that commit).
+COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+CHANGED=$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null | wc -l)
+log "source: commit $COMMIT, $CHANGED tracked file(s) changed"
 DE=$BUILD/bin/dataecho
 BENCH=$BUILD/bin/dataloader_bench
 
@@ -196,7 +201,7 @@ ELAPSED=$(( $(date +%s) - START ))
 
 # ---- 3. table + JSON ----
 WINDOW="$WINDOW" WORKLOADS="$WORKLOADS" FFCV_LAYOUTS="$FFCV_LAYOUTS" FFCV_OK="$FFCV_OK" FFCV_STATUS="$FFCV_STATUS" \
-PHOTO_IMAGES="$PHOTO_IMAGES" DATA="$DATA" \
+PHOTO_IMAGES="$PHOTO_IMAGES" DATA="$DATA" COMMIT="$COMMIT" CHANGED="$CHANGED" \
   $PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
 import json, os, platform, re, subprocess, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
@@ -327,6 +332,7 @@ except OSError:
     pass
 result = {
     "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
+    "source": {"commit": os.environ["COMMIT"], "tracked_files_changed": int(os.environ["CHANGED"])},
     "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__, "pillow": PIL.__version__},
     "settings": {"batch": 128, "epochs_per_run": epochs, "rounds": rounds, "jpeg_images": jpeg_images,
                  "png_images": png_images, "photo_images": int(os.environ["PHOTO_IMAGES"]), "workloads": workloads, "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "window_seconds": float(os.environ.get("WINDOW", "5")), "rate": "median window of the median round; a window runs epochs back to back for at least window_seconds and counts the images after its first batch over the time from that batch to its last; *_rounds: each round's own ratio, and their median"},

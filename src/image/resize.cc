@@ -565,9 +565,11 @@ struct Scratch {
 };
 
 // The horizontal kernel for this image's taps: windowed where every group of outputs
-// fits its window (the AVX-512 kernel's 16 outputs in 32 values first, then the AVX2
-// kernel's 8 in 16: upscaling and downscaling up to about 1.8x, the random resized
-// crop's usual case), gathers where not, plain C++ without AVX2. Fills s.base and s.idx.
+// fits its window, gathers where not, plain C++ without AVX2. The AVX2 windows (8
+// outputs in 8 or 16 values: upscaling and downscaling up to about 1.3x) come first:
+// on AMD Zen 4 an AVX-512 window filter measured slower than them (docs/image.md). The
+// AVX-512 window (16 outputs in 32 values) takes the downscales up to about 1.8x that
+// went to the gathers before. Fills s.base and s.idx.
 bool fill_windows(Scratch& s, int n, int k, int group, int window, int* widest) {
   const int groups = n / group;
   s.base.resize(groups);
@@ -588,13 +590,17 @@ HFilterKernel choose_hfilter(Scratch& s, int n, int k) {
   if (!cpu_has_avx2()) return HFilterKernel::kScalar;
   if (forced_kernel == HFilterKernel::kScalar || forced_kernel == HFilterKernel::kGather)
     return forced_kernel;
+  const bool avx512 = cpu_has_avx512f() && (forced_kernel == HFilterKernel::kBest ||
+                                            forced_kernel == HFilterKernel::kWindow512);
   int widest = 0;
-  if ((forced_kernel == HFilterKernel::kBest || forced_kernel == HFilterKernel::kWindow512) &&
-      cpu_has_avx512f() && fill_windows(s, n, k, 16, 32, &widest))
+  if (avx512 && forced_kernel == HFilterKernel::kWindow512 &&
+      fill_windows(s, n, k, 16, 32, &widest))
     return HFilterKernel::kWindow512;
-  if (!fill_windows(s, n, k, 8, 16, &widest)) return HFilterKernel::kGather;
-  return widest <= 8 && forced_kernel != HFilterKernel::kWindow ? HFilterKernel::kNarrowWindow
-                                                                : HFilterKernel::kWindow;
+  if (fill_windows(s, n, k, 8, 16, &widest))
+    return widest <= 8 && forced_kernel != HFilterKernel::kWindow ? HFilterKernel::kNarrowWindow
+                                                                  : HFilterKernel::kWindow;
+  if (avx512 && fill_windows(s, n, k, 16, 32, &widest)) return HFilterKernel::kWindow512;
+  return HFilterKernel::kGather;
 }
 
 void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane, int k, int n,
