@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Why adaptive echo settles above R at R about 2 (docs/results.md, "Network runs at R
+# about 2"): the same training run as the committed adaptive cell (seed 1, max_factor 3),
+# over the same throttled shards, with the echo's queue of fresh elements at 8 (the
+# default, as in the committed runs), 64 and 512, beside a baseline without the echo.
+# Short runs (1,200 steps; the baseline 600) without evaluation: what is compared is the
+# rate at which the pipeline read from the network and the echo factor it reached.
+#
+#   experiments/protocol/adaptive_buffer.sh [OUT]   (default out/protocol/adaptive_buffer)
+#
+# Needs the protocol's shards (out/protocol/shards, made by `run.sh sweep`), DATAECHO_BIN
+# (the trainer; the committed run used out/protocol/bin/dataecho-train-e7fb8f5, the
+# binary of the network runs) and a quiet machine: the runs share its 2 cores with nothing.
+# Writes OUT/<n>-<config>/summary.json and prints one line per run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN="${DATAECHO_BIN:-build/bin/dataecho-train}"
+OUT="${1:-out/protocol/adaptive_buffer}"
+RATE=374153  # bytes/s per connection: the R about 2 calibration (network-r2/calibration.txt)
+CELL=docs/results/protocol/network-r2/cells/adaptive-m3-sb1000/seed-1/result.json
+mkdir -p "$OUT"
+# shellcheck source=../network_lib.sh
+source experiments/network_lib.sh
+SHARDS_OUT="$OUT"
+OUT=out/protocol  # start_server serves $OUT/shards
+PREFERRED_PORT=28549
+trap stop_server EXIT
+start_server "$RATE"
+OUT="$SHARDS_OUT"
+BASE_URL="$BASE_URL" CELL="$CELL" DIR="$OUT" /usr/bin/python3 - <<'EOF'
+import json, os, re
+c = json.load(open(os.environ["CELL"]))["config"]
+c.update(eval_at_end=False, eval_every=0, eval_every_fresh=0)
+c.pop("target_accuracy", None)
+src = c["train_spec"]["source"]
+src["uri"] = re.sub(r"^http://[^/]+", os.environ["BASE_URL"], src["uri"])
+def write(name, stages):
+    cc = json.loads(json.dumps(c))
+    cc["train_spec"]["stages"] = stages
+    json.dump(cc, open(os.path.join(os.environ["DIR"], name + ".json"), "w"), indent=1)
+stages = c["train_spec"]["stages"]
+for b in (8, 64, 512):
+    write(f"adaptive_b{b}", [dict(s, buffer=b) if s["op"] == "echo" else s for s in stages])
+write("baseline", [s for s in stages if s["op"] != "echo"])
+EOF
+i=0
+for run in baseline:600 adaptive_b8:1200 adaptive_b64:1200 adaptive_b512:1200 adaptive_b8:1200 \
+  adaptive_b512:1200 adaptive_b64:1200; do
+  cfg=${run%%:*} steps=${run##*:} i=$((i + 1))
+  dir="$OUT/$i-$cfg"
+  rm -rf "$dir"
+  "$BIN" train --config "$OUT/$cfg.json" --max-steps "$steps" --progress off --out "$dir" >"$dir.log" 2>&1
+  /usr/bin/python3 - "$dir/summary.json" "$cfg" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["train_seconds"] - d["startup_seconds"]
+print(f"{sys.argv[2]:<16} raw reads/s {d['raw_reads'] / t:.0f} (raw reads {d['raw_reads']} over "
+      f"{t:.1f} s after start-up) achieved echo {d['achieved_echo']:.2f} wait {d['wait_seconds']:.1f} s "
+      f"compute {d['compute_seconds']:.1f} s ({1000 * d['compute_seconds'] / d['steps']:.1f} ms/step) R {d['r_estimate']:.2f}")
+EOF
+done
