@@ -313,8 +313,11 @@ void hfilter(const float* plane, const int* start, const float* w, int k, int n,
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The horizontal filter with AVX2 gathers, 8 outputs at a time; the same operations in
-// the same order as hfilter, so the same bits.
+// The horizontal filter with AVX2 gathers, 8 outputs at a time, any number of taps; the
+// same operations in the same order as hfilter, so the same bits. (Until session 15 it
+// took only 1-3 taps and ran the scalar loop for more: downscaling past about 1.5x, most
+// random resized crops of a photo larger than the output. perf put that loop at 12% of
+// the photo pipeline's time; with gathers it is 2-3%.)
 __attribute__((target("avx2"))) void hfilter_avx2(const float* plane, const int* start,
                                                   const float* w, int k, int n, float* out) {
   int o = 0;
@@ -382,12 +385,10 @@ void hfilter_window(const float* plane, const int* start, const int* base, const
 }
 // The windowed filter with AVX-512: groups of 16 outputs whose taps all lie in a window
 // of 32 consecutive source values (base[g], idx as above with 16 per group); one
-// two-source permute picks a tap's 16 values. It covers downscaling up to about 1.8x,
-// which the 16-value AVX2 window does not past about 1.3x: a random resized crop of a
-// 500x375 photo to 224 downscales by 1-2.2x in most images, and those went to the
-// gathers (perf: the gather kernel was 12% of the photo pipeline's time on an Intel
-// Xeon, more than the resampler's other parts together). The same operations in the
-// same order as hfilter, so the same bits.
+// two-source permute picks a tap's 16 values. It fits downscaling up to about 1.85x;
+// the AVX2 window fits up to about 1.75x and comes first (choose_hfilter), so this one
+// takes the band between, which went to the gathers. The same operations in the same
+// order as hfilter, so the same bits.
 template <int K>
 __attribute__((target("avx512f"))) void hfilter_window_avx512(const float* plane, const int* start,
                                                               const int* base, const int* idx,
@@ -566,10 +567,10 @@ struct Scratch {
 
 // The horizontal kernel for this image's taps: windowed where every group of outputs
 // fits its window, gathers where not, plain C++ without AVX2. The AVX2 windows (8
-// outputs in 8 or 16 values: upscaling and downscaling up to about 1.3x) come first:
+// outputs in 8 or 16 values: upscaling and downscaling up to about 1.75x) come first:
 // on AMD Zen 4 an AVX-512 window filter measured slower than them (docs/image.md). The
-// AVX-512 window (16 outputs in 32 values) takes the downscales up to about 1.8x that
-// went to the gathers before. Fills s.base and s.idx.
+// AVX-512 window (16 outputs in 32 values) takes downscales of about 1.75-1.85x, which
+// went to the gathers. Fills s.base and s.idx.
 bool fill_windows(Scratch& s, int n, int k, int group, int window, int* widest) {
   const int groups = n / group;
   s.base.resize(groups);
