@@ -14,6 +14,7 @@ plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc r
   "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example after augmentation, shuffle 1000", \
   "fresh_vs_factor.dat" index 3 using 1:2:3:4 with yerrorlines title "example before augmentation", \
   "fresh_vs_factor.dat" index 4 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
+  "fresh_vs_factor.dat" index 5 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 10000", \
   422528 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "accuracy_vs_fresh.".fmt
 set title "protocol".": accuracy on the evaluation set vs fresh examples read"
@@ -36,6 +37,7 @@ plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "batch
   "speedup_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example after augmentation, shuffle 1000", \
   "speedup_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation", \
   "speedup_vs_factor.dat" index 3 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
+  "speedup_vs_factor.dat" index 4 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 10000", \
   ideal(x) with lines dt 2 lc rgb "black" title "ideal min(e, R), R = 1.01 (baseline)", \
   1 with lines lc rgb "gray" notitle
 }
