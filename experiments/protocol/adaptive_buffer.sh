@@ -6,28 +6,26 @@
 # Short runs (1,200 steps; the baseline 600) without evaluation: what is compared is the
 # rate at which the pipeline read from the network and the echo factor it reached.
 #
-#   experiments/protocol/adaptive_buffer.sh [OUT]   (default out/protocol/adaptive_buffer)
+#   experiments/protocol/adaptive_buffer.sh [RUNS]   (default out/protocol/adaptive_buffer)
 #
 # Needs the protocol's shards (out/protocol/shards, made by `run.sh sweep`), DATAECHO_BIN
 # (the trainer; the committed run used out/protocol/bin/dataecho-train-e7fb8f5, the
 # binary of the network runs) and a quiet machine: the runs share its 2 cores with nothing.
-# Writes OUT/<n>-<config>/summary.json and prints one line per run.
+# Writes RUNS/<n>-<config>/summary.json and prints one line per run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${DATAECHO_BIN:-build/bin/dataecho-train}"
-OUT="${1:-out/protocol/adaptive_buffer}"
+RUNS="${1:-out/protocol/adaptive_buffer}"
 RATE=374153  # bytes/s per connection: the R about 2 calibration (network-r2/calibration.txt)
 CELL=docs/results/protocol/network-r2/cells/adaptive-m3-sb1000/seed-1/result.json
-mkdir -p "$OUT"
+mkdir -p "$RUNS"
 # shellcheck source=../network_lib.sh
 source experiments/network_lib.sh
-SHARDS_OUT="$OUT"
-OUT=out/protocol  # start_server serves $OUT/shards
+OUT=out/protocol  # network_lib.sh's start_server serves $OUT/shards, logs to $OUT/serve.log
 PREFERRED_PORT=28549
 trap stop_server EXIT
 start_server "$RATE"
-OUT="$SHARDS_OUT"
-BASE_URL="$BASE_URL" CELL="$CELL" DIR="$OUT" /usr/bin/python3 - <<'EOF'
+BASE_URL="$BASE_URL" CELL="$CELL" DIR="$RUNS" /usr/bin/python3 - <<'EOF'
 import json, os, re
 c = json.load(open(os.environ["CELL"]))["config"]
 c.update(eval_at_end=False, eval_every=0, eval_every_fresh=0)
@@ -47,9 +45,9 @@ i=0
 for run in baseline:600 adaptive_b8:1200 adaptive_b64:1200 adaptive_b512:1200 adaptive_b8:1200 \
   adaptive_b512:1200 adaptive_b64:1200; do
   cfg=${run%%:*} steps=${run##*:} i=$((i + 1))
-  dir="$OUT/$i-$cfg"
+  dir="$RUNS/$i-$cfg"
   rm -rf "$dir"
-  "$BIN" train --config "$OUT/$cfg.json" --max-steps "$steps" --progress off --out "$dir" >"$dir.log" 2>&1
+  "$BIN" train --config "$RUNS/$cfg.json" --max-steps "$steps" --progress off --out "$dir" >"$dir.log" 2>&1
   /usr/bin/python3 - "$dir/summary.json" "$cfg" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
