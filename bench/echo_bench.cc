@@ -67,8 +67,10 @@ void BM_RangePrefetch(benchmark::State& state) {
 }
 BENCHMARK(BM_RangePrefetch)->UseRealTime();
 
+// Arg: the echo's buffer (8, the old default; 1024, the default since session 16).
 void BM_RangeAdaptiveEcho(benchmark::State& state) {
-  auto p = pipeline(R"({"op": "echo", "factor": "adaptive", "max_factor": 4})");
+  auto p = pipeline(R"({"op": "echo", "factor": "adaptive", "max_factor": 4, "buffer": )" +
+                    std::to_string(state.range(0)) + "}");
   pull(state, *p);
   for (const auto& n : p->stats().to_json()) {
     if (n.contains("values") && n["values"].contains("achieved_factor")) {
@@ -76,7 +78,7 @@ void BM_RangeAdaptiveEcho(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_RangeAdaptiveEcho)->UseRealTime();
+BENCHMARK(BM_RangeAdaptiveEcho)->Arg(8)->Arg(1024)->UseRealTime();
 
 }  // namespace
 }  // namespace dataecho

@@ -12,6 +12,13 @@
 # (the trainer; the committed run used out/protocol/bin/dataecho-train-e7fb8f5, the
 # binary of the network runs) and a quiet machine: the runs share its 2 cores with nothing.
 # Writes RUNS/<n>-<config>/summary.json and prints one line per run.
+# ADAPTIVE_RUNS: the runs, as config:steps (default: the committed session-15 list);
+# the configs are baseline, adaptive_b8, adaptive_b64, adaptive_b512 and
+# adaptive_default (the echo as the cell has it, no buffer named: the binary's default).
+# The session-16 check of the new default (1,024 elements, 16 MiB):
+#   DATAECHO_BIN=build/bin/dataecho-train ADAPTIVE_RUNS="baseline:600 adaptive_default:1200
+#   adaptive_b8:1200 adaptive_default:1200 adaptive_b8:1200" \
+#   experiments/protocol/adaptive_buffer.sh out/protocol/adaptive_default
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${DATAECHO_BIN:-build/bin/dataecho-train}"
@@ -39,11 +46,12 @@ def write(name, stages):
 stages = c["train_spec"]["stages"]
 for b in (8, 64, 512):
     write(f"adaptive_b{b}", [dict(s, buffer=b) if s["op"] == "echo" else s for s in stages])
+write("adaptive_default", stages)
 write("baseline", [s for s in stages if s["op"] != "echo"])
 EOF
 i=0
-for run in baseline:600 adaptive_b8:1200 adaptive_b64:1200 adaptive_b512:1200 adaptive_b8:1200 \
-  adaptive_b512:1200 adaptive_b64:1200; do
+for run in ${ADAPTIVE_RUNS:-baseline:600 adaptive_b8:1200 adaptive_b64:1200 adaptive_b512:1200 \
+  adaptive_b8:1200 adaptive_b512:1200 adaptive_b64:1200}; do
   cfg=${run%%:*} steps=${run##*:} i=$((i + 1))
   dir="$RUNS/$i-$cfg"
   rm -rf "$dir"

@@ -300,6 +300,7 @@ class PipelineDef:
         *,
         max_factor: Optional[float] = None,
         buffer: Optional[int] = None,
+        buffer_bytes: Optional[int] = None,
         seed: Optional[int] = None,
     ) -> "PipelineDef":
         """Data echoing: repeats every element ``factor`` times in all (2.5: two copies,
@@ -314,10 +315,16 @@ class PipelineDef:
         differently and a ``shuffle`` after the echo keeps copies out of one batch; after
         ``batch`` (batch echoing), whole batches repeat. Choose ``factor`` about
         R = upstream time / training-step time: more repeats than R buy no time.
+
+        ``buffer`` and ``buffer_bytes`` (adaptive and ``"auto"`` only) bound the queue of
+        fresh elements read ahead and the pool of repeat candidates, each to at most
+        ``buffer`` elements (default 1024) and ``buffer_bytes`` bytes (default 16 MiB;
+        0: no byte bound). A small queue makes the echo repeat while the reader stalls
+        between the network's bursts, so it settles above R.
         """
         return self._with_stage(
             _none_dropped({"op": "echo", "factor": factor, "max_factor": max_factor,
-                           "buffer": buffer, "seed": seed})
+                           "buffer": buffer, "buffer_bytes": buffer_bytes, "seed": seed})
         )
 
     def batch(self, size: int, *, drop_remainder: bool = False) -> "PipelineDef":

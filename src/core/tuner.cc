@@ -14,12 +14,13 @@
 namespace dataecho {
 
 Knob::Knob(Kind kind, std::string param, int64_t initial, int64_t min, int64_t max,
-           std::function<int64_t(int64_t)> buffered)
+           std::function<int64_t(int64_t)> buffered, int64_t max_bytes)
     : kind_(kind),
       param_(std::move(param)),
       min_(min),
       max_(std::max(min, max)),
       buffered_(std::move(buffered)),
+      max_bytes_(max_bytes),
       value_(std::clamp(initial, min_, max_)) {}
 
 void Knob::set(int64_t value) {
@@ -209,7 +210,10 @@ double Tuner::ram_projection(const std::vector<Tuned*>& knobs, const Tuned* chan
   double bytes = 0;
   for (const Tuned* k : knobs) {
     const int64_t v = k == changed ? value : k->knob->value();
-    bytes += static_cast<double>(k->knob->buffered_elements(v)) * k->bytes_per_element();
+    double b = static_cast<double>(k->knob->buffered_elements(v)) * k->bytes_per_element();
+    if (k->knob->max_buffered_bytes() > 0)
+      b = std::min(b, static_cast<double>(k->knob->max_buffered_bytes()));
+    bytes += b;
   }
   return bytes;
 }

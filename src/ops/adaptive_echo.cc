@@ -22,9 +22,9 @@ class AdaptiveEchoDataset : public Dataset {
       // Kept by the dataset, so that the cap outlasts an iterator (a repeat makes one per
       // pass). The buffers do not depend on the cap: queue plus pool.
       const int64_t held = 2 * o_.buffer + 1;
-      knob_ = std::make_shared<Knob>(Knob::Kind::kEcho, "max_copies", 1, 1,
-                                     static_cast<int64_t>(std::floor(o_.max_factor)),
-                                     [held](int64_t) { return held; });
+      knob_ = std::make_shared<Knob>(
+          Knob::Kind::kEcho, "max_copies", 1, 1, static_cast<int64_t>(std::floor(o_.max_factor)),
+          [held](int64_t) { return held; }, 2 * o_.buffer_bytes);
     }
   }
   std::string op_name() const override { return o_.autotune ? "echo(auto)" : "echo(adaptive)"; }
@@ -49,6 +49,7 @@ class AdaptiveEchoDataset : public Dataset {
     It(const DatasetPtr& input, const IteratorContext& ctx, const EchoOptions& o,
        std::shared_ptr<const Knob> knob, std::shared_ptr<NodeStats> stats, const std::string& label)
         : cap_(static_cast<size_t>(o.buffer)),
+          cap_bytes_(static_cast<size_t>(o.buffer_bytes)),
           max_copies_(static_cast<int64_t>(std::floor(o.max_factor))),
           knob_(std::move(knob)),
           rng_(mix_seed(o.seed, static_cast<uint64_t>(ctx.epoch))),
@@ -56,6 +57,7 @@ class AdaptiveEchoDataset : public Dataset {
           counters_(node_.get()),
           puller_(input, ctx,
                   {.capacity = cap_,
+                   .capacity_bytes = cap_bytes_,
                    .wake_consumer = 1,
                    .wake_worker = cap_ - 1,
                    .label = label,
@@ -107,6 +109,8 @@ class AdaptiveEchoDataset : public Dataset {
       });
       rng_ = rng;
       pool_ = std::move(pool);
+      pool_bytes_ = 0;
+      for (const Entry& p : pool_) pool_bytes_ += p.element.nbytes();
       next_seq_ = pool_.size();
     }
 
@@ -141,19 +145,23 @@ class AdaptiveEchoDataset : public Dataset {
       uint64_t seq;     // arrival order, for eviction
     };
 
-    // Adds a just-emitted fresh element to the repeat candidates; a full pool drops its
-    // most-repeated entry (the oldest among equals).
+    // Adds a just-emitted fresh element to the repeat candidates; a full pool (in
+    // elements or in bytes) drops its most-repeated entries (the oldest among equals)
+    // until the new one fits, or the pool is empty.
     void remember(const Example& e) {
-      if (pool_.size() >= cap_) {
+      const size_t bytes = e.nbytes();
+      while (!pool_.empty() &&
+             (pool_.size() >= cap_ || (cap_bytes_ != 0 && pool_bytes_ + bytes > cap_bytes_))) {
         size_t victim = 0;
         for (size_t i = 1; i < pool_.size(); ++i) {
           const Entry& a = pool_[i];
           const Entry& v = pool_[victim];
           if (a.copies > v.copies || (a.copies == v.copies && a.seq < v.seq)) victim = i;
         }
-        drop(victim);
+        remove(victim);
       }
       pool_.push_back(Entry{e, 1, next_seq_++});
+      pool_bytes_ += bytes;
     }
 
     // A copy of the least-repeated candidate, ties broken by the Rng.
@@ -177,8 +185,7 @@ class AdaptiveEchoDataset : public Dataset {
       const int32_t echo = static_cast<int32_t>(p.copies);
       Example out;
       if (++p.copies >= copies_) {
-        out = std::move(p.element);
-        drop(i);
+        out = remove(i);
       } else {
         out = p.element;
       }
@@ -188,15 +195,24 @@ class AdaptiveEchoDataset : public Dataset {
 
     // Drops the candidates that have been emitted `copies` times or more.
     void forget(int64_t copies) {
-      std::erase_if(pool_, [copies](const Entry& p) { return p.copies >= copies; });
+      std::erase_if(pool_, [&](const Entry& p) {
+        if (p.copies < copies) return false;
+        pool_bytes_ -= std::min(pool_bytes_, p.element.nbytes());
+        return true;
+      });
     }
 
-    void drop(size_t i) {
+    // Takes candidate i out of the pool (the last one takes its place).
+    Example remove(size_t i) {
+      pool_bytes_ -= std::min(pool_bytes_, pool_[i].element.nbytes());
+      Example e = std::move(pool_[i].element);
       if (i + 1 != pool_.size()) pool_[i] = std::move(pool_.back());
       pool_.pop_back();
+      return e;
     }
 
     const size_t cap_;
+    const size_t cap_bytes_;                  // 0: none
     const int64_t max_copies_;                // floor(max_factor): a restored pool's bound
     const std::shared_ptr<const Knob> knob_;  // tuned: the cap
     int64_t copies_ = max_copies_;            // the cap on copies at the last next()
@@ -204,6 +220,7 @@ class AdaptiveEchoDataset : public Dataset {
     std::shared_ptr<NodeStats> node_;
     EchoCounters counters_;  // after node_, which it writes to
     std::vector<Entry> pool_;
+    size_t pool_bytes_ = 0;  // the pool's elements' nbytes() in all
     uint64_t next_seq_ = 0;
     BackgroundPuller puller_;  // last: its worker is joined before the rest goes
   };

@@ -49,9 +49,12 @@ BackgroundPuller::Take BackgroundPuller::take(std::optional<Example>& out, bool 
     }
     return Take::kEnd;
   }
+  queued_bytes_ -= std::min(queued_bytes_, queue_.front().nbytes());
   out = std::move(queue_.front());
   queue_.pop_front();
-  if (worker_waiting_ && queue_.size() <= o_.wake_worker) worker_cv_.notify_one();
+  if (worker_waiting_ && (queue_.size() <= o_.wake_worker ||
+                          (o_.capacity_bytes != 0 && queued_bytes_ < o_.capacity_bytes)))
+    worker_cv_.notify_one();
   return Take::kElement;
 }
 
@@ -70,6 +73,8 @@ void BackgroundPuller::restore(StateReader& r, const Reader& read) {
   read(queue, input_done);
   pause.unlocked([&] { in_->restore(r); });
   queue_ = std::move(queue);
+  queued_bytes_ = 0;
+  for (const Example& e : queue_) queued_bytes_ += e.nbytes();
   input_done_ = input_done;
 }
 
@@ -82,13 +87,17 @@ void BackgroundPuller::resize(size_t capacity, size_t wake_consumer, size_t wake
   consumer_cv_.notify_all();
 }
 
+bool BackgroundPuller::has_room() const {
+  if (queue_.size() >= o_.capacity) return false;
+  return o_.capacity_bytes == 0 || queue_.empty() || queued_bytes_ < o_.capacity_bytes;
+}
+
 void BackgroundPuller::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     const int64_t t0 = now_ns();
     worker_waiting_ = true;
-    worker_cv_.wait(
-        lock, [this] { return token_->cancelled() || (!paused_ && queue_.size() < o_.capacity); });
+    worker_cv_.wait(lock, [this] { return token_->cancelled() || (!paused_ && has_room()); });
     worker_waiting_ = false;
     if (o_.stats) o_.stats->wait_output_ns += now_ns() - t0;
     if (token_->cancelled() || input_done_) break;
@@ -109,6 +118,7 @@ void BackgroundPuller::run() {
       error_ = err;
       input_done_ = true;
     } else if (e) {
+      queued_bytes_ += e->nbytes();
       queue_.push_back(std::move(*e));
     } else {
       input_done_ = true;

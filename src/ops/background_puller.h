@@ -9,7 +9,8 @@
 // save() pauses it at such a moment (WorkerPause), writes the queue through the
 // operator's callback, then the input's own state. Wake-ups are batched: a waiting
 // consumer is woken once `wake_consumer` elements are queued (or at the end), a waiting
-// worker once the queue is down to `wake_worker` (a wake-up costs microseconds).
+// worker once the queue is down to `wake_worker` or, with `capacity_bytes`, below its
+// bytes (a wake-up costs microseconds).
 // Thread-safety: one consumer thread calls take(), save() and restore().
 #pragma once
 
@@ -32,6 +33,9 @@ class BackgroundPuller {
  public:
   struct Options {
     size_t capacity = 2;               // queued elements at most (>= 1)
+    size_t capacity_bytes = 0;         // 0: none; else the worker pulls only while the queued
+                                       // elements' bytes (Example::nbytes) are below it, so
+                                       // the queue holds less than this plus one element
     size_t wake_consumer = 1;          // wake a waiting consumer at this many queued (1..capacity)
     size_t wake_worker = 1;            // wake a waiting worker when the queue is down to this
     std::string label;                 // the operator's node label, for errors
@@ -64,6 +68,7 @@ class BackgroundPuller {
 
  private:
   void run();
+  bool has_room() const;  // under mu_: the worker may pull one more element
 
   Options o_;  // the sizes change only under mu_ (resize())
   std::shared_ptr<CancellationToken> token_;
@@ -73,6 +78,7 @@ class BackgroundPuller {
   std::condition_variable consumer_cv_;  // take() and save() wait here
   std::condition_variable worker_cv_;    // the worker waits here for room
   std::deque<Example> queue_;
+  size_t queued_bytes_ = 0;  // the queue's Example::nbytes() in all
   bool consumer_waiting_ = false;
   bool worker_waiting_ = false;
   bool in_input_ = false;  // the worker is inside the input's next()

@@ -117,6 +117,10 @@ void validate_echo_options(const EchoOptions& o) {
     if (o.buffer < 1)
       throw_error(ErrorCode::kInvalidArgument, "echo",
                   "buffer must be >= 1, got " + std::to_string(o.buffer));
+    if (o.buffer_bytes < 0)
+      throw_error(
+          ErrorCode::kInvalidArgument, "echo",
+          "buffer_bytes must be >= 0 (0: no byte bound), got " + std::to_string(o.buffer_bytes));
   } else {
     check_factor("factor", o.factor);
     if (o.autotune)

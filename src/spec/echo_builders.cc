@@ -1,8 +1,11 @@
 // Spec builder for the `echo` stage:
 //   {"op": "echo", "factor": 2.5}                                  fixed / fractional
-//   {"op": "echo", "factor": "adaptive", "max_factor": 6, "buffer": 8}   adaptive
-//   {"op": "echo", "factor": "auto", "max_factor": 6, "buffer": 8}       adaptive, its cap
-//       set by the pipeline's tuner (core/tuner.h): no repeats until tuning runs out
+//   {"op": "echo", "factor": "adaptive", "max_factor": 6}   adaptive
+//   {"op": "echo", "factor": "auto", "max_factor": 6}       adaptive, its cap set by the
+//       pipeline's tuner (core/tuner.h): no repeats until tuning runs out
+// The adaptive modes also take "buffer" (elements, default 1024) and "buffer_bytes"
+// (default 16 MiB; 0: no byte bound): the bounds of the fresh queue and of the pool of
+// repeat candidates (ops/echo.h).
 // An optional "seed" overrides the node's seed derived from the spec's.
 #include <cmath>
 
@@ -38,6 +41,7 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     o.autotune = mode == "auto";
     o.max_factor = s.get_number("max_factor", o.max_factor, 1, kMaxEchoFactor);
     o.buffer = s.get_int("buffer", o.buffer, 1, 1 << 20);
+    o.buffer_bytes = s.get_int("buffer_bytes", o.buffer_bytes, 0, int64_t{1} << 40);
   } else {
     if (!factor->is_number()) {
       throw_spec_error(fpath, "expected " + kFactors + ", got " + describe(*factor));
@@ -51,8 +55,9 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     if (s.has("max_factor")) {
       throw_spec_error(s.field_path("max_factor"), kModesOnly + "; a numeric factor is exact");
     }
-    if (s.has("buffer")) {
-      throw_spec_error(s.field_path("buffer"), kModesOnly + "; a fixed echo holds one element");
+    for (const char* f : {"buffer", "buffer_bytes"}) {
+      if (s.has(f))
+        throw_spec_error(s.field_path(f), kModesOnly + "; a fixed echo holds one element");
     }
   }
   return make_echo(std::move(in), o);

@@ -103,7 +103,10 @@ PipelineDef& PipelineDef::echo(EchoStageOptions o) {
   j["factor"] = o.autotune   ? nlohmann::json("auto")
                 : o.adaptive ? nlohmann::json("adaptive")
                              : factor_json(o.factor);
-  if (o.max_factor) j["max_factor"] = factor_json(*o.max_factor);  // fixed: refused by the builder
+  // fixed: refused by the spec builder, which names the option
+  if (o.max_factor) j["max_factor"] = factor_json(*o.max_factor);
+  if (o.buffer) j["buffer"] = *o.buffer;
+  if (o.buffer_bytes) j["buffer_bytes"] = *o.buffer_bytes;
   if (o.seed) j["seed"] = *o.seed;
   return stage("echo", std::move(j));
 }

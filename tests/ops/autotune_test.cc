@@ -112,6 +112,24 @@ TEST(Autotune, BufferFollowsTheRamBudget) {
       << report.dump(1);
 }
 
+// An echo's queue and pool bounded in bytes count at their bytes, not at elements x size:
+// 1 MiB elements, an echo of 1,024 elements but 2 MiB each, a RAM budget of 64 MiB. As
+// 2 x 1,024 elements it would be 2 GiB, over the budget, and the prefetch would be cut.
+TEST(Autotune, AByteBoundedEchoCountsAtItsBytes) {
+  auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
+      "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 262144}},
+                 {"op": "prefetch", "buffer": "auto"},
+                 {"op": "echo", "factor": "auto", "max_factor": 2, "buffer": 1024,
+                  "buffer_bytes": 2097152}]})",
+                       fast_tuner(0, /*ram_budget_mb=*/64));
+  pull_for(*p, 1.5, /*consumer_ms=*/1);
+  const nlohmann::json report = p->tuning();
+  for (const auto& c : report.at("changes"))
+    EXPECT_NE(c.at("reason").get<std::string>().rfind("over the RAM budget", 0), 0u)
+        << report.dump(1);
+  EXPECT_GE(knob(report, "buffer").at("value").get<int64_t>(), 2) << report.dump(1);
+}
+
 // Tuning moves threads and buffers only: the output is the same as at a fixed setting,
 // and a state saved from a tuned pipeline restores.
 TEST(Autotune, OutputAndStateUnchangedByTuning) {

@@ -2,6 +2,7 @@
 // placements, accounting, save/restore and cancellation.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -246,6 +247,10 @@ TEST(EchoFixed, BadOptionsAreRefused) {
   o.max_factor = 4;
   o.buffer = 0;
   EXPECT_NE(error_of([&] { make_echo(in, o); }).find("buffer must be >= 1"), std::string::npos);
+  o.buffer = 4;
+  o.buffer_bytes = -1;
+  EXPECT_NE(error_of([&] { make_echo(in, o); }).find("buffer_bytes must be >= 0"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- adaptive mode
@@ -380,6 +385,91 @@ std::unique_ptr<Pipeline> slow_after_first(double ms) {
   auto map = make_map(src, mo);
   auto echo = make_echo(map, eo);
   return std::make_unique<Pipeline>(echo, std::vector<DatasetPtr>{src, map, echo});
+}
+
+// range(n) -> map (each element gets a 1,000-byte payload; the map counts its calls,
+// and from id `block_from` on sleeps for a minute, cancellably) -> adaptive echo.
+struct Counted {
+  std::unique_ptr<Pipeline> p;
+  std::shared_ptr<std::atomic<int64_t>> made = std::make_shared<std::atomic<int64_t>>(0);
+};
+Counted counted_payloads(int64_t n, int64_t block_from, EchoOptions eo) {
+  Counted c;
+  MapOptions mo;
+  mo.name = "payload";
+  mo.fn = [made = c.made, block_from](Example e, const MapContext& ctx) {
+    if (e.id() >= block_from && !ctx.cancel->sleep_for(std::chrono::seconds(60)))
+      throw_error(ErrorCode::kCancelled, "payload", "cancelled");
+    e.set("payload", Tensor::from_vector(std::vector<uint8_t>(1000, 7)));
+    made->fetch_add(1);
+    return e;
+  };
+  eo.adaptive = true;
+  auto src = make_range(RangeOptions{n});
+  auto map = make_map(src, mo);
+  auto echo = make_echo(map, eo);
+  c.p = std::make_unique<Pipeline>(echo, std::vector<DatasetPtr>{src, map, echo});
+  return c;
+}
+
+TEST(EchoAdaptive, TheQueueReadsAheadUpToItsElementsAndItsBytes) {
+  // After one next() the worker runs ahead until the queue is full: at most `buffer`
+  // elements, and below `buffer_bytes` (one element more at most), plus the element
+  // taken. Elements here are 1,008 bytes (payload and the range's int64 value).
+  struct Case {
+    int64_t buffer, bytes, most, least;
+  };
+  for (const Case& c : {Case{1024, 10000, 1 + 10 + 1, 1 + 9},          // bytes bind: 10 elements
+                        Case{50, 0, 1 + 50, 1 + 50},                   // no byte bound: 50
+                        Case{50, 1 << 20, 1 + 50, 1 + 50},             // the count binds
+                        Case{1024, int64_t{16} << 20, 1025, 1025}}) {  // the defaults
+    SCOPED_TRACE("buffer " + std::to_string(c.buffer) + ", bytes " + std::to_string(c.bytes));
+    EchoOptions eo;
+    eo.buffer = c.buffer;
+    eo.buffer_bytes = c.bytes;
+    Counted t = counted_payloads(2000, 2000, eo);
+    ASSERT_TRUE(t.p->next().has_value());
+    int64_t made = 0;
+    for (int i = 0; i < 200; ++i) {  // until the worker stops (it may take a moment)
+      std::this_thread::sleep_for(10ms);
+      const int64_t now = t.made->load();
+      if (now == made && now >= c.least) break;
+      made = now;
+    }
+    made = t.made->load();
+    EXPECT_LE(made, c.most);
+    EXPECT_GE(made, c.least);
+  }
+}
+
+TEST(EchoAdaptive, RepeatsComeOnlyFromThePoolsBytes) {
+  // 20 fast elements, then the upstream blocks. The pool keeps recent fresh elements
+  // that fit in 5,000 bytes (4 of 1,008), so the repeats cycle through 4 ids, not 20.
+  EchoOptions eo;
+  eo.max_factor = 100;
+  eo.buffer_bytes = 5000;
+  Counted t = counted_payloads(40, 20, eo);
+  std::vector<int64_t> fresh, repeated;
+  while (fresh.size() < 20) {  // paced, so that the next fresh element is ready
+    std::this_thread::sleep_for(2ms);
+    auto e = t.p->next();
+    ASSERT_TRUE(e.has_value());
+    (e->echo() == 0 ? fresh : repeated).push_back(e->id());
+  }
+  for (int i = 0; i < 40; ++i) {
+    auto e = t.p->next();
+    ASSERT_TRUE(e.has_value());
+    ASSERT_GT(e->echo(), 0) << "the upstream is blocked: only repeats";
+    repeated.push_back(e->id());
+  }
+  EXPECT_EQ(fresh, iota(20));
+  std::set<int64_t> late;
+  for (size_t i = repeated.size() - 40; i < repeated.size(); ++i) late.insert(repeated[i]);
+  // Which 4: the most recent, unless a repeat in the first phase (a late fresh element)
+  // made an older one stay and a more-repeated newer one go.
+  EXPECT_EQ(late.size(), 4u) << ::testing::PrintToString(late);
+  EXPECT_GE(*late.begin(), 12);
+  t.p->cancel();
 }
 
 TEST(EchoAdaptive, DestroyingThePipelineWhileTheUpstreamIsBlockedReturnsPromptly) {

@@ -234,3 +234,15 @@ def test_echo_auto_fills_the_gap_that_tuning_cannot_close():
     assert [k["param"] for k in t["knobs"]] == ["max_copies"]
     assert t["knobs"][0]["value"] == 3, t
     assert len(out) > 60  # repeats filled the gap
+
+
+def test_adaptive_echo_buffers_are_builder_options_and_checked():
+    d = de.range(30).echo("adaptive", max_factor=3, buffer=16, buffer_bytes=65536)
+    assert d.to_spec()["stages"][0] == {"op": "echo", "factor": "adaptive", "max_factor": 3,
+                                        "buffer": 16, "buffer_bytes": 65536}
+    fresh = [int(e["value"]) for e in d.build()]
+    assert sorted(set(fresh)) == list(range(30))
+    with pytest.raises(de.SpecError, match=r"\$\.stages\[0\]\.buffer_bytes: only for"):
+        de.range(3).echo(2, buffer_bytes=1024).build()
+    with pytest.raises(de.SpecError, match=r"buffer_bytes"):
+        de.range(3).echo("adaptive", buffer_bytes=-1).build()

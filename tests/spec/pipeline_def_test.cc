@@ -36,7 +36,7 @@ const char* kEveryOp = R"({
     {"op": "map", "fn": "square", "parallelism": 2},
     {"op": "echo", "factor": 2.5},
     {"op": "shuffle", "buffer": 8, "seed": 3},
-    {"op": "echo", "factor": "adaptive", "max_factor": 3},
+    {"op": "echo", "factor": "adaptive", "max_factor": 3, "buffer": 16, "buffer_bytes": 65536},
     {"op": "batch", "size": 4, "drop_remainder": true},
     {"op": "prefetch", "buffer": 2}
   ]})";
@@ -89,6 +89,33 @@ TEST(PipelineDef, FluentBuilderBuildsWhatTheSameSpecBuilds) {
   auto st = a->stats().to_json();
   EXPECT_EQ(st[2]["name"], "2:echo");
   EXPECT_EQ(st[2]["counters"]["fresh"], 50);
+}
+
+TEST(PipelineDef, AdaptiveEchoBuffersAreTypedOptions) {
+  PipelineDef d =
+      range(10).echo({.adaptive = true, .max_factor = 3, .buffer = 16, .buffer_bytes = 65536});
+  EXPECT_EQ(d.to_json()["stages"][0], json::parse(R"({"op": "echo", "factor": "adaptive",
+      "max_factor": 3, "buffer": 16, "buffer_bytes": 65536})"));
+  std::vector<int64_t> fresh;
+  auto p = d.build();
+  while (auto e = p->next())
+    if (e->echo() == 0) fresh.push_back(e->id());
+  EXPECT_EQ(fresh, testing::iota(10));
+  // Without them, the stage keeps the op's defaults and the JSON names neither.
+  EXPECT_FALSE(range(10).echo({.adaptive = true}).to_json()["stages"][0].contains("buffer"));
+  for (const char* field : {"buffer", "buffer_bytes"}) {
+    EchoStageOptions o{.factor = 2};
+    (std::string(field) == "buffer" ? o.buffer : o.buffer_bytes) = 4;
+    EXPECT_NE(testing::error_of([&] { range(10).echo(o).build(); })
+                  .find(std::string("$.stages[0].") + field +
+                        ": only for \"factor\": \"adaptive\" or \"auto\""),
+              std::string::npos)
+        << field;
+  }
+  EXPECT_NE(testing::error_of([] {
+              range(10).echo({.adaptive = true, .buffer_bytes = -1}).build();
+            }).find("$.stages[0].buffer_bytes"),
+            std::string::npos);
 }
 
 TEST(PipelineDef, ErrorsOfADefinitionMadeInCppNameTheJsonPath) {

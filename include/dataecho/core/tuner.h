@@ -62,9 +62,10 @@ class Knob {
  public:
   enum class Kind { kParallelism, kBuffer, kEcho };
   // `buffered(value)`: the elements the node holds at most at that setting (for the RAM
-  // budget); `param`: the name in the stats ("parallelism", "buffer", ...).
+  // budget); `max_bytes`: the bytes it holds at most whatever their size (a byte-bounded
+  // buffer; 0: none); `param`: the name in the stats ("parallelism", "buffer", ...).
   Knob(Kind kind, std::string param, int64_t initial, int64_t min, int64_t max,
-       std::function<int64_t(int64_t)> buffered);
+       std::function<int64_t(int64_t)> buffered, int64_t max_bytes = 0);
 
   Kind kind() const { return kind_; }
   const std::string& param() const { return param_; }
@@ -72,6 +73,7 @@ class Knob {
   int64_t min() const { return min_; }
   int64_t max() const { return max_; }
   int64_t buffered_elements(int64_t value) const { return buffered_(value); }
+  int64_t max_buffered_bytes() const { return max_bytes_; }
 
   // Clamps to [min, max], stores and calls every listener with the new value.
   void set(int64_t value);
@@ -86,6 +88,7 @@ class Knob {
   const std::string param_;
   const int64_t min_, max_;
   const std::function<int64_t(int64_t)> buffered_;
+  const int64_t max_bytes_;
   std::atomic<int64_t> value_;
   std::mutex mu_;  // held while listeners run and while one is removed
   std::map<uint64_t, std::function<void(int64_t)>> listeners_;

@@ -18,9 +18,10 @@
 // held element, the repeats left and the Rng state.
 //
 // Adaptive mode (`adaptive = true`): a background thread runs the input ahead into a
-// queue of at most `buffer` fresh elements. next() returns the oldest fresh element if
-// one is ready. If none is ready, it re-emits an element already emitted, out of a pool
-// of the `buffer` most recent fresh elements: the one emitted the fewest times so far
+// queue of at most `buffer` fresh elements and `buffer_bytes` bytes. next() returns the
+// oldest fresh element if one is ready. If none is ready, it re-emits an element already
+// emitted, out of a pool of the most recent fresh elements (again at most `buffer` of
+// them and `buffer_bytes`): the one emitted the fewest times so far
 // (ties broken by the seeded Rng). An element is emitted at most floor(max_factor) times
 // in all (echo index < floor(max_factor)); it leaves the pool when it reaches that, or
 // when a newer fresh element needs its slot (the most-repeated, then oldest, goes). If
@@ -30,7 +31,16 @@
 // times slower than the consumer the achieved factor tracks R, capped at max_factor.
 // This mode DEPENDS ON TIMING: which elements are repeated, and how often, varies from
 // run to run; use fixed mode when the stream must be reproducible. Buffers at most
-// 2 * `buffer` elements (queue plus pool) plus the one the thread is fetching.
+// 2 * `buffer` elements and about 2 * `buffer_bytes` (queue plus pool; each may pass its
+// bytes by one element, and always holds one) plus the one the thread is fetching.
+// Why the queue is large by default: with the old default of 8 elements, adaptive echo
+// at R about 2 on Fashion-MNIST over throttled HTTP read half as many records per second
+// as the same pipeline without echo and settled at its cap (2.95 of 3) instead of at R:
+// the reader stalled on a full queue between the network's bursts, and the consumer
+// repeated instead of waiting. 64 elements gave 2.52, 512 gave R (1.39-1.49 at R 1.45)
+// at the baseline's read rate (docs/results.md, "Adaptive echo at R about 2"). Elements
+// differ in size by orders of magnitude (a 784-byte image, a 20 MB batch), so the bound
+// is in elements and in bytes, whichever binds first.
 // An input error is delivered in order, after the fresh elements queued before it, and
 // ends the stream. Destroying the iterator cancels and joins the thread, whether it is
 // waiting for room or inside the input's next(). save() pauses the thread and writes
@@ -64,7 +74,10 @@ struct EchoOptions {
   double factor = 2;      // fixed mode: mean copies per element, >= 1 (1: the identity)
   bool adaptive = false;  // adaptive mode: `factor` is ignored
   double max_factor = 4;  // adaptive mode: at most floor(max_factor) copies per element, >= 1
-  int64_t buffer = 8;     // adaptive mode: fresh elements queued ahead, and repeat candidates kept
+  // Adaptive mode: fresh elements queued ahead, and repeat candidates kept, at most this
+  // many of each (>= 1) and at most `buffer_bytes` bytes of each (0: no byte bound).
+  int64_t buffer = 1024;
+  int64_t buffer_bytes = int64_t{16} << 20;
   uint64_t seed = 0;      // fractional repeats (fixed), tie-breaking (adaptive)
   bool autotune = false;  // adaptive mode: the tuner sets the cap, 1..floor(max_factor)
 };
@@ -73,7 +86,8 @@ struct EchoOptions {
 inline constexpr double kMaxEchoFactor = 1e6;
 
 // Fixed or adaptive echo, as `options.adaptive` says. Throws kInvalidArgument for a
-// factor or max_factor below 1, above kMaxEchoFactor or not finite, or a buffer < 1.
+// factor or max_factor below 1, above kMaxEchoFactor or not finite, a buffer < 1 or a
+// buffer_bytes < 0.
 DatasetPtr make_echo(DatasetPtr input, const EchoOptions& options);
 
 // The one check of an echo's options, which make_echo applies (and the spec builder

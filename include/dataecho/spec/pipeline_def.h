@@ -69,7 +69,9 @@ struct EchoStageOptions {
   double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
   bool adaptive = false;  // adaptive echoing: repeats only while the input is late
   bool autotune = false;  // adaptive, its cap set by the tuner ("factor": "auto")
-  std::optional<double> max_factor = std::nullopt;  // adaptive only
+  std::optional<double> max_factor = std::nullopt;     // adaptive only
+  std::optional<int64_t> buffer = std::nullopt;        // adaptive only; default 1024 elements
+  std::optional<int64_t> buffer_bytes = std::nullopt;  // adaptive only; default 16 MiB
   std::optional<uint64_t> seed = std::nullopt;
 };
 struct InterleaveStageOptions {
