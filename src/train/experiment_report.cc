@@ -73,6 +73,24 @@ const CellResult* baseline_for(const std::vector<CellResult>& cells, const CellR
   return any;
 }
 
+// The control of an example-echo cell with a shuffle after its echo (change 7 of
+// docs/protocol.md): the cell that echoes at e = 1 before augmentation with the same
+// shuffle and batch size, no overrides. nullptr when there is none.
+const CellResult* control_for(const std::vector<CellResult>& cells, const CellResult& c) {
+  const ExperimentCell& x = c.cell;
+  const bool example = x.variant == EchoVariant::kExampleBeforeAugmentation ||
+                       x.variant == EchoVariant::kExampleAfterAugmentation;
+  if (!example || x.factor == 1 || x.shuffle_after_echo <= 0) return nullptr;
+  for (const auto& k : cells) {
+    const ExperimentCell& y = k.cell;
+    if (y.variant == EchoVariant::kExampleBeforeAugmentation && y.factor == 1 &&
+        y.shuffle_after_echo == x.shuffle_after_echo && y.batch_size == x.batch_size &&
+        y.overrides.is_null())
+      return &k;
+  }
+  return nullptr;
+}
+
 std::string series_of(const ExperimentCell& c) {
   std::string s = variant_name(c.variant);
   if (c.variant == EchoVariant::kAdaptive &&
@@ -367,6 +385,10 @@ nlohmann::json CellResult::to_json() const {
                      "median over seeds; runs that never reached the target count at their "
                      "budget (censored); 95% percentile bootstrap, 10,000 resamples, fixed "
                      "seed; ratios resample baseline and cell independently"}};
+  if (!control.empty()) {  // only where a control exists: other reports are unchanged
+    j["control"] = control;
+    j["estimates"]["fresh_reduction_vs_control"] = est(fresh_reduction_vs_control);
+  }
   if (cell.variant == EchoVariant::kAdaptive)
     j["adaptive_placement"] = variant_name(cell.adaptive_placement);
   j["lr"] = cell.lr ? nlohmann::json(*cell.lr) : nlohmann::json(nullptr);
@@ -405,6 +427,18 @@ std::string ExperimentReport::to_text() const {
         c.ideal_speedup ? fmt(c.ideal_speedup, "%.2f").c_str() : "-");
     o << line;
     for (const auto& e : c.errors) o << "    error: " << e << "\n";
+  }
+  bool controlled = false;
+  for (const auto& c : cells) controlled = controlled || !c.control.empty();
+  if (controlled) {
+    o << "against the control (docs/protocol.md change 7, added after the results it checks): "
+         "control fresh / this cell's, median ratio [95% interval]:\n";
+    for (const auto& c : cells) {
+      if (c.control.empty()) continue;
+      o << "  " << c.cell.id << " vs " << c.control << ": "
+        << ratio_text(c.fresh_reduction_vs_control) << " (vs baseline "
+        << ratio_text(c.fresh_reduction_estimate) << ")\n";
+    }
   }
   bool tuned = false;
   for (const auto& c : cells) tuned = tuned || c.tuning.has_value();
@@ -512,6 +546,12 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
       c.cpu_cap = *c.steps_per_second.median / *b->steps_per_second.median;
     c.fresh_reduction_estimate = estimate_ratio(b->fresh_observations, c.fresh_observations);
     c.speedup_estimate = estimate_ratio(b->wall_observations, c.wall_observations);
+  }
+  for (auto& c : report.cells) {
+    const CellResult* k = control_for(report.cells, c);
+    if (!k) continue;
+    c.control = k->cell.id;
+    c.fresh_reduction_vs_control = estimate_ratio(k->fresh_observations, c.fresh_observations);
   }
 
   fs::create_directories(spec.out);

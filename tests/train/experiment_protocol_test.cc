@@ -4,6 +4,7 @@
 // result files are written as a finished run writes them.
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -116,6 +117,58 @@ TEST(ExperimentProtocol, ReportGivesMediansIntervalsAndRatiosWithCensoredRuns) {
   std::getline(csv, row1);
   EXPECT_NE(header.find("fresh_reduction_ci_lo"), std::string::npos);
   EXPECT_NE(r.to_text().find("4.00x ["), std::string::npos) << r.to_text();
+}
+
+// Change 7's control: an example-echo cell with a shuffle after the echo is also compared
+// with the e = 1 cell that has the same shuffle; a cell without that shuffle is not.
+TEST(ExperimentProtocol, EchoCellsWithAShuffleAreComparedWithTheirControl) {
+  const std::string out = testing::temp_dir() + "/controlled";
+  json j = {{"name", "controlled"},
+            {"base", base_config()},
+            {"out", out},
+            {"grid",
+             {{"variants", {"baseline", "example_before_augmentation"}},
+              {"factors", {1, 4}},
+              {"shuffle_after_echo", {50}},
+              {"seeds", {1, 2, 3}}}},
+            {"cells", {{{"variant", "example_before_augmentation"}, {"factor", 4}}}}};
+  ExperimentSpec spec = experiment_spec_from_json(j, "");
+  ASSERT_EQ(spec.cells.size(), 4u);
+  // Baseline 1000, the control (e = 1, shuffle 50) 800, e = 4 with the shuffle 200, e = 4
+  // without it 250: 5x against the baseline, 4x against the control.
+  const double fresh[] = {1000, 800, 200, 250};
+  for (size_t i = 0; i < 4; ++i)
+    for (uint64_t s = 1; s <= 3; ++s) write_run(spec, spec.cells[i], s, fresh[i], 100);
+  ExperimentOptions o;
+  o.plots = false;
+  ExperimentReport r = report_experiment(spec, o);
+  std::map<std::string, const CellResult*> by_id;
+  for (const auto& c : r.cells) by_id[c.cell.id] = &c;
+  const CellResult* control = by_id.at("before_aug-e1-sb50");
+  const CellResult* shuffled = by_id.at("before_aug-e4-sb50");
+  ASSERT_TRUE(by_id.count("before_aug-e4")) << "the cell without a shuffle after the echo";
+  EXPECT_EQ(shuffled->control, control->cell.id);
+  ASSERT_TRUE(shuffled->fresh_reduction_vs_control);
+  EXPECT_DOUBLE_EQ(shuffled->fresh_reduction_vs_control->ratio, 4);
+  EXPECT_DOUBLE_EQ(shuffled->fresh_reduction_estimate->ratio, 5);
+  EXPECT_TRUE(control->control.empty()) << "the control is compared with the baseline only";
+  EXPECT_DOUBLE_EQ(control->fresh_reduction_estimate->ratio, 1.25);
+  EXPECT_TRUE(by_id.at("before_aug-e4")->control.empty());
+  EXPECT_FALSE(by_id.at("before_aug-e4")->fresh_reduction_vs_control);
+  const std::string text = r.to_text();
+  EXPECT_NE(text.find("before_aug-e4-sb50 vs before_aug-e1-sb50: 4.00x [4.00-4.00] (vs baseline "
+                      "5.00x [5.00-5.00])"),
+            std::string::npos)
+      << text;
+  json results = json::parse(std::ifstream(out + "/results.json"));
+  for (const auto& c : results["cells"]) {
+    if (c["cell"] != "before_aug-e4-sb50") {
+      EXPECT_FALSE(c.contains("control")) << c.dump();
+      continue;
+    }
+    EXPECT_EQ(c["control"], "before_aug-e1-sb50");
+    EXPECT_DOUBLE_EQ(c["estimates"]["fresh_reduction_vs_control"]["ratio"].get<double>(), 4);
+  }
 }
 
 TEST(ExperimentProtocol, TuningChoosesTheInteriorRateWithTheFewestFreshExamples) {

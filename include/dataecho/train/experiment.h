@@ -155,6 +155,12 @@ struct CellResult {
   std::optional<double> speedup;          // baseline wall seconds to target / this cell's
   std::optional<double> ideal_speedup;    // min(achieved echo, baseline R)
   std::optional<RatioEstimate> fresh_reduction_estimate, speedup_estimate;
+  // Against its control (docs/protocol.md, change 7): for an example-echo cell with a
+  // shuffle after the echo, the cell that echoes at e = 1 (the identity) with the same
+  // shuffle, batch size and no overrides, when the experiment has one: how much of the
+  // reduction is left once the baseline gets the same second shuffle.
+  std::string control;  // its id, or "" when there is none
+  std::optional<RatioEstimate> fresh_reduction_vs_control;
   std::vector<Observation> fresh_observations, wall_observations;  // one per run
   std::optional<TuningState> tuning;                               // when the experiment tunes
   nlohmann::json to_json() const;
