@@ -112,7 +112,9 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
         best = i;
     }
     if (st.trials[best].reached == 0) {
-      st.note = "no learning rate reached the target within the budget: raise the budget";
+      st.note =
+          "no learning rate reached the target within the budget: no final runs (a larger "
+          "budget or other rates would be a change to the protocol)";
       return st;
     }
     const bool low = best == 0, high = best + 1 == lrs.size();
