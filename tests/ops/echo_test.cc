@@ -367,26 +367,6 @@ TEST(EchoAdaptive, SaveRestoreLosesAndDuplicatesNoFreshElement) {
   }
 }
 
-// A pipeline range -> map(sleep `ms` for ids >= 1) -> adaptive echo, built by hand.
-std::unique_ptr<Pipeline> slow_after_first(double ms) {
-  MapOptions mo;
-  mo.name = "slow";
-  mo.fn = [ms](Example e, const MapContext& ctx) {
-    if (e.id() >= 1 &&
-        !ctx.cancel->sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6)))) {
-      throw_error(ErrorCode::kCancelled, "slow", "cancelled");
-    }
-    return e;
-  };
-  EchoOptions eo;
-  eo.adaptive = true;
-  eo.max_factor = 3;
-  auto src = make_range(RangeOptions{10});
-  auto map = make_map(src, mo);
-  auto echo = make_echo(map, eo);
-  return std::make_unique<Pipeline>(echo, std::vector<DatasetPtr>{src, map, echo});
-}
-
 // range(n) -> map (each element gets a 1,000-byte payload; the map counts its calls,
 // and from id `block_from` on sleeps for a minute, cancellably) -> adaptive echo.
 struct Counted {
@@ -472,8 +452,13 @@ TEST(EchoAdaptive, RepeatsComeOnlyFromThePoolsBytes) {
   t.p->cancel();
 }
 
+// range(10) -> map that takes a minute from id 1 on -> adaptive echo, max_factor 3.
+std::unique_ptr<Pipeline> slow_after_first() {
+  return counted_payloads(10, 1, EchoOptions{.max_factor = 3}).p;
+}
+
 TEST(EchoAdaptive, DestroyingThePipelineWhileTheUpstreamIsBlockedReturnsPromptly) {
-  auto p = slow_after_first(60000);
+  auto p = slow_after_first();
   auto e = p->next();
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->id(), 0);
@@ -486,7 +471,7 @@ TEST(EchoAdaptive, DestroyingThePipelineWhileTheUpstreamIsBlockedReturnsPromptly
 }
 
 TEST(EchoAdaptive, CancellingWakesAConsumerBlockedForAFreshElement) {
-  auto p = slow_after_first(60000);
+  auto p = slow_after_first();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(p->next().has_value());  // element 0, used up
   auto t0 = std::chrono::steady_clock::now();
   auto canceller = std::async(std::launch::async, [&] {
