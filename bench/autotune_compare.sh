@@ -123,13 +123,14 @@ for wl in $WORKLOADS; do
   done
 done
 
-/usr/bin/python3 - "$RUNS" "$OUT/autotune_compare.json" "$WORKLOADS" "$SECONDS_PER_RUN" <<'PY'
-import glob, json, os, re, subprocess, sys
+source "$ROOT/scripts/commit_state.sh"
+COMMIT=$(commit_state "$ROOT") /usr/bin/python3 - "$RUNS" "$OUT/autotune_compare.json" "$WORKLOADS" "$SECONDS_PER_RUN" <<'PY'
+import glob, json, os, re, sys
 runs, out, workloads, seconds = sys.argv[1], sys.argv[2], sys.argv[3].split(), float(sys.argv[4])
 def peak_rss_mib(path):
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(path).read())
     return int(m.group(1)) / 1024 if m else None
-result = {"seconds_per_run": seconds, "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+result = {"seconds_per_run": seconds, "commit": os.environ["COMMIT"],
           "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()[0], "workloads": {}}
 print(f"{'workload':8} {'default':>9} {'best hand':>14} {'auto':>9} {'auto/best':>9} {'auto/default':>12} {'auto chose':<32} {'peak RSS auto/best MiB':>22}")
 for wl in workloads:

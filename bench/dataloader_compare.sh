@@ -135,7 +135,8 @@ log "building dataecho_cli and dataloader_bench in $BUILD"
 cmake --build "$BUILD" --target dataecho_cli dataloader_bench >&2
 # Provenance: the commit the binaries were built from, and how many tracked files
 # differed from it (0: the measured code is exactly that commit).
-COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+source "$ROOT/scripts/commit_state.sh"
+COMMIT=$(commit_state "$ROOT")
 CHANGED=$({ git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null || true; } | wc -l)
 log "source: commit $COMMIT, $CHANGED tracked file(s) changed"
 DE=$BUILD/bin/dataecho

@@ -21,6 +21,7 @@
 # Env: DATAECHO_BIN (default build/bin/dataecho-train), OUT (default out/distributed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/commit_state.sh
 PART="${1:-run}"
 BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho-train}"
 OUT="${OUT:-out/distributed}"
@@ -104,7 +105,7 @@ train() {
   {
     echo "{\"name\": \"$name\", \"ranks\": $ranks, \"factor\": $factor, \"seed\": $seed,"
     echo " \"rate_bytes_per_s_per_connection\": $RATE, \"target\": $TARGET,"
-    echo " \"commit\": \"$(git rev-parse HEAD)$(git diff --quiet HEAD -- src include || echo -dirty)\","
+    echo " \"commit\": \"$(commit_state . src include)\","
     echo " \"load_before\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
   } >"$dir.tmp/run.json"
   mv "$dir.tmp" "$dir"

@@ -54,10 +54,8 @@ case "$PART" in
   *) sed -n '/^set -euo/q; 2,$p' "$0" >&2; exit 2 ;;
 esac
 # Each run file records the commit it ran at (a "-dirty" suffix: uncommitted changes).
-if [[ -z "${DATAECHO_COMMIT:-}" ]] && git rev-parse HEAD >/dev/null 2>&1; then
-  DATAECHO_COMMIT="$(git rev-parse HEAD)$(git diff --quiet HEAD -- src include experiments || echo -dirty)"
-fi
-export DATAECHO_COMMIT="${DATAECHO_COMMIT:-unknown}"
+source scripts/commit_state.sh
+export DATAECHO_COMMIT="${DATAECHO_COMMIT:-$(commit_state . src include experiments)}"
 
 # The configs go to $CFG/config*/ with @OUT@ = $ROUT: the experiments' output folders.
 # A report reads the committed run files: its configs name docs/results/protocol.
