@@ -153,6 +153,10 @@ if has_workload png; then prepare png "$PNG_IMAGES" --encode png; fi
 # slower right after the conversion): flush them first.
 sync
 sleep 2
+# What fresh memory costs here (bench/page_fault_cost.py): the peers fault in every
+# batch they allocate, dataecho reuses its buffers, so the ratios depend on it.
+FAULT_COST=$($PY "$ROOT/bench/page_fault_cost.py")
+log "page faults: $FAULT_COST"
 if [[ $TUNED == 1 ]]; then
   export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
   RUNS=$OUT/dataloader_runs_malloc_tuned
@@ -202,7 +206,7 @@ ELAPSED=$(( $(date +%s) - START ))
 
 # ---- 3. table + JSON ----
 WINDOW="$WINDOW" WORKLOADS="$WORKLOADS" FFCV_LAYOUTS="$FFCV_LAYOUTS" FFCV_OK="$FFCV_OK" FFCV_STATUS="$FFCV_STATUS" \
-PHOTO_IMAGES="$PHOTO_IMAGES" DATA="$DATA" COMMIT="$COMMIT" CHANGED="$CHANGED" \
+PHOTO_IMAGES="$PHOTO_IMAGES" DATA="$DATA" COMMIT="$COMMIT" CHANGED="$CHANGED" FAULT_COST="$FAULT_COST" \
   $PY - "$RUNS" "$RESULT" "$ROUNDS" "$THREADS" "$ELAPSED" "$JPEG_IMAGES" "$PNG_IMAGES" "$EPOCHS" <<'EOF'
 import json, os, platform, re, subprocess, sys
 runs, out, rounds, threads, elapsed = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(t) for t in sys.argv[4].split()], int(sys.argv[5])
@@ -332,7 +336,8 @@ try:
 except OSError:
     pass
 result = {
-    "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
+    "machine": {"cpu": cpu(), "cores": os.cpu_count(), "loadavg_at_end": os.getloadavg(),
+                "memory": json.loads(os.environ["FAULT_COST"])},
     "source": {"commit": os.environ["COMMIT"], "tracked_files_changed": int(os.environ["CHANGED"])},
     "versions": {"torch": torch.__version__, "torchvision": torchvision.__version__, "pillow": PIL.__version__},
     "settings": {"batch": 128, "epochs_per_run": epochs, "rounds": rounds, "jpeg_images": jpeg_images,
@@ -393,7 +398,7 @@ print(f"\nimages/s as float batches of 128 (median window of at least {float(os.
       f" (dataecho inline, DataLoader num_workers=0); ref = decode only (TurboJPEG, full image), max(1, thr) threads;"
       f" hand = the same work by hand (full decode, crop, antialiased resize, flip, normalize; bench/hand_augment.h);"
       f" RSS = peak resident set of the process (/usr/bin/time -v), DL workers = each worker's VmHWM."
-      f"\nmachine: {result['machine']['cpu']}, {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f};"
+      f"\nmachine: {result['machine']['cpu']}, {os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f}, a page fault {result['machine']['memory']['page_fault_us']:.2f} us;"
       f" {elapsed} s of runs"
       f"{f', of which FFCV {ffcv_run_s:.0f} s' if ffcv_layouts else ''}; GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '') or '(unset)'}. JSON: {out}")
 EOF
