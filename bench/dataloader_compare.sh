@@ -48,7 +48,9 @@
 #    dataloader_bench also sample the summed PSS of all their processes every 0.2 s. Runs
 #    of one thread count follow each other (dataecho, DataLoader, FFCV, references), so
 #    that they see the same load.
-# 3. Prints a table and writes OUT/dataloader_compare.json.
+# 3. Prints a table and writes OUT/dataloader_compare.json, with what a page fault costs on
+#    this machine (bench/page_fault_cost.py, measured before the runs): the peers fault in
+#    every batch they allocate and dataecho reuses its buffers, so the ratios depend on it.
 #
 # --malloc-tuned runs every process of every side with
 #   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
