@@ -84,8 +84,30 @@ struct Geometry {
   bool identity = false;  // no crop, no resize, no flip
 };
 
-// The geometry of one augmentation: valid until the thread's next call.
-const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng) {
+// The largest of 8, 4, 2 that the crop `r` is at least that many times the output
+// (out_h x out_w) in both directions, else 1.
+int decoder_denominator(const Rect& r, int out_h, int out_w) {
+  for (int d : {8, 4, 2})
+    if (r.height >= static_cast<int64_t>(d) * out_h && r.width >= static_cast<int64_t>(d) * out_w)
+      return d;
+  return 1;
+}
+
+// `lo` and `len` of the full image on the grid of the image scaled by 1/d (`size`
+// pixels): edges rounded to the nearest scaled pixel, at least one pixel, inside it.
+void to_scaled(int& lo, int& len, int d, int size) {
+  const int a = static_cast<int>(std::lround(static_cast<double>(lo) / d));
+  const int b = static_cast<int>(std::lround(static_cast<double>(lo + len) / d));
+  lo = std::clamp(a, 0, size - 1);
+  len = std::clamp(b, lo + 1, size) - lo;
+}
+
+// The geometry of one augmentation: valid until the thread's next call. With
+// `max_denom` > 1 (decode_augment's decoder_scale), a crop at least 2, 4 or 8 times
+// the output is planned on the image scaled down by that factor, returned in *denom;
+// the random draws are the same either way.
+const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng, int max_denom = 1,
+                     int* denom = nullptr) {
   Rect r{0, 0, H, W};
   int out_h = H, out_w = W;
   if (o.random_resized_crop) {
@@ -119,6 +141,13 @@ const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng) {
     wx = static_cast<int>(std::lround((out_w - ww) / 2.0));
   }
   const bool flip = o.flip_probability > 0 && rng.bernoulli(o.flip_probability);
+  int d = max_denom > 1 ? std::min(max_denom, decoder_denominator(r, out_h, out_w)) : 1;
+  if (d > 1) {
+    const int sh = (H + d - 1) / d, sw = (W + d - 1) / d;  // libjpeg's scaled size
+    to_scaled(r.y, r.height, d, sh);
+    to_scaled(r.x, r.width, d, sw);
+  }
+  if (denom) *denom = d;
   // Per thread, so that the tables' storage is reused image after image.
   thread_local Geometry g;
   const bool same_y = r.height == out_h, same_x = r.width == out_w;
@@ -130,7 +159,7 @@ const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng) {
     detail::identity_taps(g.tx, r.x + wx, ww, flip);
   else
     detail::make_taps(g.tx, r.x, r.width, out_w, wx, ww, o.antialias, flip);
-  g.identity = !flip && same_y && same_x && wh == H && ww == W;
+  g.identity = d == 1 && !flip && same_y && same_x && wh == H && ww == W;
   return g;
 }
 
@@ -329,8 +358,10 @@ Tensor decode_augment(std::string_view bytes, const DecodeOptions& decode, const
     return augment(decode_image(bytes, decode), o, rng);
   JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
   const ImageInfo info = dec.read_header(bytes, decode);
-  const Geometry& g = plan(info.height, info.width, o, rng);
+  int denom = 1;
+  const Geometry& g = plan(info.height, info.width, o, rng, o.decoder_scale ? 8 : 1, &denom);
   if (g.identity && !o.normalize) return decode_jpeg(bytes, decode);
+  if (denom > 1) dec.scale_down(denom);
   JpegRows rows(dec, dec.start(g.ty.lo, g.tx.lo, g.ty.hi - g.ty.lo, g.tx.hi - g.tx.lo));
   return finish(rows.source(), g, o);
 }

@@ -186,9 +186,10 @@ struct JpegRegionDecoder::State {
   bool header_ok = false;
   int out_channels = 0;
   int64_t max_pixels = 0;
-  int rows_left = 0;     // of the region being streamed
-  bool started = false;  // a region is being streamed (decompression in progress)
-  bool done = false;     // the region's last row was read: read_rows returns 0
+  int out_height = 0, out_width = 0;  // of the image as decoded (scale_down())
+  int rows_left = 0;                  // of the region being streamed
+  bool started = false;               // a region is being streamed (decompression in progress)
+  bool done = false;                  // the region's last row was read: read_rows returns 0
 };
 
 JpegRegionDecoder::JpegRegionDecoder() : s_(new State) {
@@ -225,6 +226,18 @@ int read_header_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsign
   jpeg_create_decompress(cinfo);
   jpeg_mem_src(cinfo, data, size);
   jpeg_read_header(cinfo, TRUE);
+  return 0;
+}
+
+// Sets the scale 1/denom and computes the output size it gives.
+int scale_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int denom) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return -1;
+  }
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = static_cast<unsigned int>(denom);
+  jpeg_calc_output_dimensions(cinfo);
   return 0;
 }
 
@@ -292,8 +305,26 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
   s.cinfo.out_color_space = s.out_channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
   s.cinfo.dct_method = JDCT_ISLOW;
   s.cinfo.do_fancy_upsampling = TRUE;
+  s.out_height = info.height;
+  s.out_width = info.width;
   s.header_ok = true;
   return info;
+}
+
+std::pair<int, int> JpegRegionDecoder::scale_down(int denom) {
+  State& s = *s_;
+  if (!s.header_ok)
+    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::scale_down before read_header");
+  if (denom != 1 && denom != 2 && denom != 4 && denom != 8)
+    throw_error(ErrorCode::kInvalidArgument, kDecode,
+                "scale_down takes 1, 2, 4 or 8, got " + std::to_string(denom));
+  if (scale_c(&s.cinfo, &s.err, denom) != 0) {
+    s.header_ok = false;
+    throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+  }
+  s.out_height = static_cast<int>(s.cinfo.output_height);
+  s.out_width = static_cast<int>(s.cinfo.output_width);
+  return {s.out_height, s.out_width};
 }
 
 DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
@@ -301,7 +332,7 @@ DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   if (!s.header_ok)
     throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::start before read_header");
   s.header_ok = false;
-  const int iw = static_cast<int>(s.cinfo.image_width), ih = static_cast<int>(s.cinfo.image_height);
+  const int iw = s.out_width, ih = s.out_height;
   if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > ih || x + width > iw)
     throw_error(ErrorCode::kInvalidArgument, kDecode,
                 "region " + std::to_string(width) + "x" + std::to_string(height) + "+" +

@@ -221,6 +221,7 @@ void register_image_functions(Registry& r) {
     Fields f = field_args(a);
     DecodeOptions d = decode_args(a);
     AugmentOptions o = augment_args(a);
+    o.decoder_scale = a.get_bool("decoder_scale", false);
     return [f, d, o](Example e, const MapContext& ctx) {
       Rng rng = ctx.rng_for(e);
       return apply(std::move(e), f, [&](const Tensor& t) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "dataecho/image/codec.h"
@@ -18,6 +19,7 @@ namespace {
 using testing::at;
 using testing::coordinate_image;
 using testing::error_of;
+using testing::psnr;
 using testing::synthetic_image;
 
 // ---- resize ----
@@ -341,6 +343,64 @@ TEST(Augment, DecodeAugmentEqualsAugmentOfDecode) {
   }
 }
 
+// decoder_scale: a crop at least twice the output is decoded scaled down in the IDCT.
+// The output is then close to the exact path's, not equal; a smaller crop is decoded
+// exactly as without the option; the random draws, and so determinism, are unchanged.
+TEST(Augment, DecoderScaleIsCloseToTheExactPathAndOnlyForLargeCrops) {
+  for (int channels : {3, 1}) {
+    const std::string jpg = encode_jpeg(synthetic_image(480, 640, channels, 5), 90);
+    for (int size : {64, 300}) {
+      AugmentOptions exact = imagenet_options(size);
+      exact.normalize.reset();  // uint8 out, for PSNR
+      AugmentOptions scaled = exact;
+      scaled.decoder_scale = true;
+      int differ = 0;
+      for (uint64_t seed = 0; seed < 30; ++seed) {
+        Rng a(seed), b(seed), c(seed);
+        Tensor e = decode_augment(jpg, {}, exact, a);
+        Tensor s = decode_augment(jpg, {}, scaled, b);
+        ASSERT_EQ(s.shape(), e.shape());
+        ASSERT_TRUE(decode_augment(jpg, {}, scaled, c).equals(s)) << "seed " << seed;
+        if (s.equals(e)) continue;
+        ++differ;
+        EXPECT_GT(psnr(s, e), 30.0)
+            << "seed " << seed << " size " << size << " channels " << channels;
+      }
+      // 480 rows cannot hold a crop of twice 300: never scaled. At 64 nearly every crop
+      // (at least 8% of the image, about 157 pixels a side) is at least 128 a side.
+      if (size == 300)
+        EXPECT_EQ(differ, 0) << "channels " << channels;
+      else
+        EXPECT_GE(differ, 25) << "channels " << channels;
+    }
+  }
+}
+
+TEST(Augment, DecoderScaleTakesPowersOfTwo) {
+  const std::string jpg = encode_jpeg(synthetic_image(37, 50, 3, 6), 90);
+  JpegRegionDecoder dec;
+  dec.read_header(jpg);
+  EXPECT_EQ(dec.scale_down(4), std::make_pair(10, 13));  // rounded up, as libjpeg does
+  std::vector<uint8_t> scratch;
+  DecodedRegion r = dec.decode(0, 0, 10, 13, scratch);
+  EXPECT_EQ(r.height, 10);
+  EXPECT_EQ(r.width, 13);
+  auto code_of = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return static_cast<int>(e.code());
+    }
+    return -1;
+  };
+  const int invalid = static_cast<int>(ErrorCode::kInvalidArgument);
+  dec.read_header(jpg);
+  EXPECT_EQ(code_of([&] { dec.scale_down(3); }), invalid);
+  dec.read_header(jpg);
+  dec.scale_down(2);  // 25x19: a region of the full image's size is outside it
+  EXPECT_EQ(code_of([&] { dec.decode(0, 0, 20, 25, scratch); }), invalid);
+}
+
 TEST(Augment, PadCropAndFlipOnSmallImages) {
   Tensor img = coordinate_image(28, 28, 1);
   AugmentOptions o;
@@ -487,6 +547,10 @@ TEST(ImageFunctions, BadArgsNameThePath) {
             std::string::npos);
   EXPECT_NE(spec_error("augment", R"({"flip": 2})").find("flip"), std::string::npos);
   EXPECT_NE(spec_error("decode_image", R"({"channels": 2})").find("channels"), std::string::npos);
+  // decoder_scale is decode_augment's: augment receives pixels.
+  EXPECT_NE(spec_error("augment", R"({"decoder_scale": true})").find("decoder_scale"),
+            std::string::npos);
+  EXPECT_NO_THROW(map_fn("decode_augment", R"({"random_resized_crop": 8, "decoder_scale": true})"));
   EXPECT_NE(spec_error("resize", "{}").find("size"), std::string::npos);
 }
 

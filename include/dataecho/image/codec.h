@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dataecho/core/tensor.h"
@@ -76,6 +77,13 @@ class JpegRegionDecoder {
   // x + width (iMCU alignment and a margin) and is valid until the next call.
   // `scratch` holds the pixels.
   DecodedRegion decode(int y, int x, int height, int width, std::vector<uint8_t>& scratch);
+
+  // Between read_header() and start()/decode(): decode the image scaled down by
+  // `denom` (1, 2, 4 or 8) in libjpeg's inverse DCT, which reconstructs each 8x8 block
+  // at 8/denom pixels a side from its low frequencies. Regions are then given in the
+  // scaled image, whose size is returned ({height, width}: the image's, divided by
+  // denom and rounded up). Work after entropy decoding shrinks by about denom^2.
+  std::pair<int, int> scale_down(int denom);
 
   // The same region, streamed: start() skips to row y and returns the region's
   // geometry (data is null); each read_rows() then decodes the next rows, at most

@@ -83,6 +83,15 @@ struct AugmentOptions {
   double flip_probability = 0.0;                      // horizontal flip; `"flip": true` means 0.5
   std::optional<NormalizeOptions> normalize;          // set: float32 CHW output; else uint8 HWC
   bool antialias = true;
+  // decode_augment only (augment receives pixels and ignores it): when the crop of a
+  // JPEG is at least 2, 4 or 8 times the output in both directions, decode it scaled
+  // down by that factor in the inverse DCT (libjpeg's DCT scaling, as PIL's
+  // Image.draft and tf.image.decode_jpeg's `ratio` do) and resample the rest. The crop
+  // is then placed on the scaled image's pixel grid (its edges move by less than half a
+  // scaled pixel), and the output is close to, not equal to, the exact path's. Large
+  // photos gain most: reconstruction and resampling shrink with the square of the
+  // factor; entropy decoding does not.
+  bool decoder_scale = false;
 };
 
 // Throws kInvalidArgument for inconsistent options (negative sizes, both
@@ -93,7 +102,8 @@ Tensor augment(const Tensor& hwc, const AugmentOptions& options, Rng& rng);
 
 // decode_image + augment, fused: for a JPEG whose augmentation starts with a crop
 // (random_resized_crop, or resize + center_crop), only the rows and columns the crop
-// needs are decoded. The output equals augment(decode_image(bytes)) exactly.
+// needs are decoded. The output equals augment(decode_image(bytes)) exactly, unless
+// options.decoder_scale lets the decoder scale a large crop down.
 Tensor decode_augment(std::string_view bytes, const DecodeOptions& decode,
                       const AugmentOptions& options, Rng& rng);
 
