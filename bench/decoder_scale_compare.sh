@@ -4,18 +4,20 @@
 #   bench/decoder_scale_compare.sh [--build DIR] [--out DIR] [--images N] [--rounds R]
 #                                  [--window-seconds S]
 #
-# Workloads (made once in OUT/decoder_scale_data):
+# Workloads (made once in OUT/decoder_scale_data, 4 tar shards each):
 #   photo  N photographic JPEGs from bench/make_photos.py (400-560 px wide, quality 90),
-#          the photo workload of bench/dataloader_compare.sh;
+#          the photo workload of bench/dataloader_compare.sh (bench/dataloader_lib.sh's
+#          prepare_photos);
 #   large  the same N photos upscaled 2x (bicubic, 800-1120 px wide), saved again at
 #          quality 90: a stand-in for camera-sized images. Upscaled content has less fine
 #          detail than a real photo of that size, so its entropy decoding, which scaling
 #          does not shrink, is cheaper than a real one's: real large photos gain less.
-# Each is a tar source -> map decode_augment (random resized crop 224, flip, ImageNet
-# normalize; parallelism 1) -> batch 128 -> prefetch 4, measured by dataloader_bench
+# Each is dataloader_compare.sh's pipeline with 1 thread (bench/dataloader_lib.sh's spec:
+# tar source -> map decode_augment with JPEG_ARGS, random resized crop 224, flip,
+# ImageNet normalize -> batch 128 -> prefetch 4), measured by dataloader_bench
 # (one window of at least S seconds, default 5) with decoder_scale false and true, each
-# round in the other order, R rounds (default 3). Prints each run and the median ratio per workload;
-# writes OUT/decoder_scale_compare.json.
+# round in the other order, R rounds (default 3). Prints each run and the median ratio
+# per workload; writes OUT/decoder_scale_compare.json.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
@@ -30,17 +32,21 @@ while [[ $# -gt 0 ]]; do
     --images) IMAGES=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --window-seconds) WINDOW=$2; shift 2 ;;
-    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
   esac
 done
 source "$ROOT/scripts/commit_state.sh"
+# shellcheck source=dataloader_lib.sh
+source "$ROOT/bench/dataloader_lib.sh"  # prepare_photos, spec, JPEG_ARGS, log
 cmake --build "$BUILD" --target dataecho_cli dataloader_bench >&2
+DE=$BUILD/bin/dataecho
 DATA=$OUT/decoder_scale_data
 RUNS=$OUT/decoder_scale_runs
 mkdir -p "$DATA" "$RUNS"
-if [[ ! -f $DATA/stamp || $(cat "$DATA/stamp") != "$IMAGES" ]]; then
-  rm -rf "$DATA"/*
-  /usr/bin/python3 "$ROOT/bench/make_photos.py" --out "$DATA/photo_dir" --count "$IMAGES" --seed 2023
+prepare_photos "$IMAGES"  # DATA/photo_dir and DATA/photo_tar, as dataloader_compare.sh's
+if [[ ! -f $DATA/large.stamp || $(cat "$DATA/large.stamp") != "$(cat "$DATA/photo.stamp")" ]]; then
+  log "data large: the photos upscaled 2x"
+  rm -rf "$DATA/large_dir" "$DATA/large_tar"
   /usr/bin/python3 - "$DATA/photo_dir" "$DATA/large_dir" <<'PY'
 import os, sys
 from PIL import Image
@@ -53,19 +59,12 @@ for root, _, files in os.walk(src):
             os.makedirs(os.path.join(dst, os.path.relpath(root, src)), exist_ok=True)
             im.save(os.path.join(dst, os.path.relpath(root, src), f), quality=90)
 PY
-  for wl in photo large; do
-    "$BUILD/bin/dataecho" convert --dir "$DATA/${wl}_dir" --to tar --out "$DATA/${wl}_tar" --name train --shards 2 >&2
-  done
-  echo "$IMAGES" > "$DATA/stamp"
+  "$DE" convert --dir "$DATA/large_dir" --to tar --out "$DATA/large_tar" --name train --shards 4 >&2
+  cp "$DATA/photo.stamp" "$DATA/large.stamp"
 fi
 for wl in photo large; do
   for ds in false true; do
-    cat > "$RUNS/${wl}_$ds.spec.json" <<JSON
-{"seed": 7, "source": {"kind": "tar", "uri": "$DATA/${wl}_tar/train-*.tar", "fields": {"image": "jpg", "label": "cls"}},
- "stages": [{"op": "map", "fn": "decode_augment", "args": {"channels": 3, "random_resized_crop": 224, "flip": true,
-             "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}, "decoder_scale": $ds}, "parallelism": 1},
-            {"op": "batch", "size": 128}, {"op": "prefetch", "buffer": 4}]}
-JSON
+    spec "$RUNS/${wl}_$ds.spec.json" "$DATA/${wl}_tar" jpg decode_augment "${JPEG_ARGS%\}}, \"decoder_scale\": $ds}" 1
   done
 done
 rm -f "$RUNS"/r*.json
