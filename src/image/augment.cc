@@ -103,10 +103,10 @@ void to_scaled(int& lo, int& len, int d, int size) {
 }
 
 // The geometry of one augmentation: valid until the thread's next call. With
-// `max_denom` > 1 (decode_augment's decoder_scale), a crop at least 2, 4 or 8 times
-// the output is planned on the image scaled down by that factor, returned in *denom;
-// the random draws are the same either way.
-const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng, int max_denom = 1,
+// `decoder_scale` (decode_augment's option), a crop at least 2, 4 or 8 times the output
+// is planned on the image scaled down by that factor, returned in *denom; the random
+// draws are the same either way.
+const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng, bool decoder_scale = false,
                      int* denom = nullptr) {
   Rect r{0, 0, H, W};
   int out_h = H, out_w = W;
@@ -141,7 +141,7 @@ const Geometry& plan(int H, int W, const AugmentOptions& o, Rng& rng, int max_de
     wx = static_cast<int>(std::lround((out_w - ww) / 2.0));
   }
   const bool flip = o.flip_probability > 0 && rng.bernoulli(o.flip_probability);
-  int d = max_denom > 1 ? std::min(max_denom, decoder_denominator(r, out_h, out_w)) : 1;
+  const int d = decoder_scale ? decoder_denominator(r, out_h, out_w) : 1;
   if (d > 1) {
     const int sh = (H + d - 1) / d, sw = (W + d - 1) / d;  // libjpeg's scaled size
     to_scaled(r.y, r.height, d, sh);
@@ -359,7 +359,7 @@ Tensor decode_augment(std::string_view bytes, const DecodeOptions& decode, const
   JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
   const ImageInfo info = dec.read_header(bytes, decode);
   int denom = 1;
-  const Geometry& g = plan(info.height, info.width, o, rng, o.decoder_scale ? 8 : 1, &denom);
+  const Geometry& g = plan(info.height, info.width, o, rng, o.decoder_scale, &denom);
   if (g.identity && !o.normalize) return decode_jpeg(bytes, decode);
   if (denom > 1) dec.scale_down(denom);
   JpegRows rows(dec, dec.start(g.ty.lo, g.tx.lo, g.ty.hi - g.ty.lo, g.tx.hi - g.tx.lo));
