@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 // clang-format off
@@ -12,6 +13,7 @@
 // clang-format on
 
 #include "dataecho/image/codec.h"
+#include "image/jpeg_huffman.h"
 
 namespace dataecho {
 namespace {
@@ -178,7 +180,28 @@ void on_message(j_common_ptr cinfo, int level) {
   }
 }
 
+// detail::JpegHuffman's fallback: the scan needs libjpeg's own decoder (corrupt or
+// truncated data). The region is decoded again from where it stands with it, so what
+// libjpeg does with such data (warn, error, or fill in) is what happens.
+constexpr int kNeedsLibjpeg = 3;
+void huffman_fallback(j_decompress_ptr cinfo) {
+  std::longjmp(reinterpret_cast<ErrorManager*>(cinfo->err)->jump, kNeedsLibjpeg);
+}
+
+// The faster Huffman decoder is on unless DATAECHO_JPEG_HUFFMAN=libjpeg (for A/B
+// measurements; set_jpeg_huffman below for tests).
+bool fast_huffman = [] {
+  const char* v = std::getenv("DATAECHO_JPEG_HUFFMAN");
+  return !(v && std::strcmp(v, "libjpeg") == 0);
+}();
+
 }  // namespace
+
+namespace detail {
+void use_fast_huffman(bool on) { fast_huffman = on; }
+thread_local long huffman_fallbacks = 0;
+long jpeg_huffman_fallbacks() { return huffman_fallbacks; }
+}  // namespace detail
 
 struct JpegRegionDecoder::State {
   jpeg_decompress_struct cinfo;
@@ -190,6 +213,18 @@ struct JpegRegionDecoder::State {
   int rows_left = 0;                  // of the region being streamed
   bool started = false;               // a region is being streamed (decompression in progress)
   bool done = false;                  // the region's last row was read: read_rows returns 0
+  // What a decode that starts again with libjpeg's Huffman decoder needs (see
+  // huffman_fallback): the bytes, the scale, the region as asked of jpeg_crop_scanline,
+  // and how many of its rows have been read.
+  const unsigned char* data = nullptr;
+  unsigned long size = 0;
+  int denom = 1;
+  int region_y = 0, rows_read = 0;
+  JDIMENSION crop_x = 0, crop_width = 0;
+  detail::JpegHuffman huffman;
+
+  void configure();
+  void restart_with_libjpeg(int y);
 };
 
 JpegRegionDecoder::JpegRegionDecoder() : s_(new State) {
@@ -242,25 +277,29 @@ int scale_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int denom) {
 }
 
 // Starts decompression of rows [y, ...) and columns [*x, *x + *width) (widened by
-// jpeg_crop_scanline to whole iMCUs), skipping the rows above.
+// jpeg_crop_scanline to whole iMCUs), skipping the rows above; with `huffman`'s
+// Huffman decoder where it applies. -kNeedsLibjpeg: start again without it.
 int start_region_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int y, JDIMENSION* x,
-                   JDIMENSION* width) {
-  if (setjmp(err->jump)) {
+                   JDIMENSION* width, detail::JpegHuffman* huffman) {
+  if (int rc = setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
-    return -1;
+    return rc == kNeedsLibjpeg ? -kNeedsLibjpeg : -1;
   }
   jpeg_start_decompress(cinfo);
+  if (huffman) huffman->install(cinfo, huffman_fallback);
   if (*x != 0 || *width != cinfo->output_width) jpeg_crop_scanline(cinfo, x, width);
   if (y > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y));
   return 0;
 }
 
-// Reads exactly `rows` scanlines, `stride` bytes apart.
+// Reads exactly `rows` scanlines, `stride` bytes apart, counting those read in *done.
+// -kNeedsLibjpeg: start again without the faster Huffman decoder.
 int read_rows_c(jpeg_decompress_struct* cinfo, ErrorManager* err, unsigned char* out, size_t stride,
-                int rows) {
-  if (setjmp(err->jump)) {
+                int rows, int* done) {
+  *done = 0;
+  if (int rc = setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
-    return -1;
+    return rc == kNeedsLibjpeg ? -kNeedsLibjpeg : -1;
   }
   for (int row = 0; row < rows;) {
     // Several rows per call, as tjDecompress2 does: a 2x2-subsampled image yields two
@@ -276,11 +315,37 @@ int read_rows_c(jpeg_decompress_struct* cinfo, ErrorManager* err, unsigned char*
       return -1;
     }
     row += static_cast<int>(n);
+    *done = row;
   }
   return 0;
 }
 
 }  // namespace
+
+namespace {
+[[noreturn]] void corrupt(const ErrorManager& err) {
+  throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + err.message);
+}
+}  // namespace
+
+// The settings TurboJPEG uses, so that pixels equal tjDecompress2's.
+void JpegRegionDecoder::State::configure() {
+  cinfo.out_color_space = out_channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+  cinfo.dct_method = JDCT_ISLOW;
+  cinfo.do_fancy_upsampling = TRUE;
+}
+
+// Decodes the region again from row `y` on with libjpeg's own Huffman decoder, after
+// the faster one met data it leaves to libjpeg (huffman_fallback): the same header,
+// settings, scale and columns. libjpeg's errors then are the decode's.
+void JpegRegionDecoder::State::restart_with_libjpeg(int y) {
+  ++detail::huffman_fallbacks;
+  if (read_header_c(&cinfo, &err, data, size) != 0) corrupt(err);
+  configure();
+  if (denom != 1 && scale_c(&cinfo, &err, denom) != 0) corrupt(err);
+  JDIMENSION cx = crop_x, cw = crop_width;
+  if (start_region_c(&cinfo, &err, y, &cx, &cw, nullptr) != 0) corrupt(err);
+}
 
 ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOptions& options) {
   State& s = *s_;
@@ -301,10 +366,10 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
     throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");
   info.channels = s.cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
   s.out_channels = output_channels(options, info.channels);
-  // The settings TurboJPEG uses, so that pixels equal tjDecompress2's.
-  s.cinfo.out_color_space = s.out_channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
-  s.cinfo.dct_method = JDCT_ISLOW;
-  s.cinfo.do_fancy_upsampling = TRUE;
+  s.configure();
+  s.data = reinterpret_cast<const unsigned char*>(bytes.data());
+  s.size = bytes.size();
+  s.denom = 1;
   s.out_height = info.height;
   s.out_width = info.width;
   s.header_ok = true;
@@ -320,8 +385,9 @@ std::pair<int, int> JpegRegionDecoder::scale_down(int denom) {
                 "scale_down takes 1, 2, 4 or 8, got " + std::to_string(denom));
   if (scale_c(&s.cinfo, &s.err, denom) != 0) {
     s.header_ok = false;
-    throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+    corrupt(s.err);
   }
+  s.denom = denom;
   s.out_height = static_cast<int>(s.cinfo.output_height);
   s.out_width = static_cast<int>(s.cinfo.output_width);
   return {s.out_height, s.out_width};
@@ -348,9 +414,16 @@ DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   // augmentation does not need costs a full decode's worth, so the margin is kept small.
   const int margin = 2 * std::max(1, s.cinfo.max_h_samp_factor);
   const int lo = std::max(0, x - margin), hi = std::min(iw, x + width + margin);
-  JDIMENSION cx = static_cast<JDIMENSION>(lo), cw = static_cast<JDIMENSION>(hi - lo);
-  if (start_region_c(&s.cinfo, &s.err, y, &cx, &cw) != 0)
-    throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+  s.crop_x = static_cast<JDIMENSION>(lo);
+  s.crop_width = static_cast<JDIMENSION>(hi - lo);
+  s.region_y = y;
+  s.rows_read = 0;
+  JDIMENSION cx = s.crop_x, cw = s.crop_width;
+  const int rc = start_region_c(&s.cinfo, &s.err, y, &cx, &cw, fast_huffman ? &s.huffman : nullptr);
+  if (rc == -kNeedsLibjpeg)
+    s.restart_with_libjpeg(y);  // the same cx and cw come out
+  else if (rc != 0)
+    corrupt(s.err);
   s.started = true;
   s.done = false;
   s.rows_left = height;
@@ -373,10 +446,22 @@ int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
     throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::read_rows without start");
   const int rows = std::min(max_rows, s.rows_left);
   if (rows <= 0) return 0;
-  if (read_rows_c(&s.cinfo, &s.err, out, static_cast<size_t>(stride), rows) != 0) {
-    s.started = false;  // read_rows_c aborted the decompression
-    throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + s.err.message);
+  int done = 0;
+  int rc = read_rows_c(&s.cinfo, &s.err, out, static_cast<size_t>(stride), rows, &done);
+  if (rc == -kNeedsLibjpeg) {  // rows before `done` are libjpeg's bits already
+    s.started = false;
+    s.restart_with_libjpeg(s.region_y + s.rows_read + done);
+    s.started = true;
+    int more = 0;
+    rc =
+        read_rows_c(&s.cinfo, &s.err, out + static_cast<size_t>(done) * static_cast<size_t>(stride),
+                    static_cast<size_t>(stride), rows - done, &more);
   }
+  if (rc != 0) {
+    s.started = false;  // read_rows_c aborted the decompression
+    corrupt(s.err);
+  }
+  s.rows_read += rows;
   s.rows_left -= rows;
   if (s.rows_left == 0) {
     finish();
