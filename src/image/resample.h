@@ -32,10 +32,19 @@ inline Taps identity_taps(int lo, int len, bool reverse) {
   return t;
 }
 
-// The horizontal filter's implementations: kWindow512 (AVX-512 permutes within a
-// 32-value window), kNarrowWindow and kWindow (AVX2 permutes within an 8- or 16-value
-// window), kGather (AVX2 gathers) and kScalar give the same bits; kBest picks per image.
-enum class HFilterKernel { kBest, kWindow512, kNarrowWindow, kWindow, kGather, kScalar };
+// The horizontal filter's implementations: kWindow512 and kWideWindow512 (AVX-512
+// permutes within a 32- or 64-value window), kNarrowWindow and kWindow (AVX2 permutes
+// within an 8- or 16-value window), kGather (AVX2 gathers) and kScalar give the same
+// bits; kBest picks per image.
+enum class HFilterKernel {
+  kBest,
+  kWindow512,
+  kWideWindow512,
+  kNarrowWindow,
+  kWindow,
+  kGather,
+  kScalar
+};
 // For tests: use `kernel` wherever it applies (a window kernel falls back to the next
 // one where a group does not fit its window; without AVX2 everything is kScalar).
 // kScalar also turns off the AVX-512 vertical filter. Not thread-safe.

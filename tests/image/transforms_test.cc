@@ -104,13 +104,16 @@ TEST(Resize, EveryHorizontalKernelGivesTheSameBits) {
   for (Case k : {Case{37, 53, 3, 64, 200}, Case{64, 180, 3, 30, 160}, Case{20, 256, 1, 20, 224},
                  Case{20, 300, 3, 10, 41}, Case{9, 13, 2, 9, 13}, Case{15, 7, 3, 15, 8},
                  // downscaling by 1.79x (4 taps: only the AVX-512 window fits), 1.92x (4
-                 // taps) and 2.23x (5 taps): gathers with more than 3 taps
-                 Case{16, 400, 3, 16, 224}, Case{16, 430, 3, 16, 224}, Case{12, 500, 3, 12, 224}}) {
+                 // taps) and 2.23x (5 taps): gathers with more than 3 taps, and the 64-value
+                 // AVX-512 window; 2.5x (7 taps) and 3.4x (9 taps) for the latter's wider
+                 // windows and taps; 4.5x fits no window
+                 Case{16, 400, 3, 16, 224}, Case{16, 430, 3, 16, 224}, Case{12, 500, 3, 12, 224},
+                 Case{12, 560, 3, 12, 224}, Case{6, 760, 3, 6, 224}, Case{6, 1000, 1, 6, 222}}) {
     Tensor img = synthetic_image(k.h, k.w, k.c, k.h * 7 + k.w);
     std::vector<Tensor> outs;
     for (auto kernel : {detail::HFilterKernel::kScalar, detail::HFilterKernel::kGather,
                         detail::HFilterKernel::kWindow, detail::HFilterKernel::kNarrowWindow,
-                        detail::HFilterKernel::kWindow512}) {
+                        detail::HFilterKernel::kWindow512, detail::HFilterKernel::kWideWindow512}) {
       detail::force_hfilter_kernel(kernel);
       Tensor resized = resize(img, k.oh, k.ow);
       Tensor flipped = hflip(img);
