@@ -2,7 +2,9 @@
 // bytes. Bad bytes must come back as a dataecho::Error (any other exception escapes and
 // libFuzzer reports it), never a crash, a hang or an allocation the header asked for.
 // Where both a whole decode and the fused one succeed in strict mode, the fused output
-// must equal augment(decode_image(bytes)) bit for bit, as decode_augment promises; with
+// must equal augment(decode_image(bytes)) bit for bit, as decode_augment promises, with
+// the whole decode made by libjpeg's own Huffman decoder and the fused one by dataecho's
+// (src/image/jpeg_huffman.h), so that the one checks the other; with
 // decoder_scale (option bit 0x80), which lets libjpeg scale large crops down and so
 // promises only a close output, it must have the same shape.
 //
@@ -22,6 +24,7 @@
 #include "dataecho/image/codec.h"
 #include "dataecho/image/transforms.h"
 #include "image/image_test_util.h"  // tests/: the tests' synthetic images
+#include "image/jpeg_huffman.h"     // src/: detail::use_fast_huffman
 
 namespace {
 
@@ -102,10 +105,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
   }
   Tensor whole, fused;
+  detail::use_fast_huffman(false);  // the reference: libjpeg's Huffman decoder
   try {
     whole = decode_image(bytes, decode);
   } catch (const Error&) {
   }
+  detail::use_fast_huffman(true);
   try {
     Rng rng(seed);
     fused = decode_augment(bytes, decode, options, rng);

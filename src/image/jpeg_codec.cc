@@ -96,16 +96,15 @@ ImageInfo read_jpeg_info(std::string_view bytes) {
 }
 
 Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
-  TjHandle handle(false);
-  tjhandle h = checked(handle);
-  auto* buf = reinterpret_cast<const unsigned char*>(bytes.data());
-  const JpegHeader hdr = read_jpeg_header(h, bytes);
-  const int width = hdr.width, height = hdr.height, colorspace = hdr.colorspace;
-  check_size(width, height, options, "JPEG");
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
-    throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");
-  const int channels = output_channels(options, stored_channels(colorspace));
-  const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
+  // The whole image as a region of the thread's region decoder, whose Huffman decoding
+  // (detail::JpegHuffman) is faster than TurboJPEG's; with TurboJPEG's settings, so the
+  // same pixels (Jpeg.DecodeMatchesLibjpegScanlinesExactly checks them against
+  // libjpeg's scanline API; fuzz/image_decode_fuzz against libjpeg's own Huffman
+  // decoder). Until session 18 this was tjDecompress2.
+  JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
+  const ImageInfo info = dec.read_header(bytes, options);
+  const int height = info.height, width = info.width;
+  const int channels = output_channels(options, info.channels);
   // The image starts JpegRegionDecoder::kRowSkew bytes past a 64-byte boundary, so
   // that libjpeg-turbo writes its rows through the cache (see there) for whoever reads
   // the image next (augment, most often at once); rows of a multiple of 16 bytes then
@@ -116,14 +115,8 @@ Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
   return Tensor::make(
       DType::kUInt8, {height, width, channels},
       [&](std::byte* out) {
-        if (tjDecompress2(h, buf, bytes.size(), reinterpret_cast<unsigned char*>(out), width,
-                          width * channels, height, pf, 0) != 0) {
-          const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
-          if (warning && !options.strict) return;
-          throw_error(ErrorCode::kDataLoss, kDecode,
-                      std::string(warning ? "corrupt JPEG data: " : "JPEG decode failed: ") +
-                          tjGetErrorStr2(h));
-        }
+        dec.start(0, 0, height, width);
+        dec.read_rows(reinterpret_cast<uint8_t*>(out), int64_t{width} * channels, height);
       },
       JpegRegionDecoder::kRowSkew);
 }
@@ -189,7 +182,7 @@ void huffman_fallback(j_decompress_ptr cinfo) {
 }
 
 // The faster Huffman decoder is on unless DATAECHO_JPEG_HUFFMAN=libjpeg (for A/B
-// measurements; set_jpeg_huffman below for tests).
+// measurements; detail::use_fast_huffman below for tests).
 bool fast_huffman = [] {
   const char* v = std::getenv("DATAECHO_JPEG_HUFFMAN");
   return !(v && std::strcmp(v, "libjpeg") == 0);
@@ -320,12 +313,10 @@ int read_rows_c(jpeg_decompress_struct* cinfo, ErrorManager* err, unsigned char*
   return 0;
 }
 
-}  // namespace
-
-namespace {
 [[noreturn]] void corrupt(const ErrorManager& err) {
   throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + err.message);
 }
+
 }  // namespace
 
 // The settings TurboJPEG uses, so that pixels equal tjDecompress2's.
