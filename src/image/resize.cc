@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -369,20 +370,23 @@ __attribute__((target("avx2"))) void hfilter_window_avx2(const float* plane, con
   hfilter_from(o, plane, start, w, k, n, out);
 }
 
+// Calls f(std::integral_constant<int, K>{}) with the K among Ks that equals k, else
+// with K = 0 (a kernel's any-number-of-taps instance): the kernels unroll their tap
+// loop for the counts that are common where each applies.
+template <int... Ks, class F>
+void with_taps(int k, F&& f) {
+  if (!((k == Ks ? (f(std::integral_constant<int, Ks>{}), true) : false) || ...))
+    f(std::integral_constant<int, 0>{});
+}
+
 template <bool kNarrow>
 void hfilter_window(const float* plane, const int* start, const int* base, const int* idx,
                     const float* w, int k, int n, float* out) {
-  switch (k) {
-    case 1:
-      return hfilter_window_avx2<1, kNarrow>(plane, start, base, idx, w, k, n, out);
-    case 2:
-      return hfilter_window_avx2<2, kNarrow>(plane, start, base, idx, w, k, n, out);
-    case 3:
-      return hfilter_window_avx2<3, kNarrow>(plane, start, base, idx, w, k, n, out);
-    default:
-      return hfilter_window_avx2<0, kNarrow>(plane, start, base, idx, w, k, n, out);
-  }
+  with_taps<1, 2, 3>(k, [&](auto K) {
+    hfilter_window_avx2<decltype(K)::value, kNarrow>(plane, start, base, idx, w, k, n, out);
+  });
 }
+
 // The windowed filter with AVX-512: groups of 16 outputs whose taps all lie in a window
 // of 32 consecutive source values (base[g], idx as above with 16 per group); one
 // two-source permute picks a tap's 16 values. It fits downscaling up to about 1.85x;
@@ -454,32 +458,16 @@ __attribute__((target("avx512f"))) void hfilter_window64_avx512(const float* pla
 
 void hfilter_window64(const float* plane, const int* start, const int* base, const int* idx,
                       const float* w, int k, int n, float* out) {
-  switch (k) {
-    case 5:
-      return hfilter_window64_avx512<5>(plane, start, base, idx, w, k, n, out);
-    case 6:
-      return hfilter_window64_avx512<6>(plane, start, base, idx, w, k, n, out);
-    case 7:
-      return hfilter_window64_avx512<7>(plane, start, base, idx, w, k, n, out);
-    default:
-      return hfilter_window64_avx512<0>(plane, start, base, idx, w, k, n, out);
-  }
+  with_taps<5, 6, 7>(k, [&](auto K) {
+    hfilter_window64_avx512<decltype(K)::value>(plane, start, base, idx, w, k, n, out);
+  });
 }
 
 void hfilter_window512(const float* plane, const int* start, const int* base, const int* idx,
                        const float* w, int k, int n, float* out) {
-  switch (k) {
-    case 2:
-      return hfilter_window_avx512<2>(plane, start, base, idx, w, k, n, out);
-    case 3:
-      return hfilter_window_avx512<3>(plane, start, base, idx, w, k, n, out);
-    case 4:
-      return hfilter_window_avx512<4>(plane, start, base, idx, w, k, n, out);
-    case 5:
-      return hfilter_window_avx512<5>(plane, start, base, idx, w, k, n, out);
-    default:
-      return hfilter_window_avx512<0>(plane, start, base, idx, w, k, n, out);
-  }
+  with_taps<2, 3, 4, 5>(k, [&](auto K) {
+    hfilter_window_avx512<decltype(K)::value>(plane, start, base, idx, w, k, n, out);
+  });
 }
 #endif
 

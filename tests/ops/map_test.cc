@@ -156,8 +156,12 @@ TEST(Map, CheapElementsAreTakenSeveralAtATime) {
     auto p = range(n).map("f", {{"cheap", cheap}}, {.parallelism = 2, .buffer = 64}).build();
     EXPECT_EQ(ids(drain(*p)), iota(n));
     const int64_t takes = input_takes(*p);
+    // Under TSan everything, the function and a take alike, runs several times slower,
+    // and takes come out smaller: 670 takes for 2,000 elements once (session 18), about
+    // 3 per take. At most half as many takes as elements still tells several elements
+    // per take from the expensive function's one.
     if (cheap)
-      EXPECT_LE(takes, n / 3) << "at most a third as many takes as elements";
+      EXPECT_LE(takes, n / 2) << "at most half as many takes as elements";
     else
       EXPECT_GE(takes, n) << "one element per take (and the take that finds the end)";
   }
