@@ -50,13 +50,6 @@ std::string synthetic_jpeg(uint64_t seed) {
   return encode_jpeg(img, 90);
 }
 
-// libjpeg's entropy-decoder interface (see jpeg_huffman.cc).
-struct EntropyDecoder {
-  void (*start_pass)(j_decompress_ptr);
-  boolean (*decode_mcu)(j_decompress_ptr, JBLOCKROW*);
-  boolean insufficient_data;
-};
-
 void decode_all(benchmark::State& state, bool ours) {
   jpeg_decompress_struct cinfo;
   jpeg_error_mgr err;
@@ -76,7 +69,7 @@ void decode_all(benchmark::State& state, bool ours) {
     jpeg_start_decompress(&cinfo);
     if (ours && !huffman.install(&cinfo, [](j_decompress_ptr) { std::abort(); }))
       state.SkipWithError("a JPEG the decoder does not take (progressive, restart markers)");
-    auto decode = reinterpret_cast<EntropyDecoder*>(cinfo.entropy)->decode_mcu;
+    auto decode = reinterpret_cast<detail::JpegEntropyDecoder*>(cinfo.entropy)->decode_mcu;
     const long mcus = static_cast<long>(cinfo.MCUs_per_row) * cinfo.MCU_rows_in_scan;
     const size_t zero = sizeof(JBLOCK) * static_cast<size_t>(cinfo.blocks_in_MCU);
     state.ResumeTiming();

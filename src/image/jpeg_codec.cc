@@ -207,12 +207,12 @@ struct JpegRegionDecoder::State {
   bool started = false;               // a region is being streamed (decompression in progress)
   bool done = false;                  // the region's last row was read: read_rows returns 0
   // What a decode that starts again with libjpeg's Huffman decoder needs (see
-  // huffman_fallback): the bytes, the scale, the region as asked of jpeg_crop_scanline,
-  // and how many of its rows have been read.
+  // huffman_fallback): the bytes, the scale, the region's columns as asked of
+  // jpeg_crop_scanline, and its next row to be read.
   const unsigned char* data = nullptr;
   unsigned long size = 0;
   int denom = 1;
-  int region_y = 0, rows_read = 0;
+  int next_row = 0;
   JDIMENSION crop_x = 0, crop_width = 0;
   detail::JpegHuffman huffman;
 
@@ -407,8 +407,7 @@ DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   const int lo = std::max(0, x - margin), hi = std::min(iw, x + width + margin);
   s.crop_x = static_cast<JDIMENSION>(lo);
   s.crop_width = static_cast<JDIMENSION>(hi - lo);
-  s.region_y = y;
-  s.rows_read = 0;
+  s.next_row = y;
   JDIMENSION cx = s.crop_x, cw = s.crop_width;
   const int rc = start_region_c(&s.cinfo, &s.err, y, &cx, &cw, fast_huffman ? &s.huffman : nullptr);
   if (rc == -kNeedsLibjpeg)
@@ -441,7 +440,7 @@ int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
   int rc = read_rows_c(&s.cinfo, &s.err, out, static_cast<size_t>(stride), rows, &done);
   if (rc == -kNeedsLibjpeg) {  // rows before `done` are libjpeg's bits already
     s.started = false;
-    s.restart_with_libjpeg(s.region_y + s.rows_read + done);
+    s.restart_with_libjpeg(s.next_row + done);
     s.started = true;
     int more = 0;
     rc =
@@ -452,7 +451,7 @@ int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
     s.started = false;  // read_rows_c aborted the decompression
     corrupt(s.err);
   }
-  s.rows_read += rows;
+  s.next_row += rows;
   s.rows_left -= rows;
   if (s.rows_left == 0) {
     finish();

@@ -8,15 +8,6 @@
 namespace dataecho::detail {
 namespace {
 
-// libjpeg's entropy-decoder interface, struct jpeg_entropy_decoder in its private
-// jpegint.h (unchanged since IJG 6b, and part of the libjpeg.so.62 ABI that every
-// libjpeg-turbo keeps); jpeglib.h declares the struct without its members.
-struct EntropyDecoder {
-  void (*start_pass)(j_decompress_ptr cinfo);
-  boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* mcu);
-  boolean insufficient_data;
-};
-
 // Zigzag position -> natural (row-major) position. Past 63 every entry is 63: a
 // corrupt run past the block's end writes its coefficient there, as libjpeg does, and
 // the fast table's end-of-block entries (run 63, value 0) write a zero there, where
@@ -185,19 +176,17 @@ inline bool decode_ac(const JpegHuffman::Table& t, JpegHuffman::Reader& r, JCOEF
   return ok;
 }
 
-boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
+}  // namespace
+
+boolean JpegHuffman::decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
   auto& h = *static_cast<JpegHuffman*>(cinfo->client_data);
-  JpegHuffman::Reader r = h.reader_;
-  // A block reads at most 64 codes and values of 31 bits past where it starts (under
-  // kPad bytes), so a block that starts inside the data plus a few bytes stays inside
-  // the buffer.
-  const uint8_t* limit = h.data_.data() + h.data_bits_ / 8 + 8;
+  Reader r = h.reader_;
   bool ok = true;
   for (int i = 0; i < h.block_count_ && ok; ++i) {
-    const JpegHuffman::Block& blk = h.blocks_[i];
+    const Block& blk = h.blocks_[i];
     JCOEF* block = mcu ? *mcu[i] : nullptr;
     normalize(r);
-    if (r.q > limit) {
+    if (r.q > h.block_limit_) {
       ok = false;
       break;
     }
@@ -225,6 +214,8 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
   }
   return TRUE;
 }
+
+namespace {
 
 // Copies the entropy-coded bytes at [p, end) into `out` without their stuffing, up to
 // the marker that ends them, as libjpeg reads them: 0xFF 0x00 is a data byte 0xFF
@@ -284,11 +275,15 @@ bool JpegHuffman::install(j_decompress_ptr cinfo, Fallback fallback) {
   source_left_ = static_cast<size_t>(src_end - marker_);
   data_bits_ = data_.size() * 8;
   data_.resize(data_.size() + kPad, 0);
+  // A block reads at most 64 codes and values of 31 bits past where it starts (under
+  // kPad bytes), so a block that starts inside the data plus a few bytes stays inside
+  // the buffer.
+  block_limit_ = data_.data() + data_bits_ / 8 + 8;
   reader_ = Reader{data_.data(), 0};
   mcus_left_ = static_cast<long>(cinfo->MCUs_per_row) * static_cast<long>(cinfo->MCU_rows_in_scan);
   fallback_ = fallback;
   cinfo->client_data = this;
-  reinterpret_cast<EntropyDecoder*>(cinfo->entropy)->decode_mcu = decode_mcu;
+  reinterpret_cast<JpegEntropyDecoder*>(cinfo->entropy)->decode_mcu = decode_mcu;
   return true;
 }
 

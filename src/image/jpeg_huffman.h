@@ -6,8 +6,9 @@
 // decodes the same coefficients (Huffman coding is lossless, so the pixels are the same
 // bits) with wider tables: one 10-bit lookup yields a coefficient's run, value and
 // length together where code and value fit in 10 bits (most of them at quality 90),
-// where libjpeg-turbo 2.1 looks up 8 bits of code and then reads the value; and it
-// refills its bit buffer 8 bytes at a time where they hold no 0xFF.
+// where libjpeg-turbo 2.1 looks up 8 bits of code and then reads the value. The scan is
+// unstuffed once, so the next 8 bytes of bits are a plain load, issued before the
+// lookup of the symbol ahead of them ends.
 //
 // It plugs into libjpeg through the decompressor's entropy-decoder slot
 // (cinfo->entropy->decode_mcu): everything else (markers, IDCT, upsampling, colour,
@@ -27,6 +28,16 @@
 #include <jpeglib.h>
 
 namespace dataecho::detail {
+
+// libjpeg's entropy-decoder interface, struct jpeg_entropy_decoder in its private
+// jpegint.h (unchanged since IJG 6b, and part of the libjpeg.so.62 ABI that every
+// libjpeg-turbo keeps); jpeglib.h declares the struct without its members. A
+// decompressor's cinfo->entropy points at one.
+struct JpegEntropyDecoder {
+  void (*start_pass)(j_decompress_ptr cinfo);
+  boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* mcu);
+  boolean insufficient_data;
+};
 
 class JpegHuffman {
  public:
@@ -69,18 +80,21 @@ class JpegHuffman {
     bool ac_needed = false;
   };
 
+ private:
+  // libjpeg's decode_mcu: one MCU's blocks (MCU_data null: read past them).
+  static boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu);
+
   Reader reader_;
-  std::vector<uint8_t> data_;        // unstuffed, plus kPad zero bytes
-  size_t data_bits_ = 0;             // bits of real data in data_
-  const uint8_t* marker_ = nullptr;  // in the source: where the data ended
-  size_t source_left_ = 0;           // source bytes from marker_ on
-  long mcus_left_ = 0;               // before the scan ends
+  std::vector<uint8_t> data_;             // unstuffed, plus kPad zero bytes
+  size_t data_bits_ = 0;                  // bits of real data in data_
+  const uint8_t* block_limit_ = nullptr;  // a block that starts past this read past the data
+  const uint8_t* marker_ = nullptr;       // in the source: where the data ended
+  size_t source_left_ = 0;                // source bytes from marker_ on
+  long mcus_left_ = 0;                    // before the scan ends
   int last_dc_[4] = {};
   Block blocks_[10] = {};  // D_MAX_BLOCKS_IN_MCU
   int block_count_ = 0;
   Fallback fallback_ = nullptr;
-
- private:
   Table dc_[4], ac_[4];  // NUM_HUFF_TBLS; rebuilt only when an image's table differs
 };
 
