@@ -1,64 +1,19 @@
 // libFuzzer target: the image decoders and the fused decode + augmentation on arbitrary
-// bytes. Bad bytes must come back as a dataecho::Error (any other exception escapes and
-// libFuzzer reports it), never a crash, a hang or an allocation the header asked for.
-// Where both a whole decode and the fused one succeed in strict mode, the fused output
-// must equal augment(decode_image(bytes)) bit for bit, as decode_augment promises, with
-// the whole decode made by libjpeg's own Huffman decoder and the fused one by dataecho's
-// (src/image/jpeg_huffman.h), so that the one checks the other; with
-// decoder_scale (option bit 0x80), which lets libjpeg scale large crops down and so
-// promises only a close output, it must have the same shape.
-//
-// The first two bytes choose the options; the rest is the image. Seeds: run with
-// DATAECHO_FUZZ_WRITE_SEEDS=DIR, the binary writes small JPEGs and PNGs made with
-// dataecho's own encoders into DIR and exits (scripts/fuzz.sh does).
-#include <cstddef>
-#include <cstdint>
+// bytes; tests/image/image_decode_check.h says what is checked and what the first two
+// bytes choose. Any difference aborts. Seeds: run with DATAECHO_FUZZ_WRITE_SEEDS=DIR,
+// the binary writes small JPEGs and PNGs made with dataecho's own encoders into DIR and
+// exits (scripts/fuzz.sh does).
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <string>
-#include <string_view>
 
-#include "dataecho/core/error.h"
-#include "dataecho/core/rng.h"
-#include "dataecho/image/codec.h"
-#include "dataecho/image/transforms.h"
-#include "image/image_test_util.h"  // tests/: the tests' synthetic images
-#include "image/jpeg_huffman.h"     // src/: detail::use_fast_huffman
+#include "image/image_decode_check.h"  // tests/
+#include "image/image_test_util.h"     // tests/: the tests' synthetic images
 
 namespace {
 
 using namespace dataecho;
-
-AugmentOptions augment_options(uint8_t pick) {
-  AugmentOptions a;
-  switch (pick % 5) {
-    case 0:  // the ImageNet recipe, small
-      a.random_resized_crop = RandomResizedCropOptions{};
-      a.random_resized_crop->height = a.random_resized_crop->width = 24;
-      break;
-    case 1:
-      a.resize_shorter = 20;
-      a.center_crop_height = a.center_crop_width = 16;
-      break;
-    case 2:
-      a.pad_crop = 4;
-      break;
-    case 3:
-      a.resize_height = 9;
-      a.resize_width = 33;
-      a.antialias = (pick & 0x10) != 0;
-      break;
-    default:
-      a.center_crop_height = 5;
-      a.center_crop_width = 7;
-      break;
-  }
-  if (pick & 0x20) a.flip_probability = 0.5;
-  if (pick & 0x40) a.normalize = NormalizeOptions{};
-  if (pick & 0x80) a.decoder_scale = true;
-  return a;
-}
 
 void write_seeds(const std::string& dir) {
   struct Shape3 {
@@ -90,41 +45,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 2) return 0;
-  const uint8_t flags = data[0], pick = data[1];
-  std::string_view bytes(reinterpret_cast<const char*>(data + 2), size - 2);
-  DecodeOptions decode;
-  decode.channels = (flags & 3) == 1 ? 1 : (flags & 3) == 2 ? 3 : 0;
-  decode.strict = (flags & 4) == 0;
-  decode.max_pixels = int64_t{1} << 20;  // keeps each input fast; the check is what counts
-  AugmentOptions options = augment_options(pick);
-  uint64_t seed = flags >> 3;
-
-  try {
-    (void)read_image_info(bytes);
-  } catch (const Error&) {
-  }
-  Tensor whole, fused;
-  detail::use_fast_huffman(false);  // the reference: libjpeg's Huffman decoder
-  try {
-    whole = decode_image(bytes, decode);
-  } catch (const Error&) {
-  }
-  detail::use_fast_huffman(true);
-  try {
-    Rng rng(seed);
-    fused = decode_augment(bytes, decode, options, rng);
-  } catch (const Error&) {
-  }
-  if (whole.defined() && fused.defined() && decode.strict) {
-    Rng rng(seed);
-    Tensor expected = augment(whole, options, rng);
-    if (options.decoder_scale) {
-      if (expected.shape() != fused.shape()) std::abort();  // scaled: a different shape
-    } else if (expected.nbytes() != fused.nbytes() ||
-               std::memcmp(expected.raw_data(), fused.raw_data(), fused.nbytes()) != 0) {
-      std::abort();  // decode_augment differs from augment(decode_image)
-    }
+  const std::string difference = testing::check_image_decode(data, size);
+  if (!difference.empty()) {
+    std::fprintf(stderr, "image_decode_fuzz: %s\n", difference.c_str());
+    std::abort();
   }
   return 0;
 }

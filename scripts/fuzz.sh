@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang-14, ASan + UBSan) for the TFRecord framing, the
-# tf.Example parser, the tar reader and the image decoders (with the fused decode and
-# augmentation), and runs each for a bounded time. Any crash, leak or sanitizer report
-# fails the script.
-#   scripts/fuzz.sh [seconds per target, default 20]
-# Environment: FUZZ_BUILD (default build-fuzz), CXX_FUZZ (default clang++-14).
+# tf.Example parser, the tar reader, the image decoders (with the fused decode and
+# augmentation) and dataecho's JPEG Huffman decoder against libjpeg's, and runs each for
+# a bounded time. Any crash, leak, sanitizer report or difference fails the script.
+#   scripts/fuzz.sh [seconds per target, default 20] [target ...]
+# The corpus each target grows is kept between runs in FUZZ_CORPUS (default
+# .fuzz-corpus/TARGET, git-ignored), beside the seeds: the committed corpus
+# fuzz/corpus/jpeg_huffman (scripts/make_jpeg_corpus.py), the regression inputs in
+# tests/image/data/jpeg_regressions, and files the script makes.
+# Environment: FUZZ_BUILD (default build-fuzz), FUZZ_CORPUS, CXX_FUZZ (default clang++-14).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER_TARGET=${1:-${FUZZ_TIME:-20}}
+shift $(($# > 0 ? 1 : 0))
 if ! [[ $SECONDS_PER_TARGET =~ ^[1-9][0-9]*$ ]]; then
   # libFuzzer reads 0 or anything else as no limit at all and would run forever.
   sed -n '2,6p' "$0" >&2
@@ -32,7 +37,8 @@ for lib in libclang_rt.fuzzer-x86_64.a libclang_rt.asan-x86_64.a libclang_rt.ubs
 done
 # A CMake build of the layer libraries the targets link (formats, image and the layers
 # below them), every file compiled with the sanitizers and libFuzzer's coverage hooks.
-TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz image_decode_fuzz)
+TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz image_decode_fuzz jpeg_huffman_fuzz)
+[ $# -gt 0 ] && TARGETS=("$@")
 cmake -S "$ROOT" -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$CXX" \
   -DCMAKE_CXX_FLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
@@ -42,20 +48,38 @@ ninja -C "$OUT" -j"$JOBS" "${TARGETS[@]}"
 BIN="$OUT/bin"
 
 # Seeds: a GNU tar shard for the tar reader, a tf.Example, small JPEGs and PNGs that
-# the image target writes itself; the TFRecord framing starts from nothing.
+# the image target writes itself, the committed JPEG corpus and the regression inputs;
+# the TFRecord framing starts from nothing.
 SEEDS="$OUT/seeds"
+REGRESSIONS="$ROOT/tests/image/data/jpeg_regressions"
 rm -rf "$SEEDS" && mkdir -p "${TARGETS[@]/#/$SEEDS/}" "$SEEDS/src"
-DATAECHO_FUZZ_WRITE_SEEDS="$SEEDS/image_decode_fuzz" "$BIN/image_decode_fuzz"
-printf '3\n' > "$SEEDS/src/a0.cls"; printf 'jpegbytes' > "$SEEDS/src/a0.jpg"; printf '7' > "$SEEDS/src/a1.cls"
-tar --sort=name -cf "$SEEDS/tar_reader_fuzz/seed.tar" -C "$SEEDS/src" .
-printf '\x0a\x0c\x0a\x0a\x0a\x01a\x12\x05\x1a\x03\x0a\x01\x07' > "$SEEDS/tf_example_fuzz/seed"
+for t in "${TARGETS[@]}"; do
+  case $t in
+    image_decode_fuzz)
+      DATAECHO_FUZZ_WRITE_SEEDS="$SEEDS/$t" "$BIN/$t"
+      cp "$REGRESSIONS"/*.fuzz "$SEEDS/$t/" ;;
+    jpeg_huffman_fuzz)  # an option byte of 0, then the file
+      for f in "$REGRESSIONS"/*.jpg; do
+        { printf '\x00'; cat "$f"; } > "$SEEDS/$t/$(basename "$f" .jpg).fuzz"
+      done ;;
+    tar_reader_fuzz)
+      printf '3\n' > "$SEEDS/src/a0.cls"; printf 'jpegbytes' > "$SEEDS/src/a0.jpg"; printf '7' > "$SEEDS/src/a1.cls"
+      tar --sort=name -cf "$SEEDS/$t/seed.tar" -C "$SEEDS/src" . ;;
+    tf_example_fuzz)
+      printf '\x0a\x0c\x0a\x0a\x0a\x01a\x12\x05\x1a\x03\x0a\x01\x07' > "$SEEDS/$t/seed" ;;
+  esac
+done
 
 status=0
+CORPUS=${FUZZ_CORPUS:-$ROOT/.fuzz-corpus}
 for t in "${TARGETS[@]}"; do
   echo "== $t for ${SECONDS_PER_TARGET}s"
-  mkdir -p "$OUT/corpus/$t"
+  mkdir -p "$CORPUS/$t"
+  committed=()
+  [ -d "$ROOT/fuzz/corpus/${t%_fuzz}" ] && committed=("$ROOT/fuzz/corpus/${t%_fuzz}")
+  # New inputs go into the first folder, the kept corpus; the others are only read.
   if ! (cd "$OUT" && "$BIN/$t" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -print_final_stats=1 \
-        "$OUT/corpus/$t" "$SEEDS/$t" 2>&1 | tail -n 15); then
+        "$CORPUS/$t" "$SEEDS/$t" "${committed[@]}" 2>&1 | tail -n 15); then
     echo "FAIL: $t found a crash (see $OUT/crash-*)"
     status=1
   fi

@@ -2,10 +2,13 @@
 // and its libjpeg API for region decodes, where jpeg_crop_scanline and
 // jpeg_skip_scanlines avoid reconstructing pixels an augmentation throws away.
 #include <algorithm>
+#include <atomic>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 // clang-format off
 #include <jpeglib.h>
@@ -100,7 +103,7 @@ Tensor decode_jpeg(std::string_view bytes, const DecodeOptions& options) {
   // (detail::JpegHuffman) is faster than TurboJPEG's; with TurboJPEG's settings, so the
   // same pixels (Jpeg.DecodeMatchesLibjpegScanlinesExactly checks them against
   // libjpeg's scanline API; fuzz/image_decode_fuzz against libjpeg's own Huffman
-  // decoder). Until session 18 this was tjDecompress2.
+  // decoder). Before 3909486 (2026-12-02) this was tjDecompress2.
   JpegRegionDecoder& dec = JpegRegionDecoder::thread_decoder();
   const ImageInfo info = dec.read_header(bytes, options);
   const int height = info.height, width = info.width;
@@ -157,6 +160,7 @@ struct ErrorManager {
   std::jmp_buf jump;
   bool strict = true;
   char message[JMSG_LENGTH_MAX] = {};
+  int warnings = 0;  // counted when not strict (detail::decode_scan_coefficients)
 };
 
 void on_error(j_common_ptr cinfo) {
@@ -167,10 +171,13 @@ void on_error(j_common_ptr cinfo) {
 
 void on_message(j_common_ptr cinfo, int level) {
   auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  if (level < 0 && err->strict) {  // a warning: corrupt or truncated data
+  if (level >= 0) return;  // trace and informational messages
+  // A warning: corrupt or truncated data.
+  if (err->strict) {
     (*cinfo->err->format_message)(cinfo, err->message);
     std::longjmp(err->jump, 2);
   }
+  if (err->warnings++ == 0) (*cinfo->err->format_message)(cinfo, err->message);
 }
 
 // detail::JpegHuffman's fallback: the scan needs libjpeg's own decoder (corrupt or
@@ -183,17 +190,47 @@ void huffman_fallback(j_decompress_ptr cinfo) {
 
 // The faster Huffman decoder is on unless DATAECHO_JPEG_HUFFMAN=libjpeg (for A/B
 // measurements; detail::use_fast_huffman below for tests).
-bool fast_huffman = [] {
+std::atomic<bool> fast_huffman_requested = [] {
   const char* v = std::getenv("DATAECHO_JPEG_HUFFMAN");
   return !(v && std::strcmp(v, "libjpeg") == 0);
 }();
+std::atomic<bool> self_test_failed = false;
+std::atomic<bool> self_test_said = false;
 
 }  // namespace
 
 namespace detail {
-void use_fast_huffman(bool on) { fast_huffman = on; }
+void use_fast_huffman(bool on) { fast_huffman_requested = on; }
 thread_local long huffman_fallbacks = 0;
+thread_local long huffman_scans = 0;
 long jpeg_huffman_fallbacks() { return huffman_fallbacks; }
+long jpeg_huffman_scans() { return huffman_scans; }
+
+const char* fast_huffman_status_name(FastHuffmanStatus status) {
+  switch (status) {
+    case FastHuffmanStatus::kOn:
+      return "on";
+    case FastHuffmanStatus::kOffByRequest:
+      return "off (DATAECHO_JPEG_HUFFMAN=libjpeg)";
+    case FastHuffmanStatus::kOffBySelfTest:
+      return "off (the self-test found a difference from libjpeg)";
+    case FastHuffmanStatus::kOffByBuild:
+      return "off (built against a libjpeg it was not checked against)";
+  }
+  return "unknown";
+}
+
+FastHuffmanStatus fast_huffman_status() {
+  if (!fast_huffman_built()) return FastHuffmanStatus::kOffByBuild;
+  if (!fast_huffman_requested) return FastHuffmanStatus::kOffByRequest;
+  static const bool passed = run_jpeg_huffman_self_test();
+  return passed && !self_test_failed ? FastHuffmanStatus::kOn : FastHuffmanStatus::kOffBySelfTest;
+}
+
+void reset_jpeg_huffman_self_test() {
+  self_test_failed = false;
+  self_test_said = false;
+}
 }  // namespace detail
 
 struct JpegRegionDecoder::State {
@@ -213,6 +250,7 @@ struct JpegRegionDecoder::State {
   unsigned long size = 0;
   int denom = 1;
   int next_row = 0;
+  bool fast_huffman = true;  // DecodeOptions::fast_huffman of the image being decoded
   JDIMENSION crop_x = 0, crop_width = 0;
   detail::JpegHuffman huffman;
 
@@ -279,7 +317,7 @@ int start_region_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int y, JDIM
     return rc == kNeedsLibjpeg ? -kNeedsLibjpeg : -1;
   }
   jpeg_start_decompress(cinfo);
-  if (huffman) huffman->install(cinfo, huffman_fallback);
+  if (huffman && huffman->install(cinfo, huffman_fallback)) ++detail::huffman_scans;
   if (*x != 0 || *width != cinfo->output_width) jpeg_crop_scanline(cinfo, x, width);
   if (y > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y));
   return 0;
@@ -343,6 +381,7 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
   s.header_ok = false;
   s.started = s.done = false;  // read_header_c aborts whatever was in progress
   s.err.strict = options.strict;
+  s.fast_huffman = options.fast_huffman;
   if (read_header_c(&s.cinfo, &s.err, reinterpret_cast<const unsigned char*>(bytes.data()),
                     bytes.size()) != 0)
     throw_error(ErrorCode::kDataLoss, kDecode,
@@ -409,7 +448,9 @@ DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   s.crop_width = static_cast<JDIMENSION>(hi - lo);
   s.next_row = y;
   JDIMENSION cx = s.crop_x, cw = s.crop_width;
-  const int rc = start_region_c(&s.cinfo, &s.err, y, &cx, &cw, fast_huffman ? &s.huffman : nullptr);
+  const bool fast =
+      s.fast_huffman && detail::fast_huffman_status() == detail::FastHuffmanStatus::kOn;
+  const int rc = start_region_c(&s.cinfo, &s.err, y, &cx, &cw, fast ? &s.huffman : nullptr);
   if (rc == -kNeedsLibjpeg)
     s.restart_with_libjpeg(y);  // the same cx and cw come out
   else if (rc != 0)
@@ -475,4 +516,186 @@ DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
   return r;
 }
 
+// ---- detail::decode_scan_coefficients (a test seam) ----
+
+namespace {
+
+// Reads the header and starts decompression as JpegRegionDecoder does (whole image,
+// scale 1/denom), then installs `huffman` where it is given. *mcus and *blocks get the
+// scan's MCU count and blocks per MCU. 1: decoded with one scan; 0: several scans (the
+// seam decodes only single-scan files); -1: libjpeg refused the file.
+int scan_start_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigned char* data,
+                 unsigned long size, int denom, bool grey, detail::JpegHuffman* huffman,
+                 bool* taken, long* mcus, int* blocks) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return -1;
+  }
+  jpeg_destroy_decompress(cinfo);
+  jpeg_create_decompress(cinfo);
+  jpeg_mem_src(cinfo, data, size);
+  jpeg_read_header(cinfo, TRUE);
+  cinfo->out_color_space =
+      grey || cinfo->jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_EXT_RGB;
+  cinfo->dct_method = JDCT_ISLOW;
+  cinfo->do_fancy_upsampling = TRUE;
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = static_cast<unsigned int>(denom);
+  jpeg_start_decompress(cinfo);
+  if (cinfo->progressive_mode || cinfo->comps_in_scan != cinfo->num_components) {
+    jpeg_abort_decompress(cinfo);
+    return 0;
+  }
+  *taken = huffman && huffman->install(cinfo, huffman_fallback);
+  *mcus = static_cast<long>(cinfo->MCUs_per_row) * static_cast<long>(cinfo->MCU_rows_in_scan);
+  *blocks = cinfo->blocks_in_MCU;
+  return 1;
+}
+
+// Calls the entropy decoder for every MCU, as libjpeg's coefficient controller does
+// (a zeroed buffer each time; none while skipping). 0: done; kNeedsLibjpeg: handed
+// back; -1: an error.
+int scan_decode_c(jpeg_decompress_struct* cinfo, ErrorManager* err, long mcus, long skip,
+                  int blocks, JCOEF* out) {
+  if (int rc = setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return rc == kNeedsLibjpeg ? kNeedsLibjpeg : -1;
+  }
+  JBLOCK buffer[D_MAX_BLOCKS_IN_MCU];
+  JBLOCKROW rows[D_MAX_BLOCKS_IN_MCU];
+  for (int i = 0; i < D_MAX_BLOCKS_IN_MCU; ++i) rows[i] = &buffer[i];
+  auto* entropy = reinterpret_cast<detail::JpegEntropyDecoder*>(cinfo->entropy);
+  for (long m = 0; m < mcus; ++m) {
+    std::memset(buffer, 0, sizeof(buffer));
+    if (!entropy->decode_mcu(cinfo, m < skip ? nullptr : rows)) {  // suspended: not with
+      std::snprintf(err->message, sizeof(err->message), "suspended at MCU %ld", m);  // memory
+      jpeg_abort_decompress(cinfo);
+      return -1;
+    }
+    if (m >= skip)
+      std::memcpy(out + (m - skip) * blocks * DCTSIZE2, buffer, sizeof(JBLOCK) * blocks);
+  }
+  jpeg_abort_decompress(cinfo);
+  return 0;
+}
+
+}  // namespace
+
+namespace detail {
+
+ScanCoefficients decode_scan_coefficients(std::string_view bytes, bool fast, int scale_denom,
+                                          bool grey, long skip_mcus) {
+  using Outcome = ScanCoefficients::Outcome;
+  ScanCoefficients result;
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  std::memset(&cinfo, 0, sizeof(cinfo));
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = on_error;
+  err.pub.emit_message = on_message;
+  err.strict = false;
+  jpeg_create_decompress(&cinfo);
+  JpegHuffman huffman;
+  bool taken = false;
+  long mcus = 0;
+  int blocks = 0;
+  const int started =
+      scan_start_c(&cinfo, &err, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                   scale_denom, grey, fast ? &huffman : nullptr, &taken, &mcus, &blocks);
+  if (started == 1 && fast && !taken) {
+    jpeg_abort_decompress(&cinfo);
+    result.outcome = Outcome::kNotTaken;
+  } else if (started == 1) {
+    const long stored = std::max(0L, mcus - skip_mcus);
+    result.blocks.assign(static_cast<size_t>(stored) * blocks * DCTSIZE2, 0);
+    const int rc = scan_decode_c(&cinfo, &err, mcus, skip_mcus, blocks, result.blocks.data());
+    result.outcome = rc == 0               ? Outcome::kDecoded
+                     : rc == kNeedsLibjpeg ? Outcome::kHandedBack
+                                           : Outcome::kError;
+  } else {
+    result.outcome = started == 0 ? Outcome::kNotTaken : Outcome::kError;
+  }
+  if (result.outcome != Outcome::kDecoded) result.blocks.clear();
+  result.warnings = err.warnings;
+  result.message = err.message;
+  jpeg_destroy_decompress(&cinfo);
+  return result;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The self-test's JPEGs: one per chroma layout, low to high quality, odd sizes, the
+// left half a gradient (short codes) and the right half noise (long codes, large
+// values, many 0xFF bytes in the scan), made with TurboJPEG.
+std::vector<std::string> self_test_jpegs() {
+  struct Case {
+    int width, height, subsamp, quality;
+  };
+  constexpr Case kCases[] = {{48, 32, TJSAMP_420, 90},
+                             {37, 23, TJSAMP_422, 75},
+                             {33, 17, TJSAMP_444, 100},
+                             {40, 24, TJSAMP_GRAY, 50},
+                             {24, 40, TJSAMP_440, 95}};
+  std::vector<std::string> out;
+  uint32_t state = 12345;
+  for (const Case& c : kCases) {
+    std::vector<unsigned char> rgb(static_cast<size_t>(c.width) * c.height * 3);
+    for (int y = 0; y < c.height; ++y)
+      for (int x = 0; x < c.width; ++x)
+        for (int ch = 0; ch < 3; ++ch) {
+          state = state * 1664525u + 1013904223u;
+          rgb[(static_cast<size_t>(y) * c.width + x) * 3 + ch] = static_cast<unsigned char>(
+              x < c.width / 2 ? (x * 7 + y * 5 + ch * 60) & 0xff : state >> 24);
+        }
+    unsigned char* jpeg = nullptr;
+    unsigned long size = 0;
+    if (tjCompress2(thread_compressor(), rgb.data(), c.width, c.width * 3, c.height, TJPF_RGB,
+                    &jpeg, &size, c.subsamp, c.quality, 0) == 0)
+      out.emplace_back(reinterpret_cast<const char*>(jpeg), size);
+    if (jpeg) tjFree(jpeg);
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
+bool run_jpeg_huffman_self_test(bool inject_mismatch) {
+  std::string difference;
+  try {
+    const std::vector<std::string> jpegs = self_test_jpegs();
+    if (jpegs.size() != 5) difference = "TurboJPEG could not make the test images";
+    for (size_t i = 0; i < jpegs.size() && difference.empty(); ++i) {
+      ScanCoefficients fast = decode_scan_coefficients(jpegs[i], true);
+      const ScanCoefficients lib = decode_scan_coefficients(jpegs[i], false);
+      if (inject_mismatch && !fast.blocks.empty()) fast.blocks[fast.blocks.size() / 2] += 1;
+      const std::string which =
+          "image " + std::to_string(i + 1) + " of " + std::to_string(jpegs.size()) + ": ";
+      if (fast.outcome != ScanCoefficients::Outcome::kDecoded ||
+          lib.outcome != ScanCoefficients::Outcome::kDecoded)
+        difference = which + "decoded by dataecho " +
+                     (fast.outcome == lib.outcome ? "and" : "but not") +
+                     " by libjpeg, or by neither";
+      else if (fast.warnings != lib.warnings)
+        difference = which + "libjpeg warned (" + lib.message + ")";
+      else if (fast.blocks != lib.blocks)
+        difference = which + "the coefficients differ";
+    }
+  } catch (const std::exception& e) {
+    difference = e.what();
+  }
+  if (difference.empty()) return true;
+  self_test_failed = true;
+  if (!self_test_said.exchange(true))
+    std::fprintf(stderr,
+                 "dataecho: the JPEG Huffman decoder's self-test found a difference from this "
+                 "process's libjpeg (%s); JPEGs are decoded with libjpeg's own Huffman decoder\n",
+                 difference.c_str());
+  return false;
+}
+
+}  // namespace detail
 }  // namespace dataecho

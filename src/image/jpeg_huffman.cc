@@ -3,6 +3,7 @@
 #include "image/jpeg_huffman.h"
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 
 namespace dataecho::detail {
@@ -206,7 +207,7 @@ boolean JpegHuffman::decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
   }
   // Bits past the data's end were decoded (zeros, where libjpeg warns), or a bad code.
   const size_t pos = static_cast<size_t>(r.q - h.data_.data()) * 8 + static_cast<size_t>(r.off);
-  if (!ok || pos > h.data_bits_) h.fallback_(cinfo);
+  if (!ok || pos > h.data_bits_) h.hand_back(cinfo);
   h.reader_ = r;
   if (--h.mcus_left_ == 0) {  // the scan is done: libjpeg reads on from its marker
     cinfo->src->next_input_byte = h.marker_;
@@ -215,23 +216,47 @@ boolean JpegHuffman::decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
   return TRUE;
 }
 
+bool fast_huffman_built() {
+#if defined(DATAECHO_JPEG_FAST_HUFFMAN) && DATAECHO_JPEG_FAST_HUFFMAN
+  return true;
+#else
+  return false;
+#endif
+}
+
+void JpegHuffman::hand_back(j_decompress_ptr cinfo) const {
+  fallback_(cinfo);
+  std::abort();  // a fallback that returns would leave libjpeg mid-MCU
+}
+
 namespace {
 
 // Copies the entropy-coded bytes at [p, end) into `out` without their stuffing, up to
-// the marker that ends them, as libjpeg reads them: 0xFF 0x00 is a data byte 0xFF
-// (0xFF before the 0x00 are fill bytes); 0xFF then anything else is a marker. Returns
-// where that marker (or `end`) is.
+// the marker that ends them, as libjpeg's decoder reads them: 0xFF 0x00 is a data byte
+// 0xFF; 0xFF then anything but 0x00 or 0xFF is a marker. Returns where that marker's
+// first 0xFF is, or null where this decoder must leave the scan to libjpeg:
+// - No marker ends the data (a truncated file): libjpeg's decoder reads ahead of the
+//   bits it needs, and whether it reaches the end of the file (a warning, so an error
+//   in strict mode) depends on how far; only libjpeg can say.
+// - Fill bytes before a 0x00 (0xFF 0xFF... 0x00), which the standard does not allow.
+//   libjpeg's slow path reads them as one data byte 0xFF, as this decoder would, but
+//   its fast path (taken while 512 bytes per block or more are left) reads them as a
+//   marker, decodes the MCU on zeros, then decodes it again with the slow path
+//   without clearing it, so that coefficients the second decode does not write keep
+//   the first one's values (libjpeg-turbo 2.0 to 3.1; tests/image/data/
+//   jpeg_regressions/jpeg_huffman_mismatch_1.jpg). Only libjpeg reproduces that.
 const uint8_t* unstuff(const uint8_t* p, const uint8_t* end, std::vector<uint8_t>& out) {
   out.clear();
   for (;;) {
     const auto* ff =
         static_cast<const uint8_t*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p)));
-    const uint8_t* stop = ff ? ff : end;
-    out.insert(out.end(), p, stop);
-    if (!ff) return end;
+    if (!ff) return nullptr;
+    out.insert(out.end(), p, ff);
     const uint8_t* q = ff + 1;
     while (q < end && *q == 0xFF) ++q;
-    if (q == end || *q != 0) return ff;
+    if (q == end) return nullptr;
+    if (*q != 0) return ff;
+    if (q != ff + 1) return nullptr;
     out.push_back(0xFF);
     p = q + 1;
   }
@@ -240,6 +265,8 @@ const uint8_t* unstuff(const uint8_t* p, const uint8_t* end, std::vector<uint8_t
 }  // namespace
 
 bool JpegHuffman::install(j_decompress_ptr cinfo, Fallback fallback) {
+  if (!fast_huffman_built() || !fallback || (cinfo->client_data && cinfo->client_data != this))
+    return false;
   if (cinfo->progressive_mode || cinfo->arith_code || cinfo->restart_interval != 0 ||
       cinfo->comps_in_scan != cinfo->num_components || cinfo->comps_in_scan > 4 || cinfo->Ss != 0 ||
       cinfo->Se != DCTSIZE2 - 1 || cinfo->Ah != 0 || cinfo->Al != 0 || cinfo->input_iMCU_row != 0 ||
@@ -272,6 +299,7 @@ bool JpegHuffman::install(j_decompress_ptr cinfo, Fallback fallback) {
   const uint8_t* src = cinfo->src->next_input_byte;
   const uint8_t* src_end = src + cinfo->src->bytes_in_buffer;
   marker_ = unstuff(src, src_end, data_);
+  if (!marker_) return false;
   source_left_ = static_cast<size_t>(src_end - marker_);
   data_bits_ = data_.size() * 8;
   data_.resize(data_.size() + kPad, 0);

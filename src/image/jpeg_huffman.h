@@ -23,20 +23,31 @@
 
 #include <cstdint>
 #include <cstdio>  // jpeglib.h needs FILE
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <jpeglib.h>
 
 namespace dataecho::detail {
 
+// Whether this build has the fast path at all. It writes one member of a struct that
+// libjpeg does not export (below) and must decide exactly as libjpeg-turbo's jdhuff.c
+// does, so it is built only against the libjpeg-turbo versions it was checked against:
+// 2.0.0 to 3.1.x (their jpegint.h and jdhuff.c; Debian 12 has 2.1.5). CMake reads
+// LIBJPEG_TURBO_VERSION_NUMBER from jconfig.h, sets DATAECHO_JPEG_FAST_HUFFMAN and says
+// which it chose; any other libjpeg builds without it (JpegHuffman::install then always
+// declines).
+bool fast_huffman_built();
+
 // libjpeg's entropy-decoder interface, struct jpeg_entropy_decoder in its private
-// jpegint.h (unchanged since IJG 6b, and part of the libjpeg.so.62 ABI that every
-// libjpeg-turbo keeps); jpeglib.h declares the struct without its members. A
-// decompressor's cinfo->entropy points at one.
+// jpegint.h; jpeglib.h declares the struct without its members, and a decompressor's
+// cinfo->entropy points at one. Only its first two members are declared here, the only
+// ones read or written: they are the same in every version above (libjpeg-turbo 3.0
+// added members after decode_mcu, so insufficient_data moved).
 struct JpegEntropyDecoder {
   void (*start_pass)(j_decompress_ptr cinfo);
   boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* mcu);
-  boolean insufficient_data;
 };
 
 class JpegHuffman {
@@ -45,7 +56,9 @@ class JpegHuffman {
 
   // Call after jpeg_start_decompress and before any scanline is read or skipped.
   // Returns whether this decoder took over the scan (false: libjpeg's decodes it).
-  // Sets cinfo->client_data to this object, which must outlive the decompression.
+  // Sets cinfo->client_data to this object, which must outlive the decompression;
+  // declines where client_data already holds something else. `fallback` must not
+  // return (it longjmps out of libjpeg); if it does, the process aborts.
   bool install(j_decompress_ptr cinfo, Fallback fallback);
 
   static constexpr int kLookahead = 10;
@@ -83,6 +96,7 @@ class JpegHuffman {
  private:
   // libjpeg's decode_mcu: one MCU's blocks (MCU_data null: read past them).
   static boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu);
+  [[noreturn]] void hand_back(j_decompress_ptr cinfo) const;
 
   Reader reader_;
   std::vector<uint8_t> data_;             // unstuffed, plus kPad zero bytes
@@ -98,11 +112,55 @@ class JpegHuffman {
   Table dc_[4], ac_[4];  // NUM_HUFF_TBLS; rebuilt only when an image's table differs
 };
 
-// Whether JpegRegionDecoder uses JpegHuffman (on unless the environment has
-// DATAECHO_JPEG_HUFFMAN=libjpeg). For tests and A/B measurements; not thread-safe.
+// Whether JpegRegionDecoder uses JpegHuffman, for the process: on unless the
+// environment has DATAECHO_JPEG_HUFFMAN=libjpeg (for A/B measurements; tests call
+// use_fast_huffman). DecodeOptions::fast_huffman turns it off for one pipeline.
 void use_fast_huffman(bool on);
+
+enum class FastHuffmanStatus {
+  kOn,
+  kOffByRequest,   // DATAECHO_JPEG_HUFFMAN=libjpeg, or use_fast_huffman(false)
+  kOffBySelfTest,  // this process's libjpeg decoded the self-test's JPEGs differently
+  kOffByBuild,     // built against a libjpeg it was not checked against
+};
+const char* fast_huffman_status_name(FastHuffmanStatus status);
+// The process's status. The first call runs the self-test (thread-safe, once):
+// libjpeg has no run-time version call, so before the fast path is first used a few
+// small JPEGs made at start-up (every chroma layout, low and high quality, noise with
+// long codes and many 0xFF bytes) are entropy-decoded both ways and their coefficients
+// compared. A difference turns the fast path off for the process, said once on
+// standard error.
+FastHuffmanStatus fast_huffman_status();
+// Runs the self-test now; true when the decoders agree. inject_mismatch changes one
+// coefficient of the fast decode first, so a test sees what a mismatch does.
+bool run_jpeg_huffman_self_test(bool inject_mismatch = false);
+// Tests only: forgets a mismatch that run_jpeg_huffman_self_test(true) recorded.
+void reset_jpeg_huffman_self_test();
+
+// Test seam (no public API has coefficients): the quantized coefficient blocks of a
+// JPEG's scan, decoded MCU by MCU through the decompressor's entropy decoder exactly as
+// libjpeg's coefficient controller calls it, with JpegHuffman (`fast`) or libjpeg's
+// own decoder. The first `skip_mcus` MCUs are decoded without a buffer, as
+// jpeg_skip_scanlines does, and are not stored. libjpeg's warnings are counted, not
+// raised.
+struct ScanCoefficients {
+  enum class Outcome {
+    kDecoded,     // every MCU decoded: `blocks` holds them
+    kNotTaken,    // `fast`, but JpegHuffman left the scan to libjpeg at install
+    kHandedBack,  // `fast`, and JpegHuffman handed the scan back mid-way
+    kError,       // libjpeg refused the file (header, tables, or an error mid-scan)
+  };
+  Outcome outcome = Outcome::kError;
+  std::vector<JCOEF> blocks;  // 64 coefficients per block, natural order, MCU order
+  int warnings = 0;           // libjpeg warnings (strict mode makes each an error)
+  std::string message;        // the error, or the first warning
+};
+ScanCoefficients decode_scan_coefficients(std::string_view bytes, bool fast, int scale_denom = 1,
+                                          bool grey = false, long skip_mcus = 0);
 // How many times this thread's JpegRegionDecoder handed a scan to libjpeg's decoder
 // (tests: the fallback ran).
 long jpeg_huffman_fallbacks();
+// How many scans this thread's JpegRegionDecoders gave to JpegHuffman (tests).
+long jpeg_huffman_scans();
 
 }  // namespace dataecho::detail

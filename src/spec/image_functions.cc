@@ -72,6 +72,7 @@ DecodeOptions decode_args(SpecObject& a) {
   d.channels = static_cast<int>(a.get_int("channels", 0, 0, 3));
   if (d.channels == 2) throw_spec_error(a.field_path("channels"), "expected 0, 1 or 3, got 2");
   d.strict = a.get_bool("strict", true);
+  d.fast_huffman = a.get_bool("fast_huffman", true);
   return d;
 }
 

@@ -12,7 +12,6 @@
 
 #include "dataecho/image/codec.h"
 #include "dataecho/image/transforms.h"
-#include "image/jpeg_huffman.h"  // detail::use_fast_huffman
 #include "image_test_util.h"
 #include "test_util.h"
 
@@ -205,9 +204,9 @@ TEST(Jpeg, RegionDecodeEqualsWholeImageDecode) {
     Tensor img = synthetic_image(197, 231, channels, 3);
     std::string jpg = encode_jpeg(img, 90);
     // The whole image with libjpeg's own Huffman decoder, the regions with dataecho's.
-    detail::use_fast_huffman(false);
-    Tensor full = decode_jpeg(jpg);
-    detail::use_fast_huffman(true);
+    DecodeOptions reference;
+    reference.fast_huffman = false;
+    Tensor full = decode_jpeg(jpg, reference);
     Rng rng(11);
     std::vector<uint8_t> scratch;
     for (int trial = 0; trial < 300; ++trial) {

@@ -7,6 +7,9 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,7 +20,9 @@
 #include "dataecho/core/error.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/image/codec.h"
+#include "image/image_decode_check.h"
 #include "image/jpeg_huffman.h"
+#include "image/jpeg_huffman_check.h"
 #include "image_test_util.h"
 
 namespace dataecho {
@@ -108,13 +113,13 @@ void PrintTo(const Outcome& o, std::ostream* os) {
 // the faster Huffman decoder or libjpeg's.
 Outcome region(const std::string& jpg, bool fast, int denom, int channels, bool strict,
                uint64_t seed) {
-  detail::use_fast_huffman(fast);
   Outcome o;
   try {
     JpegRegionDecoder& d = JpegRegionDecoder::thread_decoder();
     DecodeOptions opt;
     opt.channels = channels;
     opt.strict = strict;
+    opt.fast_huffman = fast;
     ImageInfo info = d.read_header(jpg, opt);
     auto [ih, iw] = denom == 1 ? std::pair{info.height, info.width} : d.scale_down(denom);
     Rng rng(seed);
@@ -130,7 +135,6 @@ Outcome region(const std::string& jpg, bool fast, int denom, int channels, bool 
     o.error = e.what();
     o.pixels.clear();  // rows read before an error are not promised
   }
-  detail::use_fast_huffman(true);
   return o;
 }
 
@@ -142,7 +146,7 @@ std::vector<uint8_t> whole(const std::string& jpg, bool fast, bool* installed) {
     std::jmp_buf jump;
   };
   static thread_local Err* current = nullptr;
-  jpeg_decompress_struct cinfo;
+  jpeg_decompress_struct cinfo{};  // client_data too: install declines one already set
   Err err;
   current = &err;
   cinfo.err = jpeg_std_error(&err.pub);
@@ -219,7 +223,8 @@ TEST(JpegHuffman, RegionsEqualLibjpegsAtEveryScale) {
 // Damaged scans: bytes overwritten, or the file cut short. Whatever libjpeg's decoder
 // does with one (an error naming the damage, a repaired image with strict off, or
 // garbage it does not notice), decoding with the faster one does the same; where the
-// faster one meets data it leaves to libjpeg, it hands over.
+// faster one meets data it leaves to libjpeg, it hands over. A file cut short (no marker
+// ends its scan) is left to libjpeg from the start.
 TEST(JpegHuffman, DamagedDataGetsLibjpegsTreatment) {
   const std::vector<std::string> seeds = {
       libjpeg_encode(synthetic_image(64, 80, 3, 2), {"4:2:0", 2, 2, 90}),
@@ -231,14 +236,19 @@ TEST(JpegHuffman, DamagedDataGetsLibjpegsTreatment) {
   for (int i = 0; i < 400; ++i) {
     std::string b = seeds[static_cast<size_t>(i) % seeds.size()];
     const size_t scan = b.size() / 3;  // well past the headers of these small files
-    if (rng.bernoulli(0.5)) {
+    const bool cut = !rng.bernoulli(0.5);
+    if (!cut) {
       for (int f = 1 + static_cast<int>(rng.uniform(4)); f > 0; --f)
         b[scan + rng.uniform(b.size() - scan)] = static_cast<char>(rng.uniform(256));
     } else {
       b.resize(scan + rng.uniform(b.size() - scan));
     }
     const bool strict = rng.bernoulli(0.5);
+    const long scans = detail::jpeg_huffman_scans();
     const Outcome fast = region(b, true, 1, 0, strict, static_cast<uint64_t>(i));
+    if (cut) {
+      EXPECT_EQ(detail::jpeg_huffman_scans(), scans) << "case " << i << " was taken";
+    }
     ASSERT_EQ(fast, region(b, false, 1, 0, strict, static_cast<uint64_t>(i)))
         << "case " << i << ", strict " << strict << ": " << fast.error;
     errors += !fast.error.empty();
@@ -246,7 +256,166 @@ TEST(JpegHuffman, DamagedDataGetsLibjpegsTreatment) {
   }
   EXPECT_GT(errors, 20);
   EXPECT_GT(repaired, 20);
-  EXPECT_GT(detail::jpeg_huffman_fallbacks(), fallbacks + 20) << "the hand-over never ran";
+  EXPECT_GT(detail::jpeg_huffman_fallbacks(), fallbacks + 10) << "the hand-over never ran";
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const std::filesystem::path kRegressions =
+    std::filesystem::path(DATAECHO_SOURCE_DIR) / "tests/image/data/jpeg_regressions";
+
+std::string checked(const std::string& file, uint8_t option) {
+  std::string input(1, static_cast<char>(option));
+  input += file;
+  return testing::check_jpeg_huffman(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+}
+
+// A 37x23 4:2:2 baseline JPEG (a mutated thumbnail, found by fuzzing from outside) whose
+// scan holds 0xFF 0xFF 0x00 and which no marker ends. libjpeg decodes it without a
+// warning, but its fast path reads those bytes as a marker and leaves stray
+// coefficients in one block (jpeg_huffman.cc, unstuff); dataecho's decoder used to
+// decode it as the standard says, 142 of 2,553 values apart. It now leaves such scans to
+// libjpeg.
+TEST(JpegHuffmanRegressions, FillBytesBeforeAZeroGoToLibjpeg) {
+  const std::string jpg = read_file(kRegressions / "jpeg_huffman_mismatch_1.jpg");
+  ASSERT_EQ(jpg.size(), 3140u);
+  for (const std::string& bytes : {jpg, jpg + "\xff\xd9"}) {  // also with a marker at the end
+    using O = detail::ScanCoefficients::Outcome;
+    EXPECT_EQ(detail::decode_scan_coefficients(bytes, true).outcome, O::kNotTaken);
+    EXPECT_EQ(detail::decode_scan_coefficients(bytes, false).outcome, O::kDecoded);
+    for (uint8_t option : {0, 1, 3, 4, 8})
+      EXPECT_EQ(checked(bytes, option), "") << "option " << int{option};
+    for (bool strict : {true, false}) {
+      DecodeOptions o;
+      o.strict = strict;
+      const Tensor fast = decode_image(bytes, o);
+      o.fast_huffman = false;
+      const Tensor lib = decode_image(bytes, o);
+      ASSERT_EQ(fast.nbytes(), 37u * 23 * 3);
+      EXPECT_EQ(std::memcmp(fast.raw_data(), lib.raw_data(), fast.nbytes()), 0);
+    }
+  }
+}
+
+// The same bytes as an input of fuzz/image_decode_fuzz (strict, native channels,
+// augment pick 2): decode_augment equals augment(decode_image).
+TEST(JpegHuffmanRegressions, ImageDecodeFuzzInputPasses) {
+  const std::string input = read_file(kRegressions / "jpeg_huffman_mismatch_1.fuzz");
+  ASSERT_EQ(input.size(), 3142u);
+  EXPECT_EQ(
+      testing::check_image_decode(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
+      "");
+}
+
+// A truncated 37x23 JPEG (395 bytes) whose data holds every MCU's bits: libjpeg's
+// decoder reads ahead to the end of the file and warns ("Premature end of JPEG file"),
+// an error in strict mode; dataecho's decoded it without one. A scan that no marker
+// ends now goes to libjpeg.
+TEST(JpegHuffmanRegressions, TruncatedFileIsAnErrorInStrictMode) {
+  const std::string jpg = read_file(kRegressions / "jpeg_huffman_strict_2.jpg");
+  ASSERT_EQ(jpg.size(), 395u);
+  for (bool fast : {true, false}) {
+    DecodeOptions o;
+    o.fast_huffman = fast;
+    try {
+      decode_image(jpg, o);
+      ADD_FAILURE() << "strict decode succeeded, fast " << fast;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Premature end of JPEG file"), std::string::npos)
+          << e.what();
+    }
+    o.strict = false;
+    EXPECT_EQ(decode_image(jpg, o).shape(), (Shape{23, 37, 3}));
+  }
+  for (uint8_t option : {0, 2, 4, 16}) EXPECT_EQ(checked(jpg, option), "");
+}
+
+// The seed corpus (fuzz/corpus/jpeg_huffman, made by scripts/make_jpeg_corpus.py from
+// several encoders and settings), each file with its own option byte and with the
+// scale and grey options varied: both promises of jpeg_huffman_check.h hold.
+TEST(JpegHuffmanCorpus, EveryFileAgrees) {
+  const std::filesystem::path dir =
+      std::filesystem::path(DATAECHO_SOURCE_DIR) / "fuzz/corpus/jpeg_huffman";
+  int files = 0, taken = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string input = read_file(entry.path());
+    if (input.empty()) continue;
+    ++files;
+    const std::string jpg = input.substr(1);
+    taken += detail::decode_scan_coefficients(jpg, true).outcome ==
+             detail::ScanCoefficients::Outcome::kDecoded;
+    for (int option : {static_cast<int>(static_cast<uint8_t>(input[0])), 0, 1, 3, 4, 5, 0x18})
+      EXPECT_EQ(checked(jpg, static_cast<uint8_t>(option)), "")
+          << entry.path().filename() << ", option " << option;
+  }
+  EXPECT_GE(files, 100);
+  EXPECT_GE(taken, files / 2) << "most of the corpus should be scans the fast decoder takes";
+}
+
+// The start-up self-test passes with this libjpeg; a mismatch turns the fast path off
+// for the process, says so once on standard error, and decoding goes on with libjpeg's
+// decoder.
+TEST(JpegHuffman, SelfTestMismatchTurnsTheFastPathOff) {
+  ASSERT_EQ(detail::fast_huffman_status(), detail::FastHuffmanStatus::kOn);
+  EXPECT_TRUE(detail::run_jpeg_huffman_self_test());
+  const std::string jpg = libjpeg_encode(synthetic_image(32, 40, 3, 1), {"4:2:0"});
+  long scans = detail::jpeg_huffman_scans();
+  const Tensor before = decode_image(jpg);
+  EXPECT_EQ(detail::jpeg_huffman_scans(), scans + 1);
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(detail::run_jpeg_huffman_self_test(true));
+  EXPECT_FALSE(detail::run_jpeg_huffman_self_test(true));
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("self-test found a difference"), std::string::npos) << said;
+  EXPECT_EQ(said.find("self-test", said.find("self-test") + 1), std::string::npos)
+      << "said more than once: " << said;
+  EXPECT_EQ(detail::fast_huffman_status(), detail::FastHuffmanStatus::kOffBySelfTest);
+  scans = detail::jpeg_huffman_scans();
+  const Tensor after = decode_image(jpg);
+  EXPECT_EQ(detail::jpeg_huffman_scans(), scans) << "the fast path still ran";
+  EXPECT_EQ(std::memcmp(before.raw_data(), after.raw_data(), before.nbytes()), 0);
+
+  detail::reset_jpeg_huffman_self_test();
+  EXPECT_EQ(detail::fast_huffman_status(), detail::FastHuffmanStatus::kOn);
+}
+
+// DecodeOptions::fast_huffman (the spec's "fast_huffman") turns the fast path off for
+// one decode, with the same pixels.
+TEST(JpegHuffman, OptionTurnsTheFastPathOffForOneDecode) {
+  const std::string jpg = libjpeg_encode(noise_image(40, 48, 3, 2), {"4:4:4", 1, 1, 95});
+  DecodeOptions o;
+  long scans = detail::jpeg_huffman_scans();
+  const Tensor fast = decode_image(jpg, o);
+  EXPECT_EQ(detail::jpeg_huffman_scans(), scans + 1);
+  o.fast_huffman = false;
+  const Tensor lib = decode_image(jpg, o);
+  EXPECT_EQ(detail::jpeg_huffman_scans(), scans + 1);
+  EXPECT_EQ(std::memcmp(fast.raw_data(), lib.raw_data(), fast.nbytes()), 0);
+}
+
+// install() leaves a decompressor whose client_data the caller uses alone.
+TEST(JpegHuffman, InstallDeclinesAClientDataItDoesNotOwn) {
+  const std::string jpg = libjpeg_encode(synthetic_image(16, 16, 3, 1), {"4:2:0"});
+  jpeg_decompress_struct cinfo{};
+  jpeg_error_mgr err;
+  cinfo.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&cinfo);
+  int mine = 7;
+  cinfo.client_data = &mine;
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(jpg.data()), jpg.size());
+  jpeg_read_header(&cinfo, TRUE);
+  jpeg_start_decompress(&cinfo);
+  detail::JpegHuffman huffman;
+  EXPECT_FALSE(huffman.install(&cinfo, [](j_decompress_ptr) { std::abort(); }));
+  EXPECT_EQ(cinfo.client_data, &mine);
+  jpeg_abort_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
 }
 
 }  // namespace

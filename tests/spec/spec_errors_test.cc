@@ -37,6 +37,19 @@ TEST(SpecErrors, NegativeSize) {
       {"$.stages[0].buffer", ">= 1", "-5"});
 }
 
+// decode_image's and decode_augment's "fast_huffman" (DecodeOptions::fast_huffman) is a
+// bool; false builds.
+TEST(SpecErrors, FastHuffmanIsABool) {
+  for (const char* fn : {"decode_image", "decode_augment"}) {
+    const std::string stage = std::string(R"({"op": "map", "fn": ")") + fn + R"(", "args": {)";
+    expect_contains(spec_error(R"({"source": {"kind": "range", "count": 3}, "stages": [)" + stage +
+                               R"("fast_huffman": "no"}}]})"),
+                    {"$.stages[0].args.fast_huffman", "expected true or false"});
+    EXPECT_NO_THROW(build(R"({"source": {"kind": "range", "count": 3}, "stages": [)" + stage +
+                          R"("fast_huffman": false}}]})"));
+  }
+}
+
 TEST(SpecErrors, UnknownField) {
   expect_contains(
       spec_error(

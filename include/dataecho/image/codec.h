@@ -34,6 +34,12 @@ struct DecodeOptions {
   // Images with more pixels are refused before any allocation: a corrupt header must
   // not ask for gigabytes.
   int64_t max_pixels = int64_t{1} << 28;
+  // JPEG: entropy-decode baseline scans with dataecho's faster Huffman decoder (the same
+  // coefficients as libjpeg's; docs/image.md). false: libjpeg's own decoder, as does
+  // DATAECHO_JPEG_HUFFMAN=libjpeg in the environment for the whole process. It is also
+  // off for a process whose libjpeg fails the start-up self-test, or a build against a
+  // libjpeg-turbo it was not checked against (detail::fast_huffman_status).
+  bool fast_huffman = true;
 };
 
 // What the header says; reads no pixel data.
