@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 BIN="${DATAECHO_BIN:-build/bin/dataecho-train}"
 RUNS="${1:-out/protocol/adaptive_buffer}"
 RATE=374153  # bytes/s per connection: the R about 2 calibration (network-r2/calibration.txt)
-CELL=docs/results/protocol/network-r2/cells/adaptive-m3-sb1000/seed-1/result.json
+CELL=results/protocol/network-r2/cells/adaptive-m3-sb1000/seed-1/result.json
 mkdir -p "$RUNS"
 # shellcheck source=../network_lib.sh
 source experiments/network_lib.sh
