@@ -7,7 +7,7 @@ For README.md, docs/*.md, docs/history/*.md and results/README.md (or the files
 named): every relative markdown link [text](path) must name a file or folder that
 exists, relative to the page; and every repository path the text cites
 (src/..., include/..., docs/..., bench/..., results/... and the other top-level
-folders) must exist, relative to the repository root. A cited path with a glob, a
+folders, and a top-level NAME.md such as README.md) must exist, relative to the repository root. A cited path with a glob, a
 brace range or a placeholder (*, {, <, @) is not checked, nor a program named after
 its source file (bench/echo_bench for bench/echo_bench.cc). Prints each missing target with its file and line; exits 1 if any.
 Needs only Python 3; not run by CI.
@@ -22,6 +22,7 @@ TOP = ("src", "include", "docs", "bench", "scripts", "experiments", "examples", 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CITED = re.compile(r"(?<![\w./-])((?:%s)/[\w./+-]*[\w/])" % "|".join(TOP))
 SKIP = re.compile(r"[*{}<>@$]")
+ROOT_DOC = re.compile(r"(?<![\w./-])([A-Z][A-Z_]+\.md)\b")  # README.md, DESIGN.md
 
 
 def pages():
@@ -47,6 +48,10 @@ def check(page):
                 target = url.split("#", 1)[0]
                 if target and not os.path.exists(os.path.join(here, target)):
                     missing.append((n, "link", url))
+            for name in ROOT_DOC.findall(line):
+                if not os.path.exists(os.path.join(ROOT, name)) and not os.path.exists(
+                        os.path.join(here, name)):
+                    missing.append((n, "path", name))
             for cited in CITED.findall(line):
                 end = line[line.find(cited) + len(cited):]
                 if SKIP.search(cited) or end[:1] in "*{<@$" or end[:2] == ".{":
