@@ -255,7 +255,7 @@ if [[ "$PART" == demo ]]; then
    accuracy (the experiment's: 90%). The runs use the experiment's settings (its tuned
    learning rates: the baseline's, e = $FACTOR's, also for adaptive; its schedule, decaying
    to 0 at step $DECAY) but stop at step $STOP. The experiment, 5 seeds per cell with 95%
-   intervals: README "Results" and docs/results.md.
+   intervals: docs/results.md.
    Bandwidth $RATE bytes/s per connection x 4; R in a 200-step calibration run: $R_CAL.
    Speedup = the baseline's wall-clock time to the target over the run's, from building
    the pipeline; the snapshots were evaluated after training, off the clock.
