@@ -18,6 +18,8 @@
 # (one window of at least S seconds, default 5) with decoder_scale false and true, each
 # round in the other order, R rounds (default 3). Prints each run and the median ratio
 # per workload; writes OUT/decoder_scale_compare.json.
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
+# README.txt with the command, the commit and the machine; results/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
