@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     --images) IMAGES=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --window-seconds) WINDOW=$2; shift 2 ;;
-    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 done
 source "$ROOT/scripts/commit_state.sh"
