@@ -7,10 +7,11 @@ For README.md, docs/*.md, docs/history/*.md and results/README.md (or the files
 named): every relative markdown link [text](path) must name a file or folder that
 exists, relative to the page; and every repository path the text cites
 (src/..., include/..., docs/..., bench/..., results/... and the other top-level
-folders, and a top-level NAME.md such as README.md) must exist, relative to the repository root. A cited path with a glob, a
-brace range or a placeholder (*, {, <, @) is not checked, nor a program named after
-its source file (bench/echo_bench for bench/echo_bench.cc). Prints each missing target with its file and line; exits 1 if any.
-Needs only Python 3; not run by CI.
+folders, and a top-level NAME.md such as README.md) must exist, relative to the
+repository root. A cited path with a glob, a brace range or a placeholder (*, {, <,
+@) is not checked, nor a program named after its source file (bench/echo_bench for
+bench/echo_bench.cc). Prints each missing target with its file and line; exits 1 if
+any. Needs only Python 3; not run by CI.
 """
 import os
 import re

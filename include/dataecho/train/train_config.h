@@ -67,8 +67,8 @@ using PipelineFactory = std::function<std::unique_ptr<Pipeline>()>;
 
 struct TrainConfig {
   // The training pipeline: a spec (README.md, "A pipeline in one JSON document") with
-  // its base directory for
-  // relative paths, or a factory (tests and benchmarks; takes precedence).
+  // its base directory for relative paths, or a factory (tests and benchmarks; takes
+  // precedence).
   nlohmann::json train_spec;
   std::string train_spec_dir;
   PipelineFactory train_pipeline;
