@@ -18,6 +18,8 @@
 # (one window of at least S seconds, default 5) with decoder_scale false and true, each
 # round in the other order, R rounds (default 3). Prints each run and the median ratio
 # per workload; writes OUT/decoder_scale_compare.json.
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
+# README.txt with the command, the commit and the machine; results/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
@@ -32,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     --images) IMAGES=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --window-seconds) WINDOW=$2; shift 2 ;;
-    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
   esac
 done
 source "$ROOT/scripts/commit_state.sh"

@@ -67,7 +67,7 @@ void BM_RangePrefetch(benchmark::State& state) {
 }
 BENCHMARK(BM_RangePrefetch)->UseRealTime();
 
-// Arg: the echo's buffer (8, the old default; 1024, the default since session 16).
+// Arg: the echo's buffer (8, the old default; 1024, the default since 122c893, 2026-12-01).
 void BM_RangeAdaptiveEcho(benchmark::State& state) {
   auto p = pipeline(R"({"op": "echo", "factor": "adaptive", "max_factor": 4, "buffer": )" +
                     std::to_string(state.range(0)) + "}");

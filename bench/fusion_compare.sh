@@ -14,6 +14,8 @@
 # Reported: the best epoch's images/s of each (dataloader_bench's rule), the ratios to
 # "fused" per round and their median over rounds, and peak RSS from /usr/bin/time -v.
 # Writes OUT/fusion_compare.json.
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
+# README.txt with the command, the commit and the machine; results/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build

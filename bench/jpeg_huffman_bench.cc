@@ -93,7 +93,7 @@ BENCHMARK(BM_EntropyDecode_libjpeg)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EntropyDecode_dataecho)->Unit(benchmark::kMicrosecond);
 
 // Whole images to RGB pixels: TurboJPEG's tjDecompress2 into a reused buffer (what
-// decode_image did until session 18), and decode_image (a fresh tensor each) with
+// decode_image did before 3909486, 2026-12-02), and decode_image (a fresh tensor each) with
 // dataecho's Huffman decoder and with libjpeg's.
 void BM_DecodeImage_tjDecompress2(benchmark::State& state) {
   tjhandle h = tjInitDecompress();

@@ -15,6 +15,8 @@
 # The pixels are the same bits either way (tests/image/jpeg_huffman_test.cc). Prints
 # each run and the median ratio; writes OUT/jpeg_huffman_compare.json with every run's
 # images/s and peak PSS.
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
+# README.txt with the command, the commit and the machine; results/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build

@@ -21,6 +21,8 @@
 # Each is wrapped in /usr/bin/time -v for its peak RSS (the DataLoader's workers' peaks
 # are read from /proc by the script). Prints a table (median over rounds of each round's
 # own ratio) and writes OUT/python_overhead.json.
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
+# README.txt with the command, the commit and the machine; results/README.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

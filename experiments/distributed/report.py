@@ -1,6 +1,6 @@
 """The data-parallel scaling table (docs/distributed.md) from the committed run files.
 
-Usage: python3 experiments/distributed/report.py docs/results/distributed > summary.md
+Usage: python3 experiments/distributed/report.py results/distributed > summary.md
 Reads RESULTS/runs/<config>/seed-N/{summary.json,run.json}; writes RESULTS/runs.csv and
 prints a Markdown table: per configuration, the median over seeds (and the range) of
 the training-clock seconds to the target, fresh examples to it, R, communication per

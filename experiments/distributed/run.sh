@@ -17,7 +17,7 @@
 # training clock). Each rank of a 2-rank job opens its own 4 connections (interleave
 # cycle 4 over its 4 files), so it has its own bandwidth share, as a second machine would.
 # Resumable: a run whose summary.json exists is not redone. Stop it with Ctrl-C.
-# report: docs/results/distributed/{runs.csv,summary.md} from the committed runs.
+# report: results/distributed/{runs.csv,summary.md} from the committed runs.
 # Env: DATAECHO_BIN (default build/bin/dataecho-train), OUT (default out/distributed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,7 +28,7 @@ OUT="${OUT:-out/distributed}"
 RATE="${RATE:-243908}"
 TARGET="${TARGET:-0.88}"
 SEEDS="${SEEDS:-1 2 3 4 5}"
-RESULTS="${RESULTS:-docs/results/distributed}"
+RESULTS="${RESULTS:-results/distributed}"
 FASHION=/usr/share/datasets/fashion-mnist
 
 json_number() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }

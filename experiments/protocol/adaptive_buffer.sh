@@ -12,10 +12,11 @@
 # (the trainer; the committed run used out/protocol/bin/dataecho-train-e7fb8f5, the
 # binary of the network runs) and a quiet machine: the runs share its 2 cores with nothing.
 # Writes RUNS/<n>-<config>/summary.json and prints one line per run.
-# ADAPTIVE_RUNS: the runs, as config:steps (default: the committed session-15 list);
+# ADAPTIVE_RUNS: the runs, as config:steps (default: the list of the committed
+# runs of 2026-12-01, commit a61968f);
 # the configs are baseline, adaptive_b8, adaptive_b64, adaptive_b512 and
 # adaptive_default (the echo as the cell has it, no buffer named: the binary's default).
-# The session-16 check of the new default (1,024 elements, 16 MiB):
+# The check of the new default (2026-12-01, commit 122c893) (1,024 elements, 16 MiB):
 #   DATAECHO_BIN=build/bin/dataecho-train ADAPTIVE_RUNS="baseline:600 adaptive_default:1200
 #   adaptive_b8:1200 adaptive_default:1200 adaptive_b8:1200" \
 #   experiments/protocol/adaptive_buffer.sh out/protocol/adaptive_default
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/../.."
 BIN="${DATAECHO_BIN:-build/bin/dataecho-train}"
 RUNS="${1:-out/protocol/adaptive_buffer}"
 RATE=374153  # bytes/s per connection: the R about 2 calibration (network-r2/calibration.txt)
-CELL=docs/results/protocol/network-r2/cells/adaptive-m3-sb1000/seed-1/result.json
+CELL=results/protocol/network-r2/cells/adaptive-m3-sb1000/seed-1/result.json
 mkdir -p "$RUNS"
 # shellcheck source=../network_lib.sh
 source experiments/network_lib.sh

@@ -2,7 +2,7 @@
 # The pre-registered experiment of docs/protocol.md, in resumable parts.
 #   experiments/protocol/run.sh sweep [dataecho experiment flags]
 #       the tuning sweep and the fresh-example counts: every cell of sweep.json, compute-
-#       bound on local shards, after the committed runs (docs/results/protocol/sweep) (a fixed echo factor gives the same data order whatever the
+#       bound on local shards, after the committed runs (results/protocol/sweep) (a fixed echo factor gives the same data order whatever the
 #       timing, tests/train/protocol_test.cc). Interrupt it at any time (Ctrl-C, or
 #       `timeout -s INT 40m ...`): finished runs are kept and never redone; the run in
 #       flight starts over next time.
@@ -19,7 +19,7 @@
 #       the README's main job (scripts/demo.sh runs it with PROTOCOL_OUT=out/demo): the
 #       network runs in small, one seed, at R about 5 (DEMO_R): calibrated as above, then
 #       the baseline, before augmentation at the a-priori e = round(R) and adaptive, at the
-#       learning rates the committed sweep (docs/results/protocol/sweep, copied to
+#       learning rates the committed sweep (results/protocol/sweep, copied to
 #       $PROTOCOL_OUT/sweep) tuned for each, on the experiment's schedule (decay to 0 at
 #       step 3,900) but stopped at a demo budget of 2,600 steps, to a demo target of 89%
 #       validation accuracy (DEMO_TARGET; the experiment's is 90%).
@@ -29,10 +29,10 @@
 #       no shards, no server, no training (tests/cli/demo_config_test.sh).
 #   experiments/protocol/run.sh collect
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
-#       into docs/results/protocol/sweep/, where they are committed.
+#       into results/protocol/sweep/, where they are committed.
 #   experiments/protocol/run.sh report [dataecho experiment flags]
-#       every table and plot of docs/results/protocol/ (and of the committed demo run,
-#       docs/results/demo/) recomputed from the committed run files alone (trains
+#       every table and plot of results/protocol/ (and of the committed demo run,
+#       results/demo/) recomputed from the committed run files alone (trains
 #       nothing, needs no shards).
 # DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
 # from seeing rebuilds, copy build/bin/dataecho-train (it has every command; a copy of
@@ -58,12 +58,12 @@ source scripts/commit_state.sh
 export DATAECHO_COMMIT="${DATAECHO_COMMIT:-$(commit_state . src include experiments)}"
 
 # The configs go to $CFG/config*/ with @OUT@ = $ROUT: the experiments' output folders.
-# A report reads the committed run files: its configs name docs/results/protocol.
+# A report reads the committed run files: its configs name results/protocol.
 CFG="$OUT"
 ROUT="$OUT"
 if [[ "$PART" == report ]]; then
   CFG="$OUT/report"
-  ROUT=docs/results/protocol
+  ROUT=results/protocol
 fi
 # render_train DIR SHARDS: the training, validation, test and base configs in DIR, with
 # the training shards read from SHARDS (a folder or a URL).
@@ -103,7 +103,7 @@ done
 if [[ "$PART" == collect ]]; then
   for exp in "$OUT"/sweep "$OUT"/network-r*; do
     [[ -d "$exp/cells" ]] || continue
-    dest="docs/results/protocol/$(basename "$exp")"
+    dest="results/protocol/$(basename "$exp")"
     mkdir -p "$dest"
     (cd "$exp" && find cells -name result.json -printf '%h\n') | while read -r run; do
       mkdir -p "$dest/$run"
@@ -125,12 +125,12 @@ if [[ "$PART" == report ]]; then
     render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")"
     "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
   done
-  # The committed demo run (docs/results/demo), at the target it ran with (in its config).
-  if [[ -f docs/results/demo/calibration.txt ]]; then
-    cal=docs/results/demo/calibration.txt
-    DEMO_TARGET="$(sed -n 's/.*"target_accuracy": *\([0-9.]*\).*/\1/p' docs/results/demo/cells/baseline/seed-1/result.json | head -1)"
-    render_demo "$(sed -n 's/^factor: //p' "$cal")" "$(sed -n 's/^url: //p' "$cal")" docs/results
-    "$BIN" experiment "$CFG/config-demo/demo.json" --report-only "$@" | tee docs/results/demo/table.txt
+  # The committed demo run (results/demo), at the target it ran with (in its config).
+  if [[ -f results/demo/calibration.txt ]]; then
+    cal=results/demo/calibration.txt
+    DEMO_TARGET="$(sed -n 's/.*"target_accuracy": *\([0-9.]*\).*/\1/p' results/demo/cells/baseline/seed-1/result.json | head -1)"
+    render_demo "$(sed -n 's/^factor: //p' "$cal")" "$(sed -n 's/^url: //p' "$cal")" results
+    "$BIN" experiment "$CFG/config-demo/demo.json" --report-only "$@" | tee results/demo/table.txt
   fi
   exit 0
 fi
@@ -146,9 +146,9 @@ fi
 # Runs finished on another machine and committed (run.sh collect) are not redone: their
 # files join the output folder unless a run of the same name is there already. The demo
 # takes its learning rates from them.
-if [[ "$PART" == sweep || "$PART" == demo ]] && [[ -d docs/results/protocol/sweep/cells ]]; then
+if [[ "$PART" == sweep || "$PART" == demo ]] && [[ -d results/protocol/sweep/cells ]]; then
   mkdir -p "$OUT/sweep"
-  cp -rn docs/results/protocol/sweep/cells "$OUT/sweep/"
+  cp -rn results/protocol/sweep/cells "$OUT/sweep/"
 fi
 if [[ $DRY == 1 ]]; then
   render_demo "${DEMO_FACTOR:-5}" http://127.0.0.1:9
@@ -255,7 +255,7 @@ if [[ "$PART" == demo ]]; then
    accuracy (the experiment's: 90%). The runs use the experiment's settings (its tuned
    learning rates: the baseline's, e = $FACTOR's, also for adaptive; its schedule, decaying
    to 0 at step $DECAY) but stop at step $STOP. The experiment, 5 seeds per cell with 95%
-   intervals: README "Results" and docs/results.md.
+   intervals: docs/results.md.
    Bandwidth $RATE bytes/s per connection x 4; R in a 200-step calibration run: $R_CAL.
    Speedup = the baseline's wall-clock time to the target over the run's, from building
    the pipeline; the snapshots were evaluated after training, off the clock.

@@ -151,8 +151,8 @@ class PipelineDef:
     Made by a source function (``de.tfrecord(...)``, ``de.range(...)``) or from a spec
     (``PipelineDef.from_spec``). Every stage method returns a new definition. The names
     and options are those of the C++ builder (dataecho/spec/pipeline_def.h) and of the
-    JSON spec (docs/spec.md); every option is checked when the pipeline is built, and a
-    wrong one raises ``SpecError`` naming its JSON path (``$.stages[2].size``).
+    JSON spec (README.md, "A pipeline in one JSON document"); every option is checked
+    when the pipeline is built, and a wrong one raises ``SpecError`` naming its JSON path (``$.stages[2].size``).
     """
 
     def __init__(self, kind: str, **options: Any):

@@ -1,7 +1,7 @@
 // `dataecho bench echo`: does echoing buy the ideal speedup? The paper's setting without
 // a model: an upstream that takes t_up per batch, sleeping as a network read does, and a
 // consumer (the "accelerator") that takes t_down per step. R = t_up / t_down. Echoing
-// with factor e should speed training steps up by min(e, R) over e = 1 (DESIGN.md 1).
+// with factor e should speed training steps up by min(e, R) over e = 1 (docs/echo.md).
 //
 // Every cell runs real pipeline nodes, so it measures the echo operator, not a model of it:
 //   fixed:    range -> batch -> map(sleep t_up) -> prefetch -> echo(e)      -> consumer

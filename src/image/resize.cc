@@ -315,7 +315,7 @@ void hfilter(const float* plane, const int* start, const float* w, int k, int n,
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The horizontal filter with AVX2 gathers, 8 outputs at a time, any number of taps; the
-// same operations in the same order as hfilter, so the same bits. (Until session 15 it
+// same operations in the same order as hfilter, so the same bits. (Until ecbf829, 2026-12-01, it
 // took only 1-3 taps and ran the scalar loop for more: downscaling past about 1.5x, most
 // random resized crops of a photo larger than the output. perf put that loop at 12% of
 // the photo pipeline's time; with gathers it is 2-3%.)

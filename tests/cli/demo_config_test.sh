@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's main job reads its learning rates from the committed sweep
-# (docs/results/protocol/sweep): for every a-priori e it may pick (round(R), 2 to 6), the
+# (results/protocol/sweep): for every a-priori e it may pick (round(R), 2 to 6), the
 # demo's configs must render and validate, and every cell must get a tuned rate, the
 # adaptive cell the same as e's (experiments/protocol/run.sh demo --dry-run: no shards,
 # no server, no training).

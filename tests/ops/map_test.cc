@@ -157,7 +157,7 @@ TEST(Map, CheapElementsAreTakenSeveralAtATime) {
     EXPECT_EQ(ids(drain(*p)), iota(n));
     const int64_t takes = input_takes(*p);
     // Under TSan everything, the function and a take alike, runs several times slower,
-    // and takes come out smaller: 670 takes for 2,000 elements once (session 18), about
+    // and takes come out smaller: 670 takes for 2,000 elements once (2026-12-02), about
     // 3 per take. At most half as many takes as elements still tells several elements
     // per take from the expensive function's one.
     if (cheap)

@@ -1,5 +1,6 @@
-// Building a Pipeline from its JSON spec (DESIGN.md section 3). The whole spec is
-// validated before any node runs; an error names the JSON path and what was expected.
+// Building a Pipeline from its JSON spec (README.md, "A pipeline in one JSON document").
+// The whole spec is validated before any node runs; an error names the JSON path and
+// what was expected.
 #pragma once
 
 #include <memory>

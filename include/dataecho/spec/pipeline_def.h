@@ -1,6 +1,7 @@
 // PipelineDef: a pipeline as a value (seed, source, stages), made in C++ with a fluent
-// builder or parsed from the JSON spec (DESIGN.md section 3), written back to JSON, and
-// built into a running Pipeline. Everything that makes pipelines goes through build():
+// builder or parsed from the JSON spec (README.md, "A pipeline in one JSON document"),
+// written back to JSON, and built into a running Pipeline. Everything that makes
+// pipelines goes through build():
 // the JSON path, the experiment runner, the trainer's in-memory pipelines and the tests.
 //
 //   auto p = dataecho::range(1000)

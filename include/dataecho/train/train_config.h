@@ -66,8 +66,9 @@ double learning_rate_at(const OptimizerConfig& o, int64_t step, int64_t decay_st
 using PipelineFactory = std::function<std::unique_ptr<Pipeline>()>;
 
 struct TrainConfig {
-  // The training pipeline: a spec (DESIGN.md section 3) with its base directory for
-  // relative paths, or a factory (tests and benchmarks; takes precedence).
+  // The training pipeline: a spec (README.md, "A pipeline in one JSON document") with
+  // its base directory for relative paths, or a factory (tests and benchmarks; takes
+  // precedence).
   nlohmann::json train_spec;
   std::string train_spec_dir;
   PipelineFactory train_pipeline;

@@ -43,7 +43,7 @@ struct TrainResult {
   bool reached_target = false;
   int64_t steps = 0;
   // Fresh examples: distinct (source id, epoch) pairs of which at least one copy was
-  // trained on (DESIGN.md; docs/protocol.md). Deterministic for a fixed echo factor:
+  // trained on (docs/protocol.md, section 3). Deterministic for a fixed echo factor:
   // read-ahead that no step consumed does not count, and a copy trained on before its
   // echo-0 original (a shuffle after the echo) counts once, when it comes.
   int64_t fresh = 0;
