@@ -525,8 +525,8 @@ namespace {
 // scan's MCU count and blocks per MCU. 1: decoded with one scan; 0: several scans (the
 // seam decodes only single-scan files); -1: libjpeg refused the file.
 int scan_start_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigned char* data,
-                 unsigned long size, int denom, bool grey, detail::JpegHuffman* huffman,
-                 bool* taken, long* mcus, int* blocks) {
+                 unsigned long size, int denom, bool grey, int64_t max_pixels,
+                 detail::JpegHuffman* huffman, bool* taken, long* mcus, int* blocks) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
     return -1;
@@ -535,6 +535,12 @@ int scan_start_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigne
   jpeg_create_decompress(cinfo);
   jpeg_mem_src(cinfo, data, size);
   jpeg_read_header(cinfo, TRUE);
+  if (int64_t{cinfo->image_width} * cinfo->image_height > max_pixels) {
+    std::snprintf(err->message, sizeof(err->message), "%ux%u is over the limit of %lld pixels",
+                  cinfo->image_width, cinfo->image_height, static_cast<long long>(max_pixels));
+    jpeg_abort_decompress(cinfo);
+    return -1;
+  }
   cinfo->out_color_space =
       grey || cinfo->jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_EXT_RGB;
   cinfo->dct_method = JDCT_ISLOW;
@@ -584,7 +590,7 @@ int scan_decode_c(jpeg_decompress_struct* cinfo, ErrorManager* err, long mcus, l
 namespace detail {
 
 ScanCoefficients decode_scan_coefficients(std::string_view bytes, bool fast, int scale_denom,
-                                          bool grey, long skip_mcus) {
+                                          bool grey, long skip_mcus, int64_t max_pixels) {
   using Outcome = ScanCoefficients::Outcome;
   ScanCoefficients result;
   jpeg_decompress_struct cinfo;
@@ -599,9 +605,9 @@ ScanCoefficients decode_scan_coefficients(std::string_view bytes, bool fast, int
   bool taken = false;
   long mcus = 0;
   int blocks = 0;
-  const int started =
-      scan_start_c(&cinfo, &err, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
-                   scale_denom, grey, fast ? &huffman : nullptr, &taken, &mcus, &blocks);
+  const int started = scan_start_c(
+      &cinfo, &err, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), scale_denom,
+      grey, max_pixels, fast ? &huffman : nullptr, &taken, &mcus, &blocks);
   if (started == 1 && fast && !taken) {
     jpeg_abort_decompress(&cinfo);
     result.outcome = Outcome::kNotTaken;

@@ -142,7 +142,7 @@ void reset_jpeg_huffman_self_test();
 // libjpeg's coefficient controller calls it, with JpegHuffman (`fast`) or libjpeg's
 // own decoder. The first `skip_mcus` MCUs are decoded without a buffer, as
 // jpeg_skip_scanlines does, and are not stored. libjpeg's warnings are counted, not
-// raised.
+// raised. An image of more than max_pixels is refused (kError) before any allocation.
 struct ScanCoefficients {
   enum class Outcome {
     kDecoded,     // every MCU decoded: `blocks` holds them
@@ -156,7 +156,8 @@ struct ScanCoefficients {
   std::string message;        // the error, or the first warning
 };
 ScanCoefficients decode_scan_coefficients(std::string_view bytes, bool fast, int scale_denom = 1,
-                                          bool grey = false, long skip_mcus = 0);
+                                          bool grey = false, long skip_mcus = 0,
+                                          int64_t max_pixels = int64_t{1} << 24);
 // How many times this thread's JpegRegionDecoder handed a scan to libjpeg's decoder
 // (tests: the fallback ran).
 long jpeg_huffman_fallbacks();

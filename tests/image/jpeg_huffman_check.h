@@ -32,10 +32,11 @@ inline std::string check_jpeg_huffman(const uint8_t* data, size_t size) {
   const bool grey = (opt & 4) != 0;
   const long skip = opt >> 3;
   using Outcome = detail::ScanCoefficients::Outcome;
+  constexpr int64_t kMaxPixels = int64_t{1} << 20;  // keeps each input fast
   const detail::ScanCoefficients fast =
-      detail::decode_scan_coefficients(bytes, true, denom, grey, skip);
+      detail::decode_scan_coefficients(bytes, true, denom, grey, skip, kMaxPixels);
   const detail::ScanCoefficients lib =
-      detail::decode_scan_coefficients(bytes, false, denom, grey, skip);
+      detail::decode_scan_coefficients(bytes, false, denom, grey, skip, kMaxPixels);
   if (fast.outcome == Outcome::kDecoded) {
     if (lib.outcome != Outcome::kDecoded)
       return "dataecho decoded a scan libjpeg refused: " + lib.message;
@@ -56,7 +57,7 @@ inline std::string check_jpeg_huffman(const uint8_t* data, size_t size) {
     DecodeOptions options;
     options.channels = grey ? 1 : 0;
     options.strict = strict;
-    options.max_pixels = int64_t{1} << 20;  // keeps each input fast
+    options.max_pixels = kMaxPixels;
     std::string results[2], errors[2];
     for (int f = 0; f < 2; ++f) {
       options.fast_huffman = f == 1;
