@@ -349,16 +349,16 @@ def write_plots(out_dir, doc, draw=True):
                 gp.append(f"set output \"{name}.\".fmt")
                 gp.append(f"set title \"{exp}: {metric.replace('_', ' ')} vs target, "
                           f"{READING_LABEL[reading]}; median over seeds 1-5, 95% bootstrap "
-                          "CI; open points: a censored median\"")
+                          "CI; censored medians (~) in table.txt\"")
                 gp.append("set xlabel \"target validation accuracy (%)\"")
                 gp.append(f"set ylabel \"{ylabel}\"")
-                gp.append("set xrange [86.9:*]\nset yrange [0:*]")
+                gp.append("set xrange [86.9:90.6]\nset yrange [0:*]")
                 parts = []
                 for i, cell in enumerate(series):
                     parts.append(f"\"{dat}\" index {i} using 1:2:3:4 with yerrorlines lc {i + 1} "
                                  f"title \"{cell}\"")
                 for k in (2, 4, 5):
-                    parts.append(f"{k} with lines dt 3 lc rgb \"gray\" notitle")
+                    parts.append(f"{k} with lines dt 2 lc rgb \"black\" notitle")
                 gp.append("plot " + ", \\\n  ".join(parts))
                 names.append(name)
         # The headline: e = 4 and the a-priori cell, both readings, fresh and wall.
@@ -383,19 +383,21 @@ def write_plots(out_dir, doc, draw=True):
                         titles.append(f"{cell}, {metric.replace('_', ' ')}, "
                                       f"{READING_LABEL[reading]}")
         gp.append(f"set output \"{name}.\".fmt")
-        gp.append(f"set title \"{exp}: the headline cells against the target, both readings "
-                  "(median over seeds 1-5, 95% bootstrap CI)\"")
+        gp.append("set key below")
+        gp.append(f"set title \"{exp}: headline cells vs target, both readings "
+                  "(median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)\"")
         gp.append("set xlabel \"target validation accuracy (%)\"")
         gp.append("set ylabel \"baseline / cell (fresh examples, or wall-clock time)\"")
-        gp.append("set xrange [86.9:*]\nset yrange [0:*]")
+        gp.append("set xrange [86.9:90.6]\nset yrange [0:*]")
         parts = []
         for i, t in enumerate(titles):
             dt = "1" if "held" in t else "2"
             parts.append(f"\"{dat}\" index {i} using ($1+{(i % 4) * 0.02 - 0.03:.2f}):2:3:4 "
                          f"with yerrorlines dt {dt} lc {i // 2 + 1} title \"{t}\"")
-        parts.append("3 with lines dt 3 lc rgb \"gray\" notitle")
+        parts.append("3 with lines dt 2 lc rgb \"black\" notitle")
         gp.append("plot " + ", \\\n  ".join(parts))
         names.append(name)
+        gp.append("set key outside right top")
     gp.append("}")
     with open(os.path.join(pdir, "plots.gp"), "w") as f:
         f.write("\n".join(gp) + "\n")
