@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+pytest.importorskip("numpy")  # targets.py needs it (Debian: python3-numpy)
 
 
 def _load(name):
