@@ -541,6 +541,19 @@ def main(argv=None):
             f = figures(r5["baseline"], r5[cell], DEMO["target_bp"], reading,
                         stop_step=DEMO["stop_step"])
             demo["readings"][reading][cell] = f
+    # Lines the demo can print beside its own seed.
+    demo["print"] = [f"reference: network runs at R about 5, seeds 1-5, cut at step "
+                     f"{DEMO['stop_step']:,}, target {DEMO['target_bp'] / 100:.0f}% (median "
+                     "[95% interval]; ~ a censored median: a bound)"]
+    for reading, cells in demo["readings"].items():
+        for c, f in cells.items():
+            if c == "baseline":
+                demo["print"].append(f"  {READING_LABEL[reading]}: baseline reaches/holds it in "
+                                     f"{f['reached']}/5")
+                continue
+            demo["print"].append(f"  {READING_LABEL[reading]}: {c} {f['reached']}/5, fresh/ "
+                                 f"{ratio_text(f['fresh_reduction'])}, speedup "
+                                 f"{ratio_text(f['speedup'])}")
     with open(os.path.join(out_dir, "demo_reference.json"), "w") as f:
         json.dump(demo, f, indent=1)
         f.write("\n")
