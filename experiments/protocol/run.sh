@@ -33,7 +33,9 @@
 #   experiments/protocol/run.sh report [dataecho experiment flags]
 #       every table and plot of results/protocol/ (and of the committed demo run,
 #       results/demo/) recomputed from the committed run files alone (trains
-#       nothing, needs no shards).
+#       nothing, needs no shards), with results/protocol/targets/ (the swing, and
+#       reduction and speedup against the target under both readings of change 8:
+#       experiments/protocol/swing.py and targets.py, python3 with numpy).
 # DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
 # from seeing rebuilds, copy build/bin/dataecho-train (it has every command; a copy of
 # dataecho alone cannot find dataecho-train for its training commands) and name it here.
@@ -132,6 +134,10 @@ if [[ "$PART" == report ]]; then
     render_demo "$(sed -n 's/^factor: //p' "$cal")" "$(sed -n 's/^url: //p' "$cal")" results
     "$BIN" experiment "$CFG/config-demo/demo.json" --report-only "$@" | tee results/demo/table.txt
   fi
+  # Against the target, under the first touch and the rule of docs/protocol.md change 8
+  # (results/protocol/targets/): Debian's python3 with numpy, from the same run files.
+  /usr/bin/python3 experiments/protocol/swing.py
+  /usr/bin/python3 experiments/protocol/targets.py
   exit 0
 fi
 

@@ -1,0 +1,634 @@
+#!/usr/bin/python3
+"""Fresh-example reduction and wall-clock speedup against the target, under two readings
+of "reaching the target" (docs/protocol.md change 8):
+
+  first touch (the old reading, section 3): the first evaluation at or above the target;
+  held (the registered rule): the first evaluation at or above the target T from which
+      no later evaluation of the run falls below T - m, m = 2 sigma = 1.04 points;
+  held, thinned (registered check): the same on evaluations thinned to one per 100 steps.
+
+Reads only committed run files (results/protocol/{network-r5,network-r2,sweep}); writes
+results/protocol/targets/: table.txt, targets.csv, targets.json, demo_reference.json and
+plots/ (gnuplot, PNG and SVG). The statistics are section 5's, reproduced from
+src/train/run_statistics.cc (median over seeds, runs that miss counted at their budget,
+95% percentile bootstrap of the median, 10,000 resamples, seed 20190715, xoshiro256** with
+Lemire's bounded draw, ratios resampling baseline then cell from one stream); the script
+checks that it gives the committed tables' 90% first-touch figures exactly.
+
+Usage: experiments/protocol/targets.py [--root results/protocol] [--out DIR] [--no-plots]
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+# --- the registered constants (docs/protocol.md change 8) -------------------------------
+SIGMA_BP = 52.2          # the measured swing, basis points of accuracy (0.522 points)
+MARGIN_BP = 104          # m = 2 sigma, rounded to 0.01 points
+THIN_STEPS = 100         # "held, thinned": one evaluation per 100 steps
+TARGET_FROM_BP = 8700    # 87.00%
+TARGET_STEP_BP = 25      # 0.25 points
+SEEDS = [1, 2, 3, 4, 5]
+DEMO = {"target_bp": 8900, "stop_step": 2600,
+        "cells": ["baseline", "before_aug-e5-sb1000", "adaptive-m6-sb1000"]}
+READINGS = ["first_touch", "held", "held_thinned"]
+READING_LABEL = {"first_touch": "first touch (old reading)", "held": "held (change 8)",
+                 "held_thinned": "held, thinned (change 8 check)"}
+
+# --- section 5's statistics, as src/train/run_statistics.cc computes them ---------------
+MASK = (1 << 64) - 1
+BOOT_SEED = 20190715
+RESAMPLES = 10000
+LEVEL = 0.95
+
+
+def _mix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+class Rng:
+    """dataecho::Rng (include/dataecho/core/rng.h): xoshiro256** seeded by SplitMix64."""
+
+    def __init__(self, seed):
+        self.s = []
+        x = seed
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & MASK
+            self.s.append(_mix64(x))
+
+    def next_u64(self):
+        s = self.s
+        r = ((((s[1] * 5) & MASK) << 7 | ((s[1] * 5) & MASK) >> 57) & MASK) * 9 & MASK
+        t = (s[1] << 17) & MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = ((s[3] << 45) | (s[3] >> 19)) & MASK
+        return r
+
+    def uniform(self, n):
+        m = self.next_u64() * n
+        low = m & MASK
+        if low < n:
+            threshold = ((1 << 64) - n) % n
+            while low < threshold:
+                m = self.next_u64() * n
+                low = m & MASK
+        return m >> 64
+
+
+_INDEX_CACHE = {}
+
+
+def _indices(sizes):
+    """The resample indices the C++ draws for runs of these sizes, in order, from one Rng."""
+    key = tuple(sizes)
+    if key not in _INDEX_CACHE:
+        rng = Rng(BOOT_SEED)
+        out = []
+        for n in sizes:
+            out.append(np.array([[rng.uniform(n) for _ in range(n)] for _ in range(RESAMPLES)],
+                                dtype=np.int64))
+        _INDEX_CACHE[key] = out
+    return _INDEX_CACHE[key]
+
+
+def censored_median(obs):
+    """obs: [(value, censored)]: the median, and whether it falls on a censored run."""
+    runs = sorted(obs, key=lambda o: (o[0], o[1]))
+    n = len(runs)
+    if n % 2:
+        return runs[n // 2][0], runs[n // 2][1]
+    a, b = runs[n // 2 - 1], runs[n // 2]
+    return (a[0] + b[0]) / 2, a[1] or b[1]
+
+
+def _quantile_sorted(v, p):
+    rank = math.ceil(p * len(v))
+    rank = min(max(rank, 1), len(v))
+    return float(v[rank - 1])
+
+
+def _interval(stats):
+    stats = np.sort(stats)
+    return (_quantile_sorted(stats, (1 - LEVEL) / 2), _quantile_sorted(stats, (1 + LEVEL) / 2))
+
+
+def _resampled_medians(values, idx):
+    return np.median(np.asarray(values, dtype=float)[idx], axis=1)
+
+
+def estimate_median(obs):
+    if not obs:
+        return None
+    med, cens = censored_median(obs)
+    (idx,) = _indices([len(obs)])
+    lo, hi = _interval(_resampled_medians([o[0] for o in obs], idx))
+    return {"median": med, "ci95": [lo, hi], "n": len(obs),
+            "censored": sum(1 for o in obs if o[1]), "median_censored": cens}
+
+
+def estimate_ratio(base, cell):
+    if not base or not cell:
+        return None
+    b, bc = censored_median(base)
+    c, cc = censored_median(cell)
+    if not c > 0:
+        return None
+    bi, ci = _indices([len(base), len(cell)])
+    bm = _resampled_medians([o[0] for o in base], bi)
+    cm = _resampled_medians([o[0] for o in cell], ci)
+    keep = cm > 0
+    lo, hi = _interval(bm[keep] / cm[keep])
+    return {"ratio": b / c, "ci95": [lo, hi], "censored": bool(bc or cc)}
+
+
+# --- the readings -------------------------------------------------------------------
+def bp(acc):
+    """Accuracy as integer basis points (the validation set has 10,000 images)."""
+    return int(round(acc * 10000))
+
+
+def first_touch(evals, target_bp):
+    for i, e in enumerate(evals):
+        if bp(e["accuracy"]) >= target_bp:
+            return i
+    return None
+
+
+def held(evals, target_bp, margin_bp=MARGIN_BP):
+    """The first evaluation at or above the target from which no later evaluation falls
+    below target - margin; None when there is none (censored)."""
+    floor = target_bp - margin_bp
+    found = None
+    # Walk backwards: an evaluation qualifies if it is >= target and every later one is
+    # >= floor; the earliest qualifying one is the answer.
+    later_ok = True
+    for i in range(len(evals) - 1, -1, -1):
+        a = bp(evals[i]["accuracy"])
+        if later_ok and a >= target_bp:
+            found = i
+        later_ok = later_ok and a >= floor
+        if not later_ok:
+            break
+    return found
+
+
+def thin(evals, every=THIN_STEPS):
+    """The first evaluation at or after each multiple of `every` steps, and the last one,
+    each kept once."""
+    if not evals:
+        return []
+    keep = []
+    last_step = evals[-1]["step"]
+    mark = every
+    for i, e in enumerate(evals):
+        if e["step"] >= mark:
+            keep.append(i)
+            while mark <= e["step"]:
+                mark += every
+    if not keep or keep[-1] != len(evals) - 1:
+        keep.append(len(evals) - 1)
+    assert evals[keep[-1]]["step"] == last_step
+    return [evals[i] for i in keep]
+
+
+def reading_index(evals, target_bp, reading):
+    if reading == "first_touch":
+        return evals, first_touch(evals, target_bp)
+    if reading == "held":
+        return evals, held(evals, target_bp)
+    t = thin(evals)
+    return t, held(t, target_bp)
+
+
+# --- run files ------------------------------------------------------------------------
+def load_runs(exp_dir):
+    """{cell: [run]} with run = {seed, evals, summary}, seeds 1-5 in order, cells with all
+    five final seeds only."""
+    cells = {}
+    cdir = os.path.join(exp_dir, "cells")
+    for cell in sorted(os.listdir(cdir)):
+        runs = []
+        for s in SEEDS:
+            d = os.path.join(cdir, cell, f"seed-{s}")
+            if not os.path.exists(os.path.join(d, "summary.json")):
+                break
+            with open(os.path.join(d, "summary.json")) as f:
+                summary = json.load(f)
+            with open(os.path.join(d, "evals.jsonl")) as f:
+                evals = [json.loads(line) for line in f if line.strip()]
+            runs.append({"seed": s, "evals": evals, "summary": summary})
+        if len(runs) == len(SEEDS):
+            cells[cell] = runs
+    return cells
+
+
+def observe(run, target_bp, reading, stop_step=None):
+    """(fresh, wall, censored, step, accuracy_at) of one run: the evaluation the reading
+    picks, or the budget (censored). stop_step cuts the trajectory (the demo)."""
+    evals = run["evals"]
+    if stop_step is not None:
+        evals = [e for e in evals if e["step"] <= stop_step]
+    ev, i = reading_index(evals, target_bp, reading)
+    if i is not None:
+        e = ev[i]
+        return {"fresh": e["fresh"], "wall": e["wall_seconds"], "censored": False,
+                "step": e["step"]}
+    if stop_step is not None:  # censored at the last evaluation before the cut
+        e = evals[-1]
+        return {"fresh": e["fresh"], "wall": e["wall_seconds"], "censored": True,
+                "step": e["step"]}
+    s = run["summary"]  # as experiment_report.cc: the run's totals
+    return {"fresh": s["fresh"], "wall": s["wall_seconds"], "censored": True,
+            "step": s["steps"]}
+
+
+def figures(base_runs, cell_runs, target_bp, reading, stop_step=None, with_wall=True):
+    b = [observe(r, target_bp, reading, stop_step) for r in base_runs]
+    c = [observe(r, target_bp, reading, stop_step) for r in cell_runs]
+    out = {
+        "reached": sum(1 for o in c if not o["censored"]),
+        "runs": len(c),
+        "fresh": estimate_median([(o["fresh"], o["censored"]) for o in c]),
+        "fresh_by_seed": [None if o["censored"] else o["fresh"] for o in c],
+        "step_by_seed": [None if o["censored"] else o["step"] for o in c],
+        "fresh_reduction": estimate_ratio([(o["fresh"], o["censored"]) for o in b],
+                                          [(o["fresh"], o["censored"]) for o in c]),
+    }
+    if with_wall:
+        out["wall"] = estimate_median([(o["wall"], o["censored"]) for o in c])
+        out["speedup"] = estimate_ratio([(o["wall"], o["censored"]) for o in b],
+                                        [(o["wall"], o["censored"]) for o in c])
+    return out
+
+
+def ratio_text(e):
+    if e is None:
+        return "-"
+    return f"{'~' if e['censored'] else ''}{e['ratio']:.2f}x [{e['ci95'][0]:.2f}-{e['ci95'][1]:.2f}]"
+
+
+def pct(t_bp):
+    return f"{t_bp / 100:.2f}%"
+
+
+# --- the check against the committed tables -------------------------------------------
+def check_against_committed(exp_dir, runs):
+    """The 90% first-touch figures of results.json, recomputed: (checked, mismatches)."""
+    with open(os.path.join(exp_dir, "results.json")) as f:
+        doc = json.load(f)
+    checked, bad = 0, []
+    base = runs.get("baseline")
+    for c in doc["cells"]:
+        if c["cell"] not in runs or c["cell"] == "baseline" or base is None:
+            continue
+        if c.get("batch_size", 0) not in (0, 128):
+            continue
+        mine = figures(base, runs[c["cell"]], 9000, "first_touch",
+                       with_wall="network" in os.path.basename(exp_dir))
+        for key, est_key in (("fresh_reduction", "fresh_reduction"), ("speedup", "speedup")):
+            theirs = c["estimates"].get(est_key)
+            if theirs is None or key not in mine:
+                continue
+            m = mine[key]
+            same = (abs(m["ratio"] - theirs["ratio"]) < 1e-9
+                    and all(abs(x - y) < 1e-9 for x, y in zip(m["ci95"], theirs["ci95"]))
+                    and m["censored"] == theirs["censored"])
+            checked += 1
+            if not same:
+                bad.append(f"{os.path.basename(exp_dir)} {c['cell']} {key}: "
+                           f"mine {ratio_text(m)}, committed {ratio_text(theirs)}")
+    return checked, bad
+
+
+# --- plots ------------------------------------------------------------------------------
+def write_plots(out_dir, doc, draw=True):
+    pdir = os.path.join(out_dir, "plots")
+    os.makedirs(pdir, exist_ok=True)
+    gp = ["# Written by experiments/protocol/targets.py; run `gnuplot plots.gp` in this folder.",
+          "set key outside right top", "set grid",
+          "do for [fmt in \"png svg\"] {",
+          "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
+          "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }"]
+    names = []
+    for exp in ("network-r5", "network-r2"):
+        if exp not in doc["experiments"]:
+            continue
+        e = doc["experiments"][exp]
+        for metric, ylabel in (("fresh_reduction", "fresh-example reduction (baseline / cell)"),
+                               ("speedup", "wall-clock speedup (baseline / cell)")):
+            for reading in READINGS:
+                name = f"{metric}_{exp}_{reading}"
+                dat = f"{name}.dat"
+                series = []
+                with open(os.path.join(pdir, dat), "w") as f:
+                    for cell, rows in e["cells"].items():
+                        if cell == "baseline":
+                            continue
+                        f.write(f"# {cell}\n")
+                        for r in rows:
+                            est = r[reading].get(metric)
+                            if est is None:
+                                continue
+                            f.write(f"{r['target_bp'] / 100:.2f} {est['ratio']:.6g} "
+                                    f"{est['ci95'][0]:.6g} {est['ci95'][1]:.6g} "
+                                    f"{1 if est['censored'] else 0}\n")
+                        f.write("\n\n")
+                        series.append(cell)
+                gp.append(f"set output \"{name}.\".fmt")
+                gp.append(f"set title \"{exp}: {metric.replace('_', ' ')} vs target, "
+                          f"{READING_LABEL[reading]}; median over seeds 1-5, 95% bootstrap "
+                          "CI; censored medians (~) in table.txt\"")
+                gp.append("set xlabel \"target validation accuracy (%)\"")
+                gp.append(f"set ylabel \"{ylabel}\"")
+                gp.append("set xrange [86.9:90.6]\nset yrange [0:*]")
+                parts = []
+                for i, cell in enumerate(series):
+                    parts.append(f"\"{dat}\" index {i} using 1:2:3:4 with yerrorlines lc {i + 1} "
+                                 f"title \"{cell}\"")
+                for k in (2, 4, 5):
+                    parts.append(f"{k} with lines dt 2 lc rgb \"black\" notitle")
+                gp.append("plot " + ", \\\n  ".join(parts))
+                names.append(name)
+        # The headline: e = 4 and the a-priori cell, both readings, fresh and wall.
+        name = f"headline_{exp}"
+        apriori = e.get("apriori")
+        cells = [c for c in ["before_aug-e4-sb1000", apriori] if c]
+        cells = list(dict.fromkeys(cells))
+        dat = f"{name}.dat"
+        titles = []
+        with open(os.path.join(pdir, dat), "w") as f:
+            for cell in cells:
+                for reading in ("first_touch", "held"):
+                    for metric in ("fresh_reduction", "speedup"):
+                        f.write(f"# {cell} {reading} {metric}\n")
+                        for r in e["cells"][cell]:
+                            est = r[reading].get(metric)
+                            if est is None:
+                                continue
+                            f.write(f"{r['target_bp'] / 100:.2f} {est['ratio']:.6g} "
+                                    f"{est['ci95'][0]:.6g} {est['ci95'][1]:.6g}\n")
+                        f.write("\n\n")
+                        titles.append(f"{cell}, {metric.replace('_', ' ')}, "
+                                      f"{READING_LABEL[reading]}")
+        gp.append(f"set output \"{name}.\".fmt")
+        gp.append("set key below")
+        gp.append(f"set title \"{exp}: headline cells vs target, both readings "
+                  "(median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)\"")
+        gp.append("set xlabel \"target validation accuracy (%)\"")
+        gp.append("set ylabel \"baseline / cell (fresh examples, or wall-clock time)\"")
+        gp.append("set xrange [86.9:90.6]\nset yrange [0:*]")
+        parts = []
+        for i, t in enumerate(titles):
+            dt = "1" if "held" in t else "2"
+            parts.append(f"\"{dat}\" index {i} using ($1+{(i % 4) * 0.02 - 0.03:.2f}):2:3:4 "
+                         f"with yerrorlines dt {dt} lc {i // 2 + 1} title \"{t}\"")
+        parts.append("3 with lines dt 2 lc rgb \"black\" notitle")
+        gp.append("plot " + ", \\\n  ".join(parts))
+        names.append(name)
+        gp.append("set key outside right top")
+    gp.append("}")
+    with open(os.path.join(pdir, "plots.gp"), "w") as f:
+        f.write("\n".join(gp) + "\n")
+    if not draw:
+        return "plots not requested"
+    if not shutil.which("gnuplot"):
+        return "gnuplot not found: plots.gp written, not drawn"
+    r = subprocess.run(["gnuplot", "plots.gp"], cwd=pdir, capture_output=True, text=True)
+    with open(os.path.join(pdir, "gnuplot.log"), "w") as f:
+        f.write(r.stdout + r.stderr)
+    if r.returncode != 0:
+        return f"gnuplot failed: see {os.path.join(pdir, 'gnuplot.log')}"
+    return f"{2 * len(names)} plots in {pdir}"
+
+
+# --- main -----------------------------------------------------------------------------
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default="results/protocol")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--no-plots", action="store_true")
+    a = ap.parse_args(argv)
+    out_dir = a.out or os.path.join(a.root, "targets")
+    os.makedirs(out_dir, exist_ok=True)
+
+    doc = {"rule": {"reading": "held", "margin_points": MARGIN_BP / 100,
+                    "sigma_points": SIGMA_BP / 100, "k": 2, "thin_steps": THIN_STEPS,
+                    "registered": "docs/protocol.md change 8"},
+           "method": "median over seeds 1-5; a run that does not reach (first touch) or "
+                     "hold the target counts at its budget (censored; ~ when a median is); "
+                     "95% percentile bootstrap, 10,000 resamples, seed 20190715, "
+                     "ratios resample baseline and cell independently (section 5)",
+           "experiments": {}, "checks": {}}
+    lines = []
+    csv_rows = ["experiment,cell,target,reading,reached,runs,fresh_median,fresh_median_censored,"
+                "fresh_reduction,fresh_reduction_lo,fresh_reduction_hi,fresh_reduction_censored,"
+                "wall_median,speedup,speedup_lo,speedup_hi,speedup_censored"]
+
+    exps = {}
+    for exp in ("network-r5", "network-r2", "sweep"):
+        d = os.path.join(a.root, exp)
+        if os.path.isdir(os.path.join(d, "cells")):
+            exps[exp] = load_runs(d)
+
+    # The grid of targets: from 87.00% to the baseline's best evaluation (network runs).
+    best_bp = max(bp(e["accuracy"]) for r in exps["network-r5"]["baseline"] for e in r["evals"])
+    top_bp = best_bp // TARGET_STEP_BP * TARGET_STEP_BP
+    net_targets = list(range(TARGET_FROM_BP, top_bp + 1, TARGET_STEP_BP))
+    sweep_targets = list(range(TARGET_FROM_BP, 9000 + 1, TARGET_STEP_BP))
+    doc["targets"] = {"network": [t / 100 for t in net_targets],
+                      "sweep": [t / 100 for t in sweep_targets],
+                      "baseline_best_evaluation": best_bp / 100}
+
+    for exp, runs in exps.items():
+        network = exp.startswith("network")
+        targets = net_targets if network else sweep_targets
+        readings = READINGS if network else ["first_touch"]
+        base = runs["baseline"]
+        cells = {}
+        for cell, cr in runs.items():
+            if "bs1024" in cell:
+                continue
+            rows = []
+            for t in targets:
+                row = {"target_bp": t, "target": t / 100}
+                for reading in readings:
+                    row[reading] = figures(base, cr, t, reading, with_wall=network)
+                    f = row[reading]
+                    fr, sp = f.get("fresh_reduction"), f.get("speedup")
+                    csv_rows.append(",".join(str(x) for x in [
+                        exp, cell, f"{t / 100:.2f}", reading, f["reached"], f["runs"],
+                        f"{f['fresh']['median']:.6g}", int(f["fresh"]["median_censored"]),
+                        *(["", "", "", ""] if cell == "baseline" or fr is None else
+                          [f"{fr['ratio']:.4g}", f"{fr['ci95'][0]:.4g}", f"{fr['ci95'][1]:.4g}",
+                           int(fr["censored"])]),
+                        f"{f['wall']['median']:.6g}" if "wall" in f else "",
+                        *(["", "", "", ""] if cell == "baseline" or sp is None else
+                          [f"{sp['ratio']:.4g}", f"{sp['ci95'][0]:.4g}", f"{sp['ci95'][1]:.4g}",
+                           int(sp["censored"])])]))
+                rows.append(row)
+            cells[cell] = rows
+        e = {"cells": cells, "readings": readings}
+        if network:
+            cal = os.path.join(a.root, exp, "calibration.txt")
+            if os.path.exists(cal):
+                for line in open(cal):
+                    if line.startswith("factor:"):
+                        e["apriori"] = f"before_aug-e{int(line.split()[1])}-sb1000"
+            # Final accuracy and late swing per cell (issue #42's "beside the baseline's").
+            e["final"] = {}
+            for cell, cr in runs.items():
+                fin = [r["summary"]["final_accuracy"] for r in cr]
+                d = [y["accuracy"] - x["accuracy"] for r in cr
+                     for x, y in zip(r["evals"], r["evals"][1:]) if x["step"] >= 1950]
+                dt = [y["accuracy"] - x["accuracy"] for r in cr
+                      for x, y in zip(thin(r["evals"]), thin(r["evals"])[1:]) if x["step"] >= 1950]
+                e["final"][cell] = {
+                    "final_accuracy_median": float(np.median(fin)),
+                    "final_accuracy_by_seed": fin,
+                    "sigma_late_points": float(np.std(d, ddof=1) / math.sqrt(2) * 100),
+                    "sigma_late_thinned_points": float(np.std(dt, ddof=1) / math.sqrt(2) * 100),
+                    "test_accuracy_at_first_touch_90_median":
+                        float(np.median([r["summary"].get("test_accuracy", float("nan"))
+                                         for r in cr])),
+                }
+        doc["experiments"][exp] = e
+        checked, bad = check_against_committed(os.path.join(a.root, exp), runs)
+        doc["checks"][exp] = {"figures_checked": checked, "mismatches": bad}
+
+    # The issue's table (R about 5, first touch, and held with a margin of 0.3 points):
+    # recomputed as a check on the trajectories, not a registered reading.
+    issue = []
+    r5 = exps["network-r5"]
+    for t in (8800, 8900, 8950, 9000):
+        row = {"target": t / 100}
+        for cell, key in (("before_aug-e2-sb1000", "e2_first_touch"),
+                          ("before_aug-e4-sb1000", "e4_first_touch")):
+            row[key] = figures(r5["baseline"], r5[cell], t, "first_touch",
+                               with_wall=False)["fresh_reduction"]["ratio"]
+        b = [held(r["evals"], t, 30) for r in r5["baseline"]]
+        c = [held(r["evals"], t, 30) for r in r5["before_aug-e4-sb1000"]]
+        bf = [r["evals"][i]["fresh"] if i is not None else r["summary"]["fresh"]
+              for r, i in zip(r5["baseline"], b)]
+        cf = [r["evals"][i]["fresh"] if i is not None else r["summary"]["fresh"]
+              for r, i in zip(r5["before_aug-e4-sb1000"], c)]
+        row["e4_held_0.3"] = float(np.median(bf) / np.median(cf))
+        issue.append(row)
+    doc["issue_41_table_check"] = issue
+
+    # The demo's reference (change 8): network runs at R about 5, cut at step 2,600, 89%.
+    demo = {"source": "results/protocol/network-r5, seeds 1-5, trajectories cut at step 2,600",
+            "target": DEMO["target_bp"] / 100, "stop_step": DEMO["stop_step"],
+            "note": "runs that do not reach (first touch) or hold (change 8) the target by "
+                    "step 2,600 are censored at their last evaluation at or before it",
+            "readings": {}}
+    for reading in ("first_touch", "held"):
+        demo["readings"][reading] = {}
+        for cell in DEMO["cells"]:
+            if cell not in r5:
+                continue
+            f = figures(r5["baseline"], r5[cell], DEMO["target_bp"], reading,
+                        stop_step=DEMO["stop_step"])
+            demo["readings"][reading][cell] = f
+    # Lines the demo can print beside its own seed.
+    demo["print"] = [f"reference: network runs at R about 5, seeds 1-5, cut at step "
+                     f"{DEMO['stop_step']:,}, target {DEMO['target_bp'] / 100:.0f}% (median "
+                     "[95% interval]; ~ a censored median: a bound)"]
+    for reading, cells in demo["readings"].items():
+        for c, f in cells.items():
+            if c == "baseline":
+                demo["print"].append(f"  {READING_LABEL[reading]}: baseline reaches/holds it in "
+                                     f"{f['reached']}/5")
+                continue
+            demo["print"].append(f"  {READING_LABEL[reading]}: {c} {f['reached']}/5, fresh/ "
+                                 f"{ratio_text(f['fresh_reduction'])}, speedup "
+                                 f"{ratio_text(f['speedup'])}")
+    with open(os.path.join(out_dir, "demo_reference.json"), "w") as f:
+        json.dump(demo, f, indent=1)
+        f.write("\n")
+
+    # --- text ---
+    L = lines.append
+    L("Reduction and speedup against the target, two readings (docs/protocol.md change 8)")
+    L(f"held: the first evaluation >= T from which no later one falls below T - {MARGIN_BP / 100:.2f} "
+      f"points (2 sigma, sigma = {SIGMA_BP / 100:.3f} points); thinned: the same on one "
+      f"evaluation per {THIN_STEPS} steps; first touch: section 3's reading (old).")
+    L("median over seeds 1-5, baseline / cell, [95% bootstrap interval], ~ = a censored median; "
+      "reached = runs that reach (first touch) or hold the target.")
+    L(f"baseline's best single evaluation: {best_bp / 100:.2f}%")
+    for exp, e in doc["experiments"].items():
+        L("")
+        L(f"== {exp} ==" + (f" (a-priori cell: {e['apriori']})" if e.get("apriori") else ""))
+        for metric in (["fresh_reduction", "speedup"] if exp != "sweep" else ["fresh_reduction"]):
+            for reading in e["readings"]:
+                L(f"-- {metric.replace('_', ' ')}, {READING_LABEL[reading]}")
+                cells = [c for c in e["cells"] if c != "baseline"]
+                L(f"{'target':<8}" + "".join(f"{c[:26]:<28}" for c in cells))
+                for i, t in enumerate(doc["targets"]["network" if exp != "sweep" else "sweep"]):
+                    row = f"{t:<8.2f}"
+                    for c in cells:
+                        f = e["cells"][c][i][reading]
+                        row += f"{ratio_text(f.get(metric)) + ' ' + str(f['reached']) + '/5':<28}"
+                    L(row)
+                base_rows = e["cells"]["baseline"]
+                L("   baseline reached: " + " ".join(
+                    f"{r['target']:.2f}:{r[reading]['reached']}/5" for r in base_rows))
+        if "final" in e:
+            L(f"-- final validation accuracy (median over seeds, at step 3,900), late swing "
+              f"(step >= 1,950; per evaluation, and thinned to one per {THIN_STEPS} steps), "
+              "test accuracy at the first touch of 90% (median)")
+            for c, v in e["final"].items():
+                L(f"  {c:<24} final {100 * v['final_accuracy_median']:.2f}%  sigma "
+                  f"{v['sigma_late_points']:.3f} / thinned {v['sigma_late_thinned_points']:.3f} points  "
+                  f"test {100 * v['test_accuracy_at_first_touch_90_median']:.2f}%")
+    L("")
+    L("== demo reference (results/protocol/targets/demo_reference.json): network-r5, seeds "
+      "1-5, cut at step 2,600, target 89% ==")
+    for reading, cells in demo["readings"].items():
+        for c, f in cells.items():
+            L(f"  {READING_LABEL[reading]:<32} {c:<22} reached {f['reached']}/5  fresh "
+              f"{'~' if f['fresh']['median_censored'] else ''}{f['fresh']['median']:.0f} "
+              f"[{f['fresh']['ci95'][0]:.0f}-{f['fresh']['ci95'][1]:.0f}]  fresh/ "
+              f"{ratio_text(f['fresh_reduction']) if c != 'baseline' else '-'}  speedup "
+              f"{ratio_text(f['speedup']) if c != 'baseline' else '-'}")
+    L("")
+    L("== checks ==")
+    for exp, ch in doc["checks"].items():
+        L(f"  {exp}: {ch['figures_checked']} figures of the committed table (90%, first touch) "
+          f"recomputed, {len(ch['mismatches'])} differ")
+        for m in ch["mismatches"]:
+            L(f"    {m}")
+    L("  issue #41's table (network-r5, medians, baseline / cell), recomputed:")
+    for r in issue:
+        L(f"    {r['target']:.2f}%: e=2 first touch {r['e2_first_touch']:.2f}x, e=4 first touch "
+          f"{r['e4_first_touch']:.2f}x, e=4 held with a 0.3-point margin {r['e4_held_0.3']:.2f}x")
+    L("CPU-seconds: not in the run files (summaries record train-step compute and wait time, "
+      "not process CPU time). Test accuracy: only at the first touch of 90%.")
+    doc["plots"] = write_plots(out_dir, doc, draw=not a.no_plots)
+    L(f"plots: {doc['plots']}")
+
+    with open(os.path.join(out_dir, "table.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out_dir, "targets.csv"), "w") as f:
+        f.write("\n".join(csv_rows) + "\n")
+    with open(os.path.join(out_dir, "targets.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print("\n".join(lines))
+    bad = sum(len(c["mismatches"]) for c in doc["checks"].values())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The reading of "reaching the target" registered in docs/protocol.md change 8
+(experiments/protocol/targets.py) and the swing it rests on (swing.py), on synthetic
+trajectories with known answers, and the statistics against the committed tables."""
+
+import importlib.util
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytest.importorskip("numpy")  # targets.py needs it (Debian: python3-numpy)
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / "protocol" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+targets = _load("targets")
+swing = _load("swing")
+
+
+def run(accs, steps_apart=20, fresh_per_step=128):
+    """A run's evaluations from accuracies (fractions), one every `steps_apart` steps."""
+    ev = []
+    for i, a in enumerate(accs):
+        step = (i + 1) * steps_apart
+        ev.append({"step": step, "fresh": step * fresh_per_step, "accuracy": a,
+                   "wall_seconds": float(step)})
+    last = ev[-1]
+    return {"seed": 1, "evals": ev,
+            "summary": {"fresh": last["fresh"], "wall_seconds": last["wall_seconds"] + 1,
+                        "steps": last["step"]}}
+
+
+T = 9000  # 90.00% in basis points; the margin is 104 (1.04 points)
+
+
+def test_a_lucky_single_crossing_does_not_count():
+    # Touches 90.0% once, then falls to 88.5% (below 90 - 1.04), then holds from 90.1%.
+    accs = [0.880, 0.890, 0.900, 0.885, 0.891, 0.901, 0.897, 0.899, 0.902]
+    r = run(accs)
+    assert targets.first_touch(r["evals"], T) == 2
+    assert targets.held(r["evals"], T) == 5
+    o = targets.observe(r, T, "held")
+    assert o == {"fresh": 6 * 20 * 128, "wall": 120.0, "censored": False, "step": 120}
+
+
+def test_a_lasting_crossing_counts_at_its_first_evaluation():
+    # Dips after the crossing stay above 90 - 1.04 = 88.96%: held from the first touch.
+    accs = [0.870, 0.885, 0.900, 0.8897, 0.8960, 0.905, 0.903]
+    r = run(accs)
+    assert targets.first_touch(r["evals"], T) == 2
+    assert targets.held(r["evals"], T) == 2
+
+
+def test_a_dip_exactly_at_the_floor_keeps_the_target_and_one_below_loses_it():
+    assert targets.held(run([0.900, 0.8896, 0.901])["evals"], T) == 0
+    assert targets.held(run([0.900, 0.8895, 0.901])["evals"], T) == 2
+
+
+def test_never_held_is_censored_at_the_budget():
+    # Touches the target, then ends below the floor: no evaluation holds it.
+    r = run([0.880, 0.900, 0.895, 0.905, 0.880])
+    assert targets.first_touch(r["evals"], T) == 1
+    assert targets.held(r["evals"], T) is None
+    o = targets.observe(r, T, "held")
+    assert o["censored"] and o["fresh"] == r["summary"]["fresh"]
+    assert o["wall"] == r["summary"]["wall_seconds"]
+    # Never reached at all: censored under both readings.
+    r = run([0.85, 0.86, 0.87])
+    assert targets.observe(r, T, "first_touch")["censored"]
+    assert targets.observe(r, T, "held")["censored"]
+
+
+def test_a_cut_trajectory_is_censored_at_its_last_evaluation_before_the_cut():
+    r = run([0.880, 0.885, 0.886, 0.900, 0.905])  # steps 20..100
+    o = targets.observe(r, T, "first_touch", stop_step=60)
+    assert o["censored"] and o["step"] == 60 and o["fresh"] == 60 * 128
+    assert targets.observe(r, T, "held", stop_step=100)["step"] == 80
+
+
+def test_thinning_keeps_one_evaluation_per_100_steps_and_the_last():
+    r = run([0.5] * 30, steps_apart=37)  # steps 37, 74, ..., 1110
+    kept = [e["step"] for e in targets.thin(r["evals"])]
+    assert kept[0] == 111 and kept[-1] == 1110
+    assert len(kept) == len(set(kept))
+    assert all(b - a <= 2 * 37 + 100 for a, b in zip(kept, kept[1:]))
+
+
+def test_the_swing_of_a_trend_plus_known_noise():
+    rng = random.Random(7)
+    sigma = 0.005
+    series = [[0.85 + 0.00002 * i + rng.gauss(0, sigma) for i in range(500)] for _ in range(5)]
+    est, n = swing.swing(series)
+    assert n == 5 * 499
+    assert abs(est - sigma) / sigma < 0.05
+    # A smooth trend alone has (almost) no swing.
+    est, _ = swing.swing([[0.85 + 0.0001 * i for i in range(100)]])
+    assert est < 1e-9
+
+
+def test_the_censored_median_marks_a_median_that_falls_on_a_censored_run():
+    assert targets.censored_median([(1, False), (2, True), (3, False)]) == (2, True)
+    assert targets.censored_median([(1, False), (2, False), (3, True)]) == (2, False)
+    # A tie puts the run that reached first (as run_statistics.cc does); an even count
+    # is censored when either middle run is.
+    assert targets.censored_median([(2, True), (2, False), (1, False)]) == (2, False)
+    assert targets.censored_median([(1, False), (2, True), (3, False), (5, False)]) == (2.5, True)
+
+
+@pytest.mark.skipif(not (ROOT / "results" / "protocol" / "network-r5" / "results.json").exists(),
+                    reason="no committed network runs")
+def test_the_statistics_reproduce_the_committed_tables():
+    for exp in ("network-r5", "sweep"):
+        d = ROOT / "results" / "protocol" / exp
+        checked, bad = targets.check_against_committed(str(d), targets.load_runs(str(d)))
+        assert checked >= 10 and bad == []
