@@ -1,5 +1,6 @@
-// The experiment spec, the rule that derives each cell's training pipeline, and the
-// sweep itself (sequential runs, a result file per run, resume by skipping finished runs).
+// The rule that derives each cell's training pipeline, and the sweep itself (sequential
+// runs, a result file per run, resume by skipping finished runs). Reading the experiment
+// spec: experiment_spec.cc; the results: experiment_report.cc and experiment_plots.cc.
 #include "dataecho/train/experiment.h"
 
 #include <algorithm>

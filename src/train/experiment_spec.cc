@@ -4,26 +4,17 @@
 #include "dataecho/train/experiment.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <iostream>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "dataecho/core/error.h"
-#include "dataecho/core/redact.h"
 #include "dataecho/spec/build.h"
-#include "dataecho/spec/pipeline_def.h"
-#include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
-#include "dataecho/train/trainer.h"
 #include "experiment_internal.h"
 
 namespace dataecho::train {
