@@ -3,7 +3,9 @@
 #   1. release build (with the trainer): all CTest tests (unit, CLI, install, HTTP, trainer)
 #   2. ASan + UBSan build of the engine: the engine's unit tests
 #   3. TSan build of the engine: the engine tests (threads everywhere; about a minute)
-#   4. the fuzz targets, each for a bounded time
+#   4. function size: clang-tidy's readability-function-size at 80 lines over src/
+#      (scripts/function_size.sh, on the release build's compile_commands.json)
+#   5. the fuzz targets, each for a bounded time
 # Ends with one line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,7 @@ step "ASan+UBSan: engine tests" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=pr
 step "TSan build" sanitizer_build build-tsan thread
 step "TSan: engine tests" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure -j"$JOBS" -L engine --timeout 900
+step "function size (clang-tidy, 80 lines)" scripts/function_size.sh build
 if [ -x scripts/fuzz.sh ]; then
   step "fuzz targets (40 s each)" scripts/fuzz.sh 40
 fi

@@ -53,6 +53,31 @@ void read_one(const std::string& uri, const StreamOptions& options, bool records
   }
 }
 
+// Reads `uris` over k threads, each taking the next shard; the first error stops the
+// others' next shards and is thrown here.
+void read_all(const std::vector<std::string>& uris, const StreamOptions& options, bool records,
+              int k, Totals& totals) {
+  std::atomic<size_t> next{0};
+  std::mutex error_mu;
+  std::exception_ptr error;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < k; ++w) {
+    workers.emplace_back([&] {
+      for (size_t i = next++; i < uris.size(); i = next++) {
+        try {
+          read_one(uris[i], options, records, totals);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (!error) error = std::current_exception();
+          next = uris.size();
+        }
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 
 void add_bench_read_command(CLI::App& bench) {
@@ -84,27 +109,9 @@ void add_bench_read_command(CLI::App& bench) {
     options.buffer_bytes = args->buffer_bytes;
     options.stats = stats;
     Totals totals;
-    std::atomic<size_t> next{0};
-    std::mutex error_mu;
-    std::exception_ptr error;
     int k = std::max(1, args->connections);
     auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> workers;
-    for (int w = 0; w < k; ++w) {
-      workers.emplace_back([&] {
-        for (size_t i = next++; i < uris.size(); i = next++) {
-          try {
-            read_one(uris[i], options, args->records, totals);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mu);
-            if (!error) error = std::current_exception();
-            next = uris.size();
-          }
-        }
-      });
-    }
-    for (auto& t : workers) t.join();
-    if (error) std::rethrow_exception(error);
+    read_all(uris, options, args->records, k, totals);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double bytes = static_cast<double>(totals.bytes.load());

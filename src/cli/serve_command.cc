@@ -1,6 +1,6 @@
 // `dataecho serve DIR`: serves a folder of shards with nginx on loopback, optionally
 // throttled per connection: the emulated slow link of the experiments and the demo.
-// The config comes from src/io/nginx_config.h, the same generator the tests use.
+// The config comes from dataecho/io/nginx_config.h, the same generator the tests use.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 
 #include "commands.h"
 #include "dataecho/core/error.h"
-#include "io/nginx_config.h"
+#include "dataecho/io/nginx_config.h"
 
 namespace dataecho::cli {
 namespace {

@@ -235,6 +235,9 @@ void Tuner::change(Window& w, Tuned& k, int64_t to, double now_s, const std::str
                       {"reason", reason}});
 }
 
+// Long (about 150 lines): the tuner's decision is to be split together with its clock
+// (a change of its own); until then it is one unit.
+// NOLINTNEXTLINE(readability-function-size)
 void Tuner::decide(Window& w, double now_s, double consumer_wait, double cores) {
   const std::vector<Tuned*>& knobs = w.knobs;
   const bool warm_up = now_s < o_.warmup_seconds;

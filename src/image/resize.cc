@@ -1,4 +1,8 @@
-// The separable resampling kernel (see resample.h) and resize().
+// The separable resampling kernel (see resample.h) and resize(): the SIMD kernels and
+// the row loop that runs them. The taps they apply are planned in resample_taps.cc.
+// Why this file is long: the kernels (plain, AVX2 by function multiversioning, AVX-512)
+// share file-local inline helpers with the row loop that calls them per row, and all of
+// them are compiled with -ffp-contract=off so that every kernel gives the same bits.
 //
 // Work per output image: a horizontal pass over each source row the vertical filter
 // needs (computed once, kept in a ring of k rows), then a vertical pass per output row
@@ -18,143 +22,6 @@
 
 namespace dataecho {
 namespace detail {
-namespace {
-// floor() for values well inside the int range. The x86-64 baseline has no rounding
-// instruction, so std::floor is a library call, and make_taps runs twice per image.
-inline int floor_int(double v) {
-  const int i = static_cast<int>(v);
-  return i - (v < i);
-}
-
-// The taps for the source interval [0, in_len), in order: make_taps shifts and
-// reverses them. Computing them relative to the interval keeps them independent of
-// where it lies, so they can be cached.
-Taps compute_taps(int in_len, int out_full, int win_lo, int win_len, bool antialias) {
-  const double scale = static_cast<double>(in_len) / out_full;
-  const double support = antialias && scale > 1.0 ? scale : 1.0;
-  const double inv_support = 1.0 / support;
-  const int in_lo = 0, in_hi = in_len;
-  // Flat per-sample storage (no allocation per sample: this runs for every image).
-  const int kmax = static_cast<int>(std::ceil(2 * support)) + 2;
-  thread_local std::vector<double> wbuf;
-  thread_local std::vector<int> first, count;
-  thread_local std::vector<double> norm;
-  if (wbuf.size() < static_cast<size_t>(win_len) * kmax)
-    wbuf.resize(static_cast<size_t>(win_len) * kmax);
-  first.resize(win_len);
-  count.resize(win_len);
-  norm.resize(win_len);
-  int k = 1;
-  for (int i = 0; i < win_len; ++i) {
-    const double center = in_lo + (win_lo + i + 0.5) * scale;
-    const int xmin = std::max(floor_int(center - support + 0.5), in_lo);
-    const int xmax = std::min(floor_int(center + support + 0.5), in_hi);
-    double* w = wbuf.data() + static_cast<size_t>(i) * kmax;
-    // Zero-weight taps at either end are dropped (an exact hit on a pixel centre is one tap).
-    int n = 0, b = -1;
-    double total = 0;
-    for (int x = xmin; x < xmax; ++x) {
-      const double d = std::abs((x + 0.5 - center) * inv_support);
-      const double v = d < 1.0 ? 1.0 - d : 0.0;
-      if (v <= 1e-9 && b < 0) continue;
-      if (b < 0) b = x;
-      w[n++] = v;
-      total += v;
-    }
-    while (n > 0 && w[n - 1] <= 1e-9) --n;
-    if (n == 0) {  // cannot happen for in_len >= 1, but never divide by zero
-      b = std::clamp(static_cast<int>(center), in_lo, in_hi - 1);
-      w[0] = total = 1.0;
-      n = 1;
-    }
-    // Normalized as they are copied out below: rescaling them here, right after the
-    // scalar stores, costs a store-forwarding stall per sample.
-    norm[i] = 1.0 / total;
-    first[i] = b;
-    count[i] = n;
-    k = std::max(k, n);
-  }
-  Taps t;
-  t.count = win_len;
-  t.k = k;
-  t.start.resize(win_len);
-  t.weight.assign(static_cast<size_t>(win_len) * k, 0.0f);
-  t.lo = in_hi;
-  t.hi = in_lo;
-  for (int i = 0; i < win_len; ++i) {
-    int s = first[i];
-    const int shift = std::max(0, s + k - in_hi);  // pad at the front, staying inside the source
-    s -= shift;
-    t.start[i] = s;
-    for (int j = 0; j < count[i]; ++j)
-      t.weight[static_cast<size_t>(i) * k + shift + j] =
-          static_cast<float>(wbuf[static_cast<size_t>(i) * kmax + j] * norm[i]);
-    t.lo = std::min(t.lo, s);
-    t.hi = std::max(t.hi, s + k);
-  }
-  return t;
-}
-
-}  // namespace
-
-void make_taps(Taps& t, int in_lo, int in_len, int out_full, int win_lo, int win_len,
-               bool antialias, bool reverse) {
-  // A random resized crop asks for a few hundred distinct source lengths, twice per
-  // image; computing taps costs microseconds, copying cached ones a fraction of that.
-  // The cache is per thread, direct-mapped and bounded: 256 entries of at most 512
-  // outputs (a few KB each for a 224-pixel output: under 1 MB; 2 MB at most).
-  struct Entry {
-    uint64_t key = ~uint64_t{0};
-    Taps taps;
-  };
-  thread_local std::vector<Entry> cache;
-  const bool cacheable = in_len < (1 << 16) && out_full < (1 << 16) && win_lo >= 0 &&
-                         win_lo < (1 << 15) && win_len <= 512;
-  Taps computed;
-  const Taps* rel = &computed;
-  if (cacheable) {
-    const uint64_t key = static_cast<uint64_t>(in_len) | static_cast<uint64_t>(out_full) << 16 |
-                         static_cast<uint64_t>(win_lo) << 32 |
-                         static_cast<uint64_t>(win_len) << 47 |
-                         static_cast<uint64_t>(antialias) << 63;
-    if (cache.empty()) cache.resize(256);
-    Entry& e = cache[(key * 0x9E3779B97F4A7C15ull) >> 56];
-    if (e.key != key) {
-      e.taps = compute_taps(in_len, out_full, win_lo, win_len, antialias);
-      e.key = key;
-    }
-    rel = &e.taps;
-  } else {
-    computed = compute_taps(in_len, out_full, win_lo, win_len, antialias);
-  }
-  t.count = rel->count;
-  t.k = rel->k;
-  t.lo = rel->lo + in_lo;
-  t.hi = rel->hi + in_lo;
-  t.start.resize(t.count);
-  if (!reverse) {
-    for (int i = 0; i < t.count; ++i) t.start[i] = rel->start[i] + in_lo;
-    t.weight.assign(rel->weight.begin(), rel->weight.end());
-    return;
-  }
-  t.weight.resize(rel->weight.size());
-  for (int i = 0; i < t.count; ++i) {
-    const int o = t.count - 1 - i;
-    t.start[o] = rel->start[i] + in_lo;
-    std::copy_n(rel->weight.begin() + static_cast<ptrdiff_t>(i) * t.k, t.k,
-                t.weight.begin() + static_cast<ptrdiff_t>(o) * t.k);
-  }
-}
-
-void identity_taps(Taps& t, int lo, int len, bool reverse) {
-  t.count = len;
-  t.k = 1;
-  t.start.resize(len);
-  t.weight.assign(len, 1.0f);
-  for (int i = 0; i < len; ++i) t.start[i] = reverse ? lo + len - 1 - i : lo + i;
-  t.lo = lo;
-  t.hi = lo + len;
-}
 
 namespace {
 
@@ -679,40 +546,85 @@ void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane
 void force_hfilter_kernel(HFilterKernel kernel) { forced_kernel = kernel; }
 void force_store_mode(StoreMode mode) { store_mode = mode; }
 
+namespace {
+
+// One image's plan in the scratch: tx's starts and weights (tap-major), and a ring of
+// horizontally filtered rows (source row y in slot y & ring_mask: a power-of-two ring
+// of at least ty.k rows holds any ty.k consecutive rows, with no division per row).
+struct RowPlan {
+  int C = 0, OW = 0, row_len = 0, n_in = 0, plane_stride = 0, ring_mask = 0;
+  int64_t col0 = 0;  // the first source byte of a row that tx reads
+  HFilterKernel kernel = HFilterKernel::kScalar;
+};
+
+RowPlan plan_rows(Scratch& s, const RowSource& src, const Taps& ty, const Taps& tx) {
+  RowPlan p;
+  p.C = src.channels;
+  p.OW = tx.count;
+  p.row_len = p.C * p.OW;
+  p.n_in = tx.hi - tx.lo;
+  // Each plane has room for a whole 64-value window past its end (the windowed filters
+  // load whole windows; what they read there is never used).
+  p.plane_stride = p.n_in + 64;
+  s.planes.assign(static_cast<size_t>(p.C) * p.plane_stride, 0.0f);
+  s.start.resize(p.OW);
+  s.wx.resize(static_cast<size_t>(tx.k) * p.OW);
+  for (int o = 0; o < p.OW; ++o) {
+    s.start[o] = tx.start[o] - tx.lo;
+    for (int j = 0; j < tx.k; ++j)
+      s.wx[static_cast<size_t>(j) * p.OW + o] = tx.weight[static_cast<size_t>(o) * tx.k + j];
+  }
+  p.kernel = choose_hfilter(s, p.OW, tx.k);
+  int ring_rows = 1;
+  while (ring_rows < ty.k) ring_rows *= 2;
+  p.ring_mask = ring_rows - 1;
+  s.ring.resize(static_cast<size_t>(ring_rows) * p.row_len);
+  s.ring_row.assign(ring_rows, -1);
+  s.acc.resize(p.row_len);
+  s.wy.resize(ty.k);
+  s.rows.resize(ty.k);
+  p.col0 = static_cast<int64_t>(tx.lo - src.origin_x) * p.C;
+  return p;
+}
+
+// The ty.k horizontally filtered source rows that output row `oy` needs, in s.rows:
+// each source row is filtered once and kept in the ring while rows need it.
+inline void gather_rows(Scratch& s, const RowPlan& p, const RowSource& src, const Taps& ty, int k,
+                        int oy) {
+  const int y0 = ty.start[oy];
+  for (int j = 0; j < ty.k; ++j) {
+    const int y = y0 + j;
+    const int slot = y & p.ring_mask;
+    float* dst = s.ring.data() + static_cast<size_t>(slot) * p.row_len;
+    if (s.ring_row[slot] != y) {
+      const uint8_t* row = src.row(src.ctx, y) + p.col0;
+#if defined(__x86_64__) && defined(__GNUC__)
+      if (p.kernel != HFilterKernel::kScalar)
+        deinterleave_avx2(row, p.C, p.n_in, p.plane_stride, s.planes.data());
+      else
+#endif
+        deinterleave(row, p.C, p.n_in, p.plane_stride, s.planes.data());
+      for (int c = 0; c < p.C; ++c)
+        hfilter_dispatch(p.kernel, s, s.planes.data() + static_cast<size_t>(c) * p.plane_stride, k,
+                         p.OW, dst + static_cast<size_t>(c) * p.OW);
+      s.ring_row[slot] = y;
+    }
+    s.rows[j] = dst;
+  }
+}
+
+}  // namespace
+
 Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const float* scale,
                 const float* bias) {
   thread_local Scratch scratch;
   Scratch& s = scratch;  // one thread-local lookup, not one per use in the row loop
-  const int C = src.channels, OH = ty.count, OW = tx.count;
-  const int row_len = C * OW;
-  const int n_in = tx.hi - tx.lo;
-  // Each plane has room for a whole 64-value window past its end (the windowed filters
-  // load whole windows; what they read there is never used).
-  const int plane_stride = n_in + 64;
-  s.planes.assign(static_cast<size_t>(C) * plane_stride, 0.0f);
-  s.start.resize(OW);
-  s.wx.resize(static_cast<size_t>(tx.k) * OW);
-  for (int o = 0; o < OW; ++o) {
-    s.start[o] = tx.start[o] - tx.lo;
-    for (int j = 0; j < tx.k; ++j)
-      s.wx[static_cast<size_t>(j) * OW + o] = tx.weight[static_cast<size_t>(o) * tx.k + j];
-  }
-  const HFilterKernel kernel = choose_hfilter(s, OW, tx.k);
-  // Source row y lives in ring slot y & ring_mask: a power-of-two ring of at least
-  // ty.k rows holds any ty.k consecutive rows (and needs no division per row).
-  int ring_rows = 1;
-  while (ring_rows < ty.k) ring_rows *= 2;
-  const int ring_mask = ring_rows - 1;
-  s.ring.resize(static_cast<size_t>(ring_rows) * row_len);
-  s.ring_row.assign(ring_rows, -1);
-  s.acc.resize(row_len);
-  s.wy.resize(ty.k);
-  s.rows.resize(ty.k);
+  const RowPlan p = plan_rows(s, src, ty, tx);
+  const int C = p.C, OH = ty.count, OW = p.OW, row_len = p.row_len;
   const bool to_float = scale != nullptr;
-  const int64_t col0 = static_cast<int64_t>(tx.lo - src.origin_x) * C;
 
 #if defined(__x86_64__) && defined(__GNUC__)
-  const bool avx512 = to_float && kernel != HFilterKernel::kScalar && cpu_has_avx512f();
+  const bool avx512 = to_float && p.kernel != HFilterKernel::kScalar && cpu_has_avx512f();
   const bool stream =
       avx512 && (store_mode == StoreMode::kBest
                      ? static_cast<size_t>(C) * OH * OW * sizeof(float) >= kStreamOutputBytes
@@ -720,26 +632,7 @@ Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const floa
 #endif
   auto run = [&](std::byte* out_bytes) {
     for (int oy = 0; oy < OH; ++oy) {
-      const int y0 = ty.start[oy];
-      for (int j = 0; j < ty.k; ++j) {
-        const int y = y0 + j;
-        const int slot = y & ring_mask;
-        float* dst = s.ring.data() + static_cast<size_t>(slot) * row_len;
-        if (s.ring_row[slot] != y) {
-          const uint8_t* row = src.row(src.ctx, y) + col0;
-#if defined(__x86_64__) && defined(__GNUC__)
-          if (kernel != HFilterKernel::kScalar)
-            deinterleave_avx2(row, C, n_in, plane_stride, s.planes.data());
-          else
-#endif
-            deinterleave(row, C, n_in, plane_stride, s.planes.data());
-          for (int c = 0; c < C; ++c)
-            hfilter_dispatch(kernel, s, s.planes.data() + static_cast<size_t>(c) * plane_stride,
-                             tx.k, OW, dst + static_cast<size_t>(c) * OW);
-          s.ring_row[slot] = y;
-        }
-        s.rows[j] = dst;
-      }
+      gather_rows(s, p, src, ty, tx.k, oy);
       const float* w = ty.weight.data() + static_cast<size_t>(oy) * ty.k;
       if (to_float) {
         // The normalization folds into the vertical weights: one pass writes the output.

@@ -13,13 +13,15 @@
 // Keep-alive. libcurl's shared connection cache (CURL_LOCK_DATA_CONNECT) is documented
 // as unsafe across threads, so connections are reused through a process-wide pool of
 // idle (multi, easy) handle pairs instead: a pair's multi keeps its connections alive,
-// a closing stream gives its pair back, and the next stream to the same origin takes it.
+// a closing stream gives its pair back, and the next stream to the same origin takes it
+// (http_connections.h).
 //
 // Retries and resume. Each attempt asks for `Range: bytes=N-` where N is the offset of
 // the next byte not yet put in the buffer, so a retry never repeats or drops a byte. A
 // 200 answer to a ranged request (a server that ignores Range) is detected, and the
 // first N bytes of it are skipped. A size or ETag that changes between attempts is data
-// loss, not retried.
+// loss, not retried. Which failures are retried, and the backoff between tries, are the
+// retry policy's (http_retry.h); this file is the curl transfer.
 #include "dataecho/io/http_stream.h"
 
 #include <curl/curl.h>
@@ -40,87 +42,18 @@
 #include <thread>
 
 #include "dataecho/core/error.h"
+#include "http_connections.h"
+#include "http_retry.h"
 
 namespace dataecho {
 namespace {
 
+using http::CurlHandles;
+using http::ensure_curl_initialized;
+using http::handle_pool;
+using http::origin_of;
+
 constexpr const char* kStage = "http";
-constexpr size_t kMaxIdleHandles = 64;
-
-void ensure_curl_initialized() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw Error(ErrorCode::kInternal, kStage, "curl_global_init failed");
-    }
-  });
-}
-
-// "http://host:port/path" -> "http://host:port": the key of a connection.
-std::string origin_of(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  size_t slash = url.find('/', scheme + 3);
-  return slash == std::string::npos ? url : url.substr(0, slash);
-}
-
-// A multi handle with one easy handle. The multi's connection cache is what keeps a
-// connection alive between streams.
-struct CurlHandles {
-  CURLM* multi = nullptr;
-  CURL* easy = nullptr;
-  std::string origin;  // the last origin it talked to
-  CurlHandles() : multi(curl_multi_init()), easy(curl_easy_init()) {
-    if (!multi || !easy) throw Error(ErrorCode::kInternal, kStage, "cannot create curl handles");
-  }
-  ~CurlHandles() {
-    curl_easy_cleanup(easy);
-    curl_multi_cleanup(multi);
-  }
-  CurlHandles(const CurlHandles&) = delete;
-  CurlHandles& operator=(const CurlHandles&) = delete;
-};
-
-// Idle handle pairs. Thread-safe. Holds at most kMaxIdleHandles pairs (and their
-// connections); the oldest is closed when a new one comes back to a full pool.
-class HandlePool {
- public:
-  std::unique_ptr<CurlHandles> take(const std::string& origin) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = idle_.size(); i-- > 0;) {
-        if (idle_[i]->origin == origin) {
-          auto h = std::move(idle_[i]);
-          idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
-          return h;
-        }
-      }
-    }
-    auto h = std::make_unique<CurlHandles>();
-    h->origin = origin;
-    return h;
-  }
-  void give(std::unique_ptr<CurlHandles> h) {
-    std::unique_ptr<CurlHandles> dropped;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (idle_.size() >= kMaxIdleHandles) {
-      dropped = std::move(idle_.front());
-      idle_.erase(idle_.begin());
-    }
-    idle_.push_back(std::move(h));
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::unique_ptr<CurlHandles>> idle_;
-};
-
-HandlePool& handle_pool() {
-  // Never destroyed: handles may outlive static destruction order otherwise.
-  static HandlePool* pool = new HandlePool;
-  return *pool;
-}
-
 // A byte ring of fixed capacity. Not thread-safe (guarded by the stream's mutex).
 class RingBuffer {
  public:
@@ -177,28 +110,6 @@ bool iequals_prefix(const std::string& line, const char* name) {
   }
   return true;
 }
-
-bool is_transient(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_AGAIN:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_transient_status(long status) { return status >= 500 || status == 408 || status == 429; }
 
 class HttpStream final : public ByteStream {
  public:
@@ -331,23 +242,6 @@ class HttpStream final : public ByteStream {
       if (const char* v = std::getenv(var); v && *v) return v;
     return "";
   }
-  // Why a TLS handshake failed, in words a user can act on.
-  static std::string tls_failure(CURLcode code, const std::string& detail) {
-    std::string why;
-    if (detail.find("expired") != std::string::npos)
-      why = "the server's certificate has expired";
-    else if (detail.find("subject name") != std::string::npos ||
-             detail.find("does not match") != std::string::npos)
-      why = "host name mismatch: the server's certificate is not for this host";
-    else if (code == CURLE_PEER_FAILED_VERIFICATION)
-      why =
-          "untrusted certificate: its issuer is not a trusted CA (give the CA with "
-          "http.ca_file or http.ca_path in the spec, or SSL_CERT_FILE / CURL_CA_BUNDLE)";
-    else
-      why = "TLS setup failed";
-    return why + (detail.empty() ? "" : " [" + detail + "]") + " (not retried)";
-  }
-
   size_t resume_room() const { return std::max<size_t>(ring_.capacity() / 4, curl_buffer_); }
 
   void start_transfer(uint64_t offset) {
@@ -388,10 +282,11 @@ class HttpStream final : public ByteStream {
     done_ = true;
   }
 
+  // Attempts until the body is whole, a failure that is not retried, or a stop: each
+  // from the next byte not yet delivered, waiting between tries as the policy says
+  // (http_retry.h).
   void transfer_loop() {
-    int failures = 0;  // consecutive failed attempts that delivered nothing new
-    std::string last_error;
-    std::mt19937_64 rng(std::random_device{}());
+    http::Backoff backoff(options_.max_retries, options_.backoff_initial_s, options_.backoff_max_s);
     while (true) {
       uint64_t offset;
       {
@@ -405,7 +300,7 @@ class HttpStream final : public ByteStream {
       }
       Attempt a;
       a.offset = offset;
-      CURLcode code = perform(a);
+      const CURLcode code = perform(a);
       if (c_requests_) ++*c_requests_;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -413,68 +308,22 @@ class HttpStream final : public ByteStream {
       }
       if (a.fatal) std::rethrow_exception(a.fatal);
       std::string err;
-      if (code == CURLE_OK) {
+      if (code == CURLE_OK || (code == CURLE_HTTP_RETURNED_ERROR && a.status == 416)) {
         std::lock_guard<std::mutex> lock(mu_);
-        if (size_ < 0 || next_offset_ >= static_cast<uint64_t>(size_)) {
-          if (size_ < 0) size_ = static_cast<int64_t>(next_offset_);
+        // 416: asked for bytes at or past the end, nothing more to read.
+        if (code != CURLE_OK || size_ < 0 || next_offset_ >= static_cast<uint64_t>(size_)) {
+          if (code == CURLE_OK && size_ < 0) size_ = static_cast<int64_t>(next_offset_);
           done_ = true;
           response_seen_ = true;
           return;
         }
         err = "body ended at byte " + std::to_string(next_offset_) + " of " + std::to_string(size_);
-      } else if (code == CURLE_HTTP_RETURNED_ERROR) {
-        if (a.status == 416) {
-          // Asked for bytes at or past the end: nothing more to read.
-          std::lock_guard<std::mutex> lock(mu_);
-          done_ = true;
-          response_seen_ = true;
-          return;
-        }
-        if (!is_transient_status(a.status)) {
-          // A presigned URL (its authorization in the query string) answers 403 once its
-          // signature has expired: say so, as a fresh manifest is the fix.
-          const bool signed_url = url_.find('?') != std::string::npos;
-          throw Error(a.status == 404 || a.status == 410 ? ErrorCode::kNotFound : ErrorCode::kIo,
-                      kStage,
-                      "GET failed with HTTP " + std::to_string(a.status) + " (not retried)" +
-                          (a.status == 403 && signed_url
-                               ? "; the signature of this presigned URL may have expired: "
-                                 "sign the manifest again"
-                               : ""),
-                      url_);
-        }
-        err = "HTTP " + std::to_string(a.status);
-      } else if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
-                 code == CURLE_SSL_CERTPROBLEM) {
-        throw Error(ErrorCode::kIo, kStage, "GET failed: " + tls_failure(code, a.error_text), url_);
-      } else if (code == CURLE_UNSUPPORTED_PROTOCOL && a.status >= 300 && a.status < 400) {
-        throw Error(ErrorCode::kIo, kStage,
-                    "GET failed: a redirect from https to another protocol is refused (not "
-                    "retried)",
-                    url_);
-      } else if (is_transient(code)) {
-        err = curl_easy_strerror(code);
-        if (!a.error_text.empty()) err += " [" + a.error_text + "]";
       } else {
-        throw Error(ErrorCode::kIo, kStage,
-                    std::string("GET failed: ") + curl_easy_strerror(code) +
-                        (a.error_text.empty() ? "" : " [" + a.error_text + "]"),
-                    url_);
+        err = http::retry_reason({code, a.status, a.error_text}, url_);
       }
       // A transient failure: retry from the next byte not yet delivered.
-      if (a.delivered > 0) failures = 0;
-      ++failures;
-      last_error = err;
-      if (failures > options_.max_retries) {
-        throw Error(
-            ErrorCode::kIo, kStage,
-            "GET failed after " + std::to_string(failures) + " tries, last error: " + last_error,
-            url_);
-      }
+      const double delay = backoff.after_failure(a.delivered, err, url_);
       if (c_retries_) ++*c_retries_;
-      double delay = std::min(options_.backoff_max_s,
-                              options_.backoff_initial_s * std::pow(2.0, failures - 1));
-      delay *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::duration<double>(delay), [&] { return stop_; });
       if (stop_) return;
@@ -482,11 +331,10 @@ class HttpStream final : public ByteStream {
     }
   }
 
-  // One GET from a.offset, driven to completion, a stop, or an error.
-  CURLcode perform(Attempt& a) {
-    CURL* easy = handles_->easy;
+  // The easy handle's options for one GET of a.offset onwards (`range` and `errbuf` must
+  // outlive the transfer).
+  void configure(CURL* easy, Attempt& a, char* errbuf, const std::string& range) {
     curl_easy_reset(easy);
-    char errbuf[CURL_ERROR_SIZE] = {0};
     curl_easy_setopt(easy, CURLOPT_URL, url_.c_str());
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -513,14 +361,20 @@ class HttpStream final : public ByteStream {
       curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
                        std::max(1L, static_cast<long>(options_.low_speed_time_s)));
     }
-    std::string range = std::to_string(a.offset) + "-";
     if (a.offset > 0) curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());
-    current_ = &a;
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpStream::on_body);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, this);
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &HttpStream::on_header);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, this);
+  }
 
+  // One GET from a.offset, driven to completion, a stop, or an error.
+  CURLcode perform(Attempt& a) {
+    CURL* easy = handles_->easy;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    const std::string range = std::to_string(a.offset) + "-";
+    configure(easy, a, errbuf, range);
+    current_ = &a;
     CURLM* multi = handles_->multi;
     curl_multi_add_handle(multi, easy);
     CURLcode result = CURLE_OK;

@@ -1,4 +1,4 @@
-#include "io/nginx_config.h"
+#include "dataecho/io/nginx_config.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -283,6 +283,11 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       run_locked(lock, index, st, takes, cpu);
       --running_;
     }
+    // One worker's loop, about 90 lines: it gives up and takes back mu_ three times per
+    // round (to take input, to apply the function, to put results down) and its
+    // invariants hold across those points; split, each part would hand the lock, the
+    // sequence numbers and the round's state to the next.
+    // NOLINTNEXTLINE(readability-function-size)
     void run_locked(std::unique_lock<std::mutex>& lock, int index, NodeStats* st,
                     std::atomic<int64_t>* takes, std::atomic<int64_t>* cpu) {
       MapContext mc{ds_->o_.seed, token_.get()};

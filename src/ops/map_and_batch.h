@@ -30,6 +30,7 @@
 
 #include "dataecho/dataset.h"
 #include "dataecho/ops/batch.h"
+#include "dataecho/ops/fusion.h"
 
 namespace dataecho {
 
@@ -78,8 +79,7 @@ class RowPlacingIterator {
   virtual void set_row_placer(std::shared_ptr<RowPlacer> placer) = 0;
 };
 
-// The rewrite: `batch` (a node make_batch made) over a map that keeps order becomes a
-// fused batch node over the same map; any other node comes back as it is.
-DatasetPtr fuse_map_and_batch(const DatasetPtr& batch);
+// The rewrite, fuse_map_and_batch, is declared in dataecho/ops/fusion.h (the spec layer
+// applies it).
 
 }  // namespace dataecho

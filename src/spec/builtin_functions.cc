@@ -32,9 +32,8 @@ std::set<int64_t> id_set(SpecObject& a, const std::string& key, bool required) {
   return out;
 }
 
-}  // namespace
-
-void register_builtin_functions(Registry& r) {
+// The map functions: for examples, tests and benchmarks.
+void register_builtin_maps(Registry& r) {
   r.map_fns["identity"] = [](SpecObject&) -> MapFn {
     return [](Example e, const MapContext&) { return e; };
   };
@@ -102,7 +101,9 @@ void register_builtin_functions(Registry& r) {
       return e;
     };
   };
+}
 
+void register_builtin_predicates(Registry& r) {
   r.predicates["even"] = [](SpecObject&) -> Predicate {
     return [](const Example& e) { return e.id() % 2 == 0; };
   };
@@ -115,6 +116,13 @@ void register_builtin_functions(Registry& r) {
     int64_t eq = a.get_int("eq", 0, 0, mod - 1);
     return [mod, eq](const Example& e) { return e.id() % mod == eq; };
   };
+}
+
+}  // namespace
+
+void register_builtin_functions(Registry& r) {
+  register_builtin_maps(r);
+  register_builtin_predicates(r);
 }
 
 }  // namespace dataecho

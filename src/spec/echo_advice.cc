@@ -23,13 +23,13 @@ std::string num(double v, int digits = 1) {
 }
 
 // The recommendations other than echo's placement (which advise_echo adds last).
-void add_recommendations(EchoAdvice& a, const nlohmann::json& spec, double upstream_ms,
+void add_recommendations(EchoAdvice& a, const PipelineDef* def, double upstream_ms,
                          double downstream_ms) {
   const std::string train_step = num(downstream_ms, 2) + " ms";
-  const bool has_stages = spec.is_object() && spec.contains("stages") && spec["stages"].is_array();
+  const bool has_stages = def != nullptr;
   auto prefetch = [&] {
-    const bool ends_in_prefetch = has_stages && !spec["stages"].empty() &&
-                                  spec["stages"].back().value("op", "") == "prefetch";
+    const bool ends_in_prefetch =
+        has_stages && !def->stages().empty() && def->stages().back().op == "prefetch";
     if (has_stages && !ends_in_prefetch)
       a.recommendations.push_back(
           "add {\"op\":\"prefetch\",\"buffer\":2} at the end: the pipeline then works while "
@@ -80,17 +80,25 @@ void add_recommendations(EchoAdvice& a, const nlohmann::json& spec, double upstr
 
 EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t batches,
                        double upstream_ms, double downstream_ms) {
+  std::optional<PipelineDef> def;
+  if (spec.is_object() && spec.contains("stages") && spec["stages"].is_array())
+    def = PipelineDef::from_json(spec);
+  return advise_echo(std::move(stats), def, batches, upstream_ms, downstream_ms);
+}
+
+EchoAdvice advise_echo(nlohmann::json stats, const std::optional<PipelineDef>& given,
+                       int64_t batches, double upstream_ms, double downstream_ms) {
   EchoAdvice a;
   a.stages = std::move(stats);
-  const bool has_stages = spec.is_object() && spec.contains("stages") && spec["stages"].is_array();
+  // Only a definition that lists stages places the echo by op.
+  const PipelineDef* def = given && given->lists_stages() ? &*given : nullptr;
+  const bool has_stages = def != nullptr;
   double worst = -1;
   for (size_t i = 0; i < a.stages.size(); ++i) {
     auto& st = a.stages[i];
     int64_t par = 1;
-    if (has_stages && i > 0 && i - 1 < spec["stages"].size()) {
-      const auto& sj = spec["stages"][i - 1];
-      if (sj.contains("parallelism") && sj["parallelism"].is_number_integer())
-        par = std::max<int64_t>(1, sj["parallelism"].get<int64_t>());
+    if (has_stages && i > 0 && i - 1 < def->stages().size()) {
+      if (const auto p = def->option<int64_t>(i - 1, "parallelism")) par = std::max<int64_t>(1, *p);
     }
     // "auto": the tuner's last choice, which the node publishes.
     if (st.contains("values") && st["values"].contains("parallelism"))
@@ -113,7 +121,7 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
   for (size_t i = 0; i < a.stages.size(); ++i)
     a.stages[i]["bottleneck"] =
         a.r > kEchoAboveR && static_cast<int64_t>(i) == a.slowest_stage_index;
-  add_recommendations(a, spec, upstream_ms, downstream_ms);
+  add_recommendations(a, def, upstream_ms, downstream_ms);
 
   if (a.r <= kEchoAboveR) {
     a.recommended_factor = 1;
@@ -125,8 +133,7 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
   bool after_batch = false;
   bool augment_after = false;
   if (has_stages) {
-    PipelineDef def = PipelineDef::from_json(spec);
-    const auto& stages = def.stages();
+    const auto& stages = def->stages();
     const size_t slowest = static_cast<size_t>(a.slowest_stage_index);
     for (size_t i = 0; i < slowest && i < stages.size(); ++i)
       if (stages[i].op == "batch") after_batch = true;
@@ -137,8 +144,7 @@ EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t
         augment_after = true;
     PipelineDef echo;
     echo.echo({.factor = a.recommended_factor});
-    def.insert(slowest, echo.stages());
-    a.recommended_spec = def.to_json();
+    a.recommended_spec = def->inserting(std::min(slowest, stages.size()), echo.stages()).to_json();
   }
   std::string where = "right after " + a.slowest_stage;
   if (after_batch) {

@@ -1,11 +1,13 @@
 #include "dataecho/spec/pipeline_def.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
+#include "dataecho/core/rng.h"
+#include "dataecho/ops/fusion.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
-#include "ops/map_and_batch.h"
 
 namespace dataecho {
 namespace {
@@ -28,6 +30,12 @@ nlohmann::json factor_json(double f) {
 nlohmann::json with_field(nlohmann::json options, const char* key, nlohmann::json value) {
   options[key] = std::move(value);
   return options;
+}
+
+std::string stage_path(size_t index) { return "$.stages[" + std::to_string(index) + "]"; }
+
+[[noreturn]] void edit_error(size_t index, const std::string& op, const std::string& message) {
+  throw_spec_error(stage_path(index) + (op.empty() ? "" : " (" + op + ")"), message);
 }
 
 }  // namespace
@@ -154,6 +162,94 @@ void PipelineDef::insert(size_t at, std::vector<StageDef> stages) {
   has_stages_ = true;
 }
 
+size_t PipelineDef::count(const std::string& op) const {
+  return static_cast<size_t>(
+      std::count_if(stages_.begin(), stages_.end(), [&](const StageDef& s) { return s.op == op; }));
+}
+
+const StageDef& PipelineDef::stage_at(size_t index) const {
+  if (index >= stages_.size())
+    edit_error(index, "",
+               "no such stage: the pipeline has " + std::to_string(stages_.size()) +
+                   (stages_.size() == 1 ? " stage" : " stages"));
+  return stages_[index];
+}
+
+PipelineDef PipelineDef::with_shard_first(int64_t num_shards, int64_t index) const {
+  if (const auto at = find("shard"))
+    edit_error(*at, "shard",
+               "the pipeline is sharded already; a shard stage put first would shard its "
+               "shares again");
+  PipelineDef shard;
+  shard.shard(num_shards, index);
+  PipelineDef d = *this;
+  d.insert(0, shard.stages());
+  return d;
+}
+
+PipelineDef PipelineDef::with_mixed_seed(std::initializer_list<uint64_t> salts) const {
+  uint64_t mixed = seed();
+  for (uint64_t salt : salts) mixed = mix_seed(mixed, salt);
+  PipelineDef d = *this;
+  d.seed_ = mixed >> 1;
+  return d;
+}
+
+PipelineDef PipelineDef::without(const std::string& op) const { return replacing(op, {}); }
+
+PipelineDef PipelineDef::replacing(const std::string& op,
+                                   const std::vector<StageDef>& stages) const {
+  PipelineDef d = *this;
+  d.stages_.clear();
+  for (const StageDef& s : stages_) {
+    if (s.op != op)
+      d.stages_.push_back(s);
+    else
+      d.stages_.insert(d.stages_.end(), stages.begin(), stages.end());
+  }
+  return d;
+}
+
+PipelineDef PipelineDef::inserting(size_t at, std::vector<StageDef> stages) const {
+  if (at > stages_.size())
+    edit_error(at, "",
+               "cannot insert there: the pipeline has " + std::to_string(stages_.size()) +
+                   (stages_.size() == 1 ? " stage" : " stages"));
+  PipelineDef d = *this;
+  d.insert(at, std::move(stages));
+  return d;
+}
+
+PipelineDef PipelineDef::inserting_after(size_t index, std::vector<StageDef> stages) const {
+  stage_at(index);
+  return inserting(index + 1, std::move(stages));
+}
+
+PipelineDef PipelineDef::with_option_json(size_t index, const std::string& key,
+                                          nlohmann::json value) const {
+  const StageDef& s = stage_at(index);
+  if (key == "op") edit_error(index, s.op, "\"op\" is the stage's kind, not an option");
+  PipelineDef d = *this;
+  d.stages_[index].options[key] = std::move(value);
+  return d;
+}
+
+std::vector<StageDef> PipelineDef::stages_from_json(const nlohmann::json& stages) {
+  if (!stages.is_array())
+    throw_spec_error("$.stages",
+                     std::string("expected a list of stages, got ") + stages.type_name());
+  std::vector<StageDef> out;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    SpecObject st(stages[i], stage_path(i));
+    StageDef s;
+    s.op = st.get_string("op");
+    s.options = stages[i];
+    s.options.erase("op");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
   PipelineDef d;
   SpecObject top(spec, "$");
@@ -173,18 +269,8 @@ PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
   d.source_options_ = spec.at("source");
   d.source_options_.erase("kind");
   if (const nlohmann::json* stages = top.raw("stages")) {
-    if (!stages->is_array())
-      throw_spec_error("$.stages",
-                       std::string("expected a list of stages, got ") + stages->type_name());
+    d.stages_ = stages_from_json(*stages);
     d.has_stages_ = true;
-    for (size_t i = 0; i < stages->size(); ++i) {
-      SpecObject st((*stages)[i], "$.stages[" + std::to_string(i) + "]");
-      StageDef s;
-      s.op = st.get_string("op");
-      s.options = (*stages)[i];
-      s.options.erase("op");
-      d.stages_.push_back(std::move(s));
-    }
   }
   top.finish();
   return d;
@@ -200,10 +286,13 @@ nlohmann::json PipelineDef::to_json() const {
   if (autotune_.cpu_budget) j["autotune"]["cpu_budget"] = *autotune_.cpu_budget;
   if (autotune_.ram_budget_mb) j["autotune"]["ram_budget_mb"] = *autotune_.ram_budget_mb;
   j["source"] = with_field(source_options_, "kind", source_kind_);
-  if (has_stages_ || !stages_.empty()) {
-    j["stages"] = nlohmann::json::array();
-    for (const auto& s : stages_) j["stages"].push_back(s.to_json());
-  }
+  if (lists_stages()) j["stages"] = stages_to_json();
+  return j;
+}
+
+nlohmann::json PipelineDef::stages_to_json() const {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& s : stages_) j.push_back(s.to_json());
   return j;
 }
 
@@ -219,8 +308,7 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   // and the state fingerprint hashes it. A pipeline over a dataset has only its stages.
   nlohmann::json canonical;
   if (source_dataset_) {
-    canonical["stages"] = nlohmann::json::array();
-    for (const auto& s : stages_) canonical["stages"].push_back(s.to_json());
+    canonical["stages"] = stages_to_json();
   } else {
     canonical = to_json();
     // The budgets change how fast the pipeline runs, never what it produces: a state

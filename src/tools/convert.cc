@@ -154,8 +154,9 @@ void encode_into(const ConvertOptions& o, Tensor hwc, Item& item) {
 
 }  // namespace
 
-ConvertSummary convert_dataset(const ConvertOptions& o,
-                               const std::function<void(int64_t, int64_t, int64_t)>& progress) {
+namespace {
+
+void check_options(const ConvertOptions& o) {
   if (o.to != "tfrecord" && o.to != "tar" && o.to != "dir") {
     convert_error(ErrorCode::kInvalidArgument,
                   "--to must be tfrecord, tar or dir, got \"" + o.to + "\"", "");
@@ -168,36 +169,38 @@ ConvertSummary convert_dataset(const ConvertOptions& o,
   if (o.idx_images.empty() == o.input_dir.empty()) {
     convert_error(ErrorCode::kInvalidArgument, "give either IDX images or an input directory", "");
   }
-  fs::create_directories(o.out_dir);
-  ConvertSummary summary;
+}
 
-  if (!o.idx_images.empty()) {
-    IdxOptions io;
-    io.images = o.idx_images;
-    io.labels = o.idx_labels;
-    io.limit = o.limit;
-    auto ds = make_idx_source(io);
-    // Count first (cheap: the data is cached in the dataset) so shards split evenly.
-    int64_t total = read_idx_header(o.idx_images).dims[0];
-    if (o.limit >= 0) total = std::min(total, o.limit);
-    ShardSink sink(o, total);
-    auto it = ds->make_iterator({});
-    int64_t i = 0;
-    while (auto e = it->next()) {
-      Item item;
-      item.label = e->find("label") ? e->get("label").item<int64_t>() : 0;
-      item.class_name = std::to_string(item.label);
-      encode_into(o, e->get("image"), item);
-      sink.add(i++, item);
-      if (progress && (i % 256 == 0 || i == total)) progress(i, total, sink.bytes());
-    }
-    sink.close_shard();
-    summary = {sink.files(), i, sink.bytes()};
-    return summary;
+// IDX images (and labels) into shards.
+ConvertSummary convert_idx(const ConvertOptions& o,
+                           const std::function<void(int64_t, int64_t, int64_t)>& progress) {
+  IdxOptions io;
+  io.images = o.idx_images;
+  io.labels = o.idx_labels;
+  io.limit = o.limit;
+  auto ds = make_idx_source(io);
+  // Count first (cheap: the data is cached in the dataset) so shards split evenly.
+  int64_t total = read_idx_header(o.idx_images).dims[0];
+  if (o.limit >= 0) total = std::min(total, o.limit);
+  ShardSink sink(o, total);
+  auto it = ds->make_iterator({});
+  int64_t i = 0;
+  while (auto e = it->next()) {
+    Item item;
+    item.label = e->find("label") ? e->get("label").item<int64_t>() : 0;
+    item.class_name = std::to_string(item.label);
+    encode_into(o, e->get("image"), item);
+    sink.add(i++, item);
+    if (progress && (i % 256 == 0 || i == total)) progress(i, total, sink.bytes());
   }
+  sink.close_shard();
+  return {sink.files(), i, sink.bytes()};
+}
 
-  // class_name/file.{jpg,jpeg,png}
-  std::vector<std::string> classes;
+// The image files of a folder of class folders (class_name/file.{jpg,jpeg,png}), each
+// with its class's index, classes and files in name order; `classes` gets the names.
+std::vector<std::pair<std::string, int64_t>> class_files(const ConvertOptions& o,
+                                                         std::vector<std::string>& classes) {
   for (const auto& d : fs::directory_iterator(o.input_dir)) {
     if (d.is_directory()) classes.push_back(d.path().filename().string());
   }
@@ -217,6 +220,39 @@ ConvertSummary convert_dataset(const ConvertOptions& o,
   }
   if (o.limit >= 0 && static_cast<int64_t>(files.size()) > o.limit)
     files.resize(static_cast<size_t>(o.limit));
+  return files;
+}
+
+// One image file as an item: its bytes as they are, or decoded and encoded again when
+// the options change it.
+void image_item(const ConvertOptions& o, const std::string& path, std::string bytes, Item& item) {
+  try {
+    if (o.encode.empty() && o.resize == 0 && o.channels == 0) {
+      ImageInfo info = read_image_info(bytes);
+      item.height = info.height;
+      item.width = info.width;
+      item.ext = info.format == ImageFormat::kPng ? "png" : "jpg";
+      item.bytes = std::move(bytes);
+    } else {
+      ConvertOptions oo = o;
+      if (oo.encode.empty())
+        oo.encode = sniff_image_format(bytes) == ImageFormat::kPng ? "png" : "jpeg";
+      encode_into(oo, decode_image(bytes), item);
+    }
+  } catch (const Error& e) {
+    throw e.with_context("convert", path);
+  }
+}
+
+}  // namespace
+
+ConvertSummary convert_dataset(const ConvertOptions& o,
+                               const std::function<void(int64_t, int64_t, int64_t)>& progress) {
+  check_options(o);
+  fs::create_directories(o.out_dir);
+  if (!o.idx_images.empty()) return convert_idx(o, progress);
+  std::vector<std::string> classes;
+  const auto files = class_files(o, classes);
   int64_t total = static_cast<int64_t>(files.size());
   ShardSink sink(o, total);
   for (int64_t i = 0; i < total; ++i) {
@@ -227,28 +263,12 @@ ConvertSummary convert_dataset(const ConvertOptions& o,
     Item item;
     item.label = label;
     item.class_name = classes[static_cast<size_t>(label)];
-    try {
-      if (o.encode.empty() && o.resize == 0 && o.channels == 0) {
-        ImageInfo info = read_image_info(bytes);
-        item.height = info.height;
-        item.width = info.width;
-        item.ext = info.format == ImageFormat::kPng ? "png" : "jpg";
-        item.bytes = std::move(bytes);
-      } else {
-        ConvertOptions oo = o;
-        if (oo.encode.empty())
-          oo.encode = sniff_image_format(bytes) == ImageFormat::kPng ? "png" : "jpeg";
-        encode_into(oo, decode_image(bytes), item);
-      }
-    } catch (const Error& e) {
-      throw e.with_context("convert", path);
-    }
+    image_item(o, path, std::move(bytes), item);
     sink.add(i, item);
     if (progress && ((i + 1) % 64 == 0 || i + 1 == total)) progress(i + 1, total, sink.bytes());
   }
   sink.close_shard();
-  summary = {sink.files(), total, sink.bytes()};
-  return summary;
+  return {sink.files(), total, sink.bytes()};
 }
 
 }  // namespace dataecho

@@ -25,6 +25,10 @@ nlohmann::json finished_summary(const ExperimentSpec& spec, const ExperimentCell
 Observation fresh_observation(const nlohmann::json& summary);
 void write_json_file(const std::string& path, const nlohmann::json& j);  // via a rename
 
+// The plots of the report (experiment_plots.cc): PNG and SVG in spec.out/plots/ when
+// gnuplot is there; report.plots and report.plot_note say what was drawn.
+void make_plots(const ExperimentSpec& spec, ExperimentReport& report);
+
 // Reads every cell's result files, aggregates over seeds, compares with the baselines,
 // writes results.csv, results.json and the plots; `errors` are the failures of this sweep.
 ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& options,

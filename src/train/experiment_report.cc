@@ -1,5 +1,5 @@
 // The results of a sweep: per-cell aggregation over seeds, comparison with the baseline,
-// results.csv / results.json, the text table, and gnuplot plots (PNG and SVG).
+// results.csv / results.json and the text table. The plots: experiment_plots.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,15 +46,6 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-std::string gp_string(const std::string& s) {  // a double-quoted gnuplot string
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string spread_text(const Spread& s, const char* f) {
   if (!s.median) return "-";
   std::string t = fmt(s.median, f);
@@ -89,251 +80,6 @@ const CellResult* control_for(const std::vector<CellResult>& cells, const CellRe
       return &k;
   }
   return nullptr;
-}
-
-std::string series_of(const ExperimentCell& c) {
-  std::string s = variant_name(c.variant);
-  if (c.variant == EchoVariant::kAdaptive &&
-      c.adaptive_placement != EchoVariant::kExampleBeforeAugmentation)
-    s += std::string(" (") + variant_name(c.adaptive_placement) + ")";
-  if (c.shuffle_after_echo > 0) s += ", shuffle " + std::to_string(c.shuffle_after_echo);
-  if (c.batch_size > 0) s += ", batch " + std::to_string(c.batch_size);
-  if (!c.overrides.is_null()) s += ", " + c.id;
-  for (char& ch : s) {
-    if (ch == '_') ch = ' ';
-  }
-  return s;
-}
-
-// x of a cell in the factor plots: the nominal factor, or the achieved one for adaptive.
-std::optional<double> x_of(const CellResult& c) {
-  if (c.cell.variant == EchoVariant::kAdaptive) return c.achieved_echo.median;
-  if (c.cell.variant == EchoVariant::kBaseline) return 1.0;
-  return c.cell.factor;
-}
-
-struct Series {
-  std::string title;
-  std::vector<std::vector<double>> rows;  // x, y, ylow, yhigh
-};
-
-void write_blocks(const std::string& path, std::vector<Series>& series) {
-  std::ofstream out(path, std::ios::trunc);
-  for (auto& s : series) {
-    std::sort(s.rows.begin(), s.rows.end());
-    out << "# " << s.title << "\n";
-    for (const auto& r : s.rows) {
-      for (size_t i = 0; i < r.size(); ++i) out << (i ? " " : "") << r[i];
-      out << "\n";
-    }
-    out << "\n\n";
-  }
-}
-
-// Evaluations of one run: (fresh, accuracy).
-std::vector<std::vector<double>> read_evals(const std::string& dir) {
-  std::vector<std::vector<double>> rows;
-  std::ifstream in(fs::path(dir) / "evals.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      auto j = nlohmann::json::parse(line);
-      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>()});
-    } catch (const std::exception&) {
-    }
-  }
-  return rows;
-}
-
-bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
-// Writes the data files and plots.gp into out/plots and runs gnuplot there.
-// What the plots show: the series of each plot, the baseline cell, the largest x.
-struct PlotData {
-  std::vector<Series> fresh, speedup, accuracy;
-  const CellResult* base = nullptr;
-  double max_x = 1;
-};
-
-// The plots' data files in `dir`: 1. fresh examples to target vs echo factor, 2. accuracy
-// vs fresh examples (baseline and best echo cell), 3. speedup vs echo factor.
-PlotData write_plot_data(const ExperimentSpec& spec, const ExperimentReport& report,
-                         const fs::path& dir) {
-  const auto& cells = report.cells;
-  // 1. Fresh examples to target vs echo factor; 3. speedup vs echo factor.
-  std::map<std::string, Series> fresh_series, speed_series;
-  PlotData d;
-  const CellResult*& base = d.base;
-  double& max_x = d.max_x;
-  for (const auto& c : cells) {
-    if (c.cell.variant == EchoVariant::kBaseline && c.cell.overrides.is_null() && !base &&
-        c.fresh_estimate)
-      base = &c;
-    std::optional<double> x = x_of(c);
-    if (!x) continue;
-    max_x = std::max(max_x, *x);
-    const std::string key = series_of(c.cell);
-    // Error bars: the 95% bootstrap interval of the median over seeds.
-    if (c.fresh_estimate) {
-      const MedianEstimate& f = *c.fresh_estimate;
-      fresh_series[key].title = key;
-      fresh_series[key].rows.push_back({*x, f.median, f.ci.lo, f.ci.hi});
-    }
-    if (c.cell.variant != EchoVariant::kBaseline && c.speedup_estimate) {
-      const RatioEstimate& sp = *c.speedup_estimate;
-      speed_series[key].title = key;
-      speed_series[key].rows.push_back({*x, sp.ratio, sp.ci.lo, sp.ci.hi});
-    }
-  }
-  std::vector<Series>& fs_list = d.fresh;
-  std::vector<Series>& sp_list = d.speedup;
-  for (auto& [k, s] : fresh_series) fs_list.push_back(s);
-  for (auto& [k, s] : speed_series) sp_list.push_back(s);
-  write_blocks((dir / "fresh_vs_factor.dat").string(), fs_list);
-  write_blocks((dir / "speedup_vs_factor.dat").string(), sp_list);
-
-  // 2. Accuracy vs fresh examples: baseline and the best echo cell (fewest fresh examples).
-  const CellResult* best = nullptr;
-  for (const auto& c : cells) {
-    if (c.cell.variant == EchoVariant::kBaseline || !c.fresh_estimate) continue;
-    if (!best || c.fresh_estimate->median < best->fresh_estimate->median) best = &c;
-  }
-  std::vector<Series>& acc_list = d.accuracy;
-  auto add_run = [&](const CellResult* c) {
-    if (!c || c->cell.seeds.empty()) return;
-    // The seed whose fresh-to-target is the cell's median (or the first seed).
-    uint64_t seed = c->cell.seeds.front();
-    double best_gap = 1e300;
-    for (const auto& r : c->runs) {
-      auto f = opt_number(r["summary"], "fresh_to_target");
-      if (f && c->fresh_estimate && std::abs(*f - c->fresh_estimate->median) < best_gap) {
-        best_gap = std::abs(*f - c->fresh_estimate->median);
-        seed = r.value("seed", seed);
-      }
-    }
-    Series s;
-    s.title = c->cell.id + " (seed " + std::to_string(seed) + ")";
-    s.rows = read_evals(detail::run_dir(spec, c->cell, seed));
-    if (!s.rows.empty()) acc_list.push_back(std::move(s));
-  };
-  add_run(base);
-  add_run(best);
-  {
-    std::ofstream out(dir / "accuracy_vs_fresh.dat", std::ios::trunc);
-    for (const auto& s : acc_list) {
-      out << "# " << s.title << "\n";
-      for (const auto& r : s.rows) out << r[0] << " " << r[1] << "\n";
-      out << "\n\n";
-    }
-  }
-  return d;
-}
-
-// The gnuplot script drawing each plot that has data (its name goes to `files`).
-std::string plot_script(const ExperimentSpec& spec, const PlotData& d,
-                        std::vector<std::string>& files) {
-  const CellResult* base = d.base;
-  const double max_x = d.max_x;
-  const std::vector<Series>& fs_list = d.fresh;
-  const std::vector<Series>& sp_list = d.speedup;
-  const std::vector<Series>& acc_list = d.accuracy;
-  double r_base = 0;
-  if (base && base->r.median) r_base = *base->r.median;
-  const std::optional<double> target = opt_number(spec.base_config, "target_accuracy");
-
-  std::ostringstream gp;
-  gp << "# Written by dataecho experiment; run `gnuplot plots.gp` in this folder.\n"
-     << "set key outside right top\nset grid\n"
-     << "do for [fmt in \"png svg\"] {\n"
-     << "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
-        "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }\n";
-  const std::string name = gp_string(spec.name);
-  if (!fs_list.empty()) {
-    gp << "set output \"fresh_vs_factor.\".fmt\n"
-       << "set title " << name << ".\": fresh examples to target vs echo factor\"\n"
-       << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"fresh examples to "
-          "target (median, 95% bootstrap CI over seeds)\"\n"
-       << "set xrange [0.5:" << max_x + 0.5 << "]\nset yrange [0:*]\nplot ";
-    for (size_t i = 0; i < fs_list.size(); ++i) {
-      const bool is_base = fs_list[i].title.rfind("baseline", 0) == 0;
-      gp << (i ? ", \\\n  " : "") << "\"fresh_vs_factor.dat\" index " << i
-         << " using 1:2:3:4 with yerrorlines " << (is_base ? "pt 7 ps 2 lc rgb \"black\" " : "")
-         << "title " << gp_string(fs_list[i].title);
-    }
-    if (base)
-      gp << ", \\\n  " << base->fresh_estimate->median
-         << " with lines dt 2 lc rgb \"black\" title \"baseline (median)\"";
-    gp << "\n";
-    files.push_back("fresh_vs_factor");
-  }
-  if (!acc_list.empty()) {
-    gp << "set output \"accuracy_vs_fresh.\".fmt\n"
-       << "set title " << name << ".\": accuracy on the evaluation set vs fresh examples read\"\n"
-       << "set xlabel \"fresh examples read\"\nset ylabel \"evaluation accuracy (the target's "
-          "set)\"\n"
-       << "set xrange [0:*]\nset yrange [*:*]\nplot ";
-    for (size_t i = 0; i < acc_list.size(); ++i)
-      gp << (i ? ", \\\n  " : "") << "\"accuracy_vs_fresh.dat\" index " << i
-         << " using 1:2 with linespoints title " << gp_string(acc_list[i].title);
-    if (target) gp << ", \\\n  " << *target << " with lines dt 2 lc rgb \"gray\" title \"target\"";
-    gp << "\n";
-    files.push_back("accuracy_vs_fresh");
-  }
-  if (!sp_list.empty()) {
-    char rb[64];
-    std::snprintf(rb, sizeof rb, "%.2f", r_base);
-    gp << "set output \"speedup_vs_factor.\".fmt\n"
-       << "set title " << name << ".\": wall-clock speedup to target vs echo factor\"\n"
-       << "set xlabel \"echo factor (adaptive: achieved)\"\nset ylabel \"speedup vs baseline "
-          "(wall-clock time to target; median, 95% CI)\"\n"
-       << "set xrange [1:" << max_x + 0.5 << "]\nset yrange [0:*]\n"
-       << "R = " << (r_base > 0 ? r_base : max_x + 1) << "\nideal(x) = x < R ? x : R\nplot ";
-    for (size_t i = 0; i < sp_list.size(); ++i)
-      gp << (i ? ", \\\n  " : "") << "\"speedup_vs_factor.dat\" index " << i
-         << " using 1:2:3:4 with yerrorlines title " << gp_string(sp_list[i].title);
-    gp << ", \\\n  ideal(x) with lines dt 2 lc rgb \"black\" title \"ideal min(e, R), R = "
-       << (r_base > 0 ? rb : "?") << " (baseline)\", \\\n  1 with lines lc rgb \"gray\" notitle\n";
-    files.push_back("speedup_vs_factor");
-  }
-  gp << "}\n";
-  return gp.str();
-}
-
-// Runs gnuplot on plots.gp in `dir`; lists the pictures in the report, or says why not.
-void draw_plots(const fs::path& dir, const std::vector<std::string>& files,
-                ExperimentReport& report) {
-  if (files.empty()) {
-    report.plot_note = "no cell reached the target: nothing to plot";
-    return;
-  }
-  if (!have_gnuplot()) {
-    report.plot_note =
-        "gnuplot not found (apt-get install gnuplot-nox): plots.gp written, not drawn";
-    return;
-  }
-  const std::string cmd = "cd '" + dir.string() + "' && gnuplot plots.gp > gnuplot.log 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    report.plot_note = "gnuplot failed: see " + (dir / "gnuplot.log").string();
-    return;
-  }
-  for (const auto& f : files) {
-    for (const char* ext : {".png", ".svg"}) {
-      const fs::path p = dir / (f + ext);
-      if (fs::exists(p)) report.plots.push_back(p.string());
-    }
-  }
-}
-
-void make_plots(const ExperimentSpec& spec, ExperimentReport& report) {
-  const fs::path dir = fs::path(spec.out) / "plots";
-  fs::create_directories(dir);
-  const PlotData d = write_plot_data(spec, report, dir);
-  std::vector<std::string> files;
-  {
-    std::ofstream out(dir / "plots.gp", std::ios::trunc);
-    out << plot_script(spec, d, files);
-  }
-  draw_plots(dir, files, report);
 }
 
 }  // namespace
@@ -474,66 +220,80 @@ std::string ExperimentReport::to_text() const {
 
 namespace detail {
 
-ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& options,
-                         const std::map<std::string, std::vector<std::string>>& errors,
-                         ExperimentReport report) {
-  report.cells.clear();
-  for (const auto& spec_cell : spec.cells) {
-    CellResult c;
-    ExperimentCell cell = spec_cell;
-    if (spec.tuning.enabled() || spec.tuning.from) {  // the final runs use the tuned rate
-      c.tuning = tuning_state(spec, cell);
-      if (!cell.lr) cell.lr = c.tuning->chosen;
-    }
-    c.cell = cell;
-    auto it = errors.find(cell.id);
-    if (it != errors.end()) c.errors = it->second;
-    std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate;
-    std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
-    for (uint64_t seed : cell.seeds) {
-      // Only results of this cell's current config count.
-      const nlohmann::json s = finished_summary(spec, cell, seed);
-      if (!s.is_object()) continue;
-      c.runs.push_back({{"seed", seed}, {"summary", s}});
-      if (auto v = opt_number(s, "achieved_echo")) echo.push_back(*v);
-      if (auto v = opt_number(s, "r_estimate")) r.push_back(*v);
-      if (auto v = opt_number(s, "steps_per_second")) rate.push_back(*v);
-      const bool hit = s.value("reached_target", false);
-      auto observe = [&](std::vector<Observation>& obs, const char* to_target, const char* total) {
-        if (auto v = opt_number(s, hit ? to_target : total)) obs.push_back({*v, !hit});
-      };
-      observe(fresh_obs, "fresh_to_target", "fresh");
-      observe(wall_obs, "wall_seconds_to_target", "wall_seconds");
-      if (!hit) continue;
-      if (auto v = opt_number(s, "raw_reads_to_target")) raw.push_back(*v);
-      ++c.reached;
-      if (auto v = opt_number(s, "fresh_to_target")) fresh.push_back(*v);
-      if (auto v = opt_number(s, "steps_to_target")) steps.push_back(*v);
-      if (auto v = opt_number(s, "seconds_to_target")) secs.push_back(*v);
-      if (auto v = opt_number(s, "wall_seconds_to_target")) wall.push_back(*v);
-    }
-    c.fresh = spread_of(fresh);
-    c.steps = spread_of(steps);
-    c.seconds = spread_of(secs);
-    c.wall_seconds = spread_of(wall);
-    c.achieved_echo = spread_of(echo);
-    c.r = spread_of(r);
-    c.raw_reads = spread_of(raw);
-    c.steps_per_second = spread_of(rate);
-    c.fresh_estimate = estimate_median(fresh_obs);
-    c.wall_estimate = estimate_median(wall_obs);
-    c.fresh_observations = std::move(fresh_obs);
-    c.wall_observations = std::move(wall_obs);
-    if (c.runs.size() == cell.seeds.size())
-      c.status = c.errors.empty() ? "done" : "partial";
-    else if (!c.errors.empty())
-      c.status = c.runs.empty() ? "failed" : "partial";
-    else
-      c.status = c.runs.empty() ? "not_run" : "partial";
-    report.cells.push_back(std::move(c));
+namespace {
+
+// The values of one cell's finished runs, each list over the seeds that have it.
+struct RunValues {
+  std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate;
+  std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
+};
+
+// Adds one finished run's summary to the cell's values.
+void add_run(const nlohmann::json& s, CellResult& c, RunValues& v) {
+  if (auto x = opt_number(s, "achieved_echo")) v.echo.push_back(*x);
+  if (auto x = opt_number(s, "r_estimate")) v.r.push_back(*x);
+  if (auto x = opt_number(s, "steps_per_second")) v.rate.push_back(*x);
+  const bool hit = s.value("reached_target", false);
+  auto observe = [&](std::vector<Observation>& obs, const char* to_target, const char* total) {
+    if (auto x = opt_number(s, hit ? to_target : total)) obs.push_back({*x, !hit});
+  };
+  observe(v.fresh_obs, "fresh_to_target", "fresh");
+  observe(v.wall_obs, "wall_seconds_to_target", "wall_seconds");
+  if (!hit) return;
+  if (auto x = opt_number(s, "raw_reads_to_target")) v.raw.push_back(*x);
+  ++c.reached;
+  if (auto x = opt_number(s, "fresh_to_target")) v.fresh.push_back(*x);
+  if (auto x = opt_number(s, "steps_to_target")) v.steps.push_back(*x);
+  if (auto x = opt_number(s, "seconds_to_target")) v.secs.push_back(*x);
+  if (auto x = opt_number(s, "wall_seconds_to_target")) v.wall.push_back(*x);
+}
+
+// One cell's result: its finished runs (of its current config), their spreads and
+// estimates, and its status.
+CellResult cell_result(const ExperimentSpec& spec, const ExperimentCell& spec_cell,
+                       const std::map<std::string, std::vector<std::string>>& errors) {
+  CellResult c;
+  ExperimentCell cell = spec_cell;
+  if (spec.tuning.enabled() || spec.tuning.from) {  // the final runs use the tuned rate
+    c.tuning = tuning_state(spec, cell);
+    if (!cell.lr) cell.lr = c.tuning->chosen;
   }
-  for (auto& c : report.cells) {
-    const CellResult* b = baseline_for(report.cells, c);
+  c.cell = cell;
+  auto it = errors.find(cell.id);
+  if (it != errors.end()) c.errors = it->second;
+  RunValues v;
+  for (uint64_t seed : cell.seeds) {
+    // Only results of this cell's current config count.
+    const nlohmann::json s = finished_summary(spec, cell, seed);
+    if (!s.is_object()) continue;
+    c.runs.push_back({{"seed", seed}, {"summary", s}});
+    add_run(s, c, v);
+  }
+  c.fresh = spread_of(v.fresh);
+  c.steps = spread_of(v.steps);
+  c.seconds = spread_of(v.secs);
+  c.wall_seconds = spread_of(v.wall);
+  c.achieved_echo = spread_of(v.echo);
+  c.r = spread_of(v.r);
+  c.raw_reads = spread_of(v.raw);
+  c.steps_per_second = spread_of(v.rate);
+  c.fresh_estimate = estimate_median(v.fresh_obs);
+  c.wall_estimate = estimate_median(v.wall_obs);
+  c.fresh_observations = std::move(v.fresh_obs);
+  c.wall_observations = std::move(v.wall_obs);
+  if (c.runs.size() == cell.seeds.size())
+    c.status = c.errors.empty() ? "done" : "partial";
+  else if (!c.errors.empty())
+    c.status = c.runs.empty() ? "failed" : "partial";
+  else
+    c.status = c.runs.empty() ? "not_run" : "partial";
+  return c;
+}
+
+// Each cell against its baseline (reductions, speed-ups) and its control.
+void compare_cells(std::vector<CellResult>& cells) {
+  for (auto& c : cells) {
+    const CellResult* b = baseline_for(cells, c);
     if (!b || b == &c) continue;
     if (b->fresh.median && c.fresh.median) c.fresh_reduction = *b->fresh.median / *c.fresh.median;
     // Wall-clock time to target: the pipeline keeps reading while evaluations run, so
@@ -547,47 +307,49 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
     c.fresh_reduction_estimate = estimate_ratio(b->fresh_observations, c.fresh_observations);
     c.speedup_estimate = estimate_ratio(b->wall_observations, c.wall_observations);
   }
-  for (auto& c : report.cells) {
-    const CellResult* k = control_for(report.cells, c);
+  for (auto& c : cells) {
+    const CellResult* k = control_for(cells, c);
     if (!k) continue;
     c.control = k->cell.id;
     c.fresh_reduction_vs_control = estimate_ratio(k->fresh_observations, c.fresh_observations);
   }
+}
 
-  fs::create_directories(spec.out);
-  report.csv_path = (fs::path(spec.out) / "results.csv").string();
-  report.json_path = (fs::path(spec.out) / "results.json").string();
-  {
-    std::ofstream csv(report.csv_path, std::ios::trunc);
-    if (!csv) throw Error(ErrorCode::kIo, kStage, "cannot write", report.csv_path);
-    csv << "cell,variant,factor,shuffle_after_echo,batch_size,seeds,runs,reached,"
-           "fresh_median,fresh_min,fresh_max,steps_median,steps_min,steps_max,"
-           "seconds_median,seconds_min,seconds_max,wall_seconds_median,wall_seconds_min,"
-           "wall_seconds_max,achieved_echo_median,achieved_echo_min,achieved_echo_max,"
-           "r_median,r_min,r_max,fresh_reduction,speedup,ideal_speedup,status,errors,"
-           "censored_runs,fresh_reduction_ci_lo,fresh_reduction_ci_hi,speedup_ci_lo,"
-           "speedup_ci_hi,lr,cpu_cap\n";
-    for (const auto& c : report.cells) {
-      std::string errs;
-      for (const auto& e : c.errors) errs += (errs.empty() ? "" : "; ") + e;
-      csv << csv_field(c.cell.id) << "," << variant_name(c.cell.variant) << "," << c.cell.factor
-          << "," << c.cell.shuffle_after_echo << "," << c.cell.batch_size << ","
-          << c.cell.seeds.size() << "," << c.runs.size() << "," << c.reached;
-      for (const Spread* s :
-           {&c.fresh, &c.steps, &c.seconds, &c.wall_seconds, &c.achieved_echo, &c.r})
-        csv << "," << fmt(s->median, "%.6g") << "," << fmt(s->min, "%.6g") << ","
-            << fmt(s->max, "%.6g");
-      csv << "," << fmt(c.fresh_reduction, "%.4g") << "," << fmt(c.speedup, "%.4g") << ","
-          << fmt(c.ideal_speedup, "%.4g") << "," << c.status << "," << csv_field(errs) << ","
-          << (c.fresh_estimate ? c.fresh_estimate->censored : 0);
-      for (const auto* e : {&c.fresh_reduction_estimate, &c.speedup_estimate}) {
-        csv << "," << (*e ? fmt((*e)->ci.lo, "%.4g") : "") << ","
-            << (*e ? fmt((*e)->ci.hi, "%.4g") : "");
-      }
-      csv << "," << (c.cell.lr ? fmt(*c.cell.lr, "%.6g") : "") << "," << fmt(c.cpu_cap, "%.4g")
-          << "\n";
-    }
+void write_csv_row(std::ostream& csv, const CellResult& c) {
+  std::string errs;
+  for (const auto& e : c.errors) errs += (errs.empty() ? "" : "; ") + e;
+  csv << csv_field(c.cell.id) << "," << variant_name(c.cell.variant) << "," << c.cell.factor << ","
+      << c.cell.shuffle_after_echo << "," << c.cell.batch_size << "," << c.cell.seeds.size() << ","
+      << c.runs.size() << "," << c.reached;
+  for (const Spread* s : {&c.fresh, &c.steps, &c.seconds, &c.wall_seconds, &c.achieved_echo, &c.r})
+    csv << "," << fmt(s->median, "%.6g") << "," << fmt(s->min, "%.6g") << ","
+        << fmt(s->max, "%.6g");
+  csv << "," << fmt(c.fresh_reduction, "%.4g") << "," << fmt(c.speedup, "%.4g") << ","
+      << fmt(c.ideal_speedup, "%.4g") << "," << c.status << "," << csv_field(errs) << ","
+      << (c.fresh_estimate ? c.fresh_estimate->censored : 0);
+  for (const auto* e : {&c.fresh_reduction_estimate, &c.speedup_estimate}) {
+    csv << "," << (*e ? fmt((*e)->ci.lo, "%.4g") : "") << ","
+        << (*e ? fmt((*e)->ci.hi, "%.4g") : "");
   }
+  csv << "," << (c.cell.lr ? fmt(*c.cell.lr, "%.6g") : "") << "," << fmt(c.cpu_cap, "%.4g") << "\n";
+}
+
+void write_csv(const ExperimentReport& report) {
+  std::ofstream csv(report.csv_path, std::ios::trunc);
+  if (!csv) throw Error(ErrorCode::kIo, kStage, "cannot write", report.csv_path);
+  csv << "cell,variant,factor,shuffle_after_echo,batch_size,seeds,runs,reached,"
+         "fresh_median,fresh_min,fresh_max,steps_median,steps_min,steps_max,"
+         "seconds_median,seconds_min,seconds_max,wall_seconds_median,wall_seconds_min,"
+         "wall_seconds_max,achieved_echo_median,achieved_echo_min,achieved_echo_max,"
+         "r_median,r_min,r_max,fresh_reduction,speedup,ideal_speedup,status,errors,"
+         "censored_runs,fresh_reduction_ci_lo,fresh_reduction_ci_hi,speedup_ci_lo,"
+         "speedup_ci_hi,lr,cpu_cap\n";
+  for (const auto& c : report.cells) write_csv_row(csv, c);
+}
+
+// results.json, with the plots (drawn here when asked for).
+void write_json(const ExperimentSpec& spec, const ExperimentOptions& options,
+                ExperimentReport& report) {
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : report.cells) cells.push_back(c.to_json());
   nlohmann::json doc = {
@@ -608,6 +370,24 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
   }
   doc["plots"] = report.plots;
   write_json_file(report.json_path, doc);
+}
+
+}  // namespace
+
+// The report in steps: each cell's result, the comparisons between cells, then
+// results.csv and results.json.
+ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& options,
+                         const std::map<std::string, std::vector<std::string>>& errors,
+                         ExperimentReport report) {
+  report.cells.clear();
+  for (const auto& spec_cell : spec.cells)
+    report.cells.push_back(cell_result(spec, spec_cell, errors));
+  compare_cells(report.cells);
+  fs::create_directories(spec.out);
+  report.csv_path = (fs::path(spec.out) / "results.csv").string();
+  report.json_path = (fs::path(spec.out) / "results.json").string();
+  write_csv(report);
+  write_json(spec, options, report);
   return report;
 }
 

@@ -3,6 +3,7 @@
 #include "dataecho/train/profile.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/rng.h"
@@ -108,41 +109,32 @@ std::string ProfileReport::to_text() const {
   return s;
 }
 
-ProfileReport run_profile(const ProfileOptions& o) {
-  ProfileReport rep;
-  torch::set_num_threads(o.threads);
-  nlohmann::json spec = o.train_spec;
-  if (!o.train_pipeline) {
-    if (!spec.is_object())
-      throw Error(ErrorCode::kInvalidArgument, "profile", "no training spec given");
-    if (o.strip_echo) {
-      PipelineDef def = PipelineDef::from_json(spec);
-      auto& stages = def.mutable_stages();
-      const size_t before = stages.size();
-      std::erase_if(stages, [](const StageDef& s) { return s.op == "echo"; });
-      if (stages.size() < before) {
-        spec = def.to_json();
-        rep.notes = "removed " + std::to_string(before - stages.size()) +
-                    " echo stage(s) from the spec to measure the pipeline without echo";
-      }
-    }
-  }
-  std::unique_ptr<Pipeline> pipeline;
-  if (o.train_pipeline) {
-    pipeline = o.train_pipeline();
-  } else {
-    BuildOptions bo;
-    bo.base_dir = o.train_spec_dir;
-    pipeline = build_pipeline(spec, bo);
-  }
+namespace {
 
-  // ---- upstream: the pipeline alone, pulled as fast as it goes ----
+// The definition profiled: the spec, without its echo stages when asked (R is about the
+// pipeline without echo); nullopt for a pipeline from a factory.
+std::optional<PipelineDef> profiled_def(const ProfileOptions& o, ProfileReport& rep) {
+  if (o.train_pipeline) return std::nullopt;
+  if (!o.train_spec) throw Error(ErrorCode::kInvalidArgument, "profile", "no training spec given");
+  PipelineDef def = *o.train_spec;
+  if (const size_t echoes = def.count("echo"); o.strip_echo && echoes > 0) {
+    def = def.without("echo");
+    rep.notes = "removed " + std::to_string(echoes) +
+                " echo stage(s) from the spec to measure the pipeline without echo";
+  }
+  return def;
+}
+
+// Upstream: the pipeline alone, pulled as fast as it goes. Returns its first batch (the
+// shape of the synthetic ones) and its stats; fills rep's pipeline figures.
+std::pair<Example, PipelineStats> measure_upstream(const ProfileOptions& o,
+                                                   std::unique_ptr<Pipeline> pipeline,
+                                                   ProfileReport& rep) {
   int64_t t_start = now_ns();
   std::optional<Example> first = pipeline->next();
   if (!first)
     throw Error(ErrorCode::kInvalidArgument, "profile", "training pipeline: yielded no batch");
-  const InputSignature sig = inspect_batch(*first, o.input, "training pipeline");
-  rep.input = sig.describe();
+  rep.input = inspect_batch(*first, o.input, "training pipeline").describe();
   int64_t t_first = now_ns();
   int64_t batches = 1, timed = 0;
   int64_t t_end = t_first;
@@ -160,15 +152,18 @@ ProfileReport run_profile(const ProfileOptions& o) {
   // is taken over the batches after it when there are any.
   rep.upstream_ms_per_batch =
       timed > 0 ? (t_end - t_first) / 1e6 / timed : (t_first - t_start) / 1e6;
-  PipelineStats stats = pipeline->stats();
-  pipeline.reset();
+  return {std::move(*first), pipeline->stats()};
+}
 
-  // ---- downstream: the train step on synthetic batches of the same shape ----
+// Downstream: the train step on synthetic batches of the shape of `first`, in ms per
+// batch.
+double measure_downstream(const ProfileOptions& o, const Example& first) {
+  const InputSignature sig = inspect_batch(first, o.input, "training pipeline");
   torch::manual_seed(o.seed);
   Classifier model = make_model(o.model, sig.channels, sig.height, sig.width);
   auto optimizer = make_optimizer(model->parameters(), o.optimizer);
   model->train();
-  Example synth = synthetic_batch(*first, o.input, o.model.num_classes, o.seed);
+  Example synth = synthetic_batch(first, o.input, o.model.num_classes, o.seed);
   auto step = [&] {
     TorchBatch tb = batch_to_torch(synth, o.input, sig);
     optimizer->zero_grad();
@@ -181,11 +176,30 @@ ProfileReport run_profile(const ProfileOptions& o) {
   int64_t d0 = now_ns();
   int64_t steps = std::max<int64_t>(1, o.train_steps);
   for (int64_t i = 0; i < steps; ++i) step();
-  rep.downstream_ms_per_batch = (now_ns() - d0) / 1e6 / static_cast<double>(steps);
+  return (now_ns() - d0) / 1e6 / static_cast<double>(steps);
+}
+
+}  // namespace
+
+ProfileReport run_profile(const ProfileOptions& o) {
+  ProfileReport rep;
+  torch::set_num_threads(o.threads);
+  const std::optional<PipelineDef> def = profiled_def(o, rep);
+  std::unique_ptr<Pipeline> pipeline;
+  if (o.train_pipeline) {
+    pipeline = o.train_pipeline();
+  } else {
+    BuildOptions bo;
+    bo.base_dir = o.train_spec_dir;
+    pipeline = def->build(bo);
+  }
+  // The pipeline is gone before the train steps run (measure_upstream owns it).
+  auto [first, stats] = measure_upstream(o, std::move(pipeline), rep);
+  rep.downstream_ms_per_batch = measure_downstream(o, first);
 
   // ---- recommendation ----
-  EchoAdvice advice = advise_echo(stats.to_json(), o.train_pipeline ? nlohmann::json() : spec,
-                                  batches, rep.upstream_ms_per_batch, rep.downstream_ms_per_batch);
+  EchoAdvice advice = advise_echo(stats.to_json(), def, rep.batches, rep.upstream_ms_per_batch,
+                                  rep.downstream_ms_per_batch);
   rep.stages = std::move(advice.stages);
   rep.r = advice.r;
   rep.slowest_stage = std::move(advice.slowest_stage);

@@ -36,19 +36,26 @@ std::vector<double> number_list(SpecObject& o, const std::string& key) {
   return out;
 }
 
-// A spec given inline (an object) or as a file name relative to `base_dir`.
-void read_spec(SpecObject& o, const std::string& key, const std::string& base_dir,
-               nlohmann::json& spec, std::string& dir) {
+std::string dir_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+// A spec given inline (an object) or as a file name relative to `base_dir`: its JSON,
+// parsed by the caller once the config is read (a spec's own errors are the spec's).
+std::optional<nlohmann::json> read_spec(SpecObject& o, const std::string& key,
+                                        const std::string& base_dir, std::string& dir) {
   const nlohmann::json* j = o.raw(key);
-  if (!j) return;
+  if (!j) return std::nullopt;
   if (j->is_string()) {
-    load_spec_into(resolve_spec_path(base_dir, j->get<std::string>()), spec, dir);
-  } else if (j->is_object()) {
-    spec = *j;
-    dir = base_dir;
-  } else {
-    throw_spec_error(o.field_path(key), "expected a spec file name or a spec object");
+    const std::string path = resolve_spec_path(base_dir, j->get<std::string>());
+    dir = dir_of(path);
+    return load_spec_file(path);
   }
+  if (!j->is_object())
+    throw_spec_error(o.field_path(key), "expected a spec file name or a spec object");
+  dir = base_dir;
+  return *j;
 }
 
 }  // namespace
@@ -83,20 +90,20 @@ double learning_rate_at(const OptimizerConfig& o, int64_t step, int64_t decay_st
   return o.lr;
 }
 
-void load_spec_into(const std::string& path, nlohmann::json& spec, std::string& dir) {
-  spec = load_spec_file(path);
-  auto slash = path.find_last_of('/');
-  dir = slash == std::string::npos ? "" : path.substr(0, slash);
+void load_spec_into(const std::string& path, std::optional<PipelineDef>& spec, std::string& dir) {
+  spec = PipelineDef::from_json(load_spec_file(path));
+  dir = dir_of(path);
 }
 
 TrainConfig train_config_from_json(const nlohmann::json& json, const std::string& base_dir) {
   TrainConfig c;
+  std::optional<nlohmann::json> train, eval, test;
   try {
     SpecObject top(json, "$");
     top.raw("comment");
-    read_spec(top, "train_spec", base_dir, c.train_spec, c.train_spec_dir);
-    read_spec(top, "eval_spec", base_dir, c.eval_spec, c.eval_spec_dir);
-    read_spec(top, "test_spec", base_dir, c.test_spec, c.test_spec_dir);
+    train = read_spec(top, "train_spec", base_dir, c.train_spec_dir);
+    eval = read_spec(top, "eval_spec", base_dir, c.eval_spec_dir);
+    test = read_spec(top, "test_spec", base_dir, c.test_spec_dir);
     c.seed_pipeline = top.get_bool("seed_pipeline", c.seed_pipeline);
 
     SpecObject in = top.get_object("input");
@@ -145,15 +152,16 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     if (e.stage() != "spec") throw;
     throw Error(e.code(), kStage, e.message(), e.input());
   }
+  if (train) c.train_spec = PipelineDef::from_json(*train);
+  if (eval) c.eval_spec = PipelineDef::from_json(*eval);
+  if (test) c.test_spec = PipelineDef::from_json(*test);
   return c;
 }
 
 TrainConfig load_train_config(const std::string& path) {
   nlohmann::json j = load_spec_file(path);
-  auto slash = path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
   try {
-    return train_config_from_json(j, dir);
+    return train_config_from_json(j, dir_of(path));
   } catch (const Error& e) {
     if (e.stage() != kStage || !e.input().empty()) throw;
     throw Error(e.code(), kStage, e.message(), path);
@@ -162,16 +170,18 @@ TrainConfig load_train_config(const std::string& path) {
 
 nlohmann::json train_config_to_json(const TrainConfig& c) {
   nlohmann::json j;
-  j["train_spec"] = c.train_pipeline ? nlohmann::json("(in-process pipeline)") : c.train_spec;
+  j["train_spec"] = c.train_pipeline ? nlohmann::json("(in-process pipeline)")
+                    : c.train_spec   ? c.train_spec->to_json()
+                                     : nlohmann::json(nullptr);
   if (c.test_pipeline) {
     j["test_spec"] = "(in-process pipeline)";
-  } else if (!c.test_spec.is_null()) {
-    j["test_spec"] = c.test_spec;
+  } else if (c.test_spec) {
+    j["test_spec"] = c.test_spec->to_json();
   }
   if (c.eval_pipeline) {
     j["eval_spec"] = "(in-process pipeline)";
-  } else if (!c.eval_spec.is_null()) {
-    j["eval_spec"] = c.eval_spec;
+  } else if (c.eval_spec) {
+    j["eval_spec"] = c.eval_spec->to_json();
   }
   j["seed_pipeline"] = c.seed_pipeline;
   j["input"] = {{"image_field", c.input.image_field}, {"label_field", c.input.label_field}};
@@ -209,7 +219,7 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
 }
 
 void validate_train_config(const TrainConfig& c) {
-  if (!c.train_pipeline && !c.train_spec.is_object()) {
+  if (!c.train_pipeline && !c.train_spec) {
     config_error("no training pipeline: give a training spec (--train-spec or \"train_spec\")");
   }
   const auto& kinds = model_kinds();
@@ -234,7 +244,7 @@ void validate_train_config(const TrainConfig& c) {
   if (c.target_loss && !(*c.target_loss >= 0.0)) {
     config_error("target loss must be >= 0, got " + num(*c.target_loss));
   }
-  bool has_eval = c.eval_pipeline || c.eval_spec.is_object();
+  bool has_eval = c.eval_pipeline || c.eval_spec.has_value();
   if ((c.target_accuracy || c.target_loss) && !has_eval) {
     config_error(
         "a target needs an evaluation pipeline: give an evaluation spec (--eval-spec or "

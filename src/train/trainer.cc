@@ -1,6 +1,10 @@
 // The training loop of the paper's protocol: pull a batch (time blocked = wait), train
 // on it (time = compute), count fresh and echoed rows, evaluate every N steps, stop at
 // the target or when a budget runs out, checkpoint so that --resume continues exactly.
+// Why this file is long: TrainRun is one run's state (counts, clocks, model, pipelines,
+// held-out sets) with its phases, which all read and write that state; apart, they would
+// hand it around. What is not the run lives elsewhere: its files and the checkpoint's
+// publishing (run_io.h), its records as JSON (train_result.cc).
 #include "dataecho/train/trainer.h"
 
 #include <algorithm>
@@ -12,9 +16,6 @@
 #include <sstream>
 #include <type_traits>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "dataecho/core/clock.h"
 #include "dataecho/core/process_memory.h"
 #include "dataecho/core/redact.h"
@@ -25,9 +26,18 @@
 #include "dataecho/train/optimizer.h"
 #include "dataecho/train/torch_batch.h"
 #include "progress.h"
+#include "run_io.h"
 
 namespace dataecho::train {
 namespace fs = std::filesystem;
+using run_io::load_model_bytes;
+using run_io::load_read_set;
+using run_io::model_bytes;
+using run_io::opt_json;
+using run_io::read_file;
+using run_io::ReadSet;
+using run_io::save_read_set;
+using run_io::write_file;
 
 namespace {
 
@@ -37,36 +47,6 @@ constexpr const char* kStage = "train";
   throw Error(code, kStage, message, input);
 }
 
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  if (!f) fail(ErrorCode::kIo, "cannot write file", path.string());
-}
-
-// fsync(2) on a file or directory, so that a rename after it publishes complete files.
-void sync_path(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    const std::string why = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    fail(ErrorCode::kIo, "cannot sync to disk: " + why, path.string());
-  }
-  ::close(fd);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::kNotFound, "cannot open file", path.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-template <class T>
-nlohmann::json opt_json(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 template <class T>
 struct is_optional : std::false_type {};
 template <class T>
@@ -82,32 +62,26 @@ std::optional<T> json_opt(const nlohmann::json& j, const char* key) {
 // files when there are at least as many files as ranks, otherwise every world-th element;
 // make_shard decides), and a pipeline seed of its own, so that ranks do not draw the same
 // augmentations. Rank 0 keeps the one-process seed.
-std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory, nlohmann::json spec,
+std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory,
+                                        const std::optional<PipelineDef>& spec,
                                         const std::string& dir, std::optional<uint64_t> seed,
                                         int rank = 0, int world = 1) {
   if (factory) return factory();
-  if (seed && *seed != 0) {
-    int64_t spec_seed =
-        spec.contains("seed") && spec["seed"].is_number_integer() ? spec["seed"].get<int64_t>() : 0;
-    uint64_t mixed = mix_seed(static_cast<uint64_t>(spec_seed), *seed);
-    if (rank > 0) mixed = mix_seed(mixed, static_cast<uint64_t>(rank));
-    spec["seed"] = static_cast<int64_t>(mixed >> 1);
-  }
+  if (!spec) fail(ErrorCode::kInvalidArgument, "no pipeline: give a spec or a factory");
+  PipelineDef def = *spec;
+  if (seed && *seed != 0)
+    def = rank > 0 ? def.with_mixed_seed({*seed, static_cast<uint64_t>(rank)})
+                   : def.with_mixed_seed({*seed});
   if (world > 1) {
-    nlohmann::json& stages = spec["stages"];
-    if (!stages.is_array()) stages = nlohmann::json::array();
-    for (const auto& st : stages) {
-      if (st.is_object() && st.value("op", "") == "shard")
-        fail(ErrorCode::kInvalidArgument,
-             "training pipeline: has a \"shard\" stage, but data-parallel training shards by "
-             "rank itself (a shard stage first); remove it from the spec");
-    }
-    stages.insert(stages.begin(),
-                  nlohmann::json{{"op", "shard"}, {"num_shards", world}, {"index", rank}});
+    if (def.find("shard"))
+      fail(ErrorCode::kInvalidArgument,
+           "training pipeline: has a \"shard\" stage, but data-parallel training shards by "
+           "rank itself (a shard stage first); remove it from the spec");
+    def = def.with_shard_first(world, rank);
   }
   BuildOptions o;
   o.base_dir = dir;
-  return build_pipeline(spec, o);
+  return def.build(o);
 }
 
 void check_labels(const TorchBatch& b, int64_t classes, const std::string& what) {
@@ -121,188 +95,13 @@ void check_labels(const TorchBatch& b, int64_t classes, const std::string& what)
   }
 }
 
-// A fresh read from storage: the source id and the pass (epoch) that read it.
-struct ReadKey {
-  int64_t id;
-  int32_t epoch;
-};
-
-// A set of ReadKeys in one open-addressing table (linear probing, a power-of-two
-// capacity at most half full), not a node per key as std::unordered_set. The set grows
-// by a few KiB every step for the whole run, and its nodes, long-lived and allocated
-// between the steps' large LibTorch buffers, split the freed buffers in the heap
-// (tune_allocator_for_pipelines keeps them there): each step then needed fresh heap.
-// Measured: peak RSS grew by about 170 MiB/s, to 3 GB over 1,500 steps of the protocol's
-// CNN without evaluations (4.4 and 6.1 GB in two of the distributed experiment's
-// baseline runs); with this table it stays flat (docs/train.md, "Memory").
-class ReadSet {
- public:
-  // True when `k` was not in the set.
-  bool insert(const ReadKey& k) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
-    for (size_t i = hash(k) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
-      Slot& s = slots_[i];
-      if (!s.used) {
-        s = {k.id, k.epoch, true};
-        ++size_;
-        return true;
-      }
-      if (s.id == k.id && s.epoch == k.epoch) return false;
-    }
-  }
-  size_t size() const { return size_; }
-  // Empties the set and keeps its memory.
-  void clear() {
-    if (size_ == 0) return;
-    std::fill(slots_.begin(), slots_.end(), Slot{});
-    size_ = 0;
-  }
-  template <class F>
-  void for_each(F&& f) const {
-    for (const Slot& s : slots_)
-      if (s.used) f(ReadKey{s.id, s.epoch});
-  }
-
- private:
-  struct Slot {
-    int64_t id = 0;
-    int32_t epoch = 0;
-    bool used = false;
-  };
-  static size_t hash(const ReadKey& k) {
-    uint64_t h = static_cast<uint64_t>(k.id) * 0x9E3779B97F4A7C15ull ^
-                 (static_cast<uint64_t>(static_cast<uint32_t>(k.epoch)) * 0xC2B2AE3D27D4EB4Full);
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
-    size_ = 0;
-    for (const Slot& s : old)
-      if (s.used) insert({s.id, s.epoch});
-  }
-  std::vector<Slot> slots_;
-  size_t size_ = 0;
-};
-
-std::string save_read_set(const ReadSet& set) {
-  std::string bytes;
-  bytes.reserve(set.size() * 12);
-  set.for_each([&](const ReadKey& k) {
-    bytes.append(reinterpret_cast<const char*>(&k.id), sizeof k.id);
-    bytes.append(reinterpret_cast<const char*>(&k.epoch), sizeof k.epoch);
-  });
-  return bytes;
-}
-ReadSet load_read_set(const std::string& bytes) {
-  ReadSet set;
-  for (size_t at = 0; at + 12 <= bytes.size(); at += 12) {
-    ReadKey k;
-    std::memcpy(&k.id, bytes.data() + at, sizeof k.id);
-    std::memcpy(&k.epoch, bytes.data() + at + 8, sizeof k.epoch);
-    set.insert(k);
-  }
-  return set;
-}
-
 // Elements the pipeline's source has produced so far (read-ahead included).
 int64_t source_reads(const Pipeline& p) {
   PipelineStats st = p.stats();
   return st.nodes().empty() ? 0 : st.nodes().front()->rows.load();
 }
 
-std::string model_bytes(ClassifierImpl& model) {
-  torch::serialize::OutputArchive a;
-  model.save(a);
-  std::ostringstream s;
-  a.save_to(s);
-  return s.str();
-}
-void load_model_bytes(ClassifierImpl& model, const std::string& bytes) {
-  torch::serialize::InputArchive a;
-  std::istringstream s(bytes);
-  a.load_from(s);
-  model.load(a);
-}
-
 }  // namespace
-
-nlohmann::json EvalRecord::to_json() const {
-  return {{"step", step},
-          {"fresh", fresh},
-          {"echoed", echoed},
-          {"raw_reads", raw_reads},
-          {"train_seconds", train_seconds},
-          {"wall_seconds", wall_seconds},
-          {"accuracy", accuracy},
-          {"loss", loss},
-          {"examples", examples},
-          {"train_loss", train_loss},
-          {"lr", lr}};
-}
-
-EvalRecord EvalRecord::from_json(const nlohmann::json& j) {
-  EvalRecord r;
-  r.step = j.at("step").get<int64_t>();
-  r.fresh = j.at("fresh").get<int64_t>();
-  r.echoed = j.at("echoed").get<int64_t>();
-  r.raw_reads = j.value("raw_reads", int64_t{0});
-  r.train_seconds = j.at("train_seconds").get<double>();
-  r.wall_seconds = j.at("wall_seconds").get<double>();
-  r.accuracy = j.at("accuracy").get<double>();
-  r.loss = j.at("loss").get<double>();
-  r.examples = j.at("examples").get<int64_t>();
-  r.train_loss = j.at("train_loss").get<double>();
-  r.lr = j.at("lr").get<double>();
-  return r;
-}
-
-nlohmann::json TrainResult::to_json() const {
-  nlohmann::json j;
-  j["stop_reason"] = stop_reason;
-  j["reached_target"] = reached_target;
-  j["steps"] = steps;
-  j["fresh"] = fresh;
-  j["echoed"] = echoed;
-  j["raw_reads"] = raw_reads;
-  j["fresh_by_echo_index"] = fresh_by_echo_index;
-  j["batch_duplicates"] = batch_duplicates;
-  j["batch_duplicate_rate"] = fresh + echoed > 0 ? static_cast<double>(batch_duplicates) /
-                                                       static_cast<double>(fresh + echoed)
-                                                 : 0.0;
-  j["raw_reads_to_target"] = opt_json(raw_reads_to_target);
-  j["steps_to_target"] = opt_json(steps_to_target);
-  j["fresh_to_target"] = opt_json(fresh_to_target);
-  j["seconds_to_target"] = opt_json(seconds_to_target);
-  j["wall_seconds_to_target"] = opt_json(wall_seconds_to_target);
-  j["wall_seconds"] = wall_seconds;
-  j["startup_seconds"] = startup_seconds;
-  j["peak_rss_mib"] = opt_json(peak_rss_mib);
-  j["snapshot_seconds"] = snapshot_seconds;
-  j["eval_mode"] = eval_mode;
-  j["train_seconds"] = train_seconds;
-  j["wait_seconds"] = wait_seconds;
-  j["compute_seconds"] = compute_seconds;
-  j["eval_seconds"] = eval_seconds;
-  j["r_estimate"] = r_estimate;
-  j["pipeline_bound"] = pipeline_bound;
-  j["achieved_echo"] = achieved_echo;
-  j["steps_per_second"] = train_seconds > 0 ? steps / train_seconds : 0.0;
-  j["final_eval"] = final_eval ? final_eval->to_json() : nlohmann::json(nullptr);
-  j["final_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
-  j["final_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
-  j["test_accuracy"] = test_eval ? nlohmann::json(test_eval->accuracy) : nlohmann::json(nullptr);
-  j["test_examples"] = test_eval ? nlohmann::json(test_eval->examples) : nlohmann::json(nullptr);
-  j["test_model"] = test_eval ? nlohmann::json(test_model) : nlohmann::json(nullptr);
-  j["evaluations"] = static_cast<int64_t>(evals.size());
-  j["world_size"] = world_size;
-  j["communication_seconds"] = communication_seconds;
-  j["ranks_identical"] = ranks_identical;
-  j["input"] = input;
-  j["parameters"] = parameters;
-  j["pipeline_stats"] = pipeline_stats;
-  return j;
-}
 
 struct Trainer::State {
   Classifier model;
@@ -341,8 +140,8 @@ class TrainRun {
         stop_(stop),
         model_out_(model_out),
         decay_steps_(c.optimizer.decay_steps > 0 ? c.optimizer.decay_steps : c.max_steps),
-        has_eval_(static_cast<bool>(c.eval_pipeline) || c.eval_spec.is_object()),
-        has_test_(static_cast<bool>(c.test_pipeline) || c.test_spec.is_object()),
+        has_eval_(static_cast<bool>(c.eval_pipeline) || c.eval_spec.has_value()),
+        has_test_(static_cast<bool>(c.test_pipeline) || c.test_spec.has_value()),
         snapshots_mode_(c.eval_mode == "snapshots"),
         dist_(c.collective.get()),
         rank_(dist_ ? dist_->rank() : 0),
@@ -408,7 +207,7 @@ class TrainRun {
     }
   }
 
-  HeldOut load_held_out(const PipelineFactory& factory, const nlohmann::json& spec,
+  HeldOut load_held_out(const PipelineFactory& factory, const std::optional<PipelineDef>& spec,
                         const std::string& dir, const std::string& what) {
     HeldOut h;
     std::unique_ptr<Pipeline> p = make_pipeline(factory, spec, dir, std::nullopt);
@@ -865,23 +664,29 @@ class TrainRun {
         return;
       }
     }
-    fs::path tmp = out_ / "checkpoint.tmp";
-    fs::remove_all(tmp);
-    fs::create_directories(tmp);
-    {
-      torch::serialize::OutputArchive a;
-      model_->save(a);
-      a.save_to((tmp / "model.pt").string());
-      torch::serialize::OutputArchive b;
-      optimizer_->save(b);
-      b.save_to((tmp / "optimizer.pt").string());
-    }
-    for (int r = 0; r < world_; ++r) {
-      write_file(tmp / rank_file("pipeline", ".state", r), states[static_cast<size_t>(r)]);
-      write_file(tmp / rank_file("fresh_keys", ".bin", r), reads[static_cast<size_t>(r)]);
-    }
-    write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r_.losses.data()),
-                                               r_.losses.size() * sizeof(float)));
+    run_io::publish_checkpoint(out_, [&](const fs::path& tmp) {
+      {
+        torch::serialize::OutputArchive a;
+        model_->save(a);
+        a.save_to((tmp / "model.pt").string());
+        torch::serialize::OutputArchive b;
+        optimizer_->save(b);
+        b.save_to((tmp / "optimizer.pt").string());
+      }
+      for (int r = 0; r < world_; ++r) {
+        write_file(tmp / rank_file("pipeline", ".state", r), states[static_cast<size_t>(r)]);
+        write_file(tmp / rank_file("fresh_keys", ".bin", r), reads[static_cast<size_t>(r)]);
+      }
+      write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r_.losses.data()),
+                                                 r_.losses.size() * sizeof(float)));
+      write_file(tmp / "state.json", checkpoint_state().dump(1) + "\n");
+    });
+    eval_s_ += (now_ns() - t0) / 1e9;  // bookkeeping, not training
+  }
+
+  // The checkpoint's state.json: the model, the world size, the running counts and
+  // clocks, and the evaluations so far.
+  nlohmann::json checkpoint_state() {
     nlohmann::json s;
     s["model"] = model_json_;
     s["world_size"] = world_;
@@ -896,16 +701,7 @@ class TrainRun {
     for (const auto& e : r_.evals) s["evals"].push_back(e.to_json());
     s["snapshots"] = nlohmann::json::array();
     for (const auto& sn : snaps_) s["snapshots"].push_back(sn.record.to_json());
-    write_file(tmp / "state.json", s.dump(1) + "\n");
-    for (const auto& f : fs::directory_iterator(tmp)) sync_path(f.path());
-    sync_path(tmp);
-    fs::path old = out_ / "checkpoint.old";
-    fs::remove_all(old);
-    if (fs::exists(ckpt_dir_)) fs::rename(ckpt_dir_, old);
-    fs::rename(tmp, ckpt_dir_);
-    sync_path(out_);
-    fs::remove_all(old);
-    eval_s_ += (now_ns() - t0) / 1e9;  // bookkeeping, not training
+    return s;
   }
 
   // ---- report ----

@@ -4,15 +4,22 @@
 //   (and the entry header dataecho.h) < train < cli; and python (the extension), which
 //   reaches the engine but never train or cli (it must not link LibTorch).
 // Linking cannot catch an upward include, as every public header lives under one
-// include/dataecho/ root; this test reads every include edge of the tree instead.
+// include/dataecho/ root; this test reads every include edge of the tree instead. It
+// also checks that no file includes another layer's private header (src/<layer>/*.h),
+// and that each engine layer's target links exactly what its files include: the layers
+// it includes headers of, and the third-party libraries whose headers it includes
+// (CMakeLists.txt writes the links to layer_links.txt).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -89,6 +96,153 @@ std::vector<std::string> upward_includes(const fs::path& root) {
   return found;
 }
 
+// ---- links ----
+
+// The engine's layers, each a static library dataecho_<layer>.
+const std::vector<std::string> kEngineLayers = {"core",  "ops",   "io",  "formats",
+                                                "image", "tools", "spec"};
+
+// A third-party library by the headers that use it (<curl/curl.h>: libcurl).
+std::string library_of_header(const std::string& inc) {
+  static const std::vector<std::pair<std::string, std::string>> kByPrefix = {
+      {"curl/", "libcurl"},
+      {"zlib.h", "zlib"},
+      {"archive.h", "libarchive"},
+      {"archive_entry.h", "libarchive"},
+      {"turbojpeg.h", "libturbojpeg"},
+      {"jpeglib.h", "libjpeg"},
+      {"jerror.h", "libjpeg"},
+      {"spng.h", "spng"},
+      {"google/protobuf/", "protobuf"},
+      {"nlohmann/", "nlohmann_json"}};
+  for (const auto& [prefix, lib] : kByPrefix)
+    if (inc.rfind(prefix, 0) == 0) return lib;
+  return "";
+}
+
+// A link item of layer_links.txt: a layer ("dataecho_io": io) or a library.
+std::string library_of_link(const std::string& item) {
+  if (item.rfind("dataecho_", 0) == 0) return "layer " + item.substr(9);
+  if (item.rfind("PkgConfig::DE_", 0) == 0) return item.substr(14);
+  if (item == "protobuf::libprotobuf") return "protobuf";
+  if (item == "nlohmann_json::nlohmann_json") return "nlohmann_json";
+  if (item == "Threads::Threads") return "threads";
+  return item;
+}
+
+// What the files of `layer` (src/<layer>/ and include/dataecho/<layer>/) include from
+// outside it: "layer X" for a header of layer X (public or private), a library name for
+// a third-party header; each with the first file and line that does.
+std::map<std::string, std::string> includes_of(const fs::path& root, const std::string& layer) {
+  std::map<std::string, std::string> used;
+  const std::regex quoted(R"(^\s*#\s*include\s*"([^"]+)\")"),
+      angled(R"(^\s*#\s*include\s*<([^>]+)>)");
+  for (const fs::path& dir : {root / "src" / layer, root / "include" / "dataecho" / layer}) {
+    if (!fs::exists(dir)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".h" && ext != ".cc")) continue;
+      const std::string rel = fs::relative(entry.path(), root).generic_string();
+      std::ifstream in(entry.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        std::smatch m;
+        std::string what;
+        if (std::regex_search(line, m, quoted)) {
+          const std::string inc = m[1];
+          const auto ip = split(inc);
+          if (inc.size() > 5 && inc.compare(inc.size() - 5, 5, ".pb.h") == 0 &&
+              !used.count("protobuf"))
+            used["protobuf"] = rel + ":" + std::to_string(n);  // a generated message
+          if (ip.size() >= 2 && ip[0] == "dataecho")
+            what = "layer " + public_layer(ip);
+          else if (ip.size() >= 2 && rank_of(ip[0]))
+            what = "layer " + ip[0];
+        } else if (std::regex_search(line, m, angled)) {
+          what = library_of_header(m[1]);
+        }
+        if (!what.empty() && what != "layer " + layer && !used.count(what))
+          used[what] = rel + ":" + std::to_string(n);
+      }
+    }
+  }
+  return used;
+}
+
+// layer_links.txt: "io: dataecho_core PkgConfig::DE_libcurl" per layer (items separated
+// by spaces or commas).
+std::map<std::string, std::set<std::string>> read_links(const std::string& text) {
+  std::map<std::string, std::set<std::string>> links;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto& items = links[line.substr(0, colon)];
+    std::string rest = line.substr(colon + 1);
+    std::replace(rest.begin(), rest.end(), ',', ' ');
+    std::istringstream in_line(rest);
+    std::string item;
+    while (in_line >> item) items.insert(library_of_link(item));
+  }
+  return links;
+}
+
+// Every difference between what each layer links and what its files include: a link
+// nothing includes, an include nothing links, a link up the layer order. Core's
+// nlohmann_json and threads reach every layer through core.
+std::vector<std::string> link_mismatches(const fs::path& root, const std::string& links_text) {
+  std::vector<std::string> found;
+  const auto links = read_links(links_text);
+  for (const auto& layer : kEngineLayers) {
+    auto it = links.find(layer);
+    if (it == links.end()) {
+      found.push_back(layer + ": no links listed");
+      continue;
+    }
+    const std::set<std::string>& linked = it->second;
+    const auto used = includes_of(root, layer);
+    for (const auto& item : linked) {
+      if (layer == "core" && (item == "nlohmann_json" || item == "threads")) continue;
+      if (item.rfind("layer ", 0) == 0 && rank_of(item.substr(6)) > rank_of(layer))
+        found.push_back(layer + ": links " + item + ", above it");
+      if (!used.count(item))
+        found.push_back(layer + ": links " + item + ", which no file of it includes");
+    }
+    for (const auto& [item, where] : used) {
+      if (item == "nlohmann_json" || item == "threads") continue;  // through core
+      if (!linked.count(item))
+        found.push_back(layer + ": " + where + " includes " + item + ", which it does not link");
+    }
+  }
+  return found;
+}
+
+// Includes of another layer's private header ("ops/map_and_batch.h" from spec): such a
+// header is part of the layer's implementation; another layer uses a public header.
+std::vector<std::string> private_includes(const fs::path& root) {
+  std::vector<std::string> found;
+  const std::regex include_re(R"(^\s*#\s*include\s*"([^"]+)\")");
+  if (!fs::exists(root / "src")) return found;
+  for (const auto& entry : fs::recursive_directory_iterator(root / "src")) {
+    const std::string ext = entry.path().extension().string();
+    if (!entry.is_regular_file() || (ext != ".h" && ext != ".cc")) continue;
+    const std::string rel = fs::relative(entry.path(), root).generic_string();
+    const std::string layer = split(rel)[1];
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include_re)) continue;
+      const auto ip = split(m[1]);
+      if (ip.size() >= 2 && rank_of(ip[0]) && ip[0] != layer)
+        found.push_back(rel + ":" + std::to_string(n) + ": includes \"" + std::string(m[1]) +
+                        "\", private to layer " + ip[0]);
+    }
+  }
+  return found;
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + "\n";
@@ -98,6 +252,71 @@ std::string joined(const std::vector<std::string>& v) {
 TEST(Layers, NoIncludeReachesUp) {
   const auto found = upward_includes(DATAECHO_SOURCE_DIR);
   EXPECT_TRUE(found.empty()) << "includes that reach up the layer order:\n" << joined(found);
+}
+
+TEST(Layers, NoLayerIncludesAnotherLayersPrivateHeader) {
+  const auto found = private_includes(DATAECHO_SOURCE_DIR);
+  EXPECT_TRUE(found.empty()) << "private headers of another layer:\n" << joined(found);
+}
+
+TEST(Layers, EachLayerLinksExactlyWhatItIncludes) {
+  std::ifstream in(std::string(DATAECHO_BINARY_DIR) + "/layer_links.txt");
+  ASSERT_TRUE(in) << "no layer_links.txt in the build folder (CMakeLists.txt writes it)";
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto found = link_mismatches(DATAECHO_SOURCE_DIR, text.str());
+  EXPECT_TRUE(found.empty()) << "links that differ from the includes:\n"
+                             << joined(found) << "layer_links.txt:\n"
+                             << text.str();
+}
+
+TEST(Layers, TheLinkCheckFindsAnExtraAMissingAndAnUpwardLink) {
+  const fs::path root =
+      fs::temp_directory_path() / ("dataecho_links_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto write = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  write("src/core/a.cc", "#include <nlohmann/json.hpp>\n#include \"core/private.h\"\n");
+  write("src/ops/a.cc", "#include \"dataecho/core/tensor.h\"\n");
+  write("src/io/a.cc", "#include \"dataecho/io/byte_stream.h\"\n#include <curl/curl.h>\n");
+  write("src/formats/a.cc", "#include \"dataecho/ops/map.h\"\n");
+  write("src/image/a.cc", "#include <spng.h>\n#include \"dataecho/core/tensor.h\"\n");
+  write("src/tools/a.cc", "#include \"dataecho/image/codec.h\"\n");
+  write("src/spec/a.cc", "#include \"dataecho/tools/convert.h\"\n");
+  std::string links =
+      "core: nlohmann_json::nlohmann_json, Threads::Threads\n"
+      "ops: dataecho_core\n"
+      "io: PkgConfig::DE_libcurl\n"
+      "formats: dataecho_ops\n"
+      "image: dataecho_core, PkgConfig::DE_spng\n"
+      "tools: dataecho_image\n"
+      "spec: dataecho_tools\n";
+  EXPECT_TRUE(link_mismatches(root, links).empty()) << joined(link_mismatches(root, links));
+  // image linking formats, io not linking curl, ops linking spec (up the order).
+  links =
+      "core: nlohmann_json::nlohmann_json, Threads::Threads\n"
+      "ops: dataecho_core, dataecho_spec\n"
+      "io: dataecho_core\n"
+      "formats: dataecho_ops\n"
+      "image: dataecho_core, dataecho_formats, PkgConfig::DE_spng\n"
+      "tools: dataecho_image\n"
+      "spec: dataecho_tools\n";
+  auto found = link_mismatches(root, links);
+  std::sort(found.begin(), found.end());
+  ASSERT_EQ(found.size(), 5u) << joined(found);
+  EXPECT_EQ(found[0], "image: links layer formats, which no file of it includes");
+  EXPECT_EQ(found[1], "io: links layer core, which no file of it includes");
+  EXPECT_EQ(found[2], "io: src/io/a.cc:2 includes libcurl, which it does not link");
+  EXPECT_EQ(found[3], "ops: links layer spec, above it");
+  EXPECT_EQ(found[4], "ops: links layer spec, which no file of it includes");
+  // A private header of another layer.
+  write("src/spec/b.cc", "#include \"ops/map_and_batch.h\"\n");
+  EXPECT_EQ(private_includes(root),
+            std::vector<std::string>{
+                "src/spec/b.cc:1: includes \"ops/map_and_batch.h\", private to layer ops"});
+  fs::remove_all(root);
 }
 
 TEST(Layers, TheCheckFindsAnUpwardIncludeAndOnlyThat) {

@@ -13,7 +13,7 @@
 
 #include "dataecho/pipeline.h"
 
-#include "io/nginx_config.h"
+#include "dataecho/io/nginx_config.h"
 
 namespace dataecho::testing {
 

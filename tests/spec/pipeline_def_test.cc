@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "dataecho/core/example_json.h"
+#include "dataecho/core/rng.h"
 #include "dataecho/dataecho.h"
 #include "test_util.h"
 
@@ -172,6 +173,167 @@ TEST(PipelineDef, FindAndInsertStages) {
   for (const auto& s : d.stages()) ops.push_back(s.op);
   EXPECT_EQ(ops, (std::vector<std::string>{"echo", "shuffle", "map", "batch"}));
   EXPECT_EQ(testing::drain(*d.build()).size(), 10u);
+}
+
+// ---- the edits with value semantics (trainer, experiment runner, profile) ----
+
+std::vector<std::string> ops(const PipelineDef& d) {
+  std::vector<std::string> out;
+  for (const auto& s : d.stages()) out.push_back(s.op);
+  return out;
+}
+
+using Ops = std::vector<std::string>;
+
+// Each edit returns a new definition and leaves the original as it was; the edited one
+// round-trips through JSON like any other.
+TEST(PipelineDefEdits, LeaveTheOriginalAsItWasAndRoundTrip) {
+  const PipelineDef d = range(20).seed(5).map("square").echo({.factor = 2}).batch({.size = 4});
+  const PipelineDef before = d;
+  const nlohmann::json spec = d.to_json();
+  const std::vector<PipelineDef> edited = {
+      d.with_shard_first(2, 1),
+      d.with_mixed_seed({9}),
+      d.without("echo"),
+      d.replacing("echo", {{"shuffle", {{"buffer", 3}}}}),
+      d.inserting(0, {{"take", {{"count", 8}}}}),
+      d.inserting_after(2, {{"prefetch", {{"buffer", 2}}}}),
+      d.with_option(2, "size", int64_t{8}),
+  };
+  EXPECT_EQ(d, before);
+  EXPECT_EQ(d.to_json(), spec);
+  for (const PipelineDef& e : edited) {
+    EXPECT_NE(e, d);
+    EXPECT_EQ(PipelineDef::from_json(e.to_json()), e) << e.to_json().dump();
+    EXPECT_EQ(PipelineDef::from_json(e.to_json()).to_json(), e.to_json());
+  }
+}
+
+// An unedited definition keeps its canonical spec and so its state fingerprint; an edit
+// that changes nothing (removing an op it does not have) too.
+TEST(PipelineDefEdits, AnUneditedDefinitionKeepsItsSpecAndFingerprint) {
+  const nlohmann::json spec = json::parse(R"({"seed": 3, "source": {"kind": "range", "count": 30},
+      "stages": [{"op": "shuffle", "buffer": 10}, {"op": "batch", "size": 4}]})");
+  const PipelineDef d = PipelineDef::from_json(spec);
+  EXPECT_EQ(d.to_json(), spec);
+  EXPECT_EQ(d.without("echo").to_json(), spec);
+  EXPECT_EQ(d.replacing("echo", {}).to_json(), spec);
+  // The same fingerprint: a state saved by the spec's pipeline restores.
+  auto p = build_pipeline(spec);
+  testing::drain(*p, 2);
+  auto q = d.without("echo").build();
+  q->restore(p->save());
+  EXPECT_EQ(as_json(*q), as_json(*p));
+  // A definition that lists no stages keeps it so (a spec of a source alone).
+  const nlohmann::json bare = json::parse(R"({"source": {"kind": "range", "count": 3}})");
+  EXPECT_FALSE(PipelineDef::from_json(bare).lists_stages());
+  EXPECT_EQ(PipelineDef::from_json(bare).without("echo").to_json(), bare);
+  EXPECT_TRUE(d.lists_stages());
+}
+
+// The trainer's data-parallel edit: a shard first, as the spec a person would write, and
+// refused (naming the stage) where the pipeline shards already.
+TEST(PipelineDefEdits, ShardFirstForARank) {
+  const PipelineDef d = range(10).map("square").batch({.size = 2});
+  const PipelineDef r1 = d.with_shard_first(2, 1);
+  EXPECT_EQ(ops(r1), (Ops{"shard", "map", "batch"}));
+  EXPECT_EQ(r1.stages()[0].to_json(), json::parse(R"({"op":"shard","num_shards":2,"index":1})"));
+  EXPECT_EQ(r1, range(10).shard(2, 1).map("square").batch({.size = 2}));
+  // Ranks 0 and 1 read the two halves.
+  const PipelineDef unbatched = range(10).map("square");
+  EXPECT_EQ(testing::drain(*unbatched.with_shard_first(2, 0).build()).size(), 5u);
+  EXPECT_EQ(testing::drain(*unbatched.with_shard_first(2, 1).build()).size(), 5u);
+  const std::string err =
+      testing::error_of([&] { range(10).map("square").shard(3, 0).with_shard_first(2, 1); });
+  EXPECT_NE(err.find("$.stages[1] (shard)"), std::string::npos) << err;
+  EXPECT_NE(err.find("sharded already"), std::string::npos) << err;
+}
+
+// The seed is mixed with each salt in turn (the run's seed, then a rank), as the trainer
+// did on the JSON spec, and stays a valid spec seed.
+TEST(PipelineDefEdits, MixedSeed) {
+  const PipelineDef d = range(10).seed(3).shuffle({.buffer = 5});
+  EXPECT_EQ(d.with_mixed_seed({7}).seed(), mix_seed(3, 7) >> 1);
+  EXPECT_EQ(d.with_mixed_seed({7, 2}).seed(), mix_seed(mix_seed(3, 7), 2) >> 1);
+  EXPECT_EQ(range(10).with_mixed_seed({7}).seed(), mix_seed(0, 7) >> 1);  // unset: 0
+  EXPECT_EQ(d.with_mixed_seed({}).seed(), 3u >> 1);
+  const PipelineDef m = d.with_mixed_seed({~0ull, 1});
+  EXPECT_LT(m.seed(), 1ull << 63);
+  EXPECT_EQ(PipelineDef::from_json(m.to_json()), m);  // a seed the spec reader accepts
+  EXPECT_NE(as_json(*m.build()), as_json(*d.build()));
+}
+
+TEST(PipelineDefEdits, RemoveReplaceAndInsert) {
+  const PipelineDef d =
+      range(10).echo({.factor = 2}).map("square").echo({.factor = 3}).batch({.size = 2});
+  EXPECT_EQ(d.count("echo"), 2u);
+  EXPECT_EQ(d.count("shard"), 0u);
+  EXPECT_EQ(ops(d.without("echo")), (Ops{"map", "batch"}));
+  EXPECT_EQ(ops(d.without("take")), ops(d));
+  const PipelineDef r = d.replacing("echo", {{"take", {{"count", 9}}}, {"skip", {{"count", 1}}}});
+  EXPECT_EQ(ops(r), (Ops{"take", "skip", "map", "take", "skip", "batch"}));
+  EXPECT_EQ(ops(d.inserting(0, {{"take", {{"count", 4}}}})),
+            (Ops{"take", "echo", "map", "echo", "batch"}));
+  EXPECT_EQ(ops(d.inserting(4, {{"prefetch", {{"buffer", 2}}}})),
+            (Ops{"echo", "map", "echo", "batch", "prefetch"}));
+  EXPECT_EQ(ops(d.inserting_after(1, {{"shuffle", {{"buffer", 4}}}})),
+            (Ops{"echo", "map", "shuffle", "echo", "batch"}));
+  EXPECT_EQ(ops(d.inserting_after(3, {{"prefetch", {{"buffer", 2}}}})),
+            (Ops{"echo", "map", "echo", "batch", "prefetch"}));
+  EXPECT_EQ(testing::drain(*d.without("echo").build()).size(), 5u);
+  // Edits that cannot apply name the place.
+  std::string err = testing::error_of([&] { d.inserting(5, {{"take", {{"count", 1}}}}); });
+  EXPECT_NE(err.find("$.stages[5]"), std::string::npos) << err;
+  EXPECT_NE(err.find("has 4 stages"), std::string::npos) << err;
+  err = testing::error_of([&] { d.inserting_after(4, {}); });
+  EXPECT_NE(err.find("$.stages[4]: no such stage"), std::string::npos) << err;
+}
+
+TEST(PipelineDefEdits, OptionsAsTypedValues) {
+  const PipelineDef d = range(10)
+                            .map("square", {}, {.parallelism = kAutotune})
+                            .map("square", {}, {.parallelism = 3})
+                            .echo({.factor = 2.5})
+                            .batch({.size = 4, .drop_remainder = true});
+  EXPECT_EQ(d.option<int64_t>(0, "parallelism"), std::nullopt);  // "auto"
+  EXPECT_EQ(d.option<std::string>(0, "parallelism"), "auto");
+  EXPECT_EQ(d.option<int64_t>(1, "parallelism"), 3);
+  EXPECT_EQ(d.option<std::string>(1, "fn"), "square");
+  EXPECT_EQ(d.option<double>(2, "factor"), 2.5);
+  EXPECT_EQ(d.option<int64_t>(2, "factor"), std::nullopt);
+  EXPECT_EQ(d.option<int64_t>(3, "size"), 4);
+  EXPECT_EQ(d.option<double>(3, "size"), 4.0);
+  EXPECT_EQ(d.option<bool>(3, "drop_remainder"), true);
+  EXPECT_EQ(d.option<int64_t>(3, "buffer"), std::nullopt);  // not given
+  const std::string err = testing::error_of([&] { d.option<int64_t>(4, "size"); });
+  EXPECT_NE(err.find("$.stages[4]: no such stage: the pipeline has 4 stages"), std::string::npos)
+      << err;
+
+  // Setting one: the batch size of an experiment's cell; build() validates it.
+  const PipelineDef big = d.with_option(3, "size", int64_t{8});
+  EXPECT_EQ(big.option<int64_t>(3, "size"), 8);
+  EXPECT_EQ(big.option<bool>(3, "drop_remainder"), true);
+  EXPECT_EQ(d.option<int64_t>(3, "size"), 4);
+  const std::string bad = testing::error_of([&] { d.with_option(3, "size", -1).build(); });
+  EXPECT_NE(bad.find("$.stages[3].size"), std::string::npos) << bad;
+  const std::string op = testing::error_of([&] { d.with_option(3, "op", std::string("take")); });
+  EXPECT_NE(op.find("$.stages[3] (batch)"), std::string::npos) << op;
+}
+
+// A list of stages alone (the in-memory pipelines' form) is read as a spec's.
+TEST(PipelineDefEdits, StagesFromJson) {
+  const auto stages = PipelineDef::stages_from_json(
+      json::parse(R"([{"op":"batch","size":4},{"op":"prefetch","buffer":2}])"));
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0], (StageDef{"batch", {{"size", 4}}}));
+  EXPECT_NE(testing::error_of([] {
+              PipelineDef::stages_from_json(json::object());
+            }).find("$.stages: expected a list of stages"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([] {
+              PipelineDef::stages_from_json(json::parse(R"([{"op":"batch"},{"size":4}])"));
+            }).find("$.stages[1]"),
+            std::string::npos);
 }
 
 }  // namespace

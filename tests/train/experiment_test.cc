@@ -185,7 +185,9 @@ TEST(ExperimentSpec, OverrideSpecNamesAreRelativeToTheExperimentSpec) {
   write(dir / "experiments" / "overridden.json", spec);
   auto train_comment = [&](const std::string& name) {
     ExperimentSpec s = load_experiment_spec((dir / "experiments" / name).string());
-    return train_config_from_json(s.base_config, s.base_dir).train_spec.value("comment", "");
+    return train_config_from_json(s.base_config, s.base_dir)
+        .train_spec->to_json()
+        .value("comment", "");
   };
   EXPECT_EQ(train_comment("plain.json"), "the base's");
   EXPECT_EQ(train_comment("overridden.json"), "the experiment's");

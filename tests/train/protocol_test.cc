@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "dataecho/tools/convert.h"
 #include "dataecho/spec/registry.h"
+#include "dataecho/tools/convert.h"
 #include "dataecho/train/memory_pipeline.h"
 #include "dataecho/train/trainer.h"
 #include "fashion_data.h"
@@ -64,7 +64,7 @@ TEST(ProtocolTest, ThrottledHttpAndLocalRunsCountTheSameFreshExamplesAtEveryEval
 
   auto run = [&](const std::string& prefix) {
     TrainConfig c;
-    c.train_spec = train_spec(prefix);
+    c.train_spec = PipelineDef::from_json(train_spec(prefix));
     auto eval = dataecho::testing::fashion(false, 300);
     c.eval_pipeline = [eval] {
       return build_memory_pipeline(

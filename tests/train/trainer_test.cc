@@ -79,18 +79,19 @@ TEST_F(TrainerTest, MlpReaches70PercentOnFashionMnistWithinAStepBudget) {
     std::string dir = dataecho::testing::kFashionDir;
     c.train_pipeline = nullptr;
     c.eval_pipeline = nullptr;
-    c.train_spec = {{"seed", 3},
-                    {"source",
-                     {{"kind", "idx"},
-                      {"images", dir + "/train-images-idx3-ubyte.gz"},
-                      {"labels", dir + "/train-labels-idx1-ubyte.gz"},
-                      {"limit", 2000}}},
-                    {"stages", epochs_stages(2000, 64)}};
-    c.eval_spec = {{"source",
-                    {{"kind", "idx"},
-                     {"images", dir + "/t10k-images-idx3-ubyte.gz"},
-                     {"labels", dir + "/t10k-labels-idx1-ubyte.gz"}}},
-                   {"stages", json::parse(R"([{"op":"batch","size":1000}])")}};
+    c.train_spec = PipelineDef::from_json({{"seed", 3},
+                                           {"source",
+                                            {{"kind", "idx"},
+                                             {"images", dir + "/train-images-idx3-ubyte.gz"},
+                                             {"labels", dir + "/train-labels-idx1-ubyte.gz"},
+                                             {"limit", 2000}}},
+                                           {"stages", epochs_stages(2000, 64)}});
+    c.eval_spec =
+        PipelineDef::from_json({{"source",
+                                 {{"kind", "idx"},
+                                  {"images", dir + "/t10k-images-idx3-ubyte.gz"},
+                                  {"labels", dir + "/t10k-labels-idx1-ubyte.gz"}}},
+                                {"stages", json::parse(R"([{"op":"batch","size":1000}])")}});
   }
   c.threads = 2;
   c.target_accuracy = 0.70;
@@ -147,16 +148,17 @@ TEST_F(TrainerTest, PeakMemoryDoesNotGrowWithTheNumberOfSteps) {
     TrainConfig c;
     c.progress = "off";
     c.optimizer.lr = 0.05;
-    c.train_spec = {{"source",
-                     {{"kind", "idx"},
-                      {"images", dir + "/train-images-idx3-ubyte.gz"},
-                      {"labels", dir + "/train-labels-idx1-ubyte.gz"},
-                      {"limit", 5000}}},
-                    {"stages", json::array({{{"op", "repeat"}, {"count", -1}},
-                                            {{"op", "shuffle"}, {"buffer", 1000}},
-                                            {{"op", "map"}, {"fn", "normalize"}},
-                                            {{"op", "batch"}, {"size", 128}},
-                                            {{"op", "prefetch"}, {"buffer", 4}}})}};
+    c.train_spec =
+        PipelineDef::from_json({{"source",
+                                 {{"kind", "idx"},
+                                  {"images", dir + "/train-images-idx3-ubyte.gz"},
+                                  {"labels", dir + "/train-labels-idx1-ubyte.gz"},
+                                  {"limit", 5000}}},
+                                {"stages", json::array({{{"op", "repeat"}, {"count", -1}},
+                                                        {{"op", "shuffle"}, {"buffer", 1000}},
+                                                        {{"op", "map"}, {"fn", "normalize"}},
+                                                        {{"op", "batch"}, {"size", 128}},
+                                                        {{"op", "prefetch"}, {"buffer", 4}}})}});
     c.model.kind = "cnn";
     c.model.depth = 2;
     c.model.width = 16;
@@ -475,7 +477,8 @@ TEST(TrainConfigTest, JsonConfigIsValidatedWithPaths) {
   EXPECT_EQ(*c.target_accuracy, 0.9);
   EXPECT_EQ(c.max_fresh, 1000);
   EXPECT_EQ(c.out, "runs/a");
-  EXPECT_EQ(c.train_spec["source"]["count"], 4);
+  ASSERT_TRUE(c.train_spec);
+  EXPECT_EQ(c.train_spec->source_options()["count"], 4);
   EXPECT_CONTAINS(dataecho::testing::error_of([&] {
                     c.target_accuracy = 2;
                     validate_train_config(c);
@@ -534,13 +537,13 @@ TEST_F(TrainerTest, ProfileFindsTheSlowStageAndRecommendsEcho) {
 TEST_F(TrainerTest, ProfileRecommendsAPrefetchAndNothingElseWhenTrainingIsTheBottleneck) {
   ProfileOptions o;
   // A fast pipeline (no prefetch) and a slower step: a wide MLP on 32-image batches.
-  o.train_spec = {
-      {"source",
-       {{"kind", "idx"},
-        {"images", std::string(dataecho::testing::kFashionDir) + "/train-images-idx3-ubyte.gz"},
-        {"labels", std::string(dataecho::testing::kFashionDir) + "/train-labels-idx1-ubyte.gz"},
-        {"limit", 2000}}},
-      {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}};
+  o.train_spec = PipelineDef::from_json(
+      {{"source",
+        {{"kind", "idx"},
+         {"images", std::string(dataecho::testing::kFashionDir) + "/train-images-idx3-ubyte.gz"},
+         {"labels", std::string(dataecho::testing::kFashionDir) + "/train-labels-idx1-ubyte.gz"},
+         {"limit", 2000}}},
+       {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}});
   o.model.width = 1024;
   o.pipeline_seconds = 0.5;
   o.train_steps = 5;

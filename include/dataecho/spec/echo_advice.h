@@ -7,10 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho {
 
@@ -37,6 +40,11 @@ struct EchoAdvice {
 // `spec`: its JSON spec (null when it has none: then no placement by op and no
 // recommended spec). Times are milliseconds per batch.
 EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t batches,
+                       double upstream_ms_per_batch, double downstream_ms_per_batch);
+// The same from the pipeline's definition (nullopt, or a definition that lists no
+// stages, when it has none); the JSON form above parses a spec with a "stages" list
+// into this.
+EchoAdvice advise_echo(nlohmann::json stats, const std::optional<PipelineDef>& def, int64_t batches,
                        double upstream_ms_per_batch, double downstream_ms_per_batch);
 
 }  // namespace dataecho

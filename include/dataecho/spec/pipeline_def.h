@@ -22,9 +22,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,8 +45,34 @@ struct StageDef {
   nlohmann::json to_json() const;  // {"op": ..., options...}
   // For a map or filter: the function's name ("" otherwise or when not given).
   std::string fn() const;
+  // An option as a typed value: nullopt when it is not given or is not a T (a
+  // "parallelism" of "auto" is no int64_t). T: bool, an integer, a floating-point type
+  // or std::string.
+  template <class T>
+  std::optional<T> option(const std::string& key) const;
   friend bool operator==(const StageDef&, const StageDef&) = default;
 };
+
+template <class T>
+std::optional<T> StageDef::option(const std::string& key) const {
+  if (!options.is_object()) return std::nullopt;
+  const auto it = options.find(key);
+  if (it == options.end()) return std::nullopt;
+  const nlohmann::json& v = *it;
+  bool fits = false;
+  if constexpr (std::is_same_v<T, bool>) {
+    fits = v.is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
+    fits = v.is_number_integer();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    fits = v.is_number();
+  } else {
+    static_assert(std::is_same_v<T, std::string>, "StageDef::option: bool, number or string");
+    fits = v.is_string();
+  }
+  if (!fits) return std::nullopt;
+  return v.get<T>();
+}
 
 // A parallelism or buffer the pipeline's tuner sets while it runs ("auto" in the spec;
 // core/tuner.h): map's parallelism, interleave's parallelism and prefetch's buffer. (An
@@ -131,14 +159,58 @@ class PipelineDef {
   std::optional<size_t> find(const std::string& op, const std::string& fn = "",
                              size_t from = 0) const;
   void insert(size_t at, std::vector<StageDef> stages);
+  // How many stages have this op.
+  size_t count(const std::string& op) const;
+  // Whether the definition lists stages (a spec's "stages", possibly empty, or a stage
+  // added in C++): a spec of a source alone has none.
+  bool lists_stages() const { return has_stages_ || !stages_.empty(); }
+  // Option `key` of stage `index` as a typed value (StageDef::option); throws, naming the
+  // stage's path, when there is no such stage.
+  template <class T>
+  std::optional<T> option(size_t index, const std::string& key) const {
+    return stage_at(index).option<T>(key);
+  }
+
+  // ---- edits with value semantics: each returns the edited definition and leaves this
+  // one as it was. Where an edit cannot apply it throws dataecho::Error
+  // (kInvalidArgument, stage "spec") whose message names the stage by its JSON path
+  // ("$.stages[2] (shard): ..."). An edited definition is a definition like any other:
+  // its to_json() is the spec a person would write for it, and it builds as that spec.
+  // ----
+  // A `shard` stage put first (index `index` of `num_shards` shares): one rank's share of
+  // the data in data-parallel training. Refused when the pipeline has a shard stage
+  // already, which would shard the shares again.
+  PipelineDef with_shard_first(int64_t num_shards, int64_t index) const;
+  // The pipeline seed mixed with each salt in turn (core/rng.h mix_seed, from seed()),
+  // then halved into [0, 2^63) so that it is a valid spec "seed": a run's seed, a rank.
+  PipelineDef with_mixed_seed(std::initializer_list<uint64_t> salts) const;
+  // Without the stages of this op (the same definition when it has none).
+  PipelineDef without(const std::string& op) const;
+  // Each stage of this op replaced by `stages`, in place (none: removed).
+  PipelineDef replacing(const std::string& op, const std::vector<StageDef>& stages) const;
+  // `stages` inserted before stage `at` (at == stages().size(): at the end), and after
+  // stage `index`.
+  PipelineDef inserting(size_t at, std::vector<StageDef> stages) const;
+  PipelineDef inserting_after(size_t index, std::vector<StageDef> stages) const;
+  // Stage `index` with option `key` set to `value` (a bool, number or string); build()
+  // validates it as every option.
+  template <class T>
+  PipelineDef with_option(size_t index, const std::string& key, const T& value) const {
+    return with_option_json(index, key, nlohmann::json(value));
+  }
 
   // ---- JSON ----
   // Checks the structure (a source with a kind, a list of stages each with an op);
   // each op's options are checked by build(). Errors name the JSON path.
   static PipelineDef from_json(const nlohmann::json& spec);
+  // A list of stages as a spec's "stages" ([{"op": "batch", "size": 4}, ...]), checked as
+  // from_json checks it (errors name $.stages[i]).
+  static std::vector<StageDef> stages_from_json(const nlohmann::json& stages);
   // The spec: from_json(d.to_json()) == d, and to_json(from_json(j)) == j for a valid
   // spec j ("name" and "comment" are kept). Throws for a definition made from_dataset.
   nlohmann::json to_json() const;
+  // The "stages" list of to_json() (also for a definition made from_dataset).
+  nlohmann::json stages_to_json() const;
 
   // Validates every option, builds the nodes, labels them ("3:shuffle"), attaches their
   // stats and wraps a builder's error with the stage's JSON path. The state fingerprint
@@ -148,6 +220,9 @@ class PipelineDef {
   friend bool operator==(const PipelineDef& a, const PipelineDef& b);
 
  private:
+  const StageDef& stage_at(size_t index) const;  // throws naming the path
+  PipelineDef with_option_json(size_t index, const std::string& key, nlohmann::json value) const;
+
   // Unset: not given (the spec's default), so that to_json() gives back what was read.
   std::optional<uint64_t> seed_;
   std::optional<bool> deterministic_;

@@ -125,8 +125,9 @@ ExperimentSpec load_experiment_spec(const std::string& path);
 //   adaptive: {"factor": "adaptive", "max_factor": factor} at adaptive_placement.
 // A base spec that already has an echo stage, or no batch stage, is refused.
 nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const ExperimentCell& cell);
-// The same on a PipelineDef, in place (derive_cell_spec is this on the parsed spec).
-void derive_cell_def(PipelineDef& def, const ExperimentCell& cell);
+// The same on a PipelineDef: the cell's definition (derive_cell_spec is this on the
+// parsed spec, written back as JSON).
+PipelineDef derive_cell_def(const PipelineDef& base, const ExperimentCell& cell);
 
 // Median, min and max of the values over the seeds that reached the target.
 struct Spread {

@@ -15,7 +15,7 @@
 namespace dataecho::train {
 
 struct ProfileOptions {
-  nlohmann::json train_spec;
+  std::optional<PipelineDef> train_spec;
   std::string train_spec_dir;
   PipelineFactory train_pipeline;  // takes precedence over the spec
   InputOptions input;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataecho/pipeline.h"
+#include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho::train {
 
@@ -66,25 +67,26 @@ double learning_rate_at(const OptimizerConfig& o, int64_t step, int64_t decay_st
 using PipelineFactory = std::function<std::unique_ptr<Pipeline>()>;
 
 struct TrainConfig {
-  // The training pipeline: a spec (README.md, "A pipeline in one JSON document") with
-  // its base directory for relative paths, or a factory (tests and benchmarks; takes
-  // precedence).
-  nlohmann::json train_spec;
+  // The training pipeline: a definition (a spec, README.md "A pipeline in one JSON
+  // document", or one made in C++) with its base directory for relative paths, or a
+  // factory (tests and benchmarks; takes precedence).
+  std::optional<PipelineDef> train_spec;
   std::string train_spec_dir;
   PipelineFactory train_pipeline;
   // The evaluation pipeline, run to its end at each evaluation. Optional when no target
   // is set. It must yield batches of the same representation as the training pipeline.
-  nlohmann::json eval_spec;
+  std::optional<PipelineDef> eval_spec;
   std::string eval_spec_dir;
   PipelineFactory eval_pipeline;
   // An optional held-out test set, evaluated once at the end on the model that first met
   // the target (or, if none did, the final model): the protocol targets a validation
   // split and reports test accuracy separately (docs/protocol.md).
-  nlohmann::json test_spec;
+  std::optional<PipelineDef> test_spec;
   std::string test_spec_dir;
   PipelineFactory test_pipeline;
-  // Give the training spec the run's seed (its "seed" field), so that --seed varies the
-  // data order and augmentation too; false keeps the spec's own seed.
+  // Mix the run's seed into the training pipeline's seed (PipelineDef::with_mixed_seed),
+  // so that --seed varies the data order and augmentation too; false keeps the spec's
+  // own seed.
   bool seed_pipeline = true;
 
   InputOptions input;
@@ -143,8 +145,9 @@ struct TrainConfig {
 // Errors name the JSON path: "train config: $.model.kind: ...".
 TrainConfig train_config_from_json(const nlohmann::json& json, const std::string& base_dir = "");
 TrainConfig load_train_config(const std::string& path);
-// Loads a pipeline spec from a file into `spec` and `dir`.
-void load_spec_into(const std::string& path, nlohmann::json& spec, std::string& dir);
+// Loads a pipeline spec from a file into `spec` (parsed: PipelineDef::from_json) and
+// its folder into `dir`.
+void load_spec_into(const std::string& path, std::optional<PipelineDef>& spec, std::string& dir);
 // The config as JSON (specs inline), as saved in out/config.json.
 nlohmann::json train_config_to_json(const TrainConfig& config);
 // Refuses a config that cannot run: unknown model, a target outside [0,1], no training

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dataecho/core/error.h"
@@ -71,6 +72,66 @@ std::string describe_status(int status) {
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+// The environment of rank `r`: this process's, with the job's variables set anew.
+std::vector<std::string> rank_environment(int r, int nproc, int port, double timeout_seconds) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
+        key == "MASTER_PORT" || key == kLaunchedRankVariable || key == "DATAECHO_DIST_TIMEOUT")
+      continue;
+    env_strings.push_back(kv);
+  }
+  env_strings.push_back("RANK=" + std::to_string(r));
+  env_strings.push_back("LOCAL_RANK=" + std::to_string(r));
+  env_strings.push_back("WORLD_SIZE=" + std::to_string(nproc));
+  env_strings.push_back("MASTER_ADDR=127.0.0.1");
+  env_strings.push_back("MASTER_PORT=" + std::to_string(port));
+  env_strings.push_back("DATAECHO_DIST_TIMEOUT=" + std::to_string(timeout_seconds));
+  env_strings.push_back(std::string(kLaunchedRankVariable) + "=1");
+  return env_strings;
+}
+
+// Waits for every rank; after the first failure, gives the others `patience_seconds`
+// (their timeout and a grace) to notice and exit, then kills them. The first rank that
+// failed (-1: none) and how.
+std::pair<int, std::string> wait_for_ranks(const std::vector<pid_t>& pids,
+                                           double patience_seconds) {
+  std::vector<bool> running(pids.size(), true);
+  size_t left = pids.size();
+  int first_failed = -1;
+  std::string first_how;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (left > 0) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (size_t r = 0; r < pids.size(); ++r) {
+        if (pids[r] != pid || !running[r]) continue;
+        running[r] = false;
+        --left;
+        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && first_failed < 0) {
+          first_failed = static_cast<int>(r);
+          first_how = describe_status(status);
+          deadline = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(patience_seconds * 1000));
+        }
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR && errno != ECHILD) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (size_t r = 0; r < pids.size(); ++r)
+        if (running[r]) ::kill(pids[r], SIGKILL);
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {first_failed, first_how};
+}
+
 extern "C" void ignore_in_launcher(int) {}
 
 }  // namespace
@@ -93,22 +154,7 @@ void launch_local_ranks(int nproc, double timeout_seconds, double grace_seconds)
 
   std::vector<pid_t> pids;
   for (int r = 0; r < nproc; ++r) {
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-      const std::string kv = *e;
-      const std::string key = kv.substr(0, kv.find('='));
-      if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
-          key == "MASTER_PORT" || key == kLaunchedRankVariable || key == "DATAECHO_DIST_TIMEOUT")
-        continue;
-      env_strings.push_back(kv);
-    }
-    env_strings.push_back("RANK=" + std::to_string(r));
-    env_strings.push_back("LOCAL_RANK=" + std::to_string(r));
-    env_strings.push_back("WORLD_SIZE=" + std::to_string(nproc));
-    env_strings.push_back("MASTER_ADDR=127.0.0.1");
-    env_strings.push_back("MASTER_PORT=" + std::to_string(port));
-    env_strings.push_back("DATAECHO_DIST_TIMEOUT=" + std::to_string(timeout_seconds));
-    env_strings.push_back(std::string(kLaunchedRankVariable) + "=1");
+    std::vector<std::string> env_strings = rank_environment(r, nproc, port, timeout_seconds);
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -123,39 +169,7 @@ void launch_local_ranks(int nproc, double timeout_seconds, double grace_seconds)
     pids.push_back(pid);
   }
 
-  // Wait; after the first failure, give the others timeout + grace to notice and exit.
-  std::vector<bool> running(pids.size(), true);
-  int left = nproc;
-  int first_failed = -1;
-  std::string first_how;
-  auto deadline = std::chrono::steady_clock::time_point::max();
-  while (left > 0) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      for (size_t r = 0; r < pids.size(); ++r) {
-        if (pids[r] != pid || !running[r]) continue;
-        running[r] = false;
-        --left;
-        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && first_failed < 0) {
-          first_failed = static_cast<int>(r);
-          first_how = describe_status(status);
-          deadline = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(
-                         static_cast<int64_t>((timeout_seconds + grace_seconds) * 1000));
-        }
-      }
-      continue;
-    }
-    if (pid < 0 && errno != EINTR && errno != ECHILD) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      for (size_t r = 0; r < pids.size(); ++r)
-        if (running[r]) ::kill(pids[r], SIGKILL);
-      deadline = std::chrono::steady_clock::time_point::max();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const auto [first_failed, first_how] = wait_for_ranks(pids, timeout_seconds + grace_seconds);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   if (first_failed >= 0)
