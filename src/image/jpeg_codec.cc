@@ -1,6 +1,11 @@
 // JPEG through libjpeg-turbo: TurboJPEG (tjDecompress2 / tjCompress2) for whole images,
 // and its libjpeg API for region decodes, where jpeg_crop_scanline and
 // jpeg_skip_scanlines avoid reconstructing pixels an augmentation throws away.
+// Why this file is long: libjpeg reports errors by longjmp, so every step that can
+// jump is a plain function beside the one error manager they share (ErrorManager); the
+// region decoder, its hand-over to libjpeg's Huffman decoder, the coefficient seam
+// that tests compare the two decoders through, and the start-up self-test built on it
+// all use that manager, and splitting them would export it.
 #include <algorithm>
 #include <atomic>
 #include <csetjmp>
