@@ -24,7 +24,8 @@ cd "$TMP"
 t=$(date +%s)
 DATAECHO_CMAKE_BUILD_DIR=$BUILD "$VPY" -m pip install -q --no-build-isolation --no-index "$SRC"
 echo "pip install: $(($(date +%s) - t)) s"
-"$VPY" -m pip show dataecho | grep -qx "Version: $VERSION" || { "$VPY" -m pip show dataecho; echo "pip show: not version $VERSION"; exit 1; }
+show=$("$VPY" -m pip show dataecho)
+grep -qx "Version: $VERSION" <<<"$show" || { echo "$show"; echo "pip show: not version $VERSION"; exit 1; }
 
 "$VPY" - "$SITE" "$VERSION" <<'PY'
 import importlib.metadata, sys
