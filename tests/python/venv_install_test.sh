@@ -42,5 +42,10 @@ PY
 "$VPY" -m pip uninstall -q -y dataecho
 left=$(find "$SITE" -maxdepth 1 -iname '*dataecho*')
 [[ -z $left ]] || { echo "pip uninstall left: $left"; exit 1; }
-if "$VPY" -c 'import dataecho' 2>/dev/null; then echo "dataecho still imports after pip uninstall"; exit 1; fi
+# (a dataecho that scripts/bootstrap.sh --python put in /usr/local may still import)
+"$VPY" - "$SITE" <<'PY'
+import importlib.util, sys
+spec = importlib.util.find_spec("dataecho")
+assert spec is None or not spec.origin.startswith(sys.argv[1]), f"still imports from {spec.origin}"
+PY
 echo "pip uninstall removed dataecho from $SITE"
