@@ -19,7 +19,8 @@
 #     --root DIR   where the root goes (default /var/tmp/dataecho-fresh); an old root
 #                  there from an earlier check is removed first
 #     --keep       leave the root in place afterwards (to look around with chroot)
-#     --only X     run just one of the three checks (--only wheel: minutes, not an hour)
+#     --only X     run just one of the three checks (--only wheel --wheel FILE: about 4
+#                  minutes; building the wheel first adds a build of the engine)
 #     --wheel FILE check this wheel instead of building one from the commit
 # Logs: DIR.logs/{debootstrap,wheel-build,wheel,demo,test}.log (outside the root, so
 # they survive it).
@@ -39,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --keep) KEEP=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
     --wheel) WHEEL=$(realpath "$2"); shift 2 ;;
-    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,26p' "$0" >&2; exit 2 ;;
   esac
 done
 [[ -z "$ONLY" || "$ONLY" == demo || "$ONLY" == test || "$ONLY" == wheel ]] || { echo "fresh_check: --only takes demo, test or wheel" >&2; exit 2; }
