@@ -5,7 +5,8 @@
 #   scripts/bootstrap.sh --deps     install only
 #   scripts/bootstrap.sh --bench-deps   also torchvision, matplotlib's sample photograph and FFCV (bench/dataloader_compare.sh), then build
 #   scripts/bootstrap.sh --python   install + build, then install the Python package into
-#                                   /usr/bin/python3's site folder (import dataecho from anywhere)
+#                                   /usr/bin/python3's site folder (import dataecho from anywhere);
+#                                   a virtual environment uses pip instead (docs/python.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,8 @@ PACKAGES=(
   libgloo-dev
   # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3
   pybind11-dev python3-dev libdlpack-dev python3-numpy python3-torch python3-pytest
+  # pip install . in a virtual environment and the wheel (pyproject.toml, setup.py)
+  python3-setuptools python3-wheel python3-pip python3-venv python3-build
 )
 
 # Only for the side-by-side benchmark against PyTorch's DataLoader.

@@ -2,20 +2,28 @@
 # The README's two commands as a new user meets them: a minimal Debian 12 root
 # (debootstrap --variant=minbase bookworm, nothing else installed), the committed tree
 # (git archive HEAD) copied into it, then scripts/demo.sh and scripts/test.sh run there
-# as root with a clean environment. Prints PASS or FAIL for each and exits non-zero if
-# either failed.
+# as root with a clean environment. Before them, while the root has nothing else, the
+# Python wheel as another machine gets it: a wheel built here from the same commit
+# (python3 -m build --wheel --no-isolation, with this machine's packages), the Debian
+# packages its metadata names as its runtime (setup.py's DEBIAN_RUNTIME) installed in
+# the root and nothing more (no torch), then pip install into a venv, import from /, a
+# numpy-mode pipeline, pip uninstall. Prints PASS or FAIL for each and exits non-zero
+# if any failed.
 #
 # Run it before changing scripts/bootstrap.sh or any install step: the development
 # machines and CI have packages a fresh machine lacks, so a green CI can hide a missing
 # install. It takes as long as CI's whole run plus the demo plus the debootstrap (an
 # hour or more on 2 cores), so CI never runs it.
 #
-#   scripts/fresh_check.sh [--root DIR] [--keep] [--only demo|test]
+#   scripts/fresh_check.sh [--root DIR] [--keep] [--only demo|test|wheel] [--wheel FILE]
 #     --root DIR   where the root goes (default /var/tmp/dataecho-fresh); an old root
 #                  there from an earlier check is removed first
 #     --keep       leave the root in place afterwards (to look around with chroot)
-#     --only X     run just one of the two commands
-# Logs: DIR.logs/{debootstrap,demo,test}.log (outside the root, so they survive it).
+#     --only X     run just one of the three checks (--only wheel --wheel FILE: about 4
+#                  minutes; building the wheel first adds a build of the engine)
+#     --wheel FILE check this wheel instead of building one from the commit
+# Logs: DIR.logs/{debootstrap,wheel-build,wheel,demo,test}.log (outside the root, so
+# they survive it).
 #
 # Needs root. Installs debootstrap if it is missing. /proc, /sys and /dev are
 # bind-mounted into the root (the sanitizers and nginx need them) and unmounted on every
@@ -25,15 +33,18 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=/var/tmp/dataecho-fresh
 KEEP=0
 ONLY=""
+WHEEL=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --root) ROOT=$(realpath -m "$2"); shift 2 ;;
     --keep) KEEP=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
-    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+    --wheel) WHEEL=$(realpath "$2"); shift 2 ;;
+    *) sed -n '2,26p' "$0" >&2; exit 2 ;;
   esac
 done
-[[ -z "$ONLY" || "$ONLY" == demo || "$ONLY" == test ]] || { echo "fresh_check: --only takes demo or test" >&2; exit 2; }
+[[ -z "$ONLY" || "$ONLY" == demo || "$ONLY" == test || "$ONLY" == wheel ]] || { echo "fresh_check: --only takes demo, test or wheel" >&2; exit 2; }
+[[ -z "$WHEEL" || -f "$WHEEL" ]] || { echo "fresh_check: no wheel $WHEEL" >&2; exit 2; }
 [[ "$(id -u)" -eq 0 ]] || { echo "fresh_check: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
 case $ROOT in
   /|/bin|/boot|/dev|/etc|/home|/lib*|/proc|/root|/run|/sbin|/sys|/tmp|/usr|/var|/var/tmp|/work)
@@ -87,6 +98,20 @@ if [[ -e "$ROOT" ]]; then
 fi
 mkdir -p "$LOGS"
 t0=$(date +%s)
+COMMIT=$(git -C "$REPO" rev-parse --short HEAD)  # once: HEAD may move while the check runs
+RUN_WHEEL=0
+[[ -z "$ONLY" || "$ONLY" == wheel ]] && RUN_WHEEL=1
+if [[ $RUN_WHEEL -eq 1 && -z "$WHEEL" ]]; then
+  # Built on this machine (it has the build's packages), from the commit checked below.
+  rm -rf "$LOGS/wheel-src" "$LOGS/wheel-dist"
+  mkdir -p "$LOGS/wheel-src"
+  git -C "$REPO" archive "$COMMIT" | tar -x -C "$LOGS/wheel-src"
+  echo "== building the wheel of $COMMIT (log: $LOGS/wheel-build.log)"
+  (cd "$LOGS/wheel-src" && /usr/bin/python3 -m build --wheel --no-isolation --outdir "$LOGS/wheel-dist" .) \
+    >"$LOGS/wheel-build.log" 2>&1 || { tail -20 "$LOGS/wheel-build.log"; echo "fresh_check: the wheel did not build" >&2; exit 1; }
+  WHEEL=$(ls "$LOGS"/wheel-dist/dataecho-*.whl)
+  echo "   $(($(date +%s) - t0)) s: $WHEEL"
+fi
 echo "== debootstrap --variant=minbase bookworm $ROOT $mirror (log: $LOGS/debootstrap.log)"
 debootstrap --variant=minbase bookworm "$ROOT" "$mirror" >"$LOGS/debootstrap.log" 2>&1 || {
   tail -20 "$LOGS/debootstrap.log"; echo "fresh_check: debootstrap failed" >&2; exit 1; }
@@ -98,7 +123,6 @@ cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
 chmod +x "$ROOT/usr/sbin/policy-rc.d"
 mkdir -p "$ROOT/root/dataecho"
-COMMIT=$(git -C "$REPO" rev-parse --short HEAD)  # once: HEAD may move while the check runs
 git -C "$REPO" archive "$COMMIT" | tar -x -C "$ROOT/root/dataecho"
 echo "== copied $COMMIT into $ROOT/root/dataecho"
 
@@ -127,6 +151,39 @@ run_in_root() {  # run_in_root NAME COMMAND: a login-like clean environment, as 
 }
 RESULTS=()
 FAILED=0
+if [[ $RUN_WHEEL -eq 1 ]]; then
+  # The runtime packages the wheel's own metadata names, and nothing else.
+  runtime=$(/usr/bin/python3 - "$WHEEL" <<'PY'
+import re, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+m = re.search(r"Debian 12 runtime packages: (.*)", z.read(meta).decode())
+print(m.group(1).strip() if m else "")
+PY
+)
+  [[ -n "$runtime" ]] || { echo "fresh_check: $WHEEL names no Debian 12 runtime packages" >&2; exit 1; }
+  mkdir -p "$ROOT/root/wheel"
+  cp "$WHEEL" "$ROOT/root/wheel/"
+  cat >"$ROOT/root/wheel/check.py" <<'PY'
+import importlib.util, os, sys
+import numpy as np
+import dataecho as de
+assert importlib.util.find_spec("torch") is None, "torch is installed: not the runtime-only root"
+assert de.__file__.startswith(sys.prefix), de.__file__
+rows = []
+for b in de.range(12).echo(2).batch(4).build(seed=1, as_numpy=True):
+    assert isinstance(b["value"], np.ndarray)
+    rows += b["value"].tolist()
+assert sorted(rows) == sorted(list(range(12)) * 2), rows
+print("wheel: dataecho", de.__version__, "from", de.__file__, "ran", len(rows), "rows without torch")
+PY
+  run_in_root wheel "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $runtime >/dev/null \
+    && python3 -m venv --system-site-packages /root/wheel/env \
+    && /root/wheel/env/bin/pip install --no-index --disable-pip-version-check /root/wheel/$(basename "$WHEEL") \
+    && (cd / && /root/wheel/env/bin/python /root/wheel/check.py) \
+    && /root/wheel/env/bin/pip uninstall -y dataecho \
+    && ! /root/wheel/env/bin/python -c 'import dataecho' 2>/dev/null"
+fi
 [[ -z "$ONLY" || "$ONLY" == demo ]] && run_in_root demo scripts/demo.sh
 [[ -z "$ONLY" || "$ONLY" == test ]] && run_in_root test scripts/test.sh
 

@@ -38,6 +38,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from . import _core
 from ._core import DataError, Error, SpecError
 
+__version__: str = _core.__version__
+
 __all__ = [
     "Batch",
     "DataError",

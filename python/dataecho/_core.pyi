@@ -2,6 +2,8 @@
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+__version__: str
+
 class Error(RuntimeError):
     """An error of dataecho's engine: ``code``, ``stage`` and ``input`` say what and where."""
 

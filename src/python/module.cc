@@ -547,6 +547,9 @@ PYBIND11_MODULE(_core, m) {
   using namespace dataecho::python;
   namespace de = dataecho;
   m.doc() = "dataecho's C++ engine (use the `dataecho` package, not this module)";
+  // CMakeLists.txt's project(VERSION): the one version of the engine, the package and
+  // its wheel (setup.py reads the same line).
+  m.attr("__version__") = DATAECHO_VERSION;
 
   g_error = PyErr_NewExceptionWithDoc(
       "dataecho.Error",
