@@ -525,21 +525,17 @@ DecodedRegion JpegRegionDecoder::decode(int y, int x, int height, int width,
 
 namespace {
 
-// Reads the header and starts decompression as JpegRegionDecoder does (whole image,
-// scale 1/denom), then installs `huffman` where it is given. *mcus and *blocks get the
-// scan's MCU count and blocks per MCU. 1: decoded with one scan; 0: several scans (the
-// seam decodes only single-scan files); -1: libjpeg refused the file.
-int scan_start_c(jpeg_decompress_struct* cinfo, ErrorManager* err, const unsigned char* data,
-                 unsigned long size, int denom, bool grey, int64_t max_pixels,
-                 detail::JpegHuffman* huffman, bool* taken, long* mcus, int* blocks) {
+// Starts decompression of a header read_header_c read, as JpegRegionDecoder does
+// (whole image, scale 1/denom), then installs `huffman` where it is given. *mcus and
+// *blocks get the scan's MCU count and blocks per MCU. 1: decoded with one scan; 0:
+// several scans (the seam decodes only single-scan files); -1: libjpeg refused the file.
+int scan_start_c(jpeg_decompress_struct* cinfo, ErrorManager* err, int denom, bool grey,
+                 int64_t max_pixels, detail::JpegHuffman* huffman, bool* taken, long* mcus,
+                 int* blocks) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
     return -1;
   }
-  jpeg_destroy_decompress(cinfo);
-  jpeg_create_decompress(cinfo);
-  jpeg_mem_src(cinfo, data, size);
-  jpeg_read_header(cinfo, TRUE);
   if (int64_t{cinfo->image_width} * cinfo->image_height > max_pixels) {
     std::snprintf(err->message, sizeof(err->message), "%ux%u is over the limit of %lld pixels",
                   cinfo->image_width, cinfo->image_height, static_cast<long long>(max_pixels));
@@ -610,9 +606,12 @@ ScanCoefficients decode_scan_coefficients(std::string_view bytes, bool fast, int
   bool taken = false;
   long mcus = 0;
   int blocks = 0;
-  const int started = scan_start_c(
-      &cinfo, &err, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), scale_denom,
-      grey, max_pixels, fast ? &huffman : nullptr, &taken, &mcus, &blocks);
+  const int started =
+      read_header_c(&cinfo, &err, reinterpret_cast<const unsigned char*>(bytes.data()),
+                    bytes.size()) != 0
+          ? -1
+          : scan_start_c(&cinfo, &err, scale_denom, grey, max_pixels, fast ? &huffman : nullptr,
+                         &taken, &mcus, &blocks);
   if (started == 1 && fast && !taken) {
     jpeg_abort_decompress(&cinfo);
     result.outcome = Outcome::kNotTaken;

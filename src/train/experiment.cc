@@ -33,9 +33,7 @@ namespace {
 
 constexpr const char* kStage = "experiment";
 
-[[noreturn]] void experiment_error(const std::string& message, const std::string& input = "") {
-  throw Error(ErrorCode::kInvalidArgument, kStage, message, input);
-}
+using detail::experiment_error;
 
 std::string num(double v) {
   std::ostringstream s;

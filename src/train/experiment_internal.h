@@ -12,6 +12,9 @@
 
 namespace dataecho::train::detail {
 
+// A bad experiment spec or config: kInvalidArgument, stage "experiment".
+[[noreturn]] void experiment_error(const std::string& message, const std::string& input = "");
+
 std::string run_dir(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed);
 TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
                         const ExperimentOptions& options, nlohmann::json* identity);

@@ -23,13 +23,6 @@ std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
   return j[key].get<double>();
 }
 
-std::string fmt(const std::optional<double>& v, const char* f = "%.4g") {
-  if (!v) return "";
-  char b[64];
-  std::snprintf(b, sizeof b, f, *v);
-  return b;
-}
-
 std::string gp_string(const std::string& s) {  // a double-quoted gnuplot string
   std::string out = "\"";
   for (char c : s) {

@@ -24,9 +24,7 @@ namespace {
 
 constexpr const char* kStage = "experiment";
 
-[[noreturn]] void experiment_error(const std::string& message, const std::string& input = "") {
-  throw Error(ErrorCode::kInvalidArgument, kStage, message, input);
-}
+using detail::experiment_error;
 
 std::string dir_of(const std::string& path) {
   auto slash = path.find_last_of('/');
@@ -409,5 +407,11 @@ ExperimentSpec load_experiment_spec(const std::string& path) {
     throw Error(e.code(), e.stage(), e.message(), path);
   }
 }
+
+namespace detail {
+void experiment_error(const std::string& message, const std::string& input) {
+  throw Error(ErrorCode::kInvalidArgument, kStage, message, input);
+}
+}  // namespace detail
 
 }  // namespace dataecho::train
