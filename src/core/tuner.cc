@@ -372,7 +372,7 @@ struct Tuner::Tuned {
 
 Tuner::Tuner(TunerOptions options, std::shared_ptr<NodeStats> output,
              std::shared_ptr<const Clock> clock)
-    : clock_(clock ? std::move(clock) : Clock::real()),
+    : clock_(clock ? clock : Clock::real()),
       own_thread_(!clock),
       output_(std::move(output)),
       policy_(options.resolved(),
@@ -441,8 +441,9 @@ void Tuner::run() {
 
 std::optional<TunerChange> Tuner::step() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (own_thread_ || !started_ || stop_) return std::nullopt;
-  return window(lock, clock_->now_ns());
+  const int64_t t = clock_->now_ns();
+  if (own_thread_ || !started_ || stop_ || t <= last_ns_) return std::nullopt;
+  return window(lock, t);
 }
 
 std::optional<TunerChange> Tuner::window(std::unique_lock<std::mutex>& lock, int64_t t) {

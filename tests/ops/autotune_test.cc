@@ -1,8 +1,11 @@
-// The tuner of "auto" settings (core/tuner.h): it converges on a known bottleneck, keeps
-// within its CPU and RAM budgets, obeys its change intervals, and never changes what the
-// pipeline produces. The tuner runs with short windows here (0.4 s, 0.1 s in the warm-up) so that
-// each test takes seconds; the defaults (1 s windows (0.25 s in the warm-up), 10 s warm-up, 30 s
-// between changes) are the same code with other numbers.
+// The tuner of "auto" settings (core/tuner.h) in real pipelines: it converges on a known
+// bottleneck, keeps within its CPU and RAM budgets, obeys its change intervals, and never
+// changes what the pipeline produces. Its rules are tested exactly on made-up windows in
+// tests/core/tuner_test.cc; the tests here (suite AutotuneTiming, CTest label `timing`:
+// scripts/test.sh retries one once when it fails) run it in real time, with short windows
+// (0.4 s, 0.1 s in the warm-up) so that each takes seconds; the defaults (1 s windows
+// (0.25 s in the warm-up), 10 s warm-up, 30 s between changes) are the same code with
+// other numbers.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -55,7 +58,7 @@ const nlohmann::json& knob(const nlohmann::json& report, const std::string& para
 // A stage that sleeps 20 ms an element ahead of a consumer that takes 2.5 ms: its best
 // parallelism is 8. It uses almost no CPU, so it gets those threads even on a budget of
 // one core; above 8 the consumer is the bottleneck and a raise is taken back.
-TEST(Autotune, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
+TEST(AutotuneTiming, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
       "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}, "parallelism": "auto"}]})",
                        fast_tuner(/*cpu_budget=*/1));
@@ -80,7 +83,7 @@ TEST(Autotune, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
 
 // A CPU-bound stage on a budget of one core: the tuner does not add threads the budget
 // has no room for, and the process's CPU time stays within it.
-TEST(Autotune, CpuBoundStageStaysWithinTheCpuBudget) {
+TEST(AutotuneTiming, CpuBoundStageStaysWithinTheCpuBudget) {
   if (std::thread::hardware_concurrency() < 2)
     GTEST_SKIP() << "needs 2 cores for the budget to bind";
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
@@ -99,7 +102,7 @@ TEST(Autotune, CpuBoundStageStaysWithinTheCpuBudget) {
 
 // Elements of 4 MiB behind a prefetch of 2 on a RAM budget of 6 MiB: the tuner lowers the
 // buffer to what fits, and says why.
-TEST(Autotune, BufferFollowsTheRamBudget) {
+TEST(AutotuneTiming, BufferFollowsTheRamBudget) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
       "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 1048576}},
                  {"op": "prefetch", "buffer": "auto"}]})",
@@ -115,7 +118,7 @@ TEST(Autotune, BufferFollowsTheRamBudget) {
 // An echo's queue and pool bounded in bytes count at their bytes, not at elements x size:
 // 1 MiB elements, an echo of 1,024 elements but 2 MiB each, a RAM budget of 64 MiB. As
 // 2 x 1,024 elements it would be 2 GiB, over the budget, and the prefetch would be cut.
-TEST(Autotune, AByteBoundedEchoCountsAtItsBytes) {
+TEST(AutotuneTiming, AByteBoundedEchoCountsAtItsBytes) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
       "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 262144}},
                  {"op": "prefetch", "buffer": "auto"},
@@ -163,7 +166,7 @@ TEST(Autotune, OutputAndStateUnchangedByTuning) {
 // 1, 20 ms an element) ahead of a consumer of 5 ms. The tuner has nothing else to raise,
 // so it raises the echo's cap, and the echo fills the gap: about 3 copies an element
 // at most 4.
-TEST(Autotune, EchoFillsTheGapTuningCannotClose) {
+TEST(AutotuneTiming, EchoFillsTheGapTuningCannotClose) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
       "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}},
                  {"op": "echo", "factor": "auto", "max_factor": 4}]})",
@@ -183,7 +186,7 @@ TEST(Autotune, EchoFillsTheGapTuningCannotClose) {
 // The same echo behind a stage the tuner can speed up (parallelism "auto", 20 ms of
 // sleep, little CPU) ahead of a consumer of 8 ms: a parallelism of 3 or more closes the
 // gap, so the echo never repeats.
-TEST(Autotune, EchoWaitsForTheSettingsThatCanRise) {
+TEST(AutotuneTiming, EchoWaitsForTheSettingsThatCanRise) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
       "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}, "parallelism": "auto"},
                  {"op": "echo", "factor": "auto", "max_factor": 4}]})",
