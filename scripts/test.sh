@@ -63,8 +63,9 @@ ctest_retry() {
   done <<<"$failed"
   [ ${#retry[@]} -eq 0 ] && return "$rc"
   echo "=== retry: ${#retry[@]} failed timing test(s) once more: ${retry[*]}"
-  local still=0
-  ctest "$@" --rerun-failed -L timing || still=$?
+  local still=0 regex
+  regex="^($(printf '%s\n' "${retry[@]}" | sed 's/[][\.*^$+?(){}|/]/\\&/g' | paste -sd'|'))\$"
+  ctest "$@" -R "$regex" || still=$?
   local left
   left=$(sed -n 's/^[0-9]*://p' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | grep -c . || true)
   [ "$still" -eq 0 ] && left=0
