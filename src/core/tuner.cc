@@ -370,10 +370,9 @@ struct Tuner::Tuned {
   }
 };
 
-Tuner::Tuner(TunerOptions options, std::shared_ptr<NodeStats> output,
-             std::shared_ptr<const Clock> clock)
-    : clock_(clock ? clock : Clock::real()),
-      own_thread_(!clock),
+Tuner::Tuner(TunerOptions options, std::shared_ptr<NodeStats> output)
+    : clock_(options.clock ? options.clock : Clock::real()),
+      own_thread_(!options.clock),
       output_(std::move(output)),
       policy_(options.resolved(),
               static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}

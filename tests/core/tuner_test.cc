@@ -485,7 +485,9 @@ TEST(TunerRules, ASimulatedRaiseWithoutGainIsTakenBackAfterTheWarmUp) {
 TEST(TunerStepped, MeasuresTheCountersOverTheClocksWindow) {
   auto clock = std::make_shared<ManualClock>(1'000'000'000);
   auto out = std::make_shared<NodeStats>("2:prefetch");
-  Tuner tuner(options(), out, clock);
+  TunerOptions o = options();
+  o.clock = clock;
+  Tuner tuner(o, out);
   auto m = map_knob(1);
   auto stats = std::make_shared<NodeStats>("1:map", true);
   tuner.add(m, stats);

@@ -1,17 +1,18 @@
 // The tuner of "auto" settings (core/tuner.h) in real pipelines: it converges on a known
 // bottleneck, keeps within its CPU and RAM budgets, obeys its change intervals, and never
 // changes what the pipeline produces. Its rules are tested exactly on made-up windows in
-// tests/core/tuner_test.cc; the tests here (suite AutotuneTiming, CTest label `timing`:
-// scripts/test.sh retries one once when it fails) run it in real time, with short windows
-// (0.4 s, 0.1 s in the warm-up) so that each takes seconds; the defaults (1 s windows
-// (0.25 s in the warm-up), 10 s warm-up, 30 s between changes) are the same code with
-// other numbers.
+// tests/core/tuner_test.cc. Here the budget tests step the tuner on a ManualClock; the
+// suite AutotuneTiming (CTest label `timing`: scripts/test.sh retries one once when it
+// fails) runs it in real time, with short windows (0.4 s, 0.1 s in the warm-up) so that
+// each takes seconds; the defaults (1 s windows (0.25 s in the warm-up), 10 s warm-up, 30 s
+// between changes) are the same code with other numbers.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/tuner.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "test_util.h"
 
@@ -100,33 +101,55 @@ TEST(AutotuneTiming, CpuBoundStageStaysWithinTheCpuBudget) {
   EXPECT_DOUBLE_EQ(report.at("cpu_budget").get<double>(), 1);
 }
 
-// Elements of 4 MiB behind a prefetch of 2 on a RAM budget of 6 MiB: the tuner lowers the
-// buffer to what fits, and says why.
-TEST(AutotuneTiming, BufferFollowsTheRamBudget) {
+// Elements of 4 MiB behind a prefetch of 2 on a RAM budget of 6 MiB: at its first window
+// the tuner lowers the buffer to what fits, and says why. The tuner runs on a ManualClock
+// and is stepped here: no real window, no thread.
+TEST(Autotune, BufferFollowsTheRamBudget) {
+  auto clock = std::make_shared<ManualClock>();
+  TunerOptions t = fast_tuner(0, /*ram_budget_mb=*/6);
+  t.clock = clock;
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
       "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 1048576}},
                  {"op": "prefetch", "buffer": "auto"}]})",
-                       fast_tuner(0, /*ram_budget_mb=*/6));
-  pull_for(*p, 1.5, /*consumer_ms=*/1);
+                       t);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p->next().has_value());
+  EXPECT_FALSE(p->tune_step()) << "no time has passed";
+  clock->advance_seconds(0.1);
+  const auto c = p->tune_step();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->rule, TunerChange::Rule::kRamBudget);
+  EXPECT_EQ(c->from, 2);
+  EXPECT_EQ(c->to, 1);
   const nlohmann::json report = p->tuning();
   EXPECT_EQ(knob(report, "buffer").at("value").get<int64_t>(), 1) << report.dump(1);
-  ASSERT_FALSE(report.at("changes").empty());
-  EXPECT_EQ(report["changes"][0]["reason"].get<std::string>().rfind("over the RAM budget", 0), 0u)
-      << report.dump(1);
+  ASSERT_EQ(report.at("changes").size(), 1u) << report.dump(1);
+  EXPECT_EQ(report["changes"][0]["reason"], "over the RAM budget") << report.dump(1);
+  EXPECT_EQ(report.at("windows"), 1);
 }
 
 // An echo's queue and pool bounded in bytes count at their bytes, not at elements x size:
 // 1 MiB elements, an echo of 1,024 elements but 2 MiB each, a RAM budget of 64 MiB. As
 // 2 x 1,024 elements it would be 2 GiB, over the budget, and the prefetch would be cut.
-TEST(AutotuneTiming, AByteBoundedEchoCountsAtItsBytes) {
+// Stepped on a ManualClock, ten windows: whatever the tuner raises (that depends on how
+// long the consumer waited, in real time), it never cuts anything for RAM.
+TEST(Autotune, AByteBoundedEchoCountsAtItsBytes) {
+  auto clock = std::make_shared<ManualClock>();
+  TunerOptions t = fast_tuner(0, /*ram_budget_mb=*/64);
+  t.clock = clock;
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
       "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 262144}},
                  {"op": "prefetch", "buffer": "auto"},
                  {"op": "echo", "factor": "auto", "max_factor": 2, "buffer": 1024,
                   "buffer_bytes": 2097152}]})",
-                       fast_tuner(0, /*ram_budget_mb=*/64));
-  pull_for(*p, 1.5, /*consumer_ms=*/1);
+                       t);
+  for (int w = 0; w < 10; ++w) {
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->next().has_value());
+    clock->advance_seconds(0.1);
+    const auto c = p->tune_step();
+    if (c) EXPECT_NE(c->rule, TunerChange::Rule::kRamBudget) << c->reason;
+  }
   const nlohmann::json report = p->tuning();
+  EXPECT_EQ(report.at("windows"), 10);
   for (const auto& c : report.at("changes"))
     EXPECT_NE(c.at("reason").get<std::string>().rfind("over the RAM budget", 0), 0u)
         << report.dump(1);

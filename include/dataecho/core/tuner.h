@@ -105,6 +105,10 @@ struct TunerOptions {
   double change_interval_seconds = 30;  // then at most one change per interval
   double min_gain = 0.05;               // a raise is kept when the rate rose this much
   int64_t max_parallelism = 64;
+  // Null: the real clocks, and a thread of the tuner's own that measures a window at a
+  // time. Given (a ManualClock in tests), the tuner starts no thread: its owner moves the
+  // clock and calls Tuner::step() (Pipeline::tune_step()) at the end of each window.
+  std::shared_ptr<const Clock> clock;
   // The budgets resolved from the environment and the machine where left at 0.
   TunerOptions resolved() const;
 };
@@ -240,11 +244,8 @@ class TunerPolicy {
 class Tuner {
  public:
   // `output`: the stats of the pipeline's last node (its rate and its consumer's wait).
-  // `clock`: null for the real clocks and a thread of the tuner's own that measures a
-  // window at a time. Given a clock (a ManualClock in tests), the tuner starts no thread:
-  // its owner moves the clock and calls step() at the end of each window.
-  Tuner(TunerOptions options, std::shared_ptr<NodeStats> output,
-        std::shared_ptr<const Clock> clock = nullptr);
+  // With `options.clock` set, no thread: see TunerOptions::clock and step().
+  Tuner(TunerOptions options, std::shared_ptr<NodeStats> output);
   ~Tuner();
   Tuner(const Tuner&) = delete;
   Tuner& operator=(const Tuner&) = delete;
@@ -257,7 +258,7 @@ class Tuner {
   // iterators go.
   void stop();
 
-  // With a clock given: one window, from the last step (or the first add()) to the
+  // With TunerOptions::clock set: one window, from the last step (or the first add()) to the
   // clock's now: measures the counters and applies the rules. Returns the change made.
   std::optional<TunerChange> step();
 
