@@ -82,8 +82,12 @@ TEST(AutotuneTiming, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
   }
 }
 
-// A CPU-bound stage on a budget of one core: the tuner does not add threads the budget
-// has no room for, and the process's CPU time stays within it.
+// A CPU-bound stage on a budget of one core: the process's CPU time stays within it, and
+// (where the machine gives the process its core) the tuner does not add threads the
+// budget has no room for. On a machine busy with other work the stage's threads get less
+// CPU each, so the tuner sees room for more and rightly adds them: the thread count is
+// checked only when the process had about a core (the rule on exact measurements:
+// TunerRules.ThreadsAreAddedOnlyWhereTheirCpuFits in tests/core/tuner_test.cc).
 TEST(AutotuneTiming, CpuBoundStageStaysWithinTheCpuBudget) {
   if (std::thread::hardware_concurrency() < 2)
     GTEST_SKIP() << "needs 2 cores for the budget to bind";
@@ -97,7 +101,9 @@ TEST(AutotuneTiming, CpuBoundStageStaysWithinTheCpuBudget) {
       static_cast<double>(process_cpu_ns() - c0) / static_cast<double>(now_ns() - t0);
   const nlohmann::json report = p->tuning();
   EXPECT_LE(cores, 1.1 * 1 + 0.15) << report.dump(1);
-  EXPECT_LE(knob(report, "parallelism").at("value").get<int64_t>(), 2) << report.dump(1);
+  if (cores >= 0.8) {
+    EXPECT_LE(knob(report, "parallelism").at("value").get<int64_t>(), 2) << report.dump(1);
+  }
   EXPECT_DOUBLE_EQ(report.at("cpu_budget").get<double>(), 1);
 }
 
