@@ -44,6 +44,9 @@ class Pipeline {
   // What the tuner chose and why (Tuner::report()); its "knobs" list is empty when no
   // node has an "auto" setting.
   nlohmann::json tuning() const;
+  // Built with TunerOptions::clock (a ManualClock in tests): one window of the tuner,
+  // ending at the clock's now (Tuner::step()); the change it made, if any.
+  std::optional<TunerChange> tune_step();
 
  private:
   DatasetPtr root_;

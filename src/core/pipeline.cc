@@ -34,6 +34,8 @@ Pipeline::~Pipeline() {
 
 nlohmann::json Pipeline::tuning() const { return tuner_->report(); }
 
+std::optional<TunerChange> Pipeline::tune_step() { return tuner_->step(); }
+
 void Pipeline::cancel() { token_->cancel(); }
 
 std::optional<Example> Pipeline::next() {

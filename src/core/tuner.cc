@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/error.h"
@@ -74,67 +75,307 @@ TunerOptions TunerOptions::resolved() const {
   return r;
 }
 
-// A knob and what the tuner measured of its node in the last window.
+// ---------------------------------------------------------------- the rules
+
+TunerPolicy::TunerPolicy(const TunerOptions& options, int hardware_cores)
+    : o_(options), hardware_cores_(std::max(1, hardware_cores)) {}
+
+size_t TunerPolicy::add(std::shared_ptr<Knob> knob, int64_t elements, double t_s) {
+  State s;
+  s.knob = std::move(knob);
+  s.elements_at_change = elements;
+  s.change_s = t_s;
+  knobs_.push_back(std::move(s));
+  return knobs_.size() - 1;
+}
+
+double TunerPolicy::rate_since_change(const TunerWindow& w, size_t i) const {
+  const double change_s = knobs_[i].change_s;
+  return w.t_s > change_s ? static_cast<double>(since_change(w, i)) / (w.t_s - change_s) : 0;
+}
+
+std::string TunerPolicy::budget_label(double cores) const {
+  char s[96];
+  std::snprintf(s, sizeof s, "%.2f cores used, budget %.2f", cores, o_.cpu_budget);
+  return s;
+}
+
+double TunerPolicy::ram_projection(const TunerWindow& w, std::optional<size_t> changed,
+                                   int64_t value) const {
+  double bytes = 0;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    const Knob& k = *knobs_[i].knob;
+    const int64_t v = changed == i ? value : k.value();
+    double b = static_cast<double>(k.buffered_elements(v)) * w.knobs[i].bytes_per_element;
+    if (k.max_buffered_bytes() > 0) b = std::min(b, static_cast<double>(k.max_buffered_bytes()));
+    bytes += b;
+  }
+  return bytes;
+}
+
+bool TunerPolicy::may_change(double t_s) const {
+  const double window = window_at(t_s);
+  const double interval = interval_at(t_s);
+  // Strict after the warm-up (a change waits for the first window that ends a full
+  // interval after the last); during it, the next window (woken a little early or late).
+  return t_s - last_change_s_ >= (warm_up(t_s) ? interval - 0.5 * window : interval);
+}
+
+std::optional<TunerChange> TunerPolicy::over_budget(const TunerWindow& w) const {
+  // The CPU budget binds only below the machine's cores: a process cannot use more than
+  // all of them.
+  if (cpu_limited() && w.cores > o_.cpu_budget * 1.1 + 0.05) {
+    std::optional<size_t> lower = trial_;
+    if (!lower) {
+      double most = 0;
+      for (size_t i = 0; i < knobs_.size(); ++i) {
+        const Knob& k = *knobs_[i].knob;
+        const double cost = w.knobs[i].cpu_per_thread * static_cast<double>(k.value());
+        if (k.kind() == Knob::Kind::kParallelism && k.value() > k.min() && cost > most)
+          most = cost, lower = i;
+      }
+    }
+    if (lower) {
+      const int64_t v = knobs_[*lower].knob->value();
+      return TunerChange{*lower, v, lower == trial_ ? trial_from_ : v - 1,
+                         TunerChange::Rule::kCpuBudget,
+                         "over the CPU budget: " + budget_label(w.cores)};
+    }
+  }
+  if (ram_projection(w, std::nullopt, 0) > static_cast<double>(o_.ram_budget_bytes)) {
+    std::optional<size_t> lower = trial_;
+    for (size_t i = 0; i < knobs_.size(); ++i) {
+      const Knob& k = *knobs_[i].knob;
+      if (!lower && k.kind() == Knob::Kind::kBuffer && k.value() > k.min()) lower = i;
+    }
+    if (lower) {
+      const int64_t v = knobs_[*lower].knob->value();
+      return TunerChange{*lower, v, lower == trial_ ? trial_from_ : v / 2,
+                         TunerChange::Rule::kRamBudget, "over the RAM budget"};
+    }
+  }
+  return std::nullopt;
+}
+
+TunerPolicy::Verdict TunerPolicy::judge_trial(const TunerWindow& w, TunerChange* take_back) const {
+  if (!trial_) return Verdict::kNone;
+  const size_t k = *trial_;
+  // Judged on the windows since the raise, on at least kMinElements of the node's
+  // elements (or 8 intervals).
+  if (since_change(w, k) < kMinElements && w.t_s - last_change_s_ < 8 * interval_at(w.t_s))
+    return Verdict::kWait;  // too few elements yet to tell a 5% gain
+  const double after = rate_since_change(w, k);
+  if (after >= rate_before_ * (1 + o_.min_gain)) return Verdict::kKeep;
+  char why[160];
+  std::snprintf(why, sizeof why, "%.0f -> %.0f elements/s", rate_before_, after);
+  if (take_back)
+    *take_back = TunerChange{k, knobs_[k].knob->value(), trial_from_, TunerChange::Rule::kTakeBack,
+                             std::string("taken back: ") + why};
+  return Verdict::kTakeBack;
+}
+
+double TunerPolicy::short_share(const TunerWindow& w) const {
+  double s = w.consumer_wait;
+  for (size_t i = 0; i < knobs_.size(); ++i)
+    if (knobs_[i].knob->kind() == Knob::Kind::kEcho) s = std::max(s, w.knobs[i].repeat_share);
+  return s;
+}
+
+bool TunerPolicy::keeps_up(const TunerWindow& w) const { return short_share(w) < 0.05; }
+
+std::optional<TunerChange> TunerPolicy::raise_pass(const TunerWindow& w, int pass) const {
+  const double now_s = w.t_s;
+  const bool warm = warm_up(now_s);
+  const double interval = interval_at(now_s);
+  // A knob that may still rise but has not yet run 20 elements since it was added or
+  // last changed: an echo waits for it to be judged.
+  bool untested = false;
+  if (pass == 2) {
+    for (size_t i = 0; i < knobs_.size(); ++i) {
+      const Knob& kn = *knobs_[i].knob;
+      untested =
+          untested || (kn.kind() != Knob::Kind::kEcho && kn.value() < kn.max() &&
+                       now_s >= knobs_[i].blocked_until && since_change(w, i) < kMinElements &&
+                       now_s - knobs_[i].change_s < 8 * interval);
+    }
+  }
+  std::optional<size_t> best;
+  int64_t best_to = 0;
+  double best_score = 0;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    const Knob& kn = *knobs_[i].knob;
+    const KnobWindow& m = w.knobs[i];
+    const int64_t v = kn.value();
+    if (v >= kn.max() || now_s < knobs_[i].blocked_until) continue;
+    // Its rate so far must be measured on enough elements to judge the raise against.
+    if (since_change(w, i) < kMinElements && now_s - last_change_s_ < 8 * interval) continue;
+    int64_t to = 0;
+    double score = 0;
+    if (pass == 0 && kn.kind() == Knob::Kind::kParallelism) {
+      if (m.busy_share < 0.5) continue;  // its workers wait for input or for room
+      score = m.busy_share;
+      to = warm && m.busy_share >= 0.9 ? 2 * v : v + 1;
+      to = std::min({to, kn.max(), o_.max_parallelism});
+      // Threads that would need more CPU than the budget, or than the machine has, are
+      // not added. (Against the machine, with half a core of slack: the consumer and the
+      // other stages use some, and a stage that waits part of the time may still gain
+      // from one thread more.)
+      const double limit = cpu_limited() ? o_.cpu_budget + 0.05 : hardware_cores_ + 0.5;
+      while (to > v && w.cores + m.cpu_per_thread * static_cast<double>(to - v) > limit) --to;
+    } else if (pass == 1 && kn.kind() == Knob::Kind::kBuffer) {
+      if (m.wait_share < 0.05) continue;
+      score = m.wait_share;
+      to = std::min(2 * v, kn.max());
+    } else if (pass == 2 && kn.kind() == Knob::Kind::kEcho) {
+      // Only for a consumer that waits (not for repeats already made), and only once the
+      // other settings have had their chance.
+      if (w.consumer_wait < 0.05 || untested) continue;
+      score = w.consumer_wait;
+      to = kn.max();
+    } else {
+      continue;
+    }
+    if (to <= v) continue;
+    if (ram_projection(w, i, to) > static_cast<double>(o_.ram_budget_bytes)) continue;
+    if (score > best_score) best = i, best_to = to, best_score = score;
+  }
+  if (!best) return std::nullopt;
+  const double consumer_wait = w.consumer_wait;
+  const double shortfall = short_share(w);
+  char why[200];
+  TunerChange c{*best, knobs_[*best].knob->value(), best_to, TunerChange::Rule::kRaise, ""};
+  if (pass == 2) {
+    c.rule = TunerChange::Rule::kRaiseEcho;
+    std::snprintf(why, sizeof why,
+                  "consumer waits %.0f%% of the time and no other setting can rise: echo fills "
+                  "the gap; %s",
+                  consumer_wait * 100, budget_label(w.cores).c_str());
+  } else if (shortfall > consumer_wait) {
+    std::snprintf(why, sizeof why,
+                  "an echo repeats %.0f%% of the rows (consumer waits %.0f%%); node busy %.0f%%, "
+                  "%s",
+                  shortfall * 100, consumer_wait * 100, w.knobs[*best].busy_share * 100,
+                  budget_label(w.cores).c_str());
+  } else {
+    std::snprintf(why, sizeof why, "consumer waits %.0f%% of the time; node busy %.0f%%, %s",
+                  consumer_wait * 100, w.knobs[*best].busy_share * 100,
+                  budget_label(w.cores).c_str());
+  }
+  c.reason = why;
+  return c;
+}
+
+std::optional<TunerChange> TunerPolicy::raise_bottleneck(const TunerWindow& w) const {
+  // The busiest map first, then the buffer waited on most.
+  if (auto c = raise_pass(w, 0)) return c;
+  return raise_pass(w, 1);
+}
+
+std::optional<TunerChange> TunerPolicy::raise_echo(const TunerWindow& w) const {
+  return raise_pass(w, 2);
+}
+
+void TunerPolicy::apply(const TunerWindow& w, TunerChange& c) {
+  State& k = knobs_[c.knob];
+  c.from = k.knob->value();
+  k.knob->set(c.to);
+  c.to = k.knob->value();
+  last_change_s_ = w.t_s;
+  for (size_t i = 0; i < knobs_.size(); ++i)
+    knobs_[i].elements_at_change = w.knobs[i].elements, knobs_[i].change_s = w.t_s;
+}
+
+TunerPolicy::Outcome TunerPolicy::step(const TunerWindow& w) {
+  if (w.knobs.size() != knobs_.size())
+    throw_error(ErrorCode::kInvalidArgument, "autotune",
+                "a window measures " + std::to_string(w.knobs.size()) + " knobs, the tuner has " +
+                    std::to_string(knobs_.size()));
+  Outcome out;
+  if (!may_change(w.t_s)) return out;
+  // 1. Over a budget.
+  if (auto c = over_budget(w)) {
+    trial_.reset();
+    apply(w, *c);
+    out.change = std::move(c);
+    return out;
+  }
+  // 2. The last raise, judged.
+  TunerChange back;
+  switch (judge_trial(w, &back)) {
+    case Verdict::kNone:
+      break;
+    case Verdict::kWait:
+      return out;
+    case Verdict::kKeep:
+      out.kept = *trial_;
+      trial_.reset();
+      break;
+    case Verdict::kTakeBack:
+      knobs_[back.knob].blocked_until = w.t_s + 4 * o_.change_interval_seconds;
+      trial_.reset();
+      apply(w, back);
+      out.change = std::move(back);
+      return out;
+  }
+  // 3. Keeping up: nothing to raise.
+  if (keeps_up(w)) return out;
+  // 4, then 5.
+  std::optional<TunerChange> c = raise_bottleneck(w);
+  if (!c) c = raise_echo(w);
+  if (!c) return out;
+  rate_before_ = rate_since_change(w, c->knob);
+  trial_from_ = knobs_[c->knob].knob->value();
+  apply(w, *c);
+  trial_ = c->knob;
+  out.change = std::move(c);
+  return out;
+}
+
+// ---------------------------------------------------------------- the tuner
+
+// A knob, its node's counters, and their values at the last window's end.
 struct Tuner::Tuned {
   std::shared_ptr<Knob> knob;
   std::shared_ptr<NodeStats> stats;
-  std::atomic<int64_t>* cpu_ns = nullptr;             // the node's workers' CPU time (maps)
-  int64_t busy = 0, cpu = 0, next = 0, elements = 0;  // the counters at the last sample
-  double busy_share = 0;                              // workers' busy time / (window * threads)
-  double cpu_per_thread = 0;                          // cores one of its threads used
-  double wait_share = 0;  // the node's consumer's time in its next() / window
-  // Echo knobs: the "fresh" and "echoed" counters, and the share of this window's rows
-  // that were repeats (the gap the echo fills).
-  std::atomic<int64_t>*fresh_rows = nullptr, *echoed_rows = nullptr;
+  std::atomic<int64_t>* cpu_ns = nullptr;  // the node's workers' CPU time (maps)
+  int64_t busy = 0, cpu = 0, next = 0;     // the counters at the last sample
+  std::atomic<int64_t>*fresh_rows = nullptr, *echoed_rows = nullptr;  // echo knobs
   int64_t fresh = 0, echoed = 0;
-  double repeat_share = 0;
-  double blocked_until = -1;  // a failed raise: left alone until then (s)
-  // The node's own elements since the last change (of any knob) and when that was: a
-  // raise is judged on this node's rate. (The pipeline's output may be batches of 128:
-  // too few in a window to measure a 5% gain; a map's elements are single examples.)
-  int64_t elements_at_change = 0;
-  double change_s = 0;
-  int64_t since_change() const { return elements - elements_at_change; }
-  double rate_since_change(double now_s) const {
-    return now_s > change_s ? static_cast<double>(since_change()) / (now_s - change_s) : 0;
-  }
+  int64_t added_elements = 0;  // the node's elements when it was added, and when (s)
+  double added_s = 0;
+  bool in_policy = false;  // added to policy_ (by the thread that runs the windows)
 
-  double bytes_per_element() const {
-    const int64_t n = stats->elements.load();
-    return n > 0 ? static_cast<double>(stats->bytes.load()) / static_cast<double>(n) : 0;
-  }
-  void sample(double dt_s) {
+  // The window of `dt_s` seconds that ends now.
+  KnobWindow sample(double dt_s) {
+    KnobWindow m;
     const int64_t b = stats->busy_ns.load(), c = cpu_ns->load(), n = stats->next_ns.load(),
                   e = stats->elements.load();
     const double threads =
         knob->kind() == Knob::Kind::kParallelism ? static_cast<double>(knob->value()) : 1.0;
-    busy_share = static_cast<double>(b - busy) / 1e9 / dt_s / threads;
-    cpu_per_thread = static_cast<double>(c - cpu) / 1e9 / dt_s / threads;
-    wait_share = static_cast<double>(n - next) / 1e9 / dt_s;
-    busy = b, cpu = c, next = n, elements = e;
+    m.busy_share = static_cast<double>(b - busy) / 1e9 / dt_s / threads;
+    m.cpu_per_thread = static_cast<double>(c - cpu) / 1e9 / dt_s / threads;
+    m.wait_share = static_cast<double>(n - next) / 1e9 / dt_s;
+    m.elements = e;
+    busy = b, cpu = c, next = n;
     if (fresh_rows) {
       const int64_t f = fresh_rows->load(), r = echoed_rows->load();
       const int64_t rows = (f - fresh) + (r - echoed);
-      repeat_share = rows > 0 ? static_cast<double>(r - echoed) / static_cast<double>(rows) : 0;
+      m.repeat_share = rows > 0 ? static_cast<double>(r - echoed) / static_cast<double>(rows) : 0;
       fresh = f, echoed = r;
     }
+    const int64_t ne = stats->elements.load();
+    m.bytes_per_element =
+        ne > 0 ? static_cast<double>(stats->bytes.load()) / static_cast<double>(ne) : 0;
+    return m;
   }
 };
 
-// The tuner thread's own state between windows.
-struct Tuner::Window {
-  int64_t out_next_ns = 0, cpu_ns = 0;
-  std::vector<Tuned*> knobs;  // this window's
-  double last_change_s = -1e300;
-  Tuned* trial = nullptr;  // a raise not yet judged
-  int64_t trial_from = 0;
-  double rate_before = 0;  // the trial node's elements/s before the raise
-};
-
 Tuner::Tuner(TunerOptions options, std::shared_ptr<NodeStats> output)
-    : o_(options.resolved()),
+    : clock_(options.clock ? options.clock : Clock::real()),
+      own_thread_(!options.clock),
       output_(std::move(output)),
-      hardware_cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+      policy_(options.resolved(),
+              static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
 Tuner::~Tuner() { stop(); }
 
@@ -160,236 +401,100 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
   t->busy = stats->busy_ns.load();
   t->cpu = t->cpu_ns->load();
   t->next = stats->next_ns.load();
-  t->elements = t->elements_at_change = stats->elements.load();
+  t->added_elements = stats->elements.load();
   if (knob->kind() == Knob::Kind::kEcho) {
     t->fresh_rows = &stats->counter("fresh");
     t->echoed_rows = &stats->counter("echoed");
     t->fresh = t->fresh_rows->load();
     t->echoed = t->echoed_rows->load();
   }
-  if (!thread_.joinable()) start_ns_ = now_ns();
-  t->change_s = static_cast<double>(now_ns() - start_ns_) / 1e9;
+  const bool first = !started_;
+  if (first) {
+    started_ = true;
+    start_ns_ = clock_->now_ns();
+    if (!own_thread_) begin();
+  }
+  t->added_s = static_cast<double>(clock_->now_ns() - start_ns_) / 1e9;
   stats->set_value(knob->param(), static_cast<double>(knob->value()));
   knobs_.push_back(std::move(t));
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (first && own_thread_) thread_ = std::thread([this] { run(); });
+}
+
+void Tuner::begin() {
+  out_next_ns_ = output_ ? output_->next_ns.load() : 0;
+  cpu_ns_ = clock_->process_cpu_ns();
+  last_ns_ = start_ns_;
 }
 
 void Tuner::run() {
-  Window w;
-  w.out_next_ns = output_ ? output_->next_ns.load() : 0;
-  w.cpu_ns = process_cpu_ns();
-  const int64_t start = start_ns_;
-  int64_t last = start;
   std::unique_lock<std::mutex> lock(mu_);
+  begin();
   while (true) {
-    const double window = window_at(static_cast<double>(now_ns() - start) / 1e9);
-    cv_.wait_for(lock, std::chrono::duration<double>(window), [this] { return stop_; });
+    const double length =
+        policy_.window_at(static_cast<double>(clock_->now_ns() - start_ns_) / 1e9);
+    cv_.wait_for(lock, std::chrono::duration<double>(length), [this] { return stop_; });
     if (stop_) return;
-    const int64_t t = now_ns();
-    const double dt = static_cast<double>(t - last) / 1e9;
-    last = t;
-    ++windows_;
-    w.knobs.clear();
-    for (auto& k : knobs_) w.knobs.push_back(k.get());
-    lock.unlock();  // knobs' listeners take their nodes' locks: never under mu_
-
-    const int64_t out_w = output_ ? output_->next_ns.load() : 0;
-    const int64_t cpu = process_cpu_ns();
-    const double consumer_wait = static_cast<double>(out_w - w.out_next_ns) / 1e9 / dt;
-    const double cores = static_cast<double>(cpu - w.cpu_ns) / 1e9 / dt;
-    w.out_next_ns = out_w, w.cpu_ns = cpu;
-    for (Tuned* k : w.knobs) k->sample(dt);
-    decide(w, static_cast<double>(t - start) / 1e9, consumer_wait, cores);
-
-    lock.lock();
+    window(lock, clock_->now_ns());
   }
 }
 
-double Tuner::ram_projection(const std::vector<Tuned*>& knobs, const Tuned* changed,
-                             int64_t value) const {
-  double bytes = 0;
-  for (const Tuned* k : knobs) {
-    const int64_t v = k == changed ? value : k->knob->value();
-    double b = static_cast<double>(k->knob->buffered_elements(v)) * k->bytes_per_element();
-    if (k->knob->max_buffered_bytes() > 0)
-      b = std::min(b, static_cast<double>(k->knob->max_buffered_bytes()));
-    bytes += b;
-  }
-  return bytes;
+std::optional<TunerChange> Tuner::step() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t t = clock_->now_ns();
+  if (own_thread_ || !started_ || stop_ || t <= last_ns_) return std::nullopt;
+  return window(lock, t);
 }
 
-void Tuner::change(Window& w, Tuned& k, int64_t to, double now_s, const std::string& reason) {
-  const int64_t from = k.knob->value();
-  k.knob->set(to);
-  to = k.knob->value();
-  k.stats->set_value(k.knob->param(), static_cast<double>(to));
-  k.stats->counter("tuner_changes").fetch_add(1, std::memory_order_relaxed);
-  w.last_change_s = now_s;
-  for (Tuned* t : w.knobs) t->elements_at_change = t->elements, t->change_s = now_s;
-  std::lock_guard<std::mutex> lock(mu_);
-  changes_.push_back({{"t_s", std::round(now_s * 10) / 10},
-                      {"node", k.stats->name},
-                      {"param", k.knob->param()},
-                      {"from", from},
-                      {"to", to},
-                      {"reason", reason}});
-}
+std::optional<TunerChange> Tuner::window(std::unique_lock<std::mutex>& lock, int64_t t) {
+  const double dt = static_cast<double>(t - last_ns_) / 1e9;
+  last_ns_ = t;
+  ++windows_;
+  std::vector<Tuned*> knobs;
+  for (auto& k : knobs_) {
+    knobs.push_back(k.get());
+    // Knobs added since the last window join the policy here, on this thread.
+    if (!k->in_policy) {
+      policy_.add(k->knob, k->added_elements, k->added_s);
+      k->in_policy = true;
+    }
+  }
+  lock.unlock();  // knobs' listeners take their nodes' locks: never under mu_
 
-// Long (about 150 lines): the tuner's decision is to be split together with its clock
-// (a change of its own); until then it is one unit.
-// NOLINTNEXTLINE(readability-function-size)
-void Tuner::decide(Window& w, double now_s, double consumer_wait, double cores) {
-  const std::vector<Tuned*>& knobs = w.knobs;
-  const bool warm_up = now_s < o_.warmup_seconds;
-  const double window = window_at(now_s);
-  const double interval = warm_up ? window : o_.change_interval_seconds;
-  // Strict after the warm-up (a change waits for the first window that ends a full
-  // interval after the last); during it, the next window (woken a little early or late).
-  if (now_s - w.last_change_s < (warm_up ? interval - 0.5 * window : interval)) return;
-  // The budgets. The CPU one binds only below the machine's cores: a process cannot use
-  // more than all of them.
-  const bool cpu_limited = o_.cpu_budget < hardware_cores_ - 0.01;
-  const auto budget_label = [&] {
-    char s[96];
-    std::snprintf(s, sizeof s, "%.2f cores used, budget %.2f", cores, o_.cpu_budget);
-    return std::string(s);
-  };
-  if (cpu_limited && cores > o_.cpu_budget * 1.1 + 0.05) {
-    Tuned* lower = w.trial;
-    if (!lower) {
-      double most = 0;
-      for (Tuned* k : knobs) {
-        const double cost = k->cpu_per_thread * static_cast<double>(k->knob->value());
-        if (k->knob->kind() == Knob::Kind::kParallelism && k->knob->value() > k->knob->min() &&
-            cost > most)
-          most = cost, lower = k;
-      }
-    }
-    if (lower) {
-      const int64_t to = lower == w.trial ? w.trial_from : lower->knob->value() - 1;
-      w.trial = nullptr;
-      change(w, *lower, to, now_s, "over the CPU budget: " + budget_label());
-      return;
-    }
+  TunerWindow w;
+  w.t_s = static_cast<double>(t - start_ns_) / 1e9;
+  const int64_t out_w = output_ ? output_->next_ns.load() : 0;
+  const int64_t cpu = clock_->process_cpu_ns();
+  w.consumer_wait = static_cast<double>(out_w - out_next_ns_) / 1e9 / dt;
+  w.cores = static_cast<double>(cpu - cpu_ns_) / 1e9 / dt;
+  out_next_ns_ = out_w, cpu_ns_ = cpu;
+  for (Tuned* k : knobs) w.knobs.push_back(k->sample(dt));
+  const TunerPolicy::Outcome o = policy_.step(w);
+  if (o.kept) knobs[*o.kept]->stats->counter("tuner_kept").fetch_add(1, std::memory_order_relaxed);
+  if (o.change) {
+    const TunerChange& c = *o.change;
+    Tuned& k = *knobs[c.knob];
+    k.stats->set_value(k.knob->param(), static_cast<double>(c.to));
+    k.stats->counter("tuner_changes").fetch_add(1, std::memory_order_relaxed);
   }
-  if (ram_projection(knobs, nullptr, 0) > static_cast<double>(o_.ram_budget_bytes)) {
-    Tuned* lower = w.trial;
-    for (Tuned* k : knobs)
-      if (!lower && k->knob->kind() == Knob::Kind::kBuffer && k->knob->value() > k->knob->min())
-        lower = k;
-    if (lower) {
-      const int64_t to = lower == w.trial ? w.trial_from : lower->knob->value() / 2;
-      w.trial = nullptr;
-      change(w, *lower, to, now_s, "over the RAM budget");
-      return;
-    }
-  }
-  // Judge the last raise on the windows since it (after the warm-up the first of them,
-  // while threads start and buffers fill, is left out).
-  if (w.trial) {
-    Tuned* k = w.trial;
-    w.trial = nullptr;
-    if (k->since_change() < kMinElements && now_s - w.last_change_s < 8 * interval) {
-      w.trial = k;  // too few elements yet to tell a 5% gain
-      return;
-    }
-    const double after = k->rate_since_change(now_s);
-    char why[160];
-    std::snprintf(why, sizeof why, "%.0f -> %.0f elements/s", w.rate_before, after);
-    if (after < w.rate_before * (1 + o_.min_gain)) {
-      k->blocked_until = now_s + 4 * o_.change_interval_seconds;
-      change(w, *k, w.trial_from, now_s, std::string("taken back: ") + why);
-      return;
-    }
-    k->stats->counter("tuner_kept").fetch_add(1, std::memory_order_relaxed);
-  }
-  // The pipeline keeps up with its consumer, or would without the repeats an echo fills
-  // in with: nothing to raise.
-  double short_share = consumer_wait;
-  for (const Tuned* k : knobs)
-    if (k->knob->kind() == Knob::Kind::kEcho) short_share = std::max(short_share, k->repeat_share);
-  if (short_share < 0.05) return;
 
-  // The most likely bottleneck: the busiest map first, then the buffer waited on most;
-  // last, when no other setting can rise (none left untested), an echo's cap.
-  Tuned* best = nullptr;
-  int64_t best_to = 0;
-  double best_score = 0;
-  // A knob that may still rise but has not yet run 20 elements since it was added or last
-  // changed: an echo waits for it to be judged.
-  bool untested = false;
-  for (const Tuned* k : knobs) {
-    const Knob& kn = *k->knob;
-    untested = untested || (kn.kind() != Knob::Kind::kEcho && kn.value() < kn.max() &&
-                            now_s >= k->blocked_until && k->since_change() < kMinElements &&
-                            now_s - k->change_s < 8 * interval);
+  lock.lock();
+  if (o.change) {
+    const TunerChange& c = *o.change;
+    changes_.push_back({{"t_s", std::round(w.t_s * 10) / 10},
+                        {"node", knobs[c.knob]->stats->name},
+                        {"param", knobs[c.knob]->knob->param()},
+                        {"from", c.from},
+                        {"to", c.to},
+                        {"reason", c.reason}});
   }
-  for (int pass = 0; pass < 3 && !best; ++pass) {
-    for (Tuned* k : knobs) {
-      const Knob& kn = *k->knob;
-      const int64_t v = kn.value();
-      if (v >= kn.max() || now_s < k->blocked_until) continue;
-      // Its rate so far must be measured on enough elements to judge the raise against.
-      if (k->since_change() < kMinElements && now_s - w.last_change_s < 8 * interval) continue;
-      int64_t to = 0;
-      double score = 0;
-      if (pass == 0 && kn.kind() == Knob::Kind::kParallelism) {
-        if (k->busy_share < 0.5) continue;  // its workers wait for input or for room
-        score = k->busy_share;
-        to = warm_up && k->busy_share >= 0.9 ? 2 * v : v + 1;
-        to = std::min({to, kn.max(), o_.max_parallelism});
-        // Threads that would need more CPU than the budget, or than the machine has,
-        // are not added. (Against the machine, with half a core of slack: the consumer
-        // and the other stages use some, and a stage that waits part of the time may
-        // still gain from one thread more.)
-        const double limit = cpu_limited ? o_.cpu_budget + 0.05 : hardware_cores_ + 0.5;
-        while (to > v && cores + k->cpu_per_thread * static_cast<double>(to - v) > limit) --to;
-      } else if (pass == 1 && kn.kind() == Knob::Kind::kBuffer) {
-        if (k->wait_share < 0.05) continue;
-        score = k->wait_share;
-        to = std::min(2 * v, kn.max());
-      } else if (pass == 2 && kn.kind() == Knob::Kind::kEcho) {
-        // Only for a consumer that waits (not for repeats already made), and only once
-        // the other settings have had their chance.
-        if (consumer_wait < 0.05 || untested) continue;
-        score = consumer_wait;
-        to = kn.max();
-      } else {
-        continue;
-      }
-      if (to <= v) continue;
-      if (ram_projection(knobs, k, to) > static_cast<double>(o_.ram_budget_bytes)) continue;
-      if (score > best_score) best = k, best_to = to, best_score = score;
-    }
-  }
-  if (!best) return;
-  w.rate_before = best->rate_since_change(now_s);
-  w.trial_from = best->knob->value();
-  char why[200];
-  if (best->knob->kind() == Knob::Kind::kEcho) {
-    std::snprintf(why, sizeof why,
-                  "consumer waits %.0f%% of the time and no other setting can rise: echo fills "
-                  "the gap; %s",
-                  consumer_wait * 100, budget_label().c_str());
-  } else if (short_share > consumer_wait) {
-    std::snprintf(why, sizeof why,
-                  "an echo repeats %.0f%% of the rows (consumer waits %.0f%%); node busy %.0f%%, "
-                  "%s",
-                  short_share * 100, consumer_wait * 100, best->busy_share * 100,
-                  budget_label().c_str());
-  } else {
-    std::snprintf(why, sizeof why, "consumer waits %.0f%% of the time; node busy %.0f%%, %s",
-                  consumer_wait * 100, best->busy_share * 100, budget_label().c_str());
-  }
-  change(w, *best, best_to, now_s, why);
-  w.trial = best;
+  return o.change;
 }
 
 nlohmann::json Tuner::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json j;
-  j["cpu_budget"] = o_.cpu_budget;
-  j["ram_budget_mb"] = static_cast<double>(o_.ram_budget_bytes) / 1048576.0;
+  j["cpu_budget"] = policy_.options().cpu_budget;
+  j["ram_budget_mb"] = static_cast<double>(policy_.options().ram_budget_bytes) / 1048576.0;
   j["windows"] = windows_;
   j["knobs"] = nlohmann::json::array();
   for (const auto& k : knobs_) {

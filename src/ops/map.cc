@@ -13,6 +13,7 @@
 #include "dataecho/core/clock.h"
 #include "dataecho/core/tuner.h"
 #include "map_and_batch.h"
+#include "map_claim.h"
 #include "worker_pause.h"
 
 namespace dataecho {
@@ -255,18 +256,11 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       return n;
     }
 
-    // How many input elements a worker takes at once: one, unless the function is so
-    // cheap that taking elements one by one would cost more than the function (each
-    // take and each result filed is a lock, and often a thread wake-up, which costs
-    // microseconds on a VM). Then enough for about kClaimNs of work, at most an even
-    // share of half the capacity. Called with the lock held.
+    // How many input elements a worker takes at once (map_claim.h). Called with the lock
+    // held.
     size_t claim_size() const {
-      if (mean_apply_ns_ <= 0) return 1;
-      const size_t most = std::max<size_t>(1, capacity_ / (2 * static_cast<size_t>(active_)));
-      const auto wanted = static_cast<size_t>(kClaimNs / mean_apply_ns_);
-      const size_t in_flight = static_cast<size_t>(next_seq_ - emit_seq_);
-      const size_t room = capacity_ > in_flight ? capacity_ - in_flight : 0;
-      return std::max<size_t>(1, std::min({wanted, most, room}));
+      return map_claim_size(mean_apply_ns_, capacity_, static_cast<size_t>(active_),
+                            static_cast<size_t>(next_seq_ - emit_seq_));
     }
 
     // A worker counts itself out in the same critical section in which it decides to
@@ -400,11 +394,10 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     bool consumer_waiting_ = false;
     int workers_waiting_ = 0;
     std::map<int64_t, Result> done_;
-    static constexpr double kClaimNs = 100e3;  // see claim_size()
-    double mean_apply_ns_ = 0;                 // per element, recent claims weighted most
-    int64_t next_seq_ = 0;                     // sequence number of the next input element
-    int64_t emit_seq_ = 0;                     // elements handed to the consumer
-    int64_t end_seq_ = -1;  // once the input ended: the number of elements in all
+    double mean_apply_ns_ = 0;  // per element, recent claims weighted most
+    int64_t next_seq_ = 0;      // sequence number of the next input element
+    int64_t emit_seq_ = 0;      // elements handed to the consumer
+    int64_t end_seq_ = -1;      // once the input ended: the number of elements in all
     int64_t error_seq_ = -1;
     int busy_ = 0;     // workers holding an element outside done_
     int running_ = 0;  // workers that have not returned

@@ -1,7 +1,10 @@
-// The tuner of "auto" settings (core/tuner.h): it converges on a known bottleneck, keeps
-// within its CPU and RAM budgets, obeys its change intervals, and never changes what the
-// pipeline produces. The tuner runs with short windows here (0.4 s, 0.1 s in the warm-up) so that
-// each test takes seconds; the defaults (1 s windows (0.25 s in the warm-up), 10 s warm-up, 30 s
+// The tuner of "auto" settings (core/tuner.h) in real pipelines: it converges on a known
+// bottleneck, keeps within its CPU and RAM budgets, obeys its change intervals, and never
+// changes what the pipeline produces. Its rules are tested exactly on made-up windows in
+// tests/core/tuner_test.cc. Here the budget tests step the tuner on a ManualClock; the
+// suite AutotuneTiming (CTest label `timing`: scripts/test.sh retries one once when it
+// fails) runs it in real time, with short windows (0.4 s, 0.1 s in the warm-up) so that
+// each takes seconds; the defaults (1 s windows (0.25 s in the warm-up), 10 s warm-up, 30 s
 // between changes) are the same code with other numbers.
 #include <gtest/gtest.h>
 
@@ -9,6 +12,7 @@
 #include <thread>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/tuner.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "test_util.h"
 
@@ -55,7 +59,7 @@ const nlohmann::json& knob(const nlohmann::json& report, const std::string& para
 // A stage that sleeps 20 ms an element ahead of a consumer that takes 2.5 ms: its best
 // parallelism is 8. It uses almost no CPU, so it gets those threads even on a budget of
 // one core; above 8 the consumer is the bottleneck and a raise is taken back.
-TEST(Autotune, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
+TEST(AutotuneTiming, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
       "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}, "parallelism": "auto"}]})",
                        fast_tuner(/*cpu_budget=*/1));
@@ -78,9 +82,13 @@ TEST(Autotune, ConvergesOnAWaitingStageBeyondTheCoresWithinTheCpuBudget) {
   }
 }
 
-// A CPU-bound stage on a budget of one core: the tuner does not add threads the budget
-// has no room for, and the process's CPU time stays within it.
-TEST(Autotune, CpuBoundStageStaysWithinTheCpuBudget) {
+// A CPU-bound stage on a budget of one core: the process's CPU time stays within it, and
+// (where the machine gives the process its core) the tuner does not add threads the
+// budget has no room for. On a machine busy with other work the stage's threads get less
+// CPU each, so the tuner sees room for more and rightly adds them: the thread count is
+// checked only when the process had about a core (the rule on exact measurements:
+// TunerRules.ThreadsAreAddedOnlyWhereTheirCpuFits in tests/core/tuner_test.cc).
+TEST(AutotuneTiming, CpuBoundStageStaysWithinTheCpuBudget) {
   if (std::thread::hardware_concurrency() < 2)
     GTEST_SKIP() << "needs 2 cores for the budget to bind";
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
@@ -93,37 +101,61 @@ TEST(Autotune, CpuBoundStageStaysWithinTheCpuBudget) {
       static_cast<double>(process_cpu_ns() - c0) / static_cast<double>(now_ns() - t0);
   const nlohmann::json report = p->tuning();
   EXPECT_LE(cores, 1.1 * 1 + 0.15) << report.dump(1);
-  EXPECT_LE(knob(report, "parallelism").at("value").get<int64_t>(), 2) << report.dump(1);
+  if (cores >= 0.8) {
+    EXPECT_LE(knob(report, "parallelism").at("value").get<int64_t>(), 2) << report.dump(1);
+  }
   EXPECT_DOUBLE_EQ(report.at("cpu_budget").get<double>(), 1);
 }
 
-// Elements of 4 MiB behind a prefetch of 2 on a RAM budget of 6 MiB: the tuner lowers the
-// buffer to what fits, and says why.
+// Elements of 4 MiB behind a prefetch of 2 on a RAM budget of 6 MiB: at its first window
+// the tuner lowers the buffer to what fits, and says why. The tuner runs on a ManualClock
+// and is stepped here: no real window, no thread.
 TEST(Autotune, BufferFollowsTheRamBudget) {
+  auto clock = std::make_shared<ManualClock>();
+  TunerOptions t = fast_tuner(0, /*ram_budget_mb=*/6);
+  t.clock = clock;
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
       "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 1048576}},
                  {"op": "prefetch", "buffer": "auto"}]})",
-                       fast_tuner(0, /*ram_budget_mb=*/6));
-  pull_for(*p, 1.5, /*consumer_ms=*/1);
+                       t);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p->next().has_value());
+  EXPECT_FALSE(p->tune_step()) << "no time has passed";
+  clock->advance_seconds(0.1);
+  const auto c = p->tune_step();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->rule, TunerChange::Rule::kRamBudget);
+  EXPECT_EQ(c->from, 2);
+  EXPECT_EQ(c->to, 1);
   const nlohmann::json report = p->tuning();
   EXPECT_EQ(knob(report, "buffer").at("value").get<int64_t>(), 1) << report.dump(1);
-  ASSERT_FALSE(report.at("changes").empty());
-  EXPECT_EQ(report["changes"][0]["reason"].get<std::string>().rfind("over the RAM budget", 0), 0u)
-      << report.dump(1);
+  ASSERT_EQ(report.at("changes").size(), 1u) << report.dump(1);
+  EXPECT_EQ(report["changes"][0]["reason"], "over the RAM budget") << report.dump(1);
+  EXPECT_EQ(report.at("windows"), 1);
 }
 
 // An echo's queue and pool bounded in bytes count at their bytes, not at elements x size:
 // 1 MiB elements, an echo of 1,024 elements but 2 MiB each, a RAM budget of 64 MiB. As
 // 2 x 1,024 elements it would be 2 GiB, over the budget, and the prefetch would be cut.
+// Stepped on a ManualClock, ten windows: whatever the tuner raises (that depends on how
+// long the consumer waited, in real time), it never cuts anything for RAM.
 TEST(Autotune, AByteBoundedEchoCountsAtItsBytes) {
+  auto clock = std::make_shared<ManualClock>();
+  TunerOptions t = fast_tuner(0, /*ram_budget_mb=*/64);
+  t.clock = clock;
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 100000000},
       "stages": [{"op": "map", "fn": "random_noise", "args": {"size": 262144}},
                  {"op": "prefetch", "buffer": "auto"},
                  {"op": "echo", "factor": "auto", "max_factor": 2, "buffer": 1024,
                   "buffer_bytes": 2097152}]})",
-                       fast_tuner(0, /*ram_budget_mb=*/64));
-  pull_for(*p, 1.5, /*consumer_ms=*/1);
+                       t);
+  for (int w = 0; w < 10; ++w) {
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->next().has_value());
+    clock->advance_seconds(0.1);
+    const auto c = p->tune_step();
+    if (c) EXPECT_NE(c->rule, TunerChange::Rule::kRamBudget) << c->reason;
+  }
   const nlohmann::json report = p->tuning();
+  EXPECT_EQ(report.at("windows"), 10);
   for (const auto& c : report.at("changes"))
     EXPECT_NE(c.at("reason").get<std::string>().rfind("over the RAM budget", 0), 0u)
         << report.dump(1);
@@ -163,7 +195,7 @@ TEST(Autotune, OutputAndStateUnchangedByTuning) {
 // 1, 20 ms an element) ahead of a consumer of 5 ms. The tuner has nothing else to raise,
 // so it raises the echo's cap, and the echo fills the gap: about 3 copies an element
 // at most 4.
-TEST(Autotune, EchoFillsTheGapTuningCannotClose) {
+TEST(AutotuneTiming, EchoFillsTheGapTuningCannotClose) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
       "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}},
                  {"op": "echo", "factor": "auto", "max_factor": 4}]})",
@@ -183,7 +215,7 @@ TEST(Autotune, EchoFillsTheGapTuningCannotClose) {
 // The same echo behind a stage the tuner can speed up (parallelism "auto", 20 ms of
 // sleep, little CPU) ahead of a consumer of 8 ms: a parallelism of 3 or more closes the
 // gap, so the echo never repeats.
-TEST(Autotune, EchoWaitsForTheSettingsThatCanRise) {
+TEST(AutotuneTiming, EchoWaitsForTheSettingsThatCanRise) {
   auto p = build_tuned(R"({"source": {"kind": "range", "count": 1000000},
       "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 20}, "parallelism": "auto"},
                  {"op": "echo", "factor": "auto", "max_factor": 4}]})",

@@ -2,6 +2,7 @@
 // placements, accounting, save/restore and cancellation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -254,9 +255,14 @@ TEST(EchoFixed, BadOptionsAreRefused) {
 }
 
 // ---------------------------------------------------------------- adaptive mode
-// These depend on timing by nature; the bounds are generous, functional ones.
+// Adaptive echo repeats while the next fresh element is late, so what it emits depends on
+// timing by nature. Its choices are tested exactly, with the timing made up, in
+// echo_pool_test.cc (EchoPool); the tests here run the operator with its thread. Those
+// whose outcome still depends on real time (the suite EchoAdaptiveTiming, CTest label
+// `timing`) have generous, functional bounds, and scripts/test.sh retries one once when it
+// fails; the others check what holds at any timing.
 
-TEST(EchoAdaptive, SlowUpstreamGetsAnAchievedFactorNearTheRatio) {
+TEST(EchoAdaptiveTiming, SlowUpstreamGetsAnAchievedFactorNearTheRatio) {
   // Upstream: 40 ms per element (sleeping, as a network read); consumer: a step every
   // 10 ms on average (a fixed schedule, so that a late wake-up on a busy machine does
   // not slow it down for good). Measured between the first and the 26th fresh element.
@@ -279,15 +285,22 @@ TEST(EchoAdaptive, SlowUpstreamGetsAnAchievedFactorNearTheRatio) {
     ++outputs;
   }
   const double achieved = static_cast<double>(outputs) / static_cast<double>(window);
-  EXPECT_GE(achieved, 3.4);
-  EXPECT_LE(achieved, 4.6);
+  // The ratio is the upstream's time an element as measured (40 ms, or more where a busy
+  // machine oversleeps: 4.72 once under TSan beside stress-ng, 2026-12-02) over the
+  // consumer's 10 ms, capped at max_factor; the achieved factor is within 15% of it.
+  auto up = node_stats(*p, "map(sleep)");
+  const double upstream_ms = up["busy_ms"].get<double>() / up["elements"].get<double>();
+  const double ratio = std::min(8.0, upstream_ms / 10.0);
+  EXPECT_GE(upstream_ms, 40.0);
+  EXPECT_GE(achieved, 0.85 * ratio) << upstream_ms << " ms an element upstream";
+  EXPECT_LE(achieved, 1.15 * ratio) << upstream_ms << " ms an element upstream";
   auto st = node_stats(*p, "echo(adaptive)");
   EXPECT_EQ(st["counters"]["fresh"], fresh);
   EXPECT_EQ(st["counters"]["echoed"], outputs + 1 - fresh);
   EXPECT_GT(st["values"]["achieved_factor"].get<double>(), 3.0);
 }
 
-TEST(EchoAdaptive, FastUpstreamGetsAlmostNoRepeats) {
+TEST(EchoAdaptiveTiming, FastUpstreamGetsAlmostNoRepeats) {
   auto p = build(range_spec(300, R"({"op": "echo", "factor": "adaptive", "max_factor": 8})"));
   std::vector<Example> out;
   while (auto e = p->next()) {
@@ -302,7 +315,9 @@ TEST(EchoAdaptive, FastUpstreamGetsAlmostNoRepeats) {
 }
 
 TEST(EchoAdaptive, MaxFactorIsNeverExceeded) {
-  // A consumer that never waits takes every repeat it is offered.
+  // A consumer that never waits takes every repeat it is offered (how many it gets
+  // depends on timing: EchoPool.TheCapOnCopiesIsNeverExceededAndALateElementIsWaitedFor
+  // counts them on made-up timing); none passes the cap.
   for (int m : {1, 3}) {
     SCOPED_TRACE("max_factor " + std::to_string(m));
     auto out = run(range_spec(
@@ -312,16 +327,12 @@ TEST(EchoAdaptive, MaxFactorIsNeverExceeded) {
     std::map<int64_t, std::vector<int32_t>> copies;
     for (const auto& e : out) copies[e.id()].push_back(e.echo());
     ASSERT_EQ(copies.size(), 12u);
-    int64_t capped = 0;
     for (auto& [id, echo] : copies) {
       std::sort(echo.begin(), echo.end());
       EXPECT_LE(echo.size(), static_cast<size_t>(m)) << "id " << id;
       for (size_t k = 0; k < echo.size(); ++k)
         EXPECT_EQ(echo[k], static_cast<int32_t>(k)) << "id " << id;
-      capped += echo.size() == static_cast<size_t>(m);
     }
-    // While the next element is 15 ms away, an eager consumer uses up the repeats.
-    EXPECT_GE(capped, 8);
   }
 }
 
@@ -410,7 +421,7 @@ TEST(EchoAdaptive, TheQueueReadsAheadUpToItsElementsAndItsBytes) {
     Counted t = counted_payloads(2000, 2000, eo);
     ASSERT_TRUE(t.p->next().has_value());
     int64_t made = 0;
-    for (int i = 0; i < 200; ++i) {  // until the worker stops (it may take a moment)
+    for (int i = 0; i < 1000; ++i) {  // until the worker stops (it may take a moment)
       std::this_thread::sleep_for(10ms);
       const int64_t now = t.made->load();
       if (now == made && now >= c.least) break;

@@ -47,12 +47,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/core/clock.h"
 #include "dataecho/core/stats.h"
 
 namespace dataecho {
@@ -103,13 +105,146 @@ struct TunerOptions {
   double change_interval_seconds = 30;  // then at most one change per interval
   double min_gain = 0.05;               // a raise is kept when the rate rose this much
   int64_t max_parallelism = 64;
+  // Null: the real clocks, and a thread of the tuner's own that measures a window at a
+  // time. Given (a ManualClock in tests), the tuner starts no thread: its owner moves the
+  // clock and calls Tuner::step() (Pipeline::tune_step()) at the end of each window.
+  std::shared_ptr<const Clock> clock;
   // The budgets resolved from the environment and the machine where left at 0.
   TunerOptions resolved() const;
+};
+
+// What the tuner measured of one tuned node over one window: the inputs of its rules.
+struct KnobWindow {
+  double busy_share = 0;         // its workers' busy time / (window * threads)
+  double cpu_per_thread = 0;     // the cores one of its threads used
+  double wait_share = 0;         // its consumer's time inside its next() / window
+  double repeat_share = 0;       // an echo: the share of the window's rows that were repeats
+  int64_t elements = 0;          // the node's elements so far (a running count, not per window)
+  double bytes_per_element = 0;  // measured so far, for the RAM budget
+};
+
+// One window's measurements.
+struct TunerWindow {
+  double t_s = 0;            // its end, in seconds since the tuner started
+  double consumer_wait = 0;  // the share of the window the pipeline's consumer waited in next()
+  double cores = 0;          // the process's CPU time over the window / its length
+  std::vector<KnobWindow> knobs;  // one per knob, in the order they were added
+};
+
+// A change of one knob, and the rule that made it.
+struct TunerChange {
+  enum class Rule {
+    kCpuBudget,  // 1: over the CPU budget
+    kRamBudget,  // 1: over the RAM budget
+    kTakeBack,   // 2: a raise without gain, taken back
+    kRaise,      // 4: the most likely bottleneck raised
+    kRaiseEcho,  // 5: an echo's cap raised
+  };
+  size_t knob = 0;  // its index, in the order added
+  int64_t from = 0, to = 0;
+  Rule rule = Rule::kRaise;
+  std::string reason;  // as in report()'s "changes"
+};
+
+// The tuner's decisions without its thread, clock or counters: fed one TunerWindow at a
+// time (by the Tuner from its nodes' counters, or by a test with made-up measurements), it
+// moves its knobs by the five rules above. Each rule is a const function of a window and
+// of the state (the last change and when, the trial pending, the knobs taken back);
+// step() applies them in order and changes at most one knob per window.
+// Not thread-safe: one caller at a time (the Tuner's thread).
+class TunerPolicy {
+ public:
+  // `options`: resolved (budgets set); `hardware_cores`: the machine's.
+  TunerPolicy(const TunerOptions& options, int hardware_cores);
+
+  // Tunes `knob`, whose node had produced `elements` by `t_s` (its rate is measured from
+  // there). Returns its index.
+  size_t add(std::shared_ptr<Knob> knob, int64_t elements, double t_s);
+  size_t size() const { return knobs_.size(); }
+  Knob& knob(size_t i) const { return *knobs_.at(i).knob; }
+
+  struct Outcome {
+    std::optional<TunerChange> change;  // applied: the knob is set
+    std::optional<size_t> kept;         // rule 2 kept the raise of this knob
+  };
+  // One window (`w.knobs` has one entry per knob): the rules in order; the first that
+  // changes a knob sets it (Knob::set, whose listeners run on this thread).
+  Outcome step(const TunerWindow& w);
+
+  // The rules, on `w` and the state as it is, changing nothing; step() calls them.
+  // The change interval: may a knob change in a window that ends at `t_s`? (During the
+  // warm-up, in the next window, woken a little early or late; after it, a full
+  // change interval after the last change.)
+  bool may_change(double t_s) const;
+  // 1. Over a budget: the change that lowers a knob (the trial's back to where it was, else
+  // the costliest map by one for the CPU, the first buffer by half for the RAM), if any.
+  std::optional<TunerChange> over_budget(const TunerWindow& w) const;
+  // 2. The trial pending, judged on `w`. kTakeBack fills `*take_back`.
+  enum class Verdict { kNone, kWait, kKeep, kTakeBack };
+  Verdict judge_trial(const TunerWindow& w, TunerChange* take_back) const;
+  // 3. The pipeline keeps up: its consumer waits, and tuned echoes repeat, under 5%.
+  bool keeps_up(const TunerWindow& w) const;
+  // 4. The busiest map (busy half the time or more), else the buffer waited on most, that
+  // may rise within the limits and budgets.
+  std::optional<TunerChange> raise_bottleneck(const TunerWindow& w) const;
+  // 5. With none of 4 to raise, none waiting to be measured and the consumer waiting: an
+  // echo's cap, to its max.
+  std::optional<TunerChange> raise_echo(const TunerWindow& w) const;
+
+  // The window length at `t_s` seconds since the start: a quarter of window_seconds during
+  // the warm-up, so that the first raises come within a second.
+  double window_at(double t_s) const {
+    return t_s < o_.warmup_seconds ? o_.window_seconds / 4 : o_.window_seconds;
+  }
+  const TunerOptions& options() const { return o_; }
+  // The state, for tests: the knob whose raise is being judged, and until when a knob
+  // whose raise was taken back is left alone (s; -1: not).
+  std::optional<size_t> trial() const { return trial_; }
+  double blocked_until(size_t i) const { return knobs_.at(i).blocked_until; }
+
+ private:
+  struct State {
+    std::shared_ptr<Knob> knob;
+    double blocked_until = -1;
+    // The node's elements at the last change (of any knob) and when that was: a raise
+    // is judged on this node's rate. (The pipeline's output may be batches of 128: too
+    // few in a window to measure a 5% gain; a map's elements are single examples.)
+    int64_t elements_at_change = 0;
+    double change_s = 0;
+  };
+  int64_t since_change(const TunerWindow& w, size_t i) const {
+    return w.knobs[i].elements - knobs_[i].elements_at_change;
+  }
+  double rate_since_change(const TunerWindow& w, size_t i) const;
+  bool warm_up(double t_s) const { return t_s < o_.warmup_seconds; }
+  double interval_at(double t_s) const {
+    return warm_up(t_s) ? window_at(t_s) : o_.change_interval_seconds;
+  }
+  bool cpu_limited() const { return o_.cpu_budget < hardware_cores_ - 0.01; }
+  std::string budget_label(double cores) const;
+  // The share of the time the pipeline falls short: its consumer waits, or an echo fills
+  // in with repeats.
+  double short_share(const TunerWindow& w) const;
+  // The bytes all knobs' nodes may buffer, with knob `changed` (if any) at `value`.
+  double ram_projection(const TunerWindow& w, std::optional<size_t> changed, int64_t value) const;
+  // Pass 0 (maps), 1 (buffers) or 2 (echoes) of the search for a knob to raise.
+  std::optional<TunerChange> raise_pass(const TunerWindow& w, int pass) const;
+  // Sets the knob and records the change (its `to` becomes the value the knob took).
+  void apply(const TunerWindow& w, TunerChange& c);
+
+  const TunerOptions o_;
+  const int hardware_cores_;
+  std::vector<State> knobs_;
+  double last_change_s_ = -1e300;
+  std::optional<size_t> trial_;  // a raise not yet judged
+  int64_t trial_from_ = 0;
+  double rate_before_ = 0;  // the trial node's elements/s before the raise
 };
 
 class Tuner {
  public:
   // `output`: the stats of the pipeline's last node (its rate and its consumer's wait).
+  // With `options.clock` set, no thread: see TunerOptions::clock and step().
   Tuner(TunerOptions options, std::shared_ptr<NodeStats> output);
   ~Tuner();
   Tuner(const Tuner&) = delete;
@@ -123,29 +258,29 @@ class Tuner {
   // iterators go.
   void stop();
 
+  // With TunerOptions::clock set: one window, from the last step (or the first add()) to the
+  // clock's now: measures the counters and applies the rules. Returns the change made.
+  std::optional<TunerChange> step();
+
   // {"cpu_budget", "ram_budget_mb", "knobs": [{node, param, value, min, max}],
   //  "changes": [{"t_s", node, param, from, to, reason}], "windows": n}
   nlohmann::json report() const;
 
  private:
   struct Tuned;
-  struct Window;
   void run();
-  void decide(Window& w, double now_s, double consumer_wait, double cores);
-  // The window length at `t_s` seconds since the start: a quarter of window_seconds during
-  // the warm-up, so that the first raises come within a second.
-  double window_at(double t_s) const {
-    return t_s < o_.warmup_seconds ? o_.window_seconds / 4 : o_.window_seconds;
-  }
-  void change(Window& w, Tuned& k, int64_t to, double now_s, const std::string& reason);
-  // The bytes all tuned nodes may buffer, with `changed` (if any) at `value`.
-  double ram_projection(const std::vector<Tuned*>& knobs, const Tuned* changed,
-                        int64_t value) const;
+  // Measures the window that ends at `t` (ns) and decides. Called with mu_ held (by
+  // `lock`); releases it while knobs change.
+  std::optional<TunerChange> window(std::unique_lock<std::mutex>& lock, int64_t t);
+  void begin();  // the measurements' base, at the start (under mu_)
 
-  const TunerOptions o_;
+  const std::shared_ptr<const Clock> clock_;
+  const bool own_thread_;
   const std::shared_ptr<NodeStats> output_;
-  const int hardware_cores_;
-  int64_t start_ns_ = 0;  // set when the thread starts (under mu_)
+  TunerPolicy policy_;                                  // the tuner thread's (or step()'s caller's)
+  int64_t start_ns_ = 0;                                // set when the first knob comes (under mu_)
+  int64_t last_ns_ = 0, out_next_ns_ = 0, cpu_ns_ = 0;  // at the last window's end
+  bool started_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
