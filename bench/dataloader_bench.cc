@@ -52,7 +52,7 @@
 #include "hand_augment.h"
 
 using namespace dataecho;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -131,8 +131,8 @@ class PssSampler {
   std::thread thread_;
 };
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+double seconds_since(SteadyClock::time_point t0) {
+  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
 }
 
 // CPU seconds of every thread of this process, user + system.
@@ -162,7 +162,7 @@ nlohmann::json run_pipeline(const Args& a) {
   int64_t images = 0, batches = 0;
   nlohmann::json shape;
   for (int window = 0; window < a.epochs; ++window) {
-    Clock::time_point first{};
+    SteadyClock::time_point first{};
     double first_cpu = 0;
     int64_t after_first = 0, nb_window = 0, passes = 0;
     do {
@@ -174,7 +174,7 @@ nlohmann::json run_pipeline(const Args& a) {
         const Tensor& img = e->get("image");
         const int64_t rows = img.shape().empty() ? 1 : img.shape()[0];
         if (nb_window == 0) {
-          first = Clock::now();
+          first = SteadyClock::now();
           first_cpu = process_cpu_seconds();
           shape = img.shape();
         } else {
@@ -264,7 +264,7 @@ nlohmann::json run_reference(const Args& a) {
   };
   std::vector<double> rates, cpu_rates;
   for (int window = 0; window < a.epochs; ++window) {  // passes over the images, >= S s
-    auto t0 = Clock::now();
+    auto t0 = SteadyClock::now();
     const double cpu0 = process_cpu_seconds();
     int64_t passes = 0;
     do {

@@ -152,7 +152,9 @@ TEST(Autotune, AByteBoundedEchoCountsAtItsBytes) {
     for (int i = 0; i < 5; ++i) ASSERT_TRUE(p->next().has_value());
     clock->advance_seconds(0.1);
     const auto c = p->tune_step();
-    if (c) EXPECT_NE(c->rule, TunerChange::Rule::kRamBudget) << c->reason;
+    if (c) {
+      EXPECT_NE(c->rule, TunerChange::Rule::kRamBudget) << c->reason;
+    }
   }
   const nlohmann::json report = p->tuning();
   EXPECT_EQ(report.at("windows"), 10);
