@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._core import SpecError
@@ -316,7 +316,7 @@ class PipelineDef:
         return self._d.count(op)
 
     @property
-    def stages(self) -> list:  # type: ignore[type-arg]
+    def stages(self) -> List[Dict[str, Any]]:
         """The stages as spec dicts ([{"op": "batch", "size": 4}, ...])."""
         return list(self._d.stages)
 
@@ -362,7 +362,7 @@ def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: 
     return PipelineDef("range", count=count, shards=shards)
 
 
-def _uri(uri: Uris) -> Union[str, list]:  # type: ignore[type-arg]
+def _uri(uri: Uris) -> Union[str, List[str]]:
     return uri if isinstance(uri, str) else [os.fspath(u) for u in uri]
 
 

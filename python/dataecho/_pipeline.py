@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._definition import PipelineDef
 
 
-class Batch(dict):  # type: ignore[type-arg]
+class Batch(Dict[str, Any]):
     """One element of a pipeline: a dict {field name: tensor} with its provenance.
 
     ``ids``, ``echo`` and ``epochs`` have one entry per row (one for an unbatched

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Union
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 from . import _core
 from ._core import SpecError
@@ -11,7 +11,9 @@ from ._definition import PipelineDef
 from ._pipeline import Batch, Pipeline
 
 
-def _time_pipeline(d: PipelineDef, seconds: float, batches: int) -> "tuple[Batch, int, float, float, float, list]":  # type: ignore[type-arg]
+def _time_pipeline(
+    d: PipelineDef, seconds: float, batches: int
+) -> Tuple[Batch, int, float, float, float, List[Dict[str, Any]]]:
     with d.build() as p:
         t0 = time.perf_counter()
         first = next(p, None)

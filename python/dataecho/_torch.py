@@ -12,7 +12,7 @@ from ._definition import PipelineDef
 from ._pipeline import Batch, Pipeline
 
 
-class TorchIterable(torch.utils.data.IterableDataset):  # type: ignore[misc,type-arg]
+class TorchIterable(torch.utils.data.IterableDataset):
     """A ``torch.utils.data.IterableDataset`` over a dataecho pipeline, for code that
     expects a DataLoader: ``DataLoader(de.TorchIterable(d), batch_size=None)``.
 
