@@ -221,6 +221,26 @@ class PipelineDef:
         (``"auto"``: sized by the tuner within the RAM budget)."""
         return self._derive(self._d.prefetch(buffer))
 
+    def cache(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, *, key: Optional[str] = None,
+              max_bytes: Optional[int] = None, on_full: str = "fail", allow_shuffled: bool = False) -> "PipelineDef":
+        """Caches the first pass: later passes read from the cache instead of the input.
+
+        In memory (no ``path``): at most ``max_bytes`` of tensors (default a quarter of
+        physical memory); more fails the pass, or with ``on_full="prefix"`` keeps what
+        fits and reads the rest from the input. On local disk (``path``, a folder): a
+        file written during the first pass and renamed into place only when the pass
+        completed, keyed by a fingerprint of everything upstream (the spec up to here,
+        the seed, the local source files' sizes and times), so a changed spec or file
+        never reads a stale cache; ``key`` names it instead (required after a Python
+        function). A cache after a ``shuffle`` would replay one order every epoch: it is
+        refused unless ``allow_shuffled``; shuffle after the cache. See docs/echo.md,
+        "Cache or echo".
+        """
+        if on_full not in ("fail", "prefix"):
+            raise SpecError(f"$.stages[{len(self.stages)}].on_full: expected \"fail\" or \"prefix\", got {on_full!r}")
+        return self._derive(self._d.cache("" if path is None else os.fspath(path), key, max_bytes,
+                                          on_full == "prefix", allow_shuffled))
+
     def repeat(self, count: int = -1) -> "PipelineDef":
         """Passes over the input ``count`` times (-1: forever); epochs are stamped on rows."""
         return self._derive(self._d.repeat(count))

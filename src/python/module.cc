@@ -215,6 +215,20 @@ void bind_stages(py::class_<PipelineDef>& c) {
       },
       py::arg("buffer") = 2);
   c.def(
+      "cache",
+      [](const PipelineDef& d, std::string path, std::optional<std::string> key,
+         std::optional<int64_t> max_bytes, bool prefix, bool allow_shuffled) {
+        return copy_with(d, [&](PipelineDef& o) {
+          o.cache({.path = std::move(path),
+                   .key = std::move(key),
+                   .max_bytes = max_bytes,
+                   .prefix = prefix,
+                   .allow_shuffled = allow_shuffled});
+        });
+      },
+      py::arg("path") = "", py::arg("key") = py::none(), py::arg("max_bytes") = py::none(),
+      py::arg("prefix") = false, py::arg("allow_shuffled") = false);
+  c.def(
       "repeat",
       [](const PipelineDef& d, int64_t n) {
         return copy_with(d, [&](PipelineDef& o) { o.repeat(n); });
