@@ -1,6 +1,9 @@
 #include "dataecho/ops/cache.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <cstdio>
@@ -86,34 +89,34 @@ class CacheWriter {
   bool done_ = false;
 };
 
+// Reads the file in chunks of 1 MiB (more for a larger record); a record's tensors are
+// views of its chunk, as a TFRecord source's records are of theirs.
 class CacheReader {
  public:
   CacheReader(std::string path, const std::string& key) : path_(std::move(path)) {
-    f_ = std::fopen(path_.c_str(), "rb");
-    if (!f_)
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0)
       cache_error(ErrorCode::kNotFound, path_ + ": cannot open the cache file: " + errno_text());
-    std::setvbuf(f_, nullptr, _IOFBF, kIoBuffer);
     char magic[sizeof kMagic];
     get(magic, sizeof magic, "its header");
     const uint64_t n = get_u64("its header");
-    std::string stored(n < 4096 ? n : 0, '\0');
     if (n >= 4096 || std::memcmp(magic, kMagic, sizeof kMagic) != 0)
       cache_error(ErrorCode::kDataLoss, path_ + ": not a dataecho cache file (bad header)");
+    std::string stored(n, '\0');
     get(stored.data(), n, "its header");
     if (stored != key)
       cache_error(ErrorCode::kDataLoss, path_ + ": the cache file was written for key \"" + stored +
                                             "\", not \"" + key + "\"");
   }
   ~CacheReader() {
-    if (f_) std::fclose(f_);
+    if (fd_ >= 0) ::close(fd_);
   }
   CacheReader(const CacheReader&) = delete;
   CacheReader& operator=(const CacheReader&) = delete;
 
   // The next record, or nullopt after the end (checked: the count the writer wrote).
   std::optional<Example> next() {
-    const std::string where = "record " + std::to_string(index_);
-    const uint64_t n = get_u64(where);
+    const uint64_t n = get_u64(nullptr);
     if (n == kEndMark) {
       const uint64_t count = get_u64("its end");
       char magic[sizeof kMagic];
@@ -125,42 +128,80 @@ class CacheReader {
       return std::nullopt;
     }
     if (n > (uint64_t{1} << 40))
-      cache_error(ErrorCode::kDataLoss, path_ + ": bad record length", where);
-    buffer_.resize(n);
-    get(buffer_.data(), n, where);
+      cache_error(ErrorCode::kDataLoss, path_ + ": bad record length", where(nullptr));
+    const size_t at = ensure(n, nullptr);
+    pos_ += n;
     ++index_;
     try {
-      return StateReader(buffer_).read_example();
+      return StateReader(chunk_, at, n).read_example();
     } catch (const Error& e) {
-      cache_error(ErrorCode::kDataLoss, path_ + ": " + e.what(), where);
+      cache_error(ErrorCode::kDataLoss, path_ + ": " + e.what(), where(nullptr));
     }
   }
   // Skips `count` records without decoding them.
   void skip(uint64_t count) {
     for (uint64_t i = 0; i < count; ++i) {
-      const std::string where = "record " + std::to_string(index_);
-      const uint64_t n = get_u64(where);
-      if (n == kEndMark || std::fseek(f_, static_cast<long>(n), SEEK_CUR) != 0)
-        cache_error(ErrorCode::kDataLoss, path_ + ": fewer records than the saved position", where);
+      const uint64_t n = get_u64(nullptr);
+      if (n == kEndMark)
+        cache_error(ErrorCode::kDataLoss, path_ + ": fewer records than the saved position",
+                    where(nullptr));
+      pos_ = ensure(n, nullptr) + n;
       ++index_;
     }
   }
 
  private:
-  void get(void* p, size_t n, const std::string& where) {
-    if (n && std::fread(p, 1, n, f_) != n)
-      cache_error(ErrorCode::kDataLoss, path_ + ": the cache file is truncated", where);
+  // Makes the next n bytes contiguous in chunk_ (a new chunk holds what was left of the
+  // old one and as much more of the file as fits) and returns their offset.
+  // Where in the file, for errors: `part` ("its header"), or null: the current record.
+  std::string where(const char* part) const {
+    return part ? std::string(part) : "record " + std::to_string(index_);
   }
-  uint64_t get_u64(const std::string& where) {
+  size_t ensure(size_t n, const char* part) {
+    if (end_ - pos_ >= n) return pos_;
+    const size_t cap = std::max(kIoBuffer, n);
+    size_t filled = end_ - pos_;
+    // The chunk again when no element holds a view of it any more (the usual case when
+    // elements are consumed as they come): no allocation, no fresh pages to fault in.
+    std::shared_ptr<Buffer> fresh = chunk_;
+    if (fresh && fresh.use_count() == 2 && fresh->size() >= cap) {
+      std::memmove(fresh->mutable_data(), fresh->data() + pos_, filled);
+    } else {
+      fresh = Buffer::allocate(cap);
+      if (filled) std::memcpy(fresh->mutable_data(), chunk_->data() + pos_, filled);
+    }
+    while (filled < cap) {
+      const ssize_t r = ::read(fd_, fresh->mutable_data() + filled, cap - filled);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0)
+        cache_error(ErrorCode::kIo, path_ + ": cannot read the cache file: " + errno_text(),
+                    where(part));
+      if (r == 0) break;
+      filled += static_cast<size_t>(r);
+    }
+    if (filled < n)
+      cache_error(ErrorCode::kDataLoss, path_ + ": the cache file is truncated", where(part));
+    chunk_ = std::move(fresh);
+    pos_ = 0;
+    end_ = filled;
+    return 0;
+  }
+  void get(void* p, size_t n, const char* part) {
+    const size_t at = ensure(n, part);
+    std::memcpy(p, chunk_->data() + at, n);
+    pos_ = at + n;
+  }
+  uint64_t get_u64(const char* part) {
     uint64_t v = 0;
-    get(&v, sizeof v, where);
+    get(&v, sizeof v, part);
     return v;
   }
 
   std::string path_;
-  std::FILE* f_ = nullptr;
+  int fd_ = -1;
+  std::shared_ptr<Buffer> chunk_;
+  size_t pos_ = 0, end_ = 0;
   uint64_t index_ = 0;
-  std::string buffer_;
 };
 
 // ---------------------------------------------------------------- the dataset
@@ -229,8 +270,14 @@ class CacheIterator : public Iterator {
   }
   std::optional<Example> from_memory();
   void refill_memory();
-  std::optional<Example> counted(std::optional<Example> e, const char* counter) {
-    if (e && stats()) stats()->counter(counter) += 1;
+  std::optional<Example> counted(std::optional<Example> e, bool hit) {
+    if (e && stats()) {
+      if (!hits_) {
+        hits_ = &stats()->counter("hits");
+        misses_ = &stats()->counter("misses");
+      }
+      (hit ? *hits_ : *misses_) += 1;
+    }
     return e;
   }
 
@@ -245,6 +292,9 @@ class CacheIterator : public Iterator {
   std::vector<Example> filled_;  // memory: this pass's elements so far
   int64_t filled_bytes_ = 0;
   bool owns_fill_ = false;
+  const std::vector<Example>* memory_ = nullptr;  // the complete memory cache
+  std::atomic<int64_t>* hits_ = nullptr;          // the node's counters, looked up once
+  std::atomic<int64_t>* misses_ = nullptr;
 };
 
 std::unique_ptr<Iterator> CacheDataset::make_iterator_impl(const IteratorContext& ctx) const {
@@ -292,17 +342,17 @@ std::optional<Example> CacheIterator::next_impl() {
   std::optional<Example> e;
   switch (mode_) {
     case Mode::kFill:
-      e = counted(fill(), "misses");
+      e = counted(fill(), false);
       break;
     case Mode::kPassThrough:
     case Mode::kTail:
-      if (in_) e = counted(in_->next(), "misses");
+      if (in_) e = counted(in_->next(), false);
       break;
     case Mode::kMemory:
       e = from_memory();
       break;
     case Mode::kDisk:
-      e = counted(reader_->next(), "hits");
+      e = counted(reader_->next(), true);
       break;
     case Mode::kUndecided:
       break;
@@ -380,11 +430,15 @@ void CacheIterator::finish_fill() {
 
 std::optional<Example> CacheIterator::from_memory() {
   CacheState& s = ds_.state();
+  if (!memory_) {  // complete: the cached elements do not change any more
+    std::lock_guard<std::mutex> lock(s.mu);
+    memory_ = &s.data;
+  }
+  if (static_cast<size_t>(position_) < memory_->size())
+    return counted((*memory_)[static_cast<size_t>(position_)], true);
   std::string tail;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (static_cast<size_t>(position_) < s.data.size())
-      return counted(s.data[static_cast<size_t>(position_)], "hits");
     tail = s.tail_state;
     fill_epoch_ = s.fill_epoch;
   }
@@ -393,7 +447,7 @@ std::optional<Example> CacheIterator::from_memory() {
   open_input(fill_epoch_);
   StateReader r(tail);
   in_->restore(r);
-  return counted(in_->next(), "misses");
+  return counted(in_->next(), false);
 }
 
 // A restored memory-reading pass in a process whose cache is empty: the first pass again.

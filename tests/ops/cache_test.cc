@@ -137,8 +137,8 @@ TEST(Cache, TheMemoryBoundFailsClearlyOrKeepsThePrefix) {
                      "over max_bytes = 400"),
             std::string::npos)
       << msg;
-  auto p = build(spec(100, R"(, "max_bytes": 400, "on_full": "prefix")",
-                      R"(, {"op": "repeat", "count": 3})"));
+  auto p = build(
+      spec(100, R"(, "max_bytes": 400, "on_full": "prefix")", R"(, {"op": "repeat", "count": 3})"));
   EXPECT_EQ(values(drain(*p)), repeated(100, 3));
   auto c = counters(*p);
   EXPECT_EQ(c["hits"], 2 * 51);

@@ -146,3 +146,20 @@ def test_check_shared_names_the_echo_stage_when_a_shared_buffer_was_written(monk
     p = de.range(64).batch(8).echo(2).build(share_buffers=True)
     next(p)["value"].add_(1)
     assert int(next(p)["value"][0]) == 1
+
+
+# ------------------------------------------------------------------ cache
+def test_cache_from_python_in_memory_and_on_disk(tmp_path):
+    d = de.range(12).cache().repeat(3)
+    assert d.stages[0] == {"op": "cache"}
+    p = d.build(as_numpy=True)
+    assert [int(b["value"]) for b in p] == list(range(12)) * 3
+    assert p.stats()["1:cache"]["counters"]["hits"] == 24
+    disk = de.range(12).cache(tmp_path, max_bytes=None)
+    assert disk.to_spec()["stages"][0] == {"op": "cache", "path": str(tmp_path)}
+    assert [int(b["value"]) for b in disk.build(as_numpy=True)] == list(range(12))
+    assert len(list(tmp_path.glob("cache-*.decache"))) == 1
+    with pytest.raises(de.SpecError, match=r"\$\.stages\[1\].*shuffle after the cache"):
+        de.range(12).shuffle(4).cache().build()
+    with pytest.raises(de.SpecError, match=r"\$\.stages\[1\]\.key"):
+        de.range(12).map(lambda f: f, as_numpy=True).cache(tmp_path).build()
