@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dataecho/core/error.h"
+#include "dataecho/core/hash.h"
 #include "dataecho/io/http_stream.h"
 
 namespace dataecho {
@@ -32,10 +33,8 @@ constexpr const char* kStage = "cache_dir";
 }
 
 std::string url_hash(const std::string& url) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : url) h = (h ^ c) * 0x100000001b3ull;
   char hex[24];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(url)));
   return hex;
 }
 

@@ -189,7 +189,7 @@ void bind_map_and_echo(py::class_<PipelineDef>& c) {
       py::arg("op"), py::arg("options") = py::none());
 }
 
-void bind_stages(py::class_<PipelineDef>& c) {
+void bind_buffering_stages(py::class_<PipelineDef>& c) {
   c.def(
       "shuffle",
       [](const PipelineDef& d, int64_t buffer, std::optional<uint64_t> seed,
@@ -228,6 +228,9 @@ void bind_stages(py::class_<PipelineDef>& c) {
       },
       py::arg("path") = "", py::arg("key") = py::none(), py::arg("max_bytes") = py::none(),
       py::arg("prefix") = false, py::arg("allow_shuffled") = false);
+}
+
+void bind_stages_and_settings(py::class_<PipelineDef>& c) {
   c.def(
       "repeat",
       [](const PipelineDef& d, int64_t n) {
@@ -352,7 +355,8 @@ void bind_definition(py::module_& m) {
   c.def(py::self == py::self);
   c.def("__copy__", [](const PipelineDef& d) { return d; });
   bind_map_and_echo(c);
-  bind_stages(c);
+  bind_buffering_stages(c);
+  bind_stages_and_settings(c);
   bind_edits(c);
   c.def("build", &build, py::arg("base_dir") = "", py::arg("fusion") = true,
         py::arg("as_numpy") = false, py::arg("share_buffers") = false,

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "dataecho/core/hash.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/fusion.h"
 #include "dataecho/spec/registry.h"
@@ -382,10 +383,9 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
 }
 
 std::string spec_fingerprint(const std::string& canonical_text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : canonical_text) h = (h ^ c) * 0x100000001b3ull;
   char hex[40];
-  std::snprintf(hex, sizeof hex, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof hex, "fnv1a64:%016llx",
+                static_cast<unsigned long long>(fnv1a64(canonical_text)));
   return hex;
 }
 
