@@ -26,13 +26,15 @@ def main() -> None:
     ap.add_argument("--spec", required=True)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--as-numpy", action="store_true")
+    ap.add_argument("--share-buffers", action="store_true",
+                    help="build(share_buffers=True): shared (echoed) buffers without a copy")
     a = ap.parse_args()
     torch.set_num_threads(1)
     d = de.PipelineDef.from_spec(a.spec)
     rates, cpu_rates = [], []
     images = batches = 0
     for epoch in range(a.epochs):
-        with d.build(as_numpy=a.as_numpy) as p:
+        with d.build(as_numpy=a.as_numpy, share_buffers=a.share_buffers) as p:
             n = nb = after_first = 0
             for b in p:
                 rows = b["image"].shape[0]
@@ -52,7 +54,7 @@ def main() -> None:
     s = sorted(rates)
     print(json.dumps({"images_per_s": s[-1], "median_images_per_s": s[len(s) // 2], "epochs_images_per_s": rates,
                       "images_per_cpu_s": max(cpu_rates), "images_per_epoch": images, "batches_per_epoch": batches,
-                      "copied_bytes": copied, "zero_copy_bytes": shared, "spec": a.spec,
+                      "copied_bytes": copied, "zero_copy_bytes": shared, "spec": a.spec, "share_buffers": a.share_buffers,
                       "python": sys.executable, "torch": torch.__version__}))
 
 

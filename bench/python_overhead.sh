@@ -4,14 +4,16 @@
 #
 #   bench/python_overhead.sh [--build DIR] [--out DIR] [--jpeg-images N] [--png-images N]
 #                            [--epochs E] [--rounds R] [--threads "1 2"]
-#                            [--workloads "jpeg png jpeg_echo"]
+#                            [--workloads "jpeg png jpeg_echo jpeg_echo_shared"]
 #
 # Data and specs are those of bench/dataloader_compare.sh (bench/dataloader_lib.sh): JPEG
 # 256x256 RGB quality 90 and 28x28 PNG from Debian's Fashion-MNIST, as 4 tar shards and as
 # a folder; the spec is tar -> map decode_augment (parallelism T) -> batch 128 ->
 # prefetch 4; jpeg_echo is the JPEG spec with batch echoing (echo 2 after batch), where
 # every echoed batch reaches Python as a copy (its buffer is shared with the echo stage),
-# so its Python/C++ ratio is the cost of that copy. For each workload and thread count
+# so its Python/C++ ratio is the cost of that copy; jpeg_echo_shared is jpeg_echo built
+# with share_buffers=True (the opt-in: echoed batches handed over without the copy,
+# docs/python.md). For each workload and thread count
 # T, one after the other (same load):
 #   cpp         build/bin/dataloader_bench pipeline --spec S (C++ pulls the batches);
 #   python      bench/python_overhead.py --spec S (the same spec from Python, each batch
@@ -33,7 +35,7 @@ PNG_IMAGES=8192
 EPOCHS=3
 ROUNDS=2
 THREADS="1 2"
-WORKLOADS="jpeg png jpeg_echo"
+WORKLOADS="jpeg png jpeg_echo jpeg_echo_shared"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) BUILD=$(realpath -m "$2"); shift 2 ;;
@@ -79,10 +81,10 @@ START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
   for wl in $WORKLOADS; do
     for t in $THREADS; do
-      if [[ $wl == jpeg || $wl == jpeg_echo ]]; then
+      if [[ $wl == jpeg || $wl == jpeg_echo* ]]; then
         spec "$RUNS/${wl}_t$t.spec.json" "$DATA/jpeg_tar" jpg decode_augment "$JPEG_ARGS" "$t"
         dl_args=(--workload jpeg)
-        if [[ $wl == jpeg_echo ]]; then  # echo 2 right after the batch
+        if [[ $wl == jpeg_echo* ]]; then  # echo 2 right after the batch
           $PY - "$RUNS/${wl}_t$t.spec.json" <<'SPEC'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -96,9 +98,12 @@ SPEC
         dl_args=(--workload png --mean $PNG_MEAN --std $PNG_STD)
       fi
       timed "r${round}_${wl}_cpp_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS"
-      timed "r${round}_${wl}_python_t$t" $PY "$ROOT/bench/python_overhead.py" --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS"
-      # The DataLoader's side of jpeg_echo is jpeg's (it has no echo): not run twice.
-      [[ $wl == jpeg_echo && " $WORKLOADS " == *" jpeg "* ]] && continue
+      share=()
+      [[ $wl == jpeg_echo_shared ]] && share=(--share-buffers)
+      timed "r${round}_${wl}_python_t$t" $PY "$ROOT/bench/python_overhead.py" --spec "$RUNS/${wl}_t$t.spec.json" \
+        --epochs "$EPOCHS" "${share[@]}"
+      # The DataLoader's side of jpeg_echo* is jpeg's (it has no echo): not run twice.
+      [[ $wl == jpeg_echo* && " $WORKLOADS " == *" jpeg "* ]] && continue
       timed "r${round}_${wl}_dataloader_t$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl%_echo}_dir" \
         "${dl_args[@]}" --workers "$t" --epochs "$EPOCHS"
     done
@@ -119,11 +124,11 @@ def load(name):
     return j
 
 rows = []
-print(f"{'workload':10s} {'T':>2s} {'C++ img/s':>10s} {'Python':>10s} {'Py/C++':>7s} {'DataLoader':>11s} "
+print(f"{'workload':16s} {'T':>2s} {'C++ img/s':>10s} {'Python':>10s} {'Py/C++':>7s} {'DataLoader':>11s} "
       f"{'Py/DL':>7s} {'RSS C++':>8s} {'RSS Py':>8s} {'RSS DL':>14s}")
 for wl in workloads:
     for t in threads:
-        dl_wl = "jpeg" if wl == "jpeg_echo" and "jpeg" in workloads else wl  # jpeg's run (no echo there)
+        dl_wl = "jpeg" if wl.startswith("jpeg_echo") and "jpeg" in workloads else wl  # jpeg's run (no echo there)
         r = [{"cpp": load(f"r{k}_{wl}_cpp_t{t}"), "python": load(f"r{k}_{wl}_python_t{t}"),
               "dataloader": load(f"r{k}_{dl_wl}_dataloader_t{t}")} for k in range(1, rounds + 1)]
         py_cpp = [x["python"]["images_per_s"] / x["cpp"]["images_per_s"] for x in r]
@@ -137,7 +142,7 @@ for wl in workloads:
                "python_over_dataloader_rounds": py_dl, "python_over_dataloader": statistics.median(py_dl),
                "python_copied_bytes": max(x["python"]["copied_bytes"] for x in r)}
         rows.append(row)
-        print(f"{wl:10s} {t:>2s} {best['cpp']:10.0f} {best['python']:10.0f} {row['python_over_cpp']:7.3f} "
+        print(f"{wl:16s} {t:>2s} {best['cpp']:10.0f} {best['python']:10.0f} {row['python_over_cpp']:7.3f} "
               f"{best['dataloader']:11.0f} {row['python_over_dataloader']:7.2f} {rss['cpp']:8.0f} {rss['python']:8.0f} "
               f"{rss['dataloader']:6.0f}+{workers:.0f}w")
 result = {"rows": rows, "rounds": rounds, "epochs": epochs, "jpeg_images": jpeg_images, "png_images": png_images,

@@ -26,6 +26,8 @@ PACKAGES=(
   libgloo-dev
   # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3
   pybind11-dev python3-dev libdlpack-dev python3-numpy python3-torch python3-pytest
+  # its type check (tests/python/type_check.sh: mypy and stubtest)
+  python3-mypy
   # pip install . in a virtual environment and the wheel (pyproject.toml, setup.py)
   python3-setuptools python3-wheel python3-pip python3-venv python3-build
 )

@@ -103,8 +103,15 @@ Tensor StateReader::read_tensor() {
   if (rank > 64) throw_error(ErrorCode::kDataLoss, "state", "bad tensor rank in saved state");
   Shape shape(rank);
   for (auto& d : shape) d = read_i64();
-  std::string bytes = read_string();
-  return Tensor::from_data(static_cast<DType>(dt), std::move(shape), bytes.data(), bytes.size());
+  const std::string_view bytes = take(read_u64());
+  const auto dtype = static_cast<DType>(dt);
+  const size_t at =
+      backing_ ? static_cast<size_t>(bytes.data() - reinterpret_cast<const char*>(backing_->data()))
+               : 0;
+  if (backing_ && at % dtype_size(dtype) == 0 &&
+      bytes.size() == static_cast<size_t>(shape_elements(shape)) * dtype_size(dtype))
+    return Tensor(dtype, std::move(shape), backing_, at);
+  return Tensor::from_data(dtype, std::move(shape), bytes.data(), bytes.size());
 }
 
 Example StateReader::read_example() {

@@ -101,7 +101,9 @@ class TarFileDataset : public FileDatasetBase<TarOptions> {
 
    private:
     void open() {
-      reader_ = std::make_unique<TarReader>(open_stream(ds_->uri_, ds_->o_->stream));
+      StreamOptions so = ds_->o_->stream;
+      so.stats = ds_->node_stats();  // http and cache_dir counters on the source's node
+      reader_ = std::make_unique<TarReader>(open_stream(ds_->uri_, so));
       if (index_ == 0) return;
       if (resume_ >= 0) {
         reader_->seek_to(static_cast<uint64_t>(resume_));

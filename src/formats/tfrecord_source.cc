@@ -51,7 +51,9 @@ class TfRecordFileDataset : public FileDatasetBase<TfRecordOptions> {
         if (!reader_) {
           TfRecordReader::Options ro;
           ro.verify_crc = o.verify_crc;
-          reader_ = std::make_unique<TfRecordReader>(open_stream(ds_->uri_, o.stream), ro);
+          StreamOptions so = o.stream;
+          so.stats = ds_->node_stats();  // http and cache_dir counters on the source's node
+          reader_ = std::make_unique<TfRecordReader>(open_stream(ds_->uri_, so), ro);
           if (offset_ > 0) reader_->seek(offset_);
         }
         std::shared_ptr<Buffer> rec;

@@ -42,18 +42,22 @@
 #include <thread>
 
 #include "dataecho/core/error.h"
+#include "http_common.h"
 #include "http_connections.h"
 #include "http_retry.h"
 
 namespace dataecho {
 namespace {
 
+using http::configure_common;
 using http::CurlHandles;
 using http::ensure_curl_initialized;
+using http::env_ca_file;
 using http::handle_pool;
 using http::origin_of;
 
 constexpr const char* kStage = "http";
+
 // A byte ring of fixed capacity. Not thread-safe (guarded by the stream's mutex).
 class RingBuffer {
  public:
@@ -236,12 +240,6 @@ class HttpStream final : public ByteStream {
     return (options_.insecure ? "insecure|" : "verify|") + options_.ca_file + "|" +
            options_.ca_path + "|" + (options_.ca_file.empty() ? env_ca_file() : "");
   }
-  // SSL_CERT_FILE, else CURL_CA_BUNDLE (as the curl tool reads them), else "".
-  static std::string env_ca_file() {
-    for (const char* var : {"SSL_CERT_FILE", "CURL_CA_BUNDLE"})
-      if (const char* v = std::getenv(var); v && *v) return v;
-    return "";
-  }
   size_t resume_room() const { return std::max<size_t>(ring_.capacity() / 4, curl_buffer_); }
 
   void start_transfer(uint64_t offset) {
@@ -334,33 +332,8 @@ class HttpStream final : public ByteStream {
   // The easy handle's options for one GET of a.offset onwards (`range` and `errbuf` must
   // outlive the transfer).
   void configure(CURL* easy, Attempt& a, char* errbuf, const std::string& range) {
-    curl_easy_reset(easy);
-    curl_easy_setopt(easy, CURLOPT_URL, url_.c_str());
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 5L);
-    // From https, redirects may lead only to https: never credentials in the clear.
-    if (is_https()) curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-    const std::string ca_file = options_.ca_file.empty() ? env_ca_file() : options_.ca_file;
-    if (!ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file.c_str());
-    if (!options_.ca_path.empty()) curl_easy_setopt(easy, CURLOPT_CAPATH, options_.ca_path.c_str());
-    if (options_.insecure) {
-      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (headers_) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(easy, CURLOPT_FAILONERROR, 1L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy, CURLOPT_USERAGENT, "dataecho/0.1");
+    configure_common(easy, url_, options_, headers_, errbuf);
     curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, static_cast<long>(curl_buffer_));
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(options_.connect_timeout_s * 1000));
-    if (options_.low_speed_time_s > 0) {
-      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
-                       std::max(1L, static_cast<long>(options_.low_speed_time_s)));
-    }
     if (a.offset > 0) curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpStream::on_body);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, this);

@@ -5,6 +5,7 @@
 
 #include "dataecho/io/byte_stream.h"
 #include "dataecho/io/http_stream.h"
+#include "dataecho/io/shard_cache.h"
 
 namespace dataecho {
 
@@ -26,6 +27,7 @@ bool is_http_uri(const std::string& uri) {
 }
 
 std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOptions& options) {
+  if (is_http_uri(uri) && !options.cache_dir.empty()) return open_cached_http_stream(uri, options);
   if (is_http_uri(uri)) return open_http_stream(uri, options);
   return open_local_stream(uri, options);
 }

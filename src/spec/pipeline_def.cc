@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "dataecho/core/hash.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/fusion.h"
 #include "dataecho/spec/registry.h"
@@ -128,6 +129,15 @@ PipelineDef& PipelineDef::batch(BatchStageOptions o) {
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
   return stage("prefetch",
                {{"buffer", buffer == kAutotune ? nlohmann::json("auto") : nlohmann::json(buffer)}});
+}
+PipelineDef& PipelineDef::cache(CacheStageOptions o) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!o.path.empty()) j["path"] = o.path;
+  if (o.key) j["key"] = *o.key;
+  if (o.max_bytes) j["max_bytes"] = *o.max_bytes;
+  if (o.prefix) j["on_full"] = "prefix";
+  if (o.allow_shuffled) j["allow_shuffled"] = true;
+  return stage("cache", std::move(j));
 }
 PipelineDef& PipelineDef::repeat(int64_t count) { return stage("repeat", {{"count", count}}); }
 PipelineDef& PipelineDef::take(int64_t count) { return stage("take", {{"count", count}}); }
@@ -319,6 +329,8 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   const nlohmann::json& stages_json =
       canonical.contains("stages") ? canonical.at("stages") : kNoStages;
 
+  ctx.canonical = &canonical;
+  ctx.source_fingerprint = source_fingerprint_;
   DatasetPtr ds = source_dataset_;
   if (!ds) {
     SpecObject src(canonical.at("source"), "$.source");
@@ -360,11 +372,7 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     fingerprint = v1 = source_fingerprint_ + ":" + stages_json.dump();
   } else {
     const std::string text = canonical.dump();
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-    char hex[40];
-    std::snprintf(hex, sizeof hex, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-    fingerprint = hex;
+    fingerprint = spec_fingerprint(text);
     v1 = std::to_string(std::hash<std::string>{}(text));
   }
   TunerOptions tuning = options.tuning;
@@ -372,6 +380,13 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   if (autotune_.ram_budget_mb)
     tuning.ram_budget_bytes = static_cast<int64_t>(*autotune_.ram_budget_mb * 1048576.0);
   return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint, v1, tuning);
+}
+
+std::string spec_fingerprint(const std::string& canonical_text) {
+  char hex[40];
+  std::snprintf(hex, sizeof hex, "fnv1a64:%016llx",
+                static_cast<unsigned long long>(fnv1a64(canonical_text)));
+  return hex;
 }
 
 bool operator==(const PipelineDef& a, const PipelineDef& b) {

@@ -20,6 +20,7 @@ Registry& the_registry() {
     register_builtin_functions(reg);
     register_echo_builders(reg);
     register_format_builders(reg);
+    register_cache_builders(reg);
     register_image_functions(reg);
     return reg;
   }();

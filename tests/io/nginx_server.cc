@@ -48,6 +48,7 @@ void NginxServer::start(const std::string& root_dir, const NginxServerOptions& o
   config_.required_authorization = options.required_authorization;
   config_.redirect_to = options.redirect_to;
   config_.deny = options.deny;
+  config_.access_log = options.access_log;
   config_.master_process = false;
   config_.prefix_dir = temp_dir();
   // A port picked by binding could be taken before nginx binds it: try a few.

@@ -25,6 +25,7 @@ struct NginxServerOptions {
   std::string required_authorization;                // else 401
   std::string redirect_to;                           // /moved/PATH answers 302 to redirect_to/PATH
   bool deny = false;                                 // /denied/... answers 403
+  bool access_log = false;                           // access_log_path() gets a line per request
 };
 
 class NginxServer {
@@ -46,6 +47,8 @@ class NginxServer {
   int port() const { return config_.port; }
   // "http://127.0.0.1:PORT/" + path ("https://" when the server has a certificate)
   std::string url(const std::string& path) const;
+  // nginx's access log (with NginxServerOptions::access_log).
+  std::string access_log_path() const { return config_.prefix_dir + "/access.log"; }
 
  private:
   void launch();

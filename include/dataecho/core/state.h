@@ -34,6 +34,13 @@ class StateWriter {
 class StateReader {
  public:
   explicit StateReader(std::string_view data) : data_(data) {}
+  // Reads bytes of `buffer`; tensors read from it are views of the buffer (no copy)
+  // where their data are aligned for their type, copies where not. A cache file's
+  // records, read in chunks, become their elements this way.
+  // Reads `size` bytes of `buffer` from `offset`.
+  StateReader(std::shared_ptr<const Buffer> buffer, size_t offset, size_t size)
+      : data_(reinterpret_cast<const char*>(buffer->data()) + offset, size),
+        backing_(std::move(buffer)) {}
   // Reads a tag and checks it: "state: expected the state of 'shuffle', found 'batch'".
   void expect(std::string_view tag);
   uint64_t read_u64();
@@ -50,6 +57,7 @@ class StateReader {
   std::string_view take(size_t n);
   std::string_view data_;
   size_t pos_ = 0;
+  std::shared_ptr<const Buffer> backing_;
 };
 
 }  // namespace dataecho

@@ -53,6 +53,10 @@ struct StreamOptions {
   // Credentials (an Authorization header, user:password in the URL) go over plain http
   // only when this says so; otherwise opening such a stream fails.
   bool plain_http_credentials = false;
+  // http(s) only: keep each shard on local disk in this folder, fetched once and read
+  // from there after (io/shard_cache.h); "" reads over the network every time.
+  std::string cache_dir;
+  int64_t cache_max_bytes = 0;  // the folder's bound (least recently used go first); 0: none
   // Counters (bytes, requests, retries, resumed) are added to this node when given.
   std::shared_ptr<NodeStats> stats;
 };

@@ -30,6 +30,11 @@ nlohmann::json load_spec_file(const std::string& path);
 std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path,
                                                    BuildOptions options = {});
 
+// A fixed hash of a spec's canonical text: "fnv1a64:" and 16 hex digits (64-bit FNV-1a,
+// which does not depend on the compiler's std::hash): the state fingerprint, a disk
+// cache's key.
+std::string spec_fingerprint(const std::string& canonical_text);
+
 // A path named in a spec, as seen from the spec's folder `base_dir`: unchanged when it
 // is absolute, a URL (http(s)://, file://) or base_dir is empty; else base_dir/path.
 std::string resolve_spec_path(const std::string& base_dir, const std::string& path);

@@ -110,6 +110,14 @@ struct InterleaveStageOptions {
   std::optional<int64_t> buffer_per_shard = std::nullopt;
 };
 
+struct CacheStageOptions {
+  std::string path;                                 // "": in memory; else a folder (ops/cache.h)
+  std::optional<std::string> key = std::nullopt;    // disk: default the upstream fingerprint
+  std::optional<int64_t> max_bytes = std::nullopt;  // memory: default 1/4 of physical memory
+  bool prefix = false;          // memory: keep the prefix that fits ("on_full": "prefix")
+  bool allow_shuffled = false;  // allow a shuffle upstream (its order is replayed)
+};
+
 // The tuner's budgets (the spec's "autotune" object); unset: $DATAECHO_CPU_BUDGET or all
 // cores, $DATAECHO_RAM_BUDGET_MB or 1/8 of physical memory.
 struct AutotuneOptions {
@@ -137,6 +145,7 @@ class PipelineDef {
   PipelineDef& echo(EchoStageOptions options);
   PipelineDef& batch(BatchStageOptions options);
   PipelineDef& prefetch(int64_t buffer = 2);  // or kAutotune
+  PipelineDef& cache(CacheStageOptions options = {});
   PipelineDef& repeat(int64_t count = -1);
   PipelineDef& take(int64_t count);
   PipelineDef& skip(int64_t count);

@@ -19,10 +19,15 @@ namespace dataecho {
 
 // What a builder knows about the pipeline it is part of.
 struct BuildContext {
-  uint64_t seed = 0;           // the spec's seed
-  bool deterministic = true;   // the spec's default for parallel stages
-  std::string base_dir;        // relative paths in the spec are relative to this
-  int64_t node_index = 0;      // position of the node being built
+  uint64_t seed = 0;          // the spec's seed
+  bool deterministic = true;  // the spec's default for parallel stages
+  std::string base_dir;       // relative paths in the spec are relative to this
+  int64_t node_index = 0;     // position of the node being built
+  // The canonical definition being built (its JSON: "seed", "source", "stages"; only
+  // "stages" for a definition over a dataset, whose source is `source_fingerprint`):
+  // what a stage may know of everything upstream of it (the cache's key).
+  const nlohmann::json* canonical = nullptr;
+  std::string source_fingerprint;
   uint64_t node_seed() const;  // a seed of its own for this node
 };
 
@@ -80,6 +85,7 @@ void register_core_builders(Registry& r);
 void register_builtin_functions(Registry& r);
 void register_echo_builders(Registry& r);
 void register_format_builders(Registry& r);
+void register_cache_builders(Registry& r);
 void register_image_functions(Registry& r);
 
 }  // namespace dataecho

@@ -1,0 +1,415 @@
+"""PipelineDef and the source functions: the package's face of the C++ builder.
+
+A ``PipelineDef`` wraps the C++ ``dataecho::PipelineDef`` (``_core.PipelineDef``): every
+stage method calls the C++ method of the same name, which returns a new definition, so
+Python and C++ build, edit and validate pipelines with one piece of code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _core
+from ._core import SpecError
+from ._pipeline import Pipeline
+
+Uris = Union[str, Sequence[str]]
+MapFunction = Callable[[Dict[str, Any]], Mapping[str, Any]]
+
+
+class _Callable:
+    """A Python function registered with the engine for as long as a definition uses it."""
+
+    def __init__(self, fn: MapFunction, as_numpy: bool):
+        self.fn = fn
+        self.name = getattr(fn, "__qualname__", None) or repr(fn)
+        self.id = _core.register_callable(_wrap_callable(fn, as_numpy), self.name)
+
+    def __del__(self) -> None:
+        try:
+            _core.unregister_callable(self.id)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def _to_numpy(value: Any) -> Any:
+    import numpy as np
+
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+        return value.detach().cpu().contiguous().numpy()
+    return np.asarray(value, order="C")  # keeps a 0-d array 0-d
+
+
+def _wrap_callable(fn: MapFunction, as_numpy: bool) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+    # The engine passes {field: DLPack capsule or numpy array} and takes {field: array}.
+    def call(fields: Dict[str, Any]) -> Dict[str, Any]:
+        if not as_numpy:
+            from torch.utils.dlpack import from_dlpack
+
+            fields = {k: from_dlpack(v) for k, v in fields.items()}
+        out = fn(fields)
+        if not isinstance(out, Mapping):
+            raise TypeError(
+                f"map function {getattr(fn, '__qualname__', fn)!r} returned "
+                f"{type(out).__name__}, expected a dict {{field: tensor or array}}"
+            )
+        return {str(k): _to_numpy(v) for k, v in out.items()}
+
+    return call
+
+
+def _none_dropped(d: Mapping[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _distributed_rank_and_world() -> Tuple[int, int]:
+    """torch.distributed's rank and world size, else torchrun's RANK and WORLD_SIZE."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or world is None:
+        raise SpecError("distributed: torch.distributed is not initialized and RANK / WORLD_SIZE "
+                        "are not set: pass rank= and world_size=")
+    try:
+        return int(rank), int(world)
+    except ValueError:
+        raise SpecError(f"distributed: RANK={rank!r}, WORLD_SIZE={world!r}: expected integers") from None
+
+
+class PipelineDef:
+    """A pipeline as a value: a source and its stages, the same as a JSON spec.
+
+    Made by a source function (``de.tfrecord(...)``, ``de.range(...)``) or from a spec
+    (``PipelineDef.from_spec``). Every stage method returns a new definition. The names
+    and options are those of the C++ builder (dataecho/spec/pipeline_def.h), which this
+    class wraps, and of the JSON spec (docs/spec.md); every option is checked when the
+    pipeline is built, and a wrong one raises ``SpecError`` naming its JSON path
+    (``$.stages[2].size``).
+    """
+
+    __slots__ = ("_d", "_callables", "_base_dir")
+
+    def __init__(self, kind: str, **options: Any):
+        self._d = _core.PipelineDef(kind, _none_dropped(options))
+        self._callables: Tuple[_Callable, ...] = ()
+        self._base_dir = ""
+
+    @classmethod
+    def _wrap(cls, d: _core.PipelineDef, callables: Tuple[_Callable, ...] = (), base_dir: str = "") -> "PipelineDef":
+        out = cls.__new__(cls)
+        out._d, out._callables, out._base_dir = d, callables, base_dir
+        return out
+
+    def _derive(self, d: _core.PipelineDef, callable_: Optional[_Callable] = None) -> "PipelineDef":
+        return PipelineDef._wrap(d, self._callables + ((callable_,) if callable_ else ()), self._base_dir)
+
+    # ------------------------------------------------------------------ JSON
+    @classmethod
+    def from_spec(cls, spec: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> "PipelineDef":
+        """A definition from a JSON spec: a dict, or the path of a .json file.
+
+        The structure is checked now (a source with a kind, stages with an op), each
+        op's options when it is built. Relative paths in a file are relative to the
+        file's folder, as with ``dataecho pipe``.
+        """
+        if isinstance(spec, Mapping):
+            return cls._wrap(_core.PipelineDef.from_json(dict(spec)))
+        path = os.fspath(spec)
+        return cls._wrap(_core.PipelineDef.from_file(path), base_dir=os.path.dirname(os.path.abspath(path)))
+
+    def to_spec(self) -> Dict[str, Any]:
+        """The JSON spec (a dict); ``json.dump`` it for ``dataecho pipe`` or the trainer.
+
+        Raises ``SpecError`` when a stage is a Python callable, which has no JSON form.
+        """
+        for i, st in enumerate(self._d.stages):
+            if st.get("fn") == "python":
+                raise SpecError(
+                    f"$.stages[{i}].fn: the map function is the Python callable "
+                    f"{self._callable_name(st)}, which has no JSON form: register it in C++ "
+                    "(dataecho::register_map_function) to use it in a spec"
+                )
+        spec: Dict[str, Any] = self._d.to_json()
+        return spec
+
+    def _callable_name(self, stage: Mapping[str, Any]) -> str:
+        cid = stage.get("args", {}).get("callable")
+        return next((repr(c.name) for c in self._callables if c.id == cid), f"#{cid}")
+
+    # ------------------------------------------------------------------ stages
+    def map(self, fn: Union[str, MapFunction], *, parallelism: Optional[Union[int, str]] = None,
+            deterministic: Optional[bool] = None, buffer: Optional[int] = None, as_numpy: bool = False,
+            **args: Any) -> "PipelineDef":
+        """Applies a function to every element.
+
+        ``fn`` names a registered function ("decode_augment", "augment", "decode_image",
+        "resize", "normalize", ...), whose options are the keyword arguments, or is a
+        Python callable taking a dict {field: torch.Tensor} (numpy arrays with
+        ``as_numpy=True``) and returning a dict {field: tensor or array}: the fields it
+        returns are set, the others kept.
+
+        Built-in functions run on ``parallelism`` threads without the GIL;
+        ``parallelism="auto"`` lets the pipeline's tuner choose the count while it runs,
+        within the CPU budget (``autotune``), and publish it in ``Pipeline.tuning()``. A
+        Python callable runs under the GIL, one element at a time, in order: it costs the
+        Python call plus a copy of what it returns, and it blocks every other Python
+        thread while it runs. A pipeline with a Python callable has no JSON form.
+        """
+        if callable(fn):
+            if parallelism not in (None, 1):
+                raise SpecError("map: a Python callable runs under the GIL, one element at a time: drop parallelism")
+            if args:
+                raise SpecError(f"map: options {sorted(args)} are for registered functions; bind them in the callable")
+            c = _Callable(fn, as_numpy)
+            return self._derive(self._d.map("python", {"callable": c.id, "as_numpy": as_numpy}, buffer=buffer), c)
+        return self._derive(self._d.map(fn, args, parallelism, deterministic, buffer))
+
+    def filter(self, fn: str, **args: Any) -> "PipelineDef":
+        """Keeps the elements a registered predicate accepts."""
+        return self._derive(self._d.filter(fn, args))
+
+    def interleave(self, cycle: int = 4, *, parallelism: Optional[Union[int, str]] = None,
+                   buffer_per_shard: Optional[int] = None) -> "PipelineDef":
+        """Reads ``cycle`` files at once, one element from each in turn (right after a
+        source over several files). ``parallelism="auto"``: one thread per open file, with
+        ``buffer_per_shard`` chosen by the tuner (the cycle sets the order: never tuned)."""
+        return self._derive(self._d.interleave(cycle, parallelism, buffer_per_shard))
+
+    def shuffle(self, buffer: int, *, seed: Optional[int] = None,
+                reshuffle_each_iteration: Optional[bool] = None) -> "PipelineDef":
+        """Shuffles through a buffer of ``buffer`` elements. After an example echo, it
+        keeps an element's copies out of the same batch."""
+        return self._derive(self._d.shuffle(buffer, seed, reshuffle_each_iteration))
+
+    def echo(self, factor: Union[float, str] = 2, *, max_factor: Optional[float] = None,
+             buffer: Optional[int] = None, buffer_bytes: Optional[int] = None,
+             seed: Optional[int] = None) -> "PipelineDef":
+        """Data echoing: repeats every element ``factor`` times in all (2.5: two copies,
+        a third with probability 0.5); ``"adaptive"`` repeats only while the next fresh
+        element is late, at most ``max_factor`` times; ``"auto"`` is adaptive echo that
+        repeats nothing until the pipeline's tuner has raised every ``"auto"``
+        parallelism and buffer as far as helps and the training loop still waits: then
+        it may repeat up to ``max_factor`` times (``Pipeline.tuning()`` says when).
+
+        Where to place it (the paper's rule; ``de.profile`` measures it): right after the
+        slowest stage. Before the augmentation (example echoing), each copy is augmented
+        differently and a ``shuffle`` after the echo keeps copies out of one batch; after
+        ``batch`` (batch echoing), whole batches repeat. Choose ``factor`` about
+        R = upstream time / training-step time: more repeats than R buy no time.
+
+        ``buffer`` and ``buffer_bytes`` (adaptive and ``"auto"`` only) bound the queue of
+        fresh elements read ahead and the pool of repeat candidates, each to at most
+        ``buffer`` elements (default 1024) and ``buffer_bytes`` bytes (default 16 MiB;
+        0: no byte bound). A small queue makes the echo repeat while the reader stalls
+        between the network's bursts, so it settles above R.
+        """
+        return self._derive(self._d.echo(factor, max_factor, buffer, buffer_bytes, seed))
+
+    def batch(self, size: int, *, drop_remainder: bool = False) -> "PipelineDef":
+        """Stacks ``size`` elements into one; every tensor gets a leading batch dimension."""
+        return self._derive(self._d.batch(size, drop_remainder))
+
+    def prefetch(self, buffer: Union[int, str] = 2) -> "PipelineDef":
+        """Runs everything before it on a thread of its own, ``buffer`` elements ahead
+        (``"auto"``: sized by the tuner within the RAM budget)."""
+        return self._derive(self._d.prefetch(buffer))
+
+    def cache(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, *, key: Optional[str] = None,
+              max_bytes: Optional[int] = None, on_full: str = "fail", allow_shuffled: bool = False) -> "PipelineDef":
+        """Caches the first pass: later passes read from the cache instead of the input.
+
+        In memory (no ``path``): at most ``max_bytes`` of tensors (default a quarter of
+        physical memory); more fails the pass, or with ``on_full="prefix"`` keeps what
+        fits and reads the rest from the input. On local disk (``path``, a folder): a
+        file written during the first pass and renamed into place only when the pass
+        completed, keyed by a fingerprint of everything upstream (the spec up to here,
+        the seed, the local source files' sizes and times), so a changed spec or file
+        never reads a stale cache; ``key`` names it instead (required after a Python
+        function). A cache after a ``shuffle`` would replay one order every epoch: it is
+        refused unless ``allow_shuffled``; shuffle after the cache. See docs/echo.md,
+        "Cache or echo".
+        """
+        if on_full not in ("fail", "prefix"):
+            raise SpecError(f"$.stages[{len(self.stages)}].on_full: expected \"fail\" or \"prefix\", got {on_full!r}")
+        return self._derive(self._d.cache("" if path is None else os.fspath(path), key, max_bytes,
+                                          on_full == "prefix", allow_shuffled))
+
+    def repeat(self, count: int = -1) -> "PipelineDef":
+        """Passes over the input ``count`` times (-1: forever); epochs are stamped on rows."""
+        return self._derive(self._d.repeat(count))
+
+    def take(self, count: int) -> "PipelineDef":
+        """The first ``count`` elements."""
+        return self._derive(self._d.take(count))
+
+    def skip(self, count: int) -> "PipelineDef":
+        """All but the first ``count`` elements."""
+        return self._derive(self._d.skip(count))
+
+    def shard(self, num_shards: int, index: int) -> "PipelineDef":
+        """One worker's share: whole files right after a source over at least
+        ``num_shards`` files, else every ``num_shards``-th element from ``index``."""
+        return self._derive(self._d.shard(num_shards, index))
+
+    def stage(self, op: str, **options: Any) -> "PipelineDef":
+        """Any registered op by its JSON options (for ops of one's own)."""
+        return self._derive(self._d.stage(op, options))
+
+    def seed(self, seed: int) -> "PipelineDef":
+        """The pipeline's seed: every random stage derives its own from it."""
+        return self._derive(self._d.seed(seed))
+
+    def deterministic(self, on: bool) -> "PipelineDef":
+        """The default order of parallel stages: input order (True) or as finished."""
+        return self._derive(self._d.deterministic(on))
+
+    def autotune(self, *, cpu_budget: Optional[float] = None, ram_budget_mb: Optional[float] = None) -> "PipelineDef":
+        """The budgets of the tuner that sets ``"auto"`` parallelism and buffers while the
+        pipeline runs: cores (default ``$DATAECHO_CPU_BUDGET``, else all) and MiB of
+        buffers (default ``$DATAECHO_RAM_BUDGET_MB``, else 1/8 of physical memory). The
+        tuner never changes what the pipeline produces."""
+        return self._derive(self._d.autotune(cpu_budget, ram_budget_mb))
+
+    # ------------------------------------------------------------------ edits
+    def distributed(self, rank: Optional[int] = None, world_size: Optional[int] = None) -> "PipelineDef":
+        """This process's share for data-parallel training with PyTorch's own DDP.
+
+        Puts a ``shard`` stage first, right after the source, as ``dataecho train``
+        does for its ranks (C++ ``with_shard_first``, docs/distributed.md): whole files
+        when there are at least ``world_size`` files, else every ``world_size``-th
+        element. Every stage after it, echo included, works on this rank's stream only,
+        so each example of an epoch is read by exactly one rank. ``rank`` and
+        ``world_size`` default to ``torch.distributed``'s (initialized), else to the
+        ``RANK`` and ``WORLD_SIZE`` environment variables of torchrun. Give each rank its
+        own ``build(seed=...)`` (``base + rank``) so that ranks do not draw the same
+        augmentations.
+        """
+        if rank is None or world_size is None:
+            r, w = _distributed_rank_and_world()
+            rank = r if rank is None else rank
+            world_size = w if world_size is None else world_size
+        if not 0 <= rank < world_size:
+            raise SpecError(f"distributed: rank {rank} is outside a world of {world_size}")
+        return self.with_shard_first(world_size, rank)
+
+    def with_shard_first(self, num_shards: int, index: int) -> "PipelineDef":
+        """A ``shard`` stage put first; refused when the pipeline has a shard stage."""
+        return self._derive(self._d.with_shard_first(num_shards, index))
+
+    def with_mixed_seed(self, *salts: int) -> "PipelineDef":
+        """The seed mixed with each salt in turn (a run's seed, a rank), as in C++."""
+        return self._derive(self._d.with_mixed_seed(list(salts)))
+
+    def without(self, op: str) -> "PipelineDef":
+        """Without the stages of this op (``without("echo")``: what ``profile`` runs)."""
+        return self._derive(self._d.without(op))
+
+    def replacing(self, op: str, stages: Sequence[Mapping[str, Any]]) -> "PipelineDef":
+        """Each stage of this op replaced by ``stages`` (spec dicts), in place."""
+        return self._derive(self._d.replacing(op, [dict(s) for s in stages]))
+
+    def inserting(self, at: int, stages: Sequence[Mapping[str, Any]]) -> "PipelineDef":
+        """``stages`` (spec dicts) inserted before stage ``at`` (the count: at the end)."""
+        return self._derive(self._d.inserting(at, [dict(s) for s in stages]))
+
+    def inserting_after(self, index: int, stages: Sequence[Mapping[str, Any]]) -> "PipelineDef":
+        """``stages`` (spec dicts) inserted after stage ``index``."""
+        return self._derive(self._d.inserting_after(index, [dict(s) for s in stages]))
+
+    def with_option(self, index: int, key: str, value: Union[bool, int, float, str]) -> "PipelineDef":
+        """Stage ``index`` with option ``key`` set to ``value``; checked at build."""
+        return self._derive(self._d.with_option(index, key, value))
+
+    def find(self, op: str, fn: str = "", start: int = 0) -> Optional[int]:
+        """The index of the first stage at or after ``start`` with this op (and fn)."""
+        return self._d.find(op, fn, start)
+
+    def count(self, op: str) -> int:
+        """How many stages have this op."""
+        return self._d.count(op)
+
+    @property
+    def stages(self) -> List[Dict[str, Any]]:
+        """The stages as spec dicts ([{"op": "batch", "size": 4}, ...])."""
+        return list(self._d.stages)
+
+    # ------------------------------------------------------------------ building
+    def build(self, seed: Optional[int] = None, *, as_numpy: bool = False, base_dir: Optional[str] = None,
+              fusion: bool = True, share_buffers: bool = False) -> Pipeline:
+        """Starts the pipeline. ``seed`` overrides the definition's; ``as_numpy`` yields
+        numpy arrays instead of torch tensors; ``base_dir`` is where relative paths are
+        found (default: the spec file's folder, or the current directory); ``fusion=False``
+        turns off the map-and-batch fusion (only to measure it).
+
+        ``share_buffers=True`` hands a buffer the engine shares (an echoed batch or
+        example) over without the copy the default makes: numpy arrays come read-only,
+        torch tensors are writable but must not be written (``x.sub_(m)`` on one batch
+        would change its echoed repeats; ``x = x - m`` is fine). With
+        ``DATAECHO_CHECK_SHARED=1`` in the environment, each shared buffer's checksum is
+        taken when it is handed out and checked when its repeat is: a write in between
+        raises ``SpecError`` naming the echo stage. See docs/python.md, "Sharing".
+        """
+        d = self if seed is None else self.seed(seed)
+        return Pipeline(d, as_numpy=as_numpy, base_dir=base_dir, fusion=fusion, share_buffers=share_buffers)
+
+    def __repr__(self) -> str:
+        return f"PipelineDef({json.dumps(self._d.to_json())})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PipelineDef):
+            return NotImplemented
+        return bool(self._d == other._d)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------- sources
+def source(kind: str, **options: Any) -> PipelineDef:
+    """A source of any registered kind, by its JSON options."""
+    return PipelineDef(kind, **options)
+
+
+def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: A001 (the spec's name)
+    """The integers 0..count-1 as field "value" (int64); ``shards`` splits them into
+    that many parts, like files, for ``interleave`` and ``shard``."""
+    return PipelineDef("range", count=count, shards=shards)
+
+
+def _uri(uri: Uris) -> Union[str, List[str]]:
+    return uri if isinstance(uri, str) else [os.fspath(u) for u in uri]
+
+
+def tfrecord(uri: Uris, *, features: Optional[Mapping[str, Any]] = None, raw: Optional[bool] = None,
+             on_error: Optional[str] = None, verify_crc: Optional[bool] = None,
+             buffer_bytes: Optional[int] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+    """TFRecord files of tf.train.Example records: paths, globs, brace ranges
+    (``train-{00000..00007}.tfrecord``), http(s) URLs or ``@manifest`` files.
+    ``features`` maps field names to tf.Example keys (default: image/encoded -> image,
+    image/class/label -> label); ``on_error``: "fail", "skip" or "echo"."""
+    return PipelineDef("tfrecord", uri=_uri(uri), features=features, raw=raw, on_error=on_error,
+                       verify_crc=verify_crc, buffer_bytes=buffer_bytes, http=http)
+
+
+def tar(uri: Uris, *, fields: Optional[Union[Sequence[str], Mapping[str, str]]] = None,
+        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
+        http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+    """Tar shards in the WebDataset layout (files sharing a key make one sample); ``fields``
+    lists the extensions to keep, or maps field names to extensions."""
+    return PipelineDef("tar", uri=_uri(uri),
+                       fields=fields if fields is None or isinstance(fields, Mapping) else list(fields),
+                       on_error=on_error, buffer_bytes=buffer_bytes, http=http)
+
+
+def idx(images: str, labels: Optional[str] = None, *, limit: Optional[int] = None,
+        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None) -> PipelineDef:
+    """MNIST's IDX files (optionally gzipped), such as Debian's dataset-fashion-mnist:
+    fields "image" (uint8 [28, 28]) and "label" (int64)."""
+    return PipelineDef("idx", images=images, labels=labels, limit=limit, on_error=on_error,
+                       buffer_bytes=buffer_bytes)

@@ -1,0 +1,192 @@
+"""Pipeline (a running pipeline, an iterator of Batch dicts) and Batch."""
+
+from __future__ import annotations
+
+import atexit
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
+
+from . import _core
+from ._core import SpecError
+
+if TYPE_CHECKING:
+    import os
+
+    from ._definition import PipelineDef
+
+
+class Batch(Dict[str, Any]):
+    """One element of a pipeline: a dict {field name: tensor} with its provenance.
+
+    ``ids``, ``echo`` and ``epochs`` have one entry per row (one for an unbatched
+    example): the row's source id, its echo index (0 for a fresh row, k for the k-th
+    repeat made by an echo stage) and the pass over the source that read it.
+    ``addresses`` gives each field's data address in the engine (equal to the tensor's
+    ``data_ptr()`` when it was handed over without a copy).
+    """
+
+    __slots__ = ("ids", "echo", "epochs", "addresses")
+
+    ids: List[int]
+    echo: List[int]
+    epochs: List[int]
+    addresses: Dict[str, int]
+
+    @property
+    def fresh_rows(self) -> int:
+        """Rows whose echo index is 0 (read from the source, not repeated)."""
+        return sum(1 for e in self.echo if e == 0)
+
+
+_live: "weakref.WeakSet[Pipeline]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:  # join every pipeline's threads before the interpreter goes
+    for p in list(_live):
+        p.close()
+
+
+class _ProcessLocalState(bytes):
+    """A state that names Python callables by their id in this process: it restores
+    here, but cannot be pickled."""
+
+    names: str = ""
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise SpecError(
+            f"the pipeline holds the Python callable(s) {self.names}: its state cannot be "
+            "saved outside this process (use registered functions to resume elsewhere)"
+        )
+
+    __reduce__ = __reduce_ex__  # type: ignore[assignment]
+
+
+class Pipeline:
+    """A running pipeline: an iterator of ``Batch`` dicts.
+
+    ``next()`` waits without the GIL; Ctrl-C stops it within a second and joins the
+    pipeline's threads; leaving a ``with`` block, ``close()`` or dropping the last
+    reference does the same. Tensors handed out stay valid after the pipeline is gone.
+
+    By default tensors are writable and never alias memory another element can see: a
+    batch fresh from ``batch`` is handed over as is (no copy), a buffer the engine shares
+    (batch echoing, an echoed example) is copied first, so ``x.sub_(mean)`` on one batch
+    never changes its repeats. ``build(share_buffers=True)`` skips that copy.
+    """
+
+    def __init__(self, definition: "PipelineDef", *, as_numpy: bool = False, base_dir: Optional[str] = None,
+                 fusion: bool = True, share_buffers: bool = False):
+        self._def = definition
+        self._as_numpy = as_numpy
+        self._base_dir = definition._base_dir if base_dir is None else base_dir
+        self._fusion = fusion
+        self._share = share_buffers
+        self._from_dlpack: Optional[Callable[[Any], Any]] = None
+        self._p = self._start()
+        _live.add(self)
+
+    def _start(self) -> _core.Pipeline:
+        return self._def._d.build(self._base_dir, self._fusion, self._as_numpy, self._share)
+
+    @classmethod
+    def from_spec(cls, spec: Union[str, "os.PathLike[str]", Mapping[str, Any]], *, seed: Optional[int] = None,
+                  as_numpy: bool = False) -> "Pipeline":
+        """Builds a pipeline from a JSON spec (a dict or a file's path)."""
+        from ._definition import PipelineDef
+
+        return PipelineDef.from_spec(spec).build(seed, as_numpy=as_numpy)
+
+    @property
+    def definition(self) -> "PipelineDef":
+        """The definition this pipeline was built from."""
+        return self._def
+
+    def to_spec(self) -> Dict[str, Any]:
+        """The JSON spec of this pipeline (see ``PipelineDef.to_spec``)."""
+        return self._def.to_spec()
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self
+
+    def __next__(self) -> Batch:
+        r = self._p.next()
+        if r is None:
+            raise StopIteration
+        fields, ids, echo, epochs, addresses = r
+        b = Batch()
+        if self._as_numpy:
+            b.update(fields)
+        else:
+            if self._from_dlpack is None:
+                from torch.utils.dlpack import from_dlpack
+
+                self._from_dlpack = from_dlpack
+            conv = self._from_dlpack
+            for k, v in fields.items():
+                b[k] = conv(v)
+        b.ids = ids
+        b.echo = echo
+        b.epochs = epochs
+        b.addresses = addresses
+        return b
+
+    def stats(self) -> Dict[str, Dict[str, Any]]:
+        """The per-stage table, as ``dataecho pipe --stats-json`` writes it, keyed by
+        node label ("0:tfrecord", "3:echo"): elements, rows, bytes, busy_ms,
+        wait_input_ms, wait_output_ms, next_ms, elements_per_s, and each node's counters
+        (an echo node's "fresh" and "echoed" rows, a batch's "duplicate_rows"...)."""
+        return {n["name"]: n for n in self._p.stats()}
+
+    def tuning(self) -> Dict[str, Any]:
+        """What the tuner of ``"auto"`` settings chose: ``cpu_budget``, ``ram_budget_mb``,
+        ``knobs`` (node, param, value, min, max) and ``changes`` (t_s, node, param, from,
+        to, reason). ``knobs`` is empty when no stage has an ``"auto"`` setting."""
+        return dict(self._p.tuning())
+
+    @property
+    def elements_returned(self) -> int:
+        """Elements handed out so far."""
+        return int(self._p.elements_returned())
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The position after the elements handed out so far (torchdata's
+        StatefulDataLoader convention): ``load_state_dict`` on a pipeline built from the
+        same definition continues with exactly the same elements. It pickles, unless the
+        pipeline holds a Python callable."""
+        raw = self._p.save()
+        state: bytes = raw
+        if self._def._callables:
+            local = _ProcessLocalState(raw)
+            local.names = ", ".join(repr(c.name) for c in self._def._callables)
+            state = local
+        return {"format": "dataecho.state/1", "elements": self.elements_returned, "state": state}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continues from a ``state_dict()``: the next element is the one that followed."""
+        if state.get("format") != "dataecho.state/1" or not isinstance(state.get("state"), (bytes, bytearray)):
+            raise SpecError("load_state_dict: not a dataecho state (expected the dict state_dict() returns)")
+        if self._p.elements_returned() > 0 or self._p.closed:
+            self._p.close()
+            self._p = self._start()
+        self._p.restore(bytes(state["state"]))
+
+    def close(self) -> None:
+        """Cancels the pipeline and joins its threads (idempotent)."""
+        p = getattr(self, "_p", None)
+        if p is not None:
+            p.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` ran (or the pipeline was cancelled)."""
+        return bool(self._p.closed)
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()

@@ -1,0 +1,239 @@
+#include "dataecho/io/shard_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "dataecho/core/error.h"
+#include "dataecho/core/hash.h"
+#include "dataecho/io/http_stream.h"
+
+namespace dataecho {
+
+std::unique_ptr<ByteStream> open_local_stream(const std::string& uri, const StreamOptions& options);
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kStage = "cache_dir";
+
+[[noreturn]] void fail(ErrorCode code, const std::string& message, const std::string& uri) {
+  throw Error(code, kStage, message, uri);
+}
+
+std::string url_hash(const std::string& url) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(url)));
+  return hex;
+}
+
+void count(const StreamOptions& o, const char* counter, int64_t n = 1) {
+  if (o.stats) o.stats->counter(counter) += n;
+}
+
+// A lock file held with flock (released when the descriptor closes): a shard's .lock is
+// held exclusively while it is checked or fetched, its .use shared while it is read.
+class ShardLock {
+ public:
+  ShardLock(const std::string& path, int operation)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0)
+      fail(ErrorCode::kIo, path + ": cannot open the lock file: " + std::strerror(errno), path);
+    if (!take(operation)) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~ShardLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ShardLock(const ShardLock&) = delete;
+  ShardLock& operator=(const ShardLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+  bool take(int operation) {
+    int rc;
+    while ((rc = ::flock(fd_, operation)) != 0 && errno == EINTR) {
+    }
+    return rc == 0;
+  }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+struct Meta {
+  std::string url;
+  int64_t size = -1;
+  std::string etag;
+};
+
+Meta read_meta(const std::string& path) {
+  Meta m;
+  std::ifstream f(path);
+  std::string size;
+  if (!std::getline(f, m.url) || !std::getline(f, size)) return {};
+  std::getline(f, m.etag);
+  m.size = std::atoll(size.c_str());
+  return m;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f) fail(ErrorCode::kIo, tmp + ": cannot write", path);
+  }
+  fs::rename(tmp, path);
+}
+
+int64_t file_size_or(const std::string& path, int64_t fallback) {
+  std::error_code ec;
+  const auto n = fs::file_size(path, ec);
+  return ec ? fallback : static_cast<int64_t>(n);
+}
+
+// Downloads `url` whole into base.shard (through a temporary file) and writes base.meta.
+void fetch(const std::string& url, const StreamOptions& o, const std::string& base,
+           const HttpHead& head) {
+  StreamOptions plain = o;
+  plain.cache_dir.clear();
+  auto in = open_http_stream(url, plain);
+  std::random_device rd;
+  const std::string tmp =
+      base + ".shard.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+  int64_t total = 0;
+  try {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::vector<char> buf(1 << 20);
+    while (size_t n = in->read(buf.data(), buf.size())) {
+      out.write(buf.data(), static_cast<std::streamsize>(n));
+      total += static_cast<int64_t>(n);
+    }
+    out.flush();
+    if (!out) fail(ErrorCode::kIo, tmp + ": cannot write the downloaded shard", url);
+    const int64_t expected = in->size() >= 0 ? in->size() : head.content_length;
+    if (expected >= 0 && total != expected)
+      fail(ErrorCode::kDataLoss,
+           "downloaded " + std::to_string(total) + " bytes, the server said " +
+               std::to_string(expected),
+           url);
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  fs::rename(tmp, base + ".shard");
+  write_file_atomically(base + ".meta",
+                        url + "\n" + std::to_string(total) + "\n" + head.etag + "\n");
+  count(o, "cache_misses");
+  count(o, "cache_bytes_fetched", total);
+}
+
+// Whether the local copy is whole and, as far as the server says, current.
+bool is_current(const std::string& url, const std::string& base, const HttpHead* head) {
+  const Meta m = read_meta(base + ".meta");
+  if (m.url != url || m.size < 0 || file_size_or(base + ".shard", -1) != m.size) return false;
+  if (!head) return true;  // the server could not be asked: the whole copy is read
+  if (head->content_length >= 0 && head->content_length != m.size) return false;
+  return head->etag.empty() || head->etag == m.etag;
+}
+
+// Deletes the least recently used shards nobody reads until the folder is within bound.
+void evict(const StreamOptions& o, const std::string& keep) {
+  if (o.cache_max_bytes <= 0) return;
+  struct Entry {
+    std::string base;
+    int64_t size;
+    fs::file_time_type used;
+  };
+  std::vector<Entry> entries;
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(o.cache_dir, ec)) {
+    if (f.path().extension() != ".shard") continue;
+    const std::string base = (f.path().parent_path() / f.path().stem()).string();
+    const int64_t size = file_size_or(f.path().string(), 0);
+    total += size;
+    if (base != keep) entries.push_back({base, size, fs::last_write_time(f.path(), ec)});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  for (const Entry& e : entries) {
+    if (total <= o.cache_max_bytes) break;
+    ShardLock fetching(e.base + ".lock", LOCK_EX | LOCK_NB);
+    ShardLock reading(e.base + ".use", LOCK_EX | LOCK_NB);
+    if (!fetching.held() || !reading.held()) continue;  // being fetched or read
+    std::remove((e.base + ".shard").c_str());
+    std::remove((e.base + ".meta").c_str());
+    total -= e.size;
+    count(o, "cache_evictions");
+  }
+}
+
+// The local copy, read while its lock is held shared; named by its URL.
+class CachedStream : public ByteStream {
+ public:
+  CachedStream(std::unique_ptr<ByteStream> local, int lock_fd, std::string url)
+      : local_(std::move(local)), lock_fd_(lock_fd), url_(std::move(url)) {}
+  ~CachedStream() override { ::close(lock_fd_); }
+  size_t read(void* dst, size_t n) override { return local_->read(dst, n); }
+  uint64_t position() const override { return local_->position(); }
+  void seek(uint64_t offset) override { local_->seek(offset); }
+  int64_t size() const override { return local_->size(); }
+  const std::string& uri() const override { return url_; }
+
+ private:
+  std::unique_ptr<ByteStream> local_;
+  int lock_fd_;
+  std::string url_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
+                                                    const StreamOptions& o) {
+  std::error_code ec;
+  fs::create_directories(o.cache_dir, ec);
+  if (ec)
+    fail(ErrorCode::kIo, o.cache_dir + ": cannot create the cache folder: " + ec.message(), url);
+  const std::string base = (fs::path(o.cache_dir) / url_hash(url)).string();
+  // One process checks and fetches a shard at a time (.lock); readers hold .use shared
+  // for as long as they read, which only eviction waits for.
+  ShardLock lock(base + ".lock", LOCK_EX);
+  std::optional<HttpHead> head;
+  try {
+    StreamOptions plain = o;
+    plain.cache_dir.clear();
+    head = http_head(url, plain);
+  } catch (const Error&) {
+    if (!is_current(url, base, nullptr)) throw;  // no copy to fall back on
+  }
+  if (is_current(url, base, head ? &*head : nullptr)) {
+    count(o, "cache_hits");
+  } else {
+    fetch(url, o, base, head ? *head : HttpHead{});
+  }
+  ::utimensat(AT_FDCWD, (base + ".shard").c_str(), nullptr, 0);  // most recently used
+  ShardLock use(base + ".use", LOCK_SH);
+  auto local = open_local_stream(base + ".shard", o);
+  evict(o, base);
+  return std::make_unique<CachedStream>(std::move(local), use.release(), url);
+}
+
+}  // namespace dataecho

@@ -1,0 +1,100 @@
+// The "cache" stage of the spec (ops/cache.h): its options, the refusal of a cache after
+// a shuffle, and the key of a disk cache, which fingerprints everything upstream.
+#include <sys/stat.h>
+
+#include "dataecho/io/byte_stream.h"
+#include "dataecho/ops/cache.h"
+#include "dataecho/spec/build.h"
+#include "dataecho/spec/registry.h"
+
+namespace dataecho {
+namespace {
+
+// What the stage at ctx.node_index has upstream: the definition's seed, order and
+// source and the stages before it.
+nlohmann::json upstream_of(const BuildContext& ctx) {
+  nlohmann::json u = nlohmann::json::object();
+  const nlohmann::json& c = *ctx.canonical;
+  for (const char* key : {"seed", "deterministic", "source"})
+    if (c.contains(key)) u[key] = c[key];
+  if (!ctx.source_fingerprint.empty()) u["source"] = ctx.source_fingerprint;
+  u["stages"] = nlohmann::json::array();
+  if (c.contains("stages"))
+    for (int64_t i = 0; i + 1 < ctx.node_index; ++i) u["stages"].push_back(c["stages"][i]);
+  return u;
+}
+
+// Size and modification time of each local file the source names ("uri", "images",
+// "labels"), so that a file rewritten in place changes the key. URLs and patterns that
+// match nothing are left to the source to report.
+nlohmann::json source_files(const nlohmann::json& source, const std::string& base_dir) {
+  std::vector<std::string> patterns;
+  for (const char* key : {"uri", "images", "labels"}) {
+    if (!source.is_object() || !source.contains(key)) continue;
+    const nlohmann::json& v = source[key];
+    if (v.is_string()) patterns.push_back(v.get<std::string>());
+    if (v.is_array())
+      for (const auto& x : v)
+        if (x.is_string()) patterns.push_back(x.get<std::string>());
+  }
+  nlohmann::json files = nlohmann::json::array();
+  std::vector<std::string> uris;
+  try {
+    uris = expand_uris(patterns, base_dir);
+  } catch (const Error&) {
+    return files;
+  }
+  for (const std::string& uri : uris) {
+    struct stat st {};
+    if (is_http_uri(uri) || ::stat(uri.c_str(), &st) != 0) continue;
+    files.push_back({uri, static_cast<int64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec});
+  }
+  return files;
+}
+
+bool has_python_function(const nlohmann::json& stages) {
+  for (const auto& s : stages)
+    if (s.value("fn", "") == "python") return true;
+  return false;
+}
+
+DatasetPtr build_cache(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+  CacheOptions o;
+  o.path = s.has("path") ? resolve_spec_path(ctx.base_dir, s.get_string("path")) : "";
+  o.max_bytes = s.get_int("max_bytes", 0, 0);
+  const std::string on_full = s.get_string("on_full", "fail");
+  if (on_full != "fail" && on_full != "prefix")
+    throw_spec_error(s.field_path("on_full"),
+                     "expected \"fail\" or \"prefix\", got \"" + on_full + "\"");
+  o.prefix = on_full == "prefix";
+  const bool allow_shuffled = s.get_bool("allow_shuffled", false);
+  const std::string key = s.has("key") ? s.get_string("key") : "";
+  nlohmann::json upstream = upstream_of(ctx);
+  for (size_t i = 0; i < upstream["stages"].size() && !allow_shuffled; ++i) {
+    if (upstream["stages"][i].value("op", "") == "shuffle")
+      throw_spec_error(s.path(), "a cache after the shuffle at $.stages[" + std::to_string(i) +
+                                     "] replays the first pass's order every epoch: put the "
+                                     "shuffle after the cache (or set \"allow_shuffled\": true)");
+  }
+  if (!o.path.empty()) {
+    if (!key.empty()) {
+      o.key = key;
+    } else if (has_python_function(upstream["stages"]) || !ctx.source_fingerprint.empty()) {
+      throw_spec_error(s.field_path("key"),
+                       "a stage upstream (a Python function, or a source made in code) has no "
+                       "stable fingerprint: give the disk cache a \"key\" that names what it "
+                       "holds");
+    } else {
+      upstream["files"] = source_files(upstream["source"], ctx.base_dir);
+      o.key = spec_fingerprint(upstream.dump()).substr(8);  // the hex digits
+    }
+  }
+  return make_cache(std::move(in), std::move(o));
+}
+
+}  // namespace
+
+void register_cache_builders(Registry& r) { r.stages["cache"] = build_cache; }
+
+}  // namespace dataecho
