@@ -21,6 +21,7 @@ Registry& the_registry() {
     register_echo_builders(reg);
     register_format_builders(reg);
     register_image_functions(reg);
+    register_sequence_builders(reg);
     return reg;
   }();
   return r;

@@ -94,6 +94,15 @@ struct BatchStageOptions {
   int64_t size = 0;  // required, >= 1
   bool drop_remainder = false;
 };
+// padded_batch (ops/padded_batch.h): `fields` as the spec writes it, ["tokens"] or
+// {"tokens": {"length": 128, "value": 0}, "mask": {"multiple": 8}}; null: every field of
+// rank >= 1, padded to the batch's longest with 0.
+struct PaddedBatchStageOptions {
+  int64_t size = 0;  // required, >= 1
+  bool drop_remainder = false;
+  nlohmann::json fields = nullptr;
+  bool lengths = true;  // add `<field>_length` per padded field
+};
 struct EchoStageOptions {
   double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
   bool adaptive = false;  // adaptive echoing: repeats only while the input is late
@@ -136,6 +145,8 @@ class PipelineDef {
   PipelineDef& shuffle(ShuffleStageOptions options);
   PipelineDef& echo(EchoStageOptions options);
   PipelineDef& batch(BatchStageOptions options);
+  PipelineDef& padded_batch(PaddedBatchStageOptions options);
+  PipelineDef& unbatch();
   PipelineDef& prefetch(int64_t buffer = 2);  // or kAutotune
   PipelineDef& repeat(int64_t count = -1);
   PipelineDef& take(int64_t count);
@@ -241,6 +252,8 @@ PipelineDef range(int64_t count, nlohmann::json options = nlohmann::json::object
 PipelineDef tfrecord(std::vector<std::string> uris,
                      nlohmann::json options = nlohmann::json::object());
 PipelineDef tar(std::vector<std::string> uris, nlohmann::json options = nlohmann::json::object());
+// Lines or documents of text files, or JSON Lines (formats/text.h).
+PipelineDef text(std::vector<std::string> uris, nlohmann::json options = nlohmann::json::object());
 PipelineDef idx(std::string images, std::string labels = "",
                 nlohmann::json options = nlohmann::json::object());
 

@@ -81,5 +81,6 @@ void register_builtin_functions(Registry& r);
 void register_echo_builders(Registry& r);
 void register_format_builders(Registry& r);
 void register_image_functions(Registry& r);
+void register_sequence_builders(Registry& r);
 
 }  // namespace dataecho
