@@ -213,8 +213,7 @@ class TextFileDataset : public FileDatasetBase<TextOptions> {
     explicit It(const TextFileDataset* ds) : ds_(ds), bad_("text", ds->uri_, ds->o_->on_error) {}
 
     void save(StateWriter& w) override {
-      w.begin("text");
-      w.write_i64(ds_->shard_);
+      ds_->save_head(w);
       w.write_u64(offset_);
       w.write_i64(index_);
       w.write_bool(compressed_);
@@ -222,10 +221,7 @@ class TextFileDataset : public FileDatasetBase<TextOptions> {
       bad_.save(w);
     }
     void restore(StateReader& r) override {
-      r.expect("text");
-      if (r.read_i64() != ds_->shard_)
-        throw_error(ErrorCode::kInvalidArgument, label(), "saved state is of another shard",
-                    ds_->uri_);
+      ds_->restore_head(r, label());
       offset_ = r.read_u64();
       index_ = r.read_i64();
       compressed_ = r.read_bool();

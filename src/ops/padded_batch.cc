@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "batch_builder.h"
+#include "unary_dataset.h"
 
 namespace dataecho {
 namespace {
@@ -208,131 +209,103 @@ Example pad_and_collate(const std::vector<Example>& elements, const PadOptions& 
 
 namespace {
 
-class PaddedBatchDataset : public Dataset {
+class PaddedBatchIt : public Iterator {
  public:
-  PaddedBatchDataset(DatasetPtr input, PaddedBatchOptions o)
-      : input_(std::move(input)), o_(std::move(o)) {}
-  std::string op_name() const override { return "padded_batch"; }
+  PaddedBatchIt(std::unique_ptr<Iterator> in, const PaddedBatchOptions* o)
+      : in_(std::move(in)), o_(o) {}
+  void save(StateWriter& w) override {
+    w.begin("padded_batch");
+    w.write_bool(done_);
+    in_->save(w);
+  }
+  void restore(StateReader& r) override {
+    r.expect("padded_batch");
+    done_ = r.read_bool();
+    in_->restore(r);
+  }
 
  protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_->make_iterator(ctx), &o_);
+  std::optional<Example> next_impl() override {
+    if (done_) return std::nullopt;
+    elements_.clear();
+    while (static_cast<int64_t>(elements_.size()) < o_->size) {
+      auto e = in_->next();
+      if (!e) {
+        done_ = true;
+        break;
+      }
+      elements_.push_back(std::move(*e));
+    }
+    const int64_t n = static_cast<int64_t>(elements_.size());
+    if (n == 0 || (o_->drop_remainder && n < o_->size)) return std::nullopt;
+    int64_t pads = 0, values = 0;
+    Example out = pad_and_collate(elements_, o_->pad, label(), &pads, &values);
+    elements_.clear();
+    rows_.count(stats(), out);
+    if (stats()) {
+      stats()->counter("pad_elements") += pads;
+      stats()->counter("value_elements") += values;
+    }
+    return out;
   }
 
  private:
-  class It : public Iterator {
-   public:
-    It(std::unique_ptr<Iterator> in, const PaddedBatchOptions* o) : in_(std::move(in)), o_(o) {}
-    void save(StateWriter& w) override {
-      w.begin("padded_batch");
-      w.write_bool(done_);
-      in_->save(w);
-    }
-    void restore(StateReader& r) override {
-      r.expect("padded_batch");
-      done_ = r.read_bool();
-      in_->restore(r);
-    }
-
-   protected:
-    std::optional<Example> next_impl() override {
-      if (done_) return std::nullopt;
-      elements_.clear();
-      while (static_cast<int64_t>(elements_.size()) < o_->size) {
-        auto e = in_->next();
-        if (!e) {
-          done_ = true;
-          break;
-        }
-        elements_.push_back(std::move(*e));
-      }
-      const int64_t n = static_cast<int64_t>(elements_.size());
-      if (n == 0 || (o_->drop_remainder && n < o_->size)) return std::nullopt;
-      int64_t pads = 0, values = 0;
-      Example out = pad_and_collate(elements_, o_->pad, label(), &pads, &values);
-      elements_.clear();
-      rows_.count(stats(), out);
-      if (stats()) {
-        stats()->counter("pad_elements") += pads;
-        stats()->counter("value_elements") += values;
-      }
-      return out;
-    }
-
-   private:
-    std::unique_ptr<Iterator> in_;
-    const PaddedBatchOptions* o_;
-    std::vector<Example> elements_;
-    BatchRowStats rows_;
-    bool done_ = false;
-  };
-
-  DatasetPtr input_;
-  PaddedBatchOptions o_;
+  std::unique_ptr<Iterator> in_;
+  const PaddedBatchOptions* o_;
+  std::vector<Example> elements_;
+  BatchRowStats rows_;
+  bool done_ = false;
 };
 
 // The rows of one batch as elements.
-class UnbatchDataset : public Dataset {
+struct NoOptions {};
+class UnbatchIt : public Iterator {
  public:
-  explicit UnbatchDataset(DatasetPtr input) : input_(std::move(input)) {}
-  std::string op_name() const override { return "unbatch"; }
+  UnbatchIt(std::unique_ptr<Iterator> in, const NoOptions*) : in_(std::move(in)) {}
+  void save(StateWriter& w) override {
+    w.begin("unbatch");
+    w.write_bool(batch_.has_value());
+    if (batch_) w.write_example(*batch_);
+    w.write_u64(row_);
+    in_->save(w);
+  }
+  void restore(StateReader& r) override {
+    r.expect("unbatch");
+    batch_.reset();
+    if (r.read_bool()) set_batch(r.read_example());
+    row_ = r.read_u64();
+    in_->restore(r);
+  }
 
  protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<It>(input_->make_iterator(ctx));
+  std::optional<Example> next_impl() override {
+    while (!batch_ || row_ >= batch_->num_rows()) {
+      auto b = in_->next();
+      if (!b) {
+        batch_.reset();
+        return std::nullopt;
+      }
+      if (!b->is_batch())
+        throw_error(ErrorCode::kInvalidArgument, label(),
+                    "unbatch of an element that is not a batch", b->describe());
+      set_batch(std::move(*b));
+    }
+    return row(row_++);
   }
 
  private:
-  class It : public Iterator {
-   public:
-    explicit It(std::unique_ptr<Iterator> in) : in_(std::move(in)) {}
-    void save(StateWriter& w) override {
-      w.begin("unbatch");
-      w.write_bool(batch_.has_value());
-      if (batch_) w.write_example(*batch_);
-      w.write_u64(row_);
-      in_->save(w);
-    }
-    void restore(StateReader& r) override {
-      r.expect("unbatch");
-      batch_.reset();
-      if (r.read_bool()) set_batch(r.read_example());
-      row_ = r.read_u64();
-      in_->restore(r);
-    }
+  void set_batch(Example b);
+  Example row(size_t i) const;
 
-   protected:
-    std::optional<Example> next_impl() override {
-      while (!batch_ || row_ >= batch_->num_rows()) {
-        auto b = in_->next();
-        if (!b) {
-          batch_.reset();
-          return std::nullopt;
-        }
-        if (!b->is_batch())
-          throw_error(ErrorCode::kInvalidArgument, label(),
-                      "unbatch of an element that is not a batch", b->describe());
-        set_batch(std::move(*b));
-      }
-      return row(row_++);
-    }
-
-   private:
-    void set_batch(Example b);
-    Example row(size_t i) const;
-
-    std::unique_ptr<Iterator> in_;
-    std::optional<Example> batch_;
-    // Per field of the batch: the index of its length field, or -1.
-    std::vector<int> length_of_;
-    std::vector<bool> is_length_;
-    size_t row_ = 0;
-  };
-
-  DatasetPtr input_;
+  std::unique_ptr<Iterator> in_;
+  std::optional<Example> batch_;
+  // Per field of the batch: the index of its length field, or -1.
+  std::vector<int> length_of_;
+  std::vector<bool> is_length_;
+  size_t row_ = 0;
 };
 
-void UnbatchDataset::It::set_batch(Example b) {
+void UnbatchIt::set_batch(Example b) {
   const auto& fields = b.fields();
   length_of_.assign(fields.size(), -1);
   is_length_.assign(fields.size(), false);
@@ -356,7 +329,7 @@ void UnbatchDataset::It::set_batch(Example b) {
   row_ = 0;
 }
 
-Example UnbatchDataset::It::row(size_t i) const {
+Example UnbatchIt::row(size_t i) const {
   const RowMeta& meta = batch_->row(i);
   Example e(meta.id);
   e.set_echo(meta.echo);
@@ -401,11 +374,13 @@ DatasetPtr make_padded_batch(DatasetPtr input, const PaddedBatchOptions& o) {
                   "field '" + p.name + "': the padded length or multiple must be >= 1, got " +
                       std::to_string(p.length));
   }
-  return std::make_shared<PaddedBatchDataset>(std::move(input), o);
+  return std::make_shared<UnaryDataset<PaddedBatchOptions, PaddedBatchIt>>("padded_batch",
+                                                                           std::move(input), o);
 }
 
 DatasetPtr make_unbatch(DatasetPtr input) {
-  return std::make_shared<UnbatchDataset>(std::move(input));
+  return std::make_shared<UnaryDataset<NoOptions, UnbatchIt>>("unbatch", std::move(input),
+                                                              NoOptions{});
 }
 
 }  // namespace dataecho

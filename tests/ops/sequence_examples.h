@@ -1,9 +1,14 @@
 // Variable-length elements for the tests of padded_batch, unbatch, pack and bucket.
 #pragma once
 
+#include <functional>
 #include <vector>
 
-#include "dataecho/core/example.h"
+#include <gtest/gtest.h>
+
+#include "dataecho/core/example_json.h"
+#include "dataecho/spec/pipeline_def.h"
+#include "test_util.h"
 
 namespace dataecho::testing {
 
@@ -26,6 +31,26 @@ inline std::vector<int32_t> values_of(const Tensor& t, int64_t row = -1) {
   const int64_t w = row < 0 ? t.num_elements() : t.shape()[1];
   const int32_t* p = t.data<int32_t>() + (row < 0 ? 0 : row * w);
   return {p, p + w};
+}
+
+// For each k of `points`: a pipeline of `make` saved after k elements and restored into
+// a fresh one gives the rest of an uninterrupted run. Returns the uninterrupted run.
+inline std::vector<Example> expect_restores_identically(const std::function<PipelineDef()>& make,
+                                                        const std::vector<int>& points) {
+  auto full = drain(*make().build());
+  for (int k : points) {
+    auto p = make().build();
+    drain(*p, k);
+    const std::string state = p->save();
+    auto q = make().build();
+    q->restore(state);
+    auto rest = drain(*q);
+    EXPECT_EQ(rest.size(), full.size() - static_cast<size_t>(k)) << "saved after " << k;
+    for (size_t i = 0; i < rest.size() && k + i < full.size(); ++i)
+      EXPECT_EQ(example_to_json(rest[i], true), example_to_json(full[k + i], true))
+          << "saved after " << k;
+  }
+  return full;
 }
 
 }  // namespace dataecho::testing
