@@ -134,6 +134,24 @@ PipelineDef& PipelineDef::padded_batch(PaddedBatchStageOptions o) {
 }
 PipelineDef& PipelineDef::unbatch() { return stage("unbatch"); }
 
+PipelineDef& PipelineDef::pack(PackStageOptions o) {
+  nlohmann::json j = {{"length", o.length}};
+  if (o.eos_id) j["eos_id"] = *o.eos_id;
+  if (o.pad_id) j["pad_id"] = *o.pad_id;
+  if (o.drop_remainder) j["drop_remainder"] = true;
+  return stage("pack", std::move(j));
+}
+
+PipelineDef& PipelineDef::bucket(BucketStageOptions o) {
+  nlohmann::json j = {{"boundaries", o.boundaries}};
+  if (!o.batch_sizes.empty()) j["batch_sizes"] = o.batch_sizes;
+  if (o.token_budget) j["token_budget"] = *o.token_budget;
+  if (o.field) j["field"] = *o.field;
+  if (o.drop_remainder) j["drop_remainder"] = true;
+  if (!o.fields.is_null()) j["fields"] = std::move(o.fields);
+  return stage("bucket", std::move(j));
+}
+
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
   return stage("prefetch",
                {{"buffer", buffer == kAutotune ? nlohmann::json("auto") : nlohmann::json(buffer)}});

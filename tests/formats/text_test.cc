@@ -168,6 +168,26 @@ TEST(Text, SpecErrorsAndTheBuilder) {
   auto out = drain(*p);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].get("text_length").data<int32_t>()[0], 1);
+
+  // The typed stages write the spec's options, and read back as the same definition.
+  auto def = text({dir + "/a.txt"});
+  def.map("tokenize")
+      .pack({.length = 3, .pad_id = -1})
+      .bucket({.boundaries = {2}, .batch_sizes = {4, 4}})
+      .unbatch()
+      .padded_batch({.size = 2,
+                     .fields = {{"tokens", {{"length", 8}}}, {"ids", {{"value", -1}}}},
+                     .lengths = false});
+  EXPECT_EQ(PipelineDef::from_json(def.to_json()), def);
+  EXPECT_EQ(def.to_json()["stages"][1],
+            (nlohmann::json{{"op", "pack"}, {"length", 3}, {"pad_id", -1}}));
+  out = drain(*def.build());
+  ASSERT_EQ(out.size(), 1u);
+  const Tensor& tokens = out[0].get("tokens");
+  EXPECT_EQ(tokens.shape(), (Shape{1, 8}));
+  EXPECT_EQ(std::vector<int32_t>(tokens.data<int32_t>(), tokens.data<int32_t>() + 8),
+            (std::vector<int32_t>{120, 256, -1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(out[0].find("tokens_length"), nullptr);
 }
 
 }  // namespace

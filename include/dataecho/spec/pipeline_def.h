@@ -103,6 +103,23 @@ struct PaddedBatchStageOptions {
   nlohmann::json fields = nullptr;
   bool lengths = true;  // add `<field>_length` per padded field
 };
+// pack (ops/pack.h); unset fields keep the op's defaults.
+struct PackStageOptions {
+  int64_t length = 0;  // required, >= 1
+  std::optional<int32_t> eos_id = std::nullopt;
+  std::optional<int32_t> pad_id = std::nullopt;
+  bool drop_remainder = false;
+};
+// bucket (ops/bucket.h): batch_sizes (one per bucket) or token_budget; `fields` pads as
+// PaddedBatchStageOptions's.
+struct BucketStageOptions {
+  std::vector<int64_t> boundaries = {};
+  std::vector<int64_t> batch_sizes = {};
+  std::optional<int64_t> token_budget = std::nullopt;
+  std::optional<std::string> field = std::nullopt;  // default "tokens"
+  bool drop_remainder = false;
+  nlohmann::json fields = nullptr;
+};
 struct EchoStageOptions {
   double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
   bool adaptive = false;  // adaptive echoing: repeats only while the input is late
@@ -147,6 +164,8 @@ class PipelineDef {
   PipelineDef& batch(BatchStageOptions options);
   PipelineDef& padded_batch(PaddedBatchStageOptions options);
   PipelineDef& unbatch();
+  PipelineDef& pack(PackStageOptions options);
+  PipelineDef& bucket(BucketStageOptions options);
   PipelineDef& prefetch(int64_t buffer = 2);  // or kAutotune
   PipelineDef& repeat(int64_t count = -1);
   PipelineDef& take(int64_t count);
