@@ -1,7 +1,10 @@
 #include "dataecho/ops/padded_batch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 #include "batch_builder.h"
 #include "unary_dataset.h"
@@ -24,6 +27,25 @@ std::string element_id(const Example& e) { return "element id " + std::to_string
 
 [[noreturn]] void fail(const std::string& stage, const std::string& message, const Example& e) {
   throw_error(ErrorCode::kInvalidArgument, stage, message, e.describe());
+}
+
+// Whether `value` converts to `dtype` exactly (an integer type: a whole number in range).
+bool representable(DType dtype, double value) {
+  auto in = [&](double lo, double hi) {
+    return value == std::floor(value) && value >= lo && value <= hi;
+  };
+  switch (dtype) {
+    case DType::kUInt8:
+      return in(0, 255);
+    case DType::kInt32:
+      return in(INT32_MIN, INT32_MAX);
+    case DType::kInt64:
+      return in(-9.2233720368547758e18, 9.2233720368547748e18);
+    case DType::kFloat32:
+    case DType::kFloat64:
+      break;
+  }
+  return true;
 }
 
 void fill_value(std::byte* dst, DType dtype, double value, int64_t count) {
@@ -76,11 +98,14 @@ std::vector<Column> plan_columns(const Example& first, const PadOptions& o,
     if (c.pad != nullptr) {
       if (t.rank() == 0)
         fail(stage, "padded field '" + name + "' is a scalar in " + element_id(first), first);
-      c.step_bytes = t.nbytes() / std::max<size_t>(1, static_cast<size_t>(t.shape()[0]));
-      if (t.shape()[0] == 0)
-        c.step_bytes =
-            static_cast<size_t>(shape_elements(Shape(c.shape.begin() + 1, c.shape.end()))) *
-            dtype_size(c.dtype);
+      if (!representable(c.dtype, c.pad->value))
+        fail(stage,
+             "the pad value " + nlohmann::json(c.pad->value).dump() + " of field '" + name +
+                 "' does not fit its dtype, " + dtype_name(c.dtype),
+             first);
+      c.step_bytes =
+          static_cast<size_t>(shape_elements(Shape(c.shape.begin() + 1, c.shape.end()))) *
+          dtype_size(c.dtype);
     }
     columns.push_back(std::move(c));
   }

@@ -60,10 +60,36 @@ TEST(PaddedBatch, UnlistedFieldsMustMatchAndBatchSaysPaddedBatch) {
     drain(*make_padded_batch(make_memory_source(sequences({2, 3})), o)->make_iterator({}));
   });
   EXPECT_NE(msg.find("padded field 'label' is a scalar"), std::string::npos) << msg;
+  o.pad.fields = {PadField{"tokens", PadField::To::kLongest, 0, 0.5}};
+  msg = error_of([&] {
+    drain(*make_padded_batch(make_memory_source(sequences({2, 3})), o)->make_iterator({}));
+  });
+  EXPECT_NE(msg.find("the pad value 0.5 of field 'tokens' does not fit its dtype, int32"),
+            std::string::npos)
+      << msg;
   msg = error_of([&] {
     drain(*make_batch(make_memory_source(sequences({2, 3})), {2, false})->make_iterator({}));
   });
   EXPECT_NE(msg.find("padded_batch"), std::string::npos) << msg;
+}
+
+TEST(PaddedBatch, SpecErrorsNameTheOption) {
+  auto spec_error = [](const std::string& stage) {
+    return error_of(
+        [&] { run(R"({"source": {"kind": "range", "count": 2}, "stages": [)" + stage + "]}"); });
+  };
+  std::string msg = spec_error(
+      R"({"op": "padded_batch", "size": 2, "fields": {"v": {"length": 2, "multiple": 2}}})");
+  EXPECT_NE(msg.find("$.stages[0].fields.v: give \"length\" or \"multiple\""), std::string::npos)
+      << msg;
+  msg = spec_error(R"({"op": "padded_batch", "size": 2, "fields": {"v": {"truncate": true}}})");
+  EXPECT_NE(msg.find("$.stages[0].fields.v.truncate"), std::string::npos) << msg;
+  msg = spec_error(R"({"op": "padded_batch", "size": 0})");
+  EXPECT_NE(msg.find("$.stages[0].size"), std::string::npos) << msg;
+  msg = spec_error(R"({"op": "bucket", "boundaries": [4], "batch_sizes": [2]})");
+  EXPECT_NE(msg.find("$.stages[0].batch_sizes: expected 2 batch sizes"), std::string::npos) << msg;
+  msg = spec_error(R"({"op": "pack", "length": 8, "unknown": 1})");
+  EXPECT_NE(msg.find("$.stages[0].unknown"), std::string::npos) << msg;
 }
 
 TEST(Unbatch, CutsPaddingOffAndKeepsRowMetadata) {
