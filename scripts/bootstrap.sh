@@ -18,8 +18,10 @@ PACKAGES=(
   # engine
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libarchive-dev
   libprotobuf-dev protobuf-compiler libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev zlib1g-dev
+  libsentencepiece-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light openssl
+  sentencepiece  # spm_train: the tokenize test trains a tiny model
   # trainer, data and plots
   libtorch-dev dataset-fashion-mnist gnuplot-nox
   # data-parallel training: c10d's Gloo backend in libtorch needs the Gloo headers

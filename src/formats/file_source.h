@@ -22,6 +22,18 @@ class FileDatasetBase : public Dataset {
   FileDatasetBase(std::shared_ptr<const Options> o, int64_t shard, std::string uri)
       : o_(std::move(o)), shard_(shard), uri_(std::move(uri)) {}
 
+  // The head of a file iterator's state: its tag (the op's name) and the file's index,
+  // checked on restore ("saved state is of another shard", naming the file).
+  void save_head(StateWriter& w) const {
+    w.begin(op_name());
+    w.write_i64(shard_);
+  }
+  void restore_head(StateReader& r, const std::string& label) const {
+    r.expect(op_name());
+    if (r.read_i64() != shard_)
+      throw_error(ErrorCode::kInvalidArgument, label, "saved state is of another shard", uri_);
+  }
+
  protected:
   std::shared_ptr<const Options> o_;
   int64_t shard_;  // the file's index: the high bits of its records' ids

@@ -40,18 +40,14 @@ class TarFileDataset : public FileDatasetBase<TarOptions> {
     explicit It(const TarFileDataset* ds) : ds_(ds), bad_("tar", ds->uri_, ds->o_->on_error) {}
 
     void save(StateWriter& w) override {
-      w.begin("tar");
-      w.write_i64(ds_->shard_);
+      ds_->save_head(w);
       w.write_i64(index_);
       w.write_i64(resume_);
       w.write_bool(done_);
       bad_.save(w);
     }
     void restore(StateReader& r) override {
-      r.expect("tar");
-      if (r.read_i64() != ds_->shard_)
-        throw_error(ErrorCode::kInvalidArgument, label(), "saved state is of another shard",
-                    ds_->uri_);
+      ds_->restore_head(r, label());
       index_ = r.read_i64();
       resume_ = r.read_i64();
       done_ = r.read_bool();

@@ -25,18 +25,14 @@ class TfRecordFileDataset : public FileDatasetBase<TfRecordOptions> {
         : ds_(ds), bad_("tfrecord", ds->uri_, ds->o_->on_error) {}
 
     void save(StateWriter& w) override {
-      w.begin("tfrecord");
-      w.write_i64(ds_->shard_);
+      ds_->save_head(w);
       w.write_u64(offset_);
       w.write_i64(record_);
       w.write_bool(done_);
       bad_.save(w);
     }
     void restore(StateReader& r) override {
-      r.expect("tfrecord");
-      if (r.read_i64() != ds_->shard_)
-        throw_error(ErrorCode::kInvalidArgument, label(), "saved state is of another shard",
-                    ds_->uri_);
+      ds_->restore_head(r, label());
       offset_ = r.read_u64();
       record_ = r.read_i64();
       done_ = r.read_bool();

@@ -84,7 +84,7 @@ void BatchBuilder::add(const Example& e) {
                         shape_to_string(c.shape) + " in element id " + std::to_string(first_id_) +
                         " but " + dtype_name(t->dtype()) + " shape " + shape_to_string(t->shape()) +
                         " in element id " + std::to_string(e.id()) +
-                        "; resize or pad to one shape before batching");
+                        "; resize to one shape, or use padded_batch for fields of varying length");
     }
     if (e.fields().size() != columns_.size()) {
       for (const auto& field : e.fields()) {
@@ -144,6 +144,21 @@ Example collate(const std::vector<Example>& elements, const std::string& stage) 
   BatchBuilder b(static_cast<int64_t>(elements.size()), stage);
   for (const auto& e : elements) b.add(e);
   return b.finish();
+}
+
+void BatchRowStats::count(NodeStats* stats, const Example& b) {
+  if (!stats) return;
+  if (!fresh_rows_) {
+    fresh_rows_ = &stats->counter("fresh_rows");
+    duplicate_rows_ = &stats->counter("duplicate_rows");
+  }
+  ids_.clear();
+  for (size_t i = 0; i < b.num_rows(); ++i) ids_.push_back(b.row(i).id);
+  std::sort(ids_.begin(), ids_.end());
+  int64_t dups = 0;
+  for (size_t i = 1; i < ids_.size(); ++i) dups += ids_[i] == ids_[i - 1];
+  fresh_rows_->fetch_add(static_cast<int64_t>(b.fresh_rows()), std::memory_order_relaxed);
+  duplicate_rows_->fetch_add(dups, std::memory_order_relaxed);
 }
 
 namespace {
@@ -211,37 +226,18 @@ class BatchDataset : public Dataset {
         placed_rows_->fetch_add(b.placed_rows(), std::memory_order_relaxed);
       }
       Example out = b.finish();
-      count_rows(out);
+      rows_.count(stats(), out);
       return out;
     }
 
    private:
-    // Stats: "fresh_rows" (echo index 0) and "duplicate_rows" (rows whose source id
-    // already appeared earlier in the same batch: what a shuffle after echo reduces).
-    void count_rows(const Example& b) {
-      if (!stats()) return;
-      if (!fresh_rows_) {
-        fresh_rows_ = &stats()->counter("fresh_rows");
-        duplicate_rows_ = &stats()->counter("duplicate_rows");
-      }
-      ids_.clear();
-      for (size_t i = 0; i < b.num_rows(); ++i) ids_.push_back(b.row(i).id);
-      std::sort(ids_.begin(), ids_.end());
-      int64_t dups = 0;
-      for (size_t i = 1; i < ids_.size(); ++i) dups += ids_[i] == ids_[i - 1];
-      fresh_rows_->fetch_add(static_cast<int64_t>(b.fresh_rows()), std::memory_order_relaxed);
-      duplicate_rows_->fetch_add(dups, std::memory_order_relaxed);
-    }
-
     std::unique_ptr<Iterator> in_;
     BatchOptions o_;
     std::shared_ptr<RowPlacer> placer_;  // set when fused with the map below
     int64_t batch_index_ = 0;            // the placer's numbering
     std::atomic<int64_t>* placed_rows_ = nullptr;
     bool done_ = false;
-    std::vector<int64_t> ids_;
-    std::atomic<int64_t>* fresh_rows_ = nullptr;
-    std::atomic<int64_t>* duplicate_rows_ = nullptr;
+    BatchRowStats rows_;
   };
 
   DatasetPtr input_;

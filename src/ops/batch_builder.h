@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dataecho/core/example.h"
+#include "dataecho/core/stats.h"
 
 namespace dataecho {
 
@@ -45,6 +46,19 @@ class BatchBuilder {
   int64_t first_id_ = 0;
   std::vector<Column> columns_;
   std::vector<RowMeta> rows_;
+};
+
+// The row counters of a batching node's stats: "fresh_rows" (echo index 0) and
+// "duplicate_rows" (rows whose source id already appeared earlier in the same batch:
+// what a shuffle after echo reduces). Used by batch, padded_batch and bucket.
+class BatchRowStats {
+ public:
+  void count(NodeStats* stats, const Example& batch);
+
+ private:
+  std::vector<int64_t> ids_;
+  std::atomic<int64_t>* fresh_rows_ = nullptr;
+  std::atomic<int64_t>* duplicate_rows_ = nullptr;
 };
 
 // Collates `elements` (at least one) into one batch.

@@ -1,9 +1,11 @@
-// Spec builders for the file sources: idx, tfrecord, tar (see docs/formats.md).
+// Spec builders for the file sources: idx, tfrecord, tar (see docs/formats.md) and text
+// (docs/sequences.md).
 #include <cstdlib>
 #include <iostream>
 
 #include "dataecho/formats/idx.h"
 #include "dataecho/formats/tar.h"
+#include "dataecho/formats/text.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/registry.h"
@@ -118,9 +120,51 @@ std::vector<TfFeature> read_features(SpecObject& s) {
   return out;
 }
 
+// "fields": ["title", "body"] or {"text": "body"}: JSON Lines keys as fields.
+std::vector<std::pair<std::string, std::string>> read_key_fields(SpecObject& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const nlohmann::json* f = s.raw("fields");
+  if (!f) return out;
+  const std::string path = s.field_path("fields");
+  if (f->is_array()) {
+    for (const auto& x : *f) {
+      if (!x.is_string()) throw_spec_error(path, "expected a list of keys, got " + f->dump());
+      out.emplace_back(x.get<std::string>(), x.get<std::string>());
+    }
+  } else if (f->is_object()) {
+    for (const auto& [name, x] : f->items()) {
+      if (!x.is_string()) throw_spec_error(path + "." + name, "expected a key, got " + x.dump());
+      out.emplace_back(name, x.get<std::string>());
+    }
+  } else {
+    throw_spec_error(path, "expected a list of keys or an object {field: key}, got " + f->dump());
+  }
+  if (out.empty()) throw_spec_error(path, "expected at least one key");
+  return out;
+}
+
+DatasetPtr build_text_source(SpecObject& s, BuildContext& ctx) {
+  TextOptions o;
+  o.uris = read_uris(s, ctx);
+  const bool jsonl = s.get_string("format", "lines", {"lines", "jsonl"}) == "jsonl";
+  o.format = jsonl ? TextOptions::Format::kJsonLines : TextOptions::Format::kLines;
+  o.separator = s.get_string("separator", "\n");
+  if (o.separator.empty()) throw_spec_error(s.field_path("separator"), "may not be empty");
+  o.max_bytes = s.get_int("max_bytes", o.max_bytes, 1, int64_t{1} << 30);
+  o.utf8 = s.get_bool("utf8", true);
+  o.keep_empty = s.get_bool("keep_empty", false);
+  if (s.has("fields") && !jsonl)
+    throw_spec_error(s.field_path("fields"), "\"fields\" needs \"format\": \"jsonl\"");
+  o.fields = read_key_fields(s);
+  o.on_error = read_on_error(s);
+  o.stream = read_stream_options(s, ctx.base_dir);
+  return make_text_source(o);
+}
+
 }  // namespace
 
 void register_format_builders(Registry& r) {
+  r.sources["text"] = build_text_source;
   r.sources["idx"] = [](SpecObject& s, BuildContext& ctx) {
     IdxOptions o;
     o.images = resolve_spec_path(ctx.base_dir, s.get_string("images"));

@@ -126,6 +126,33 @@ PipelineDef& PipelineDef::batch(BatchStageOptions o) {
   return stage("batch", std::move(j));
 }
 
+PipelineDef& PipelineDef::padded_batch(PaddedBatchStageOptions o) {
+  nlohmann::json j = {{"size", o.size}};
+  if (o.drop_remainder) j["drop_remainder"] = true;
+  if (!o.fields.is_null()) j["fields"] = std::move(o.fields);
+  if (!o.lengths) j["lengths"] = false;
+  return stage("padded_batch", std::move(j));
+}
+PipelineDef& PipelineDef::unbatch() { return stage("unbatch"); }
+
+PipelineDef& PipelineDef::pack(PackStageOptions o) {
+  nlohmann::json j = {{"length", o.length}};
+  if (o.eos_id) j["eos_id"] = *o.eos_id;
+  if (o.pad_id) j["pad_id"] = *o.pad_id;
+  if (o.drop_remainder) j["drop_remainder"] = true;
+  return stage("pack", std::move(j));
+}
+
+PipelineDef& PipelineDef::bucket(BucketStageOptions o) {
+  nlohmann::json j = {{"boundaries", o.boundaries}};
+  if (!o.batch_sizes.empty()) j["batch_sizes"] = o.batch_sizes;
+  if (o.token_budget) j["token_budget"] = *o.token_budget;
+  if (o.field) j["field"] = *o.field;
+  if (o.drop_remainder) j["drop_remainder"] = true;
+  if (!o.fields.is_null()) j["fields"] = std::move(o.fields);
+  return stage("bucket", std::move(j));
+}
+
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
   return stage("prefetch",
                {{"buffer", buffer == kAutotune ? nlohmann::json("auto") : nlohmann::json(buffer)}});
@@ -397,17 +424,25 @@ bool operator==(const PipelineDef& a, const PipelineDef& b) {
          a.extra_ == b.extra_;
 }
 
+namespace {
+PipelineDef file_source(const char* kind, std::vector<std::string> uris, nlohmann::json options) {
+  return PipelineDef(
+      kind, with_field(options.is_null() ? nlohmann::json::object() : options, "uri", uris));
+}
+}  // namespace
+
 PipelineDef range(int64_t count, nlohmann::json options) {
   return PipelineDef(
       "range", with_field(options.is_null() ? nlohmann::json::object() : options, "count", count));
 }
 PipelineDef tfrecord(std::vector<std::string> uris, nlohmann::json options) {
-  return PipelineDef(
-      "tfrecord", with_field(options.is_null() ? nlohmann::json::object() : options, "uri", uris));
+  return file_source("tfrecord", std::move(uris), std::move(options));
 }
 PipelineDef tar(std::vector<std::string> uris, nlohmann::json options) {
-  return PipelineDef(
-      "tar", with_field(options.is_null() ? nlohmann::json::object() : options, "uri", uris));
+  return file_source("tar", std::move(uris), std::move(options));
+}
+PipelineDef text(std::vector<std::string> uris, nlohmann::json options) {
+  return file_source("text", std::move(uris), std::move(options));
 }
 PipelineDef idx(std::string images, std::string labels, nlohmann::json options) {
   nlohmann::json o = with_field(options.is_null() ? nlohmann::json::object() : options, "images",

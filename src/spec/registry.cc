@@ -22,6 +22,7 @@ Registry& the_registry() {
     register_format_builders(reg);
     register_cache_builders(reg);
     register_image_functions(reg);
+    register_sequence_builders(reg);
     return reg;
   }();
   return r;

@@ -29,6 +29,22 @@ grep -q '"2:batch"' "$tmp/stats.json" || fail "no stats json"
 rest=$("$BIN" pipe "$tmp/spec.json" --restore-state "$tmp/state")
 [ "$rest" = "$(echo "$out" | tail -2)" ] || fail "restore: $rest"
 
+# text through tokenize, pack and padded_batch (docs/sequences.md); the uri is relative
+# to the spec's folder
+printf 'hi\nyo there\n' > "$tmp/corpus.txt"
+cat > "$tmp/text.json" <<'JSON'
+{"source": {"kind": "text", "uri": "corpus.txt"},
+ "stages": [{"op": "map", "fn": "tokenize"}, {"op": "pack", "length": 4},
+            {"op": "padded_batch", "size": 2, "fields": {"ids": {"value": -1}}}]}
+JSON
+out=$("$BIN" pipe "$tmp/text.json" --values)
+[ "$(echo "$out" | wc -l)" -eq 2 ] || fail "text: expected 2 batches, got: $out"
+echo "$out" | head -1 | grep -q '"tokens":{"dtype":"int32","shape":\[2,4\],"values":\[104,105,256,121,111,32,116,104\]}' \
+  || fail "text: $(echo "$out" | head -1)"
+"$BIN" pipe "$tmp/text.json" --values --limit 1 --save-state "$tmp/text_state" > /dev/null
+rest=$("$BIN" pipe "$tmp/text.json" --values --restore-state "$tmp/text_state")
+[ "$rest" = "$(echo "$out" | tail -1)" ] || fail "text restore: $rest"
+
 # a wrong spec: exit code 1 and the JSON path on standard error
 echo '{"source": {"kind": "range", "count": 3}, "stages": [{"op": "batch", "size": -1}]}' > "$tmp/bad.json"
 if "$BIN" pipe "$tmp/bad.json" 2> "$tmp/err"; then fail "bad spec accepted"; fi

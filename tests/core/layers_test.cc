@@ -107,6 +107,7 @@ std::string library_of_header(const std::string& inc) {
   static const std::vector<std::pair<std::string, std::string>> kByPrefix = {
       {"curl/", "libcurl"},
       {"zlib.h", "zlib"},
+      {"dlfcn.h", "dl"},  // dlopen: the SentencePiece plugin (formats/tokenize.cc)
       {"archive.h", "libarchive"},
       {"archive_entry.h", "libarchive"},
       {"turbojpeg.h", "libturbojpeg"},

@@ -94,6 +94,32 @@ struct BatchStageOptions {
   int64_t size = 0;  // required, >= 1
   bool drop_remainder = false;
 };
+// padded_batch (ops/padded_batch.h): `fields` as the spec writes it, ["tokens"] or
+// {"tokens": {"length": 128, "value": 0}, "mask": {"multiple": 8}}; null: every field of
+// rank >= 1, padded to the batch's longest with 0.
+struct PaddedBatchStageOptions {
+  int64_t size = 0;  // required, >= 1
+  bool drop_remainder = false;
+  nlohmann::json fields = nullptr;
+  bool lengths = true;  // add `<field>_length` per padded field
+};
+// pack (ops/pack.h); unset fields keep the op's defaults.
+struct PackStageOptions {
+  int64_t length = 0;  // required, >= 1
+  std::optional<int32_t> eos_id = std::nullopt;
+  std::optional<int32_t> pad_id = std::nullopt;
+  bool drop_remainder = false;
+};
+// bucket (ops/bucket.h): batch_sizes (one per bucket) or token_budget; `fields` pads as
+// PaddedBatchStageOptions's.
+struct BucketStageOptions {
+  std::vector<int64_t> boundaries = {};
+  std::vector<int64_t> batch_sizes = {};
+  std::optional<int64_t> token_budget = std::nullopt;
+  std::optional<std::string> field = std::nullopt;  // default "tokens"
+  bool drop_remainder = false;
+  nlohmann::json fields = nullptr;
+};
 struct EchoStageOptions {
   double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
   bool adaptive = false;  // adaptive echoing: repeats only while the input is late
@@ -144,6 +170,10 @@ class PipelineDef {
   PipelineDef& shuffle(ShuffleStageOptions options);
   PipelineDef& echo(EchoStageOptions options);
   PipelineDef& batch(BatchStageOptions options);
+  PipelineDef& padded_batch(PaddedBatchStageOptions options);
+  PipelineDef& unbatch();
+  PipelineDef& pack(PackStageOptions options);
+  PipelineDef& bucket(BucketStageOptions options);
   PipelineDef& prefetch(int64_t buffer = 2);  // or kAutotune
   PipelineDef& cache(CacheStageOptions options = {});
   PipelineDef& repeat(int64_t count = -1);
@@ -250,6 +280,8 @@ PipelineDef range(int64_t count, nlohmann::json options = nlohmann::json::object
 PipelineDef tfrecord(std::vector<std::string> uris,
                      nlohmann::json options = nlohmann::json::object());
 PipelineDef tar(std::vector<std::string> uris, nlohmann::json options = nlohmann::json::object());
+// Lines or documents of text files, or JSON Lines (formats/text.h).
+PipelineDef text(std::vector<std::string> uris, nlohmann::json options = nlohmann::json::object());
 PipelineDef idx(std::string images, std::string labels = "",
                 nlohmann::json options = nlohmann::json::object());
 

@@ -87,5 +87,6 @@ void register_echo_builders(Registry& r);
 void register_format_builders(Registry& r);
 void register_cache_builders(Registry& r);
 void register_image_functions(Registry& r);
+void register_sequence_builders(Registry& r);
 
 }  // namespace dataecho
