@@ -92,7 +92,7 @@ step "TSan: engine tests" ctest_retry TSAN_OPTIONS=halt_on_error=1:second_deadlo
   --test-dir build-tsan --output-on-failure -j"$JOBS" -L engine --timeout 900
 step "function size (clang-tidy, 80 lines)" scripts/function_size.sh build
 if [ -x scripts/fuzz.sh ]; then
-  step "fuzz targets (40 s each)" scripts/fuzz.sh 40
+  step "fuzz targets (30 s each)" scripts/fuzz.sh 30
 fi
 
 echo

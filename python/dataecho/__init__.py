@@ -35,7 +35,7 @@ from typing import Any
 
 from . import _core
 from ._core import DataError, Error, SpecError
-from ._definition import PipelineDef, idx, range, source, tar, tfrecord
+from ._definition import PipelineDef, idx, range, source, tar, text, tfrecord
 from ._pipeline import Batch, Pipeline
 from ._profile import profile
 
@@ -54,6 +54,7 @@ __all__ = [
     "range",
     "source",
     "tar",
+    "text",
     "tfrecord",
 ]
 

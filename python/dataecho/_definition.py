@@ -241,6 +241,36 @@ class PipelineDef:
         return self._derive(self._d.cache("" if path is None else os.fspath(path), key, max_bytes,
                                           on_full == "prefix", allow_shuffled))
 
+    def padded_batch(self, size: int, *, drop_remainder: bool = False,
+                     fields: Optional[Mapping[str, Any]] = None, lengths: bool = True) -> "PipelineDef":
+        """Batches elements of different lengths: each variable-length field padded to the
+        batch's longest, or as ``fields`` says per field (``{"tokens": {"length": 128,
+        "value": 0}}``, ``{"multiple": 8}``), with ``<field>_length`` added per row
+        (docs/sequences.md)."""
+        return self._derive(self._d.padded_batch(size, drop_remainder, None if fields is None else dict(fields),
+                                                 lengths))
+
+    def unbatch(self) -> "PipelineDef":
+        """Splits each batch into its rows, cutting padding off by ``<field>_length``."""
+        return self._derive(self._d.unbatch())
+
+    def pack(self, length: int, *, eos_id: Optional[int] = None, pad_id: Optional[int] = None,
+             drop_remainder: bool = False) -> "PipelineDef":
+        """Concatenates token sequences into blocks of ``length`` tokens, separated by the
+        end-of-sequence id, with the ids of the sequences in each block and a per-token
+        ``document`` field for attention masks (docs/sequences.md)."""
+        return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder))
+
+    def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
+               token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,
+               fields: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+        """Batches sequences of similar length together (tf.data's
+        bucket_by_sequence_length): ``boundaries`` split the lengths of ``field``
+        (default "tokens") into buckets, each batched by its ``batch_sizes`` entry or to
+        ``token_budget`` tokens, padded as ``padded_batch`` pads."""
+        return self._derive(self._d.bucket(list(boundaries), list(batch_sizes), token_budget, field, drop_remainder,
+                                           None if fields is None else dict(fields)))
+
     def repeat(self, count: int = -1) -> "PipelineDef":
         """Passes over the input ``count`` times (-1: forever); epochs are stamped on rows."""
         return self._derive(self._d.repeat(count))
@@ -405,6 +435,15 @@ def tar(uri: Uris, *, fields: Optional[Union[Sequence[str], Mapping[str, str]]] 
     return PipelineDef("tar", uri=_uri(uri),
                        fields=fields if fields is None or isinstance(fields, Mapping) else list(fields),
                        on_error=on_error, buffer_bytes=buffer_bytes, http=http)
+
+
+def text(uri: Uris, **options: Any) -> PipelineDef:
+    """Text files (plain, gzip or dictzip) or JSON Lines as elements: a line, or a document
+    split by ``separator``, as field "text" (uint8 bytes); JSON Lines give a field per
+    key. Options as the spec's (docs/sequences.md): ``format`` ("lines" or "jsonl"),
+    ``separator``, ``max_bytes``, ``utf8``, ``keep_empty``, ``fields``, ``on_error``,
+    ``http``, ``cache_dir``."""
+    return PipelineDef("text", uri=_uri(uri), **options)
 
 
 def idx(images: str, labels: Optional[str] = None, *, limit: Optional[int] = None,

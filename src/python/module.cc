@@ -276,6 +276,57 @@ void bind_stages_and_settings(py::class_<PipelineDef>& c) {
       py::arg("cpu_budget") = py::none(), py::arg("ram_budget_mb") = py::none());
 }
 
+// padded_batch, unbatch, pack, bucket (ops/padded_batch.h, pack.h, bucket.h).
+void bind_sequence_stages(py::class_<PipelineDef>& c) {
+  c.def(
+      "padded_batch",
+      [](const PipelineDef& d, int64_t size, bool drop_remainder, const py::object& fields,
+         bool lengths) {
+        PaddedBatchStageOptions o{.size = size,
+                                  .drop_remainder = drop_remainder,
+                                  .fields = fields.is_none()
+                                                ? nlohmann::json(nullptr)
+                                                : to_json(fields, next_stage_path(d, "fields")),
+                                  .lengths = lengths};
+        return copy_with(d, [&](PipelineDef& out) { out.padded_batch(o); });
+      },
+      py::arg("size"), py::arg("drop_remainder") = false, py::arg("fields") = py::none(),
+      py::arg("lengths") = true);
+  c.def("unbatch",
+        [](const PipelineDef& d) { return copy_with(d, [](PipelineDef& o) { o.unbatch(); }); });
+  c.def(
+      "pack",
+      [](const PipelineDef& d, int64_t length, std::optional<int32_t> eos_id,
+         std::optional<int32_t> pad_id, bool drop_remainder) {
+        return copy_with(d, [&](PipelineDef& o) {
+          o.pack({.length = length,
+                  .eos_id = eos_id,
+                  .pad_id = pad_id,
+                  .drop_remainder = drop_remainder});
+        });
+      },
+      py::arg("length"), py::arg("eos_id") = py::none(), py::arg("pad_id") = py::none(),
+      py::arg("drop_remainder") = false);
+  c.def(
+      "bucket",
+      [](const PipelineDef& d, std::vector<int64_t> boundaries, std::vector<int64_t> batch_sizes,
+         std::optional<int64_t> token_budget, std::optional<std::string> field, bool drop_remainder,
+         const py::object& fields) {
+        BucketStageOptions o{.boundaries = std::move(boundaries),
+                             .batch_sizes = std::move(batch_sizes),
+                             .token_budget = token_budget,
+                             .field = std::move(field),
+                             .drop_remainder = drop_remainder,
+                             .fields = fields.is_none()
+                                           ? nlohmann::json(nullptr)
+                                           : to_json(fields, next_stage_path(d, "fields"))};
+        return copy_with(d, [&](PipelineDef& out) { out.bucket(o); });
+      },
+      py::arg("boundaries"), py::arg("batch_sizes") = std::vector<int64_t>{},
+      py::arg("token_budget") = py::none(), py::arg("field") = py::none(),
+      py::arg("drop_remainder") = false, py::arg("fields") = py::none());
+}
+
 void bind_edits(py::class_<PipelineDef>& c) {
   c.def("with_shard_first", &PipelineDef::with_shard_first, py::arg("num_shards"),
         py::arg("index"));
@@ -357,6 +408,7 @@ void bind_definition(py::module_& m) {
   bind_map_and_echo(c);
   bind_buffering_stages(c);
   bind_stages_and_settings(c);
+  bind_sequence_stages(c);
   bind_edits(c);
   c.def("build", &build, py::arg("base_dir") = "", py::arg("fusion") = true,
         py::arg("as_numpy") = false, py::arg("share_buffers") = false,

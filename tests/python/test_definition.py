@@ -163,3 +163,19 @@ def test_cache_from_python_in_memory_and_on_disk(tmp_path):
         de.range(12).shuffle(4).cache().build()
     with pytest.raises(de.SpecError, match=r"\$\.stages\[1\]\.key"):
         de.range(12).map(lambda f: f, as_numpy=True).cache(tmp_path).build()
+
+
+# ------------------------------------------------------------------ sequences
+def test_sequence_stages_from_python(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"line {i} " + "x" * (i % 7) + "\n" for i in range(40)))
+    d = (de.text(str(corpus)).map("tokenize", tokenizer="bytes")
+         .pack(32).padded_batch(4).unbatch())
+    spec = d.to_spec()
+    assert [s["op"] for s in spec["stages"]] == ["map", "pack", "padded_batch", "unbatch"]
+    assert de.PipelineDef.from_spec(spec) == d
+    blocks = list(d.build(as_numpy=True))
+    assert blocks and all(b["tokens"].shape == (32,) for b in blocks)
+    b = next(de.text(str(corpus)).map("tokenize", tokenizer="bytes")
+             .bucket([8, 16], [4, 4, 4]).build(as_numpy=True))
+    assert b["tokens"].shape[0] == 4 and b["tokens_length"].shape == (4,)
