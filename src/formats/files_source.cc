@@ -90,13 +90,16 @@ FileRead read_http(const std::string& url, const StreamOptions& so) {
   return r;
 }
 
-FileRead read_file(const FilesShared& sh, uint64_t i) {
-  const std::string path = sh.listing->full_path(i);
-  if (is_http_uri(path)) return read_http(path, sh.stream);
+// Never throws (it runs on the reader threads): a failure is the read's error.
+FileRead read_file(const FilesShared& sh, uint64_t i) noexcept {
   try {
+    const std::string path = sh.listing->full_path(i);
+    if (is_http_uri(path)) return read_http(path, sh.stream);
     return read_local(path, sh.listing->file_size(i));
   } catch (const std::exception& e) {  // std::bad_alloc for a huge file
     return {nullptr, e.what()};
+  } catch (...) {
+    return {nullptr, "unknown error"};
   }
 }
 
