@@ -5,6 +5,7 @@
 #                               [--png-images N] [--epochs E] [--window-seconds S] [--rounds R]
 #                               [--threads "0 1 2"] [--workloads "photo jpeg png"]
 #                               [--ffcv-layouts "chw channels_last"] [--malloc-tuned]
+#                               [--reads-in-flight N]
 #
 # 1. Prepares the data once (kept in OUT/dataloader_data, redone when the sizes change):
 #      photo N photographic JPEGs (bench/make_photos.py, 400-560 px wide, quality 90).
@@ -24,6 +25,9 @@
 #      dataecho    build/bin/dataloader_bench over a spec: tar source -> map
 #                  decode_augment|augment (parallelism 1 or 2) -> batch 128 -> prefetch 4
 #                  (0 threads: parallelism 1 and no prefetch, all inline);
+#      folder      (photo and jpeg) the same dataecho pipeline over the class_name/file
+#                  folder the DataLoader reads, with the `files` source (reads_in_flight
+#                  N, default 8) instead of the tar shards;
 #      DataLoader  bench/dataloader_compare.py: ImageFolder + torchvision transforms,
 #                  num_workers 0/1/2, torch.set_num_threads(1) everywhere;
 #      FFCV        (photo only; 1 and 2 workers: FFCV has no 0-worker mode, num_workers < 1
@@ -75,6 +79,7 @@ EPOCHS=3   # measured windows per run
 WINDOW=5   # seconds: a window runs epochs back to back until this long (issue 23, section 4)
 ROUNDS=1
 THREADS="0 1 2"
+READS=8    # reads in flight of the folder side (the files source)
 TUNED=0
 WORKLOADS="photo jpeg png"
 FFCV_LAYOUTS="chw channels_last"
@@ -89,6 +94,7 @@ while [[ $# -gt 0 ]]; do
     --window-seconds) WINDOW=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --reads-in-flight) READS=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --ffcv-layouts) FFCV_LAYOUTS=$2; shift 2 ;;
     --malloc-tuned) TUNED=1; shift ;;
@@ -175,6 +181,8 @@ jpeg_runs() {
   for t in $THREADS; do
     spec "$RUNS/${wl}_t$t.spec.json" "$DATA/${wl}_tar" jpg decode_augment "$JPEG_ARGS" "$t"
     timed "r${round}_${wl}_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+    folder_spec "$RUNS/${wl}_folder_t$t.spec.json" "$DATA/${wl}_dir" decode_augment "$JPEG_ARGS" "$t" "$READS"
+    timed "r${round}_${wl}_dataechofolder_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_folder_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
     timed "r${round}_${wl}_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl}_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
     if [[ $wl == photo && $FFCV_OK == 1 ]]; then
       if [[ $t -ge 1 ]]; then
@@ -320,6 +328,14 @@ for wl in [w for w in ("photo", "jpeg", "png") if w in workloads]:
                     paired(rates(de_runs), rates(f_runs)) if f else ([], None))
                 if t == 0:
                     row[f"{key}_note"] = "not run: FFCV has no 0-worker mode (num_workers < 1 means all cores)"
+        # dataecho over the ImageFolder tree itself (the files source), against the same
+        # DataLoader runs.
+        fo_runs = per_round(f"{wl}_dataechofolder_t{t}") if wl != "png" else []
+        fo = best(fo_runs)
+        row["folder_images_per_s"] = fo["images_per_s"] if fo else None
+        row["folder_peak_pss_mib"] = fo["peak_pss_kib"] / 1024 if fo and fo.get("peak_pss_kib") else None
+        row["folder_over_dataloader_rounds"], row["folder_over_dataloader_median_of_rounds"] = (
+            paired(rates(fo_runs), rates(dl_runs)) if fo and dl else ([], None))
         rows.append(row)
 
 def cpu():
@@ -393,6 +409,13 @@ for r in ffcv_rows if ffcv_layouts else []:
               f" (rounds {fmt(r[f'dataecho_over_{key}_median_of_rounds'], '{:.2f}x')});"
               f" peak PSS {fmt(r[f'{key}_peak_pss_mib'])} MiB (dataecho {fmt(r['dataecho_peak_pss_mib'])}),"
               f" peak RSS {fmt(r[f'{key}_peak_rss_mib'])} MiB; untimed warm-up epoch {fmt(r[f'{key}_warmup_s'], '{:.1f}')} s")
+for r in rows:
+    if r.get("folder_images_per_s"):
+        print(f"{r['workload']} {r['threads']} thread(s): dataecho over the folder (files source)"
+              f" {r['folder_images_per_s']:.0f} images/s, peak PSS {fmt(r['folder_peak_pss_mib'])} MiB;"
+              f" / DataLoader, median over rounds of each round's ratio:"
+              f" {fmt(r['folder_over_dataloader_median_of_rounds'], '{:.2f}x')}"
+              f" (rounds: {', '.join(f'{x:.2f}' for x in r['folder_over_dataloader_rounds'])})")
 for r in rows:
     if r["hand_images_per_s"]:
         print(f"{r['workload']} {r['threads']} thread(s): the same work by hand {r['hand_images_per_s']:.0f} images/s;"

@@ -80,6 +80,21 @@ spec() {
 }
 EOF
 }
+# folder_spec OUT DIR FN ARGS THREADS READS: the same pipeline over the class_name/file
+# folder itself (the `files` source, READS reads in flight) instead of the tar shards.
+folder_spec() {
+  local out=$1 dir=$2 fn=$3 args=$4 t=$5 reads=$6
+  spec "$out" "$dir" - "$fn" "$args" "$t"
+  /usr/bin/python3 - "$out" "$dir" "$reads" <<'PY'
+import json, sys
+out, root, reads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(out) as f:
+    s = json.load(f)
+s["source"] = {"kind": "files", "root": root, "reads_in_flight": reads}
+with open(out, "w") as f:
+    json.dump(s, f, indent=2)
+PY
+}
 JPEG_ARGS='{"channels": 3, "random_resized_crop": 224, "flip": true, "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}'
 PNG_ARGS="{\"pad_crop\": 4, \"flip\": true, \"normalize\": {\"mean\": [$PNG_MEAN], \"std\": [$PNG_STD]}}"
 

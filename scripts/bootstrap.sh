@@ -3,7 +3,7 @@
 # are there), then configures and builds into build/ (release, with the trainer).
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
-#   scripts/bootstrap.sh --bench-deps   also torchvision, matplotlib's sample photograph and FFCV (bench/dataloader_compare.sh), then build
+#   scripts/bootstrap.sh --bench-deps   also matplotlib's sample photograph and FFCV (bench/dataloader_compare.sh), then build
 #   scripts/bootstrap.sh --python   install + build, then install the Python package into
 #                                   /usr/bin/python3's site folder (import dataecho from anywhere);
 #                                   a virtual environment uses pip instead (docs/python.md)
@@ -30,13 +30,15 @@ PACKAGES=(
   pybind11-dev python3-dev libdlpack-dev python3-numpy python3-torch python3-pytest
   # its type check (tests/python/type_check.sh: mypy and stubtest)
   python3-mypy
+  # tests/python/test_files_source.py: the files source's ImageFolder order against torchvision's
+  python3-torchvision
   # pip install . in a virtual environment and the wheel (pyproject.toml, setup.py)
   python3-setuptools python3-wheel python3-pip python3-venv python3-build
 )
 
 # Only for the side-by-side benchmark against PyTorch's DataLoader.
 if [ "${1:-}" = "--bench-deps" ]; then
-  PACKAGES+=(python3-torchvision python-matplotlib-data)  # its sample photograph: bench/make_photos.py
+  PACKAGES+=(python-matplotlib-data)  # its sample photograph: bench/make_photos.py
   # the FFCV side (bench/ffcv_side.py): python3-ffcv 0.0.3 imports cv2 and numba, which
   # its package does not depend on
   PACKAGES+=(python3-ffcv python3-opencv python3-numba)

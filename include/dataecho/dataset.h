@@ -87,6 +87,13 @@ class Dataset : public std::enable_shared_from_this<Dataset> {
   // For a source over several shards (files): one dataset per shard, in a stable order,
   // for `interleave` and file-level `shard`. Empty for every other node.
   virtual std::vector<std::shared_ptr<const Dataset>> shards() const { return {}; }
+  // For a source that splits itself for `shard` more cheaply than into shards() (one
+  // dataset per file would be 200,000 of them): its elements at positions index,
+  // index + num_shards, ... of its own order, as a dataset with the same label and
+  // stats. nullptr (the default): `shard` uses shards() or drops elements instead.
+  virtual std::shared_ptr<const Dataset> shard_of(int64_t /*num_shards*/, int64_t /*index*/) const {
+    return nullptr;
+  }
   // False where the node's elements are counted by the iterators it reads (a source
   // over shards, whose shards count into its stats however they are read), so that its
   // own iterator does not count them a second time.

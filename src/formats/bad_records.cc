@@ -12,15 +12,25 @@ std::optional<Example> BadRecords::bad(NodeStats* stats, const std::string& labe
                                        uint64_t lost_bytes) {
   std::string where =
       uri_ + " record " + std::to_string(record) + " at byte " + std::to_string(offset);
-  if (policy_ == OnError::kFail) {
-    std::string why = reason;
-    if (lost_bytes > 0)
-      why += "; the remaining " + std::to_string(lost_bytes) + " bytes of the file cannot be read";
-    throw Error(ErrorCode::kDataLoss, label, why, where);
-  }
-  if (first_.empty())
-    first_ = redact_urls(reason + " at record " + std::to_string(record) + ", byte " +
-                         std::to_string(offset));
+  std::string why = reason;
+  if (lost_bytes > 0)
+    why += "; the remaining " + std::to_string(lost_bytes) + " bytes of the file cannot be read";
+  return handle(
+      stats, label, why, where,
+      reason + " at record " + std::to_string(record) + ", byte " + std::to_string(offset),
+      lost_bytes);
+}
+
+std::optional<Example> BadRecords::bad_file(NodeStats* stats, const std::string& label,
+                                            const std::string& reason, const std::string& where) {
+  return handle(stats, label, reason, where, reason + ": " + where, 0);
+}
+
+std::optional<Example> BadRecords::handle(NodeStats* stats, const std::string& label,
+                                          std::string why, const std::string& where,
+                                          std::string first, uint64_t lost_bytes) {
+  if (policy_ == OnError::kFail) throw Error(ErrorCode::kDataLoss, label, std::move(why), where);
+  if (first_.empty()) first_ = redact_urls(first);
   if (lost_bytes > 0) {
     lost_ += lost_bytes;
     if (stats) stats->counter("bytes_lost") += static_cast<int64_t>(lost_bytes);

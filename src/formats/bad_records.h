@@ -23,7 +23,7 @@ class BadRecords {
   BadRecords& operator=(const BadRecords&) = delete;
 
   void good(const Example& e) {
-    last_good_ = e;
+    if (policy_ == OnError::kEcho) last_good_ = e;  // kept only where it may be repeated
     repeats_ = 0;
   }
   // A record that cannot be used. `lost_bytes` > 0 when the rest of the file is lost with
@@ -31,6 +31,10 @@ class BadRecords {
   // kEcho after a good example: the repeat to emit. Otherwise nullopt (skip it).
   std::optional<Example> bad(NodeStats* stats, const std::string& label, const std::string& reason,
                              int64_t record, uint64_t offset, uint64_t lost_bytes = 0);
+  // As bad(), for a record that is a whole file of its own: the error names `where` (its
+  // path and index) instead of an offset in uri.
+  std::optional<Example> bad_file(NodeStats* stats, const std::string& label,
+                                  const std::string& reason, const std::string& where);
   // Prints the file's summary once, if anything went wrong.
   void finish();
 
@@ -38,6 +42,8 @@ class BadRecords {
   void restore(StateReader& r);
 
  private:
+  std::optional<Example> handle(NodeStats* stats, const std::string& label, std::string why,
+                                const std::string& where, std::string first, uint64_t lost_bytes);
   std::string format_, uri_;
   OnError policy_;
   std::optional<Example> last_good_;

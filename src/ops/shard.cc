@@ -24,6 +24,25 @@ class FileShardDataset : public Dataset {
   DatasetPtr whole_;
 };
 
+// A source's own share (Dataset::shard_of), as the `shard` node.
+class SourceShareDataset : public Dataset {
+ public:
+  explicit SourceShareDataset(DatasetPtr share) : share_(std::move(share)) {}
+  std::string op_name() const override { return "shard"; }
+  std::vector<DatasetPtr> shards() const override { return share_->shards(); }
+  DatasetPtr shard_of(int64_t num_shards, int64_t index) const override {
+    return share_->shard_of(num_shards, index);
+  }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    return share_->make_iterator(ctx);
+  }
+
+ private:
+  DatasetPtr share_;
+};
+
 }  // namespace
 
 DatasetPtr make_shard(DatasetPtr input, int64_t num_shards, int64_t index) {
@@ -35,6 +54,8 @@ DatasetPtr make_shard(DatasetPtr input, int64_t num_shards, int64_t index) {
         ErrorCode::kInvalidArgument, "shard",
         "index must be in [0, " + std::to_string(num_shards) + "), got " + std::to_string(index));
   }
+  if (DatasetPtr share = input->shard_of(num_shards, index))
+    return std::make_shared<SourceShareDataset>(std::move(share));
   auto files = input->shards();
   if (static_cast<int64_t>(files.size()) >= num_shards) {
     std::vector<DatasetPtr> mine;

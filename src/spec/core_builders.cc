@@ -1,11 +1,14 @@
 // Spec builders for the engine's own source and operators.
+#include "dataecho/core/rng.h"
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/batch.h"
 #include "dataecho/ops/interleave.h"
 #include "dataecho/ops/map.h"
 #include "dataecho/ops/prefetch.h"
+#include "dataecho/ops/sample.h"
 #include "dataecho/ops/shuffle.h"
 #include "dataecho/ops/sources.h"
+#include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/registry.h"
 
 namespace dataecho {
@@ -38,9 +41,71 @@ bool is_auto(SpecObject& s, const std::string& key) {
   return true;
 }
 
+// One input of a sample: a pipeline spec, or a source object alone ({"kind": ...}). Its
+// errors name it by its path ($.source.inputs[1].stages[0].size). Without a seed of its
+// own it gets one derived from the sample's, so that two inputs do not shuffle alike.
+DatasetPtr build_sample_input(const nlohmann::json& j, const std::string& path, size_t i,
+                              BuildContext& ctx) {
+  if (!j.is_object())
+    throw_spec_error(path,
+                     "expected a pipeline {\"source\": ..., \"stages\": [...]} or a "
+                     "source {\"kind\": ...}");
+  const nlohmann::json spec = j.contains("kind") ? nlohmann::json{{"source", j}} : j;
+  try {
+    PipelineDef d = PipelineDef::from_json(spec);
+    if (!spec.contains("seed")) d.seed(mix_seed(ctx.node_seed(), i) >> 1);
+    if (!spec.contains("deterministic")) d.deterministic(ctx.deterministic);
+    BuildOptions o;
+    o.base_dir = ctx.base_dir;
+    std::vector<DatasetPtr> nodes;
+    return d.build_nodes(o, "sample[" + std::to_string(i) + "]/", nodes);
+  } catch (const Error& e) {
+    const std::string& m = e.message();
+    if (e.stage() == "spec" && m.rfind("$", 0) == 0) {
+      const bool source_only = j.contains("kind") && m.rfind("$.source", 0) == 0;
+      throw Error(ErrorCode::kInvalidArgument, "spec", path + m.substr(source_only ? 8 : 1));
+    }
+    throw_spec_error(path, e.what());
+  }
+}
+
+// {"kind": "sample", "inputs": [...], "weights": [...], "stop": "all", "seed": N}
+DatasetPtr build_sample(SpecObject& s, BuildContext& ctx) {
+  const std::string path = s.field_path("inputs");
+  const nlohmann::json* inputs = s.raw("inputs");
+  if (!inputs || !inputs->is_array() || inputs->empty())
+    throw_spec_error(path, "expected a non-empty list of pipelines or sources");
+  SampleOptions o;
+  if (const nlohmann::json* w = s.raw("weights")) {
+    if (!w->is_array() || w->size() != inputs->size())
+      throw_spec_error(
+          s.field_path("weights"),
+          "expected a list of " + std::to_string(inputs->size()) + " numbers, one per input");
+    for (const auto& x : *w) {
+      if (!x.is_number() || x.get<double>() < 0)
+        throw_spec_error(s.field_path("weights"), "expected numbers >= 0, got " + x.dump());
+      o.weights.push_back(x.get<double>());
+    }
+  }
+  const std::string stop = s.get_string("stop", "all", {"first", "all", "never"});
+  o.stop = stop == "first"   ? SampleOptions::Stop::kFirst
+           : stop == "never" ? SampleOptions::Stop::kNever
+                             : SampleOptions::Stop::kAll;
+  o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
+  std::vector<DatasetPtr> ds;
+  for (size_t i = 0; i < inputs->size(); ++i)
+    ds.push_back(build_sample_input((*inputs)[i], path + "[" + std::to_string(i) + "]", i, ctx));
+  try {
+    return make_sample(std::move(ds), std::move(o));
+  } catch (const Error& e) {
+    throw_spec_error(s.path(), e.message());
+  }
+}
+
 }  // namespace
 
 void register_core_builders(Registry& r) {
+  r.sources["sample"] = build_sample;
   r.sources["range"] = [](SpecObject& s, BuildContext&) {
     RangeOptions o;
     o.count = s.get_int("count", std::nullopt, 0);

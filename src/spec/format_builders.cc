@@ -1,8 +1,9 @@
-// Spec builders for the file sources: idx, tfrecord, tar (see docs/formats.md) and text
-// (docs/sequences.md).
+// Spec builders for the file sources: idx, tfrecord, tar, files (see docs/formats.md) and
+// text (docs/sequences.md).
 #include <cstdlib>
 #include <iostream>
 
+#include "dataecho/formats/files.h"
 #include "dataecho/formats/idx.h"
 #include "dataecho/formats/tar.h"
 #include "dataecho/formats/text.h"
@@ -161,10 +162,46 @@ DatasetPtr build_text_source(SpecObject& s, BuildContext& ctx) {
   return make_text_source(o);
 }
 
+// {"kind": "files", "root" | "uri" | "list": ..., ...} (formats/files.h)
+DatasetPtr build_files(SpecObject& s, BuildContext& ctx) {
+  FilesOptions o;
+  o.base_dir = ctx.base_dir;
+  if (s.has("root")) o.root = s.get_string("root");
+  if (s.has("uri")) o.uris = s.get_strings("uri");
+  if (s.has("list")) o.list = s.get_string("list");
+  if (s.has("base")) o.base = s.get_string("base");
+  if (s.has("delimiter")) {
+    std::string d = s.get_string("delimiter");
+    if (d.size() != 1 || d[0] == '"' || d[0] == '\n')
+      throw_spec_error(s.field_path("delimiter"),
+                       "expected one character such as \",\" or \"\\t\"");
+    o.delimiter = d[0];
+  }
+  if (s.has("header")) o.header = s.get_bool("header");
+  if (const nlohmann::json* ex = s.raw("extensions"))
+    o.extensions =
+        ex->is_array() && ex->empty() ? std::vector<std::string>{} : s.get_strings("extensions");
+  o.allow_empty = s.get_bool("allow_empty", false);
+  o.reads_in_flight = s.get_int("reads_in_flight", o.reads_in_flight, 1, 1024);
+  o.on_error = read_on_error(s);
+  o.stream = read_stream_options(s, ctx.base_dir);
+  if (o.root.empty() + o.uris.empty() + o.list.empty() != 2)
+    throw_spec_error(s.path(),
+                     "give exactly one of \"root\" (an ImageFolder tree), \"uri\" (paths, globs, "
+                     "brace patterns) and \"list\" (a CSV or TSV file)");
+  try {
+    return make_files_source(o);
+  } catch (const Error& e) {
+    if (e.stage() == "spec") throw;
+    throw_spec_error(s.path(), e.what());
+  }
+}
+
 }  // namespace
 
 void register_format_builders(Registry& r) {
   r.sources["text"] = build_text_source;
+  r.sources["files"] = build_files;
   r.sources["idx"] = [](SpecObject& s, BuildContext& ctx) {
     IdxOptions o;
     o.images = resolve_spec_path(ctx.base_dir, s.get_string("images"));

@@ -15,8 +15,9 @@ namespace {
 
 // Labels a node ("3:shuffle") and gives it its stats. The datasets are still private to
 // the build here: nothing iterates them yet.
-void attach(const DatasetPtr& ds, int64_t index, std::vector<DatasetPtr>& nodes) {
-  std::string label = std::to_string(index) + ":" + ds->op_name();
+void attach(const DatasetPtr& ds, const std::string& prefix, int64_t index,
+            std::vector<DatasetPtr>& nodes) {
+  std::string label = prefix + std::to_string(index) + ":" + ds->op_name();
   std::const_pointer_cast<Dataset>(ds)->attach(
       label, std::make_shared<NodeStats>(label, ds->owns_threads()));
   nodes.push_back(ds);
@@ -333,14 +334,7 @@ nlohmann::json PipelineDef::stages_to_json() const {
   return j;
 }
 
-std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const {
-  BuildContext ctx;
-  ctx.seed = seed();
-  ctx.deterministic = deterministic();
-  ctx.base_dir = options.base_dir;
-  const Registry& reg = registry();
-  std::vector<DatasetPtr> nodes;
-
+nlohmann::json PipelineDef::canonical_json() const {
   // The definition as JSON, serialized once: the builders read their options from it
   // and the state fingerprint hashes it. A pipeline over a dataset has only its stages.
   nlohmann::json canonical;
@@ -352,6 +346,17 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     // saved under one budget restores under another.
     canonical.erase("autotune");
   }
+  return canonical;
+}
+
+DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::string& label_prefix,
+                                    std::vector<DatasetPtr>& nodes) const {
+  const nlohmann::json canonical = canonical_json();
+  BuildContext ctx;
+  ctx.seed = seed();
+  ctx.deterministic = deterministic();
+  ctx.base_dir = options.base_dir;
+  const Registry& reg = registry();
   static const nlohmann::json kNoStages = nlohmann::json::array();
   const nlohmann::json& stages_json =
       canonical.contains("stages") ? canonical.at("stages") : kNoStages;
@@ -370,7 +375,7 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     ds = sb->second(src, ctx);
     src.finish();
   }
-  attach(ds, 0, nodes);
+  attach(ds, label_prefix, 0, nodes);
 
   for (size_t i = 0; i < stages_json.size(); ++i) {
     SpecObject st(stages_json[i], "$.stages[" + std::to_string(i) + "]");
@@ -389,16 +394,22 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
     st.finish();
     // Rewrites: a batch right after an ordered map becomes the fused batch node.
     if (options.map_and_batch_fusion && op == "batch") ds = fuse_map_and_batch(ds);
-    attach(ds, ctx.node_index, nodes);
+    attach(ds, label_prefix, ctx.node_index, nodes);
   }
+  return ds;
+}
+
+std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const {
+  std::vector<DatasetPtr> nodes;
+  DatasetPtr ds = build_nodes(options, "", nodes);
   // The state fingerprint: a fixed hash (64-bit FNV-1a) of the canonical JSON, which does
   // not depend on the compiler's std::hash; beside it the first format's (std::hash of
   // the same JSON), so that states saved before the change still restore.
   std::string fingerprint, v1;
   if (source_dataset_) {
-    fingerprint = v1 = source_fingerprint_ + ":" + stages_json.dump();
+    fingerprint = v1 = source_fingerprint_ + ":" + stages_to_json().dump();
   } else {
-    const std::string text = canonical.dump();
+    const std::string text = canonical_json().dump();
     fingerprint = spec_fingerprint(text);
     v1 = std::to_string(std::hash<std::string>{}(text));
   }
@@ -449,6 +460,16 @@ PipelineDef idx(std::string images, std::string labels, nlohmann::json options) 
                                 std::move(images));
   if (!labels.empty()) o["labels"] = std::move(labels);
   return PipelineDef("idx", std::move(o));
+}
+
+PipelineDef files(nlohmann::json options) { return PipelineDef("files", std::move(options)); }
+PipelineDef sample(const std::vector<PipelineDef>& inputs, std::vector<double> weights,
+                   nlohmann::json options) {
+  nlohmann::json o = options.is_null() ? nlohmann::json::object() : std::move(options);
+  o["inputs"] = nlohmann::json::array();
+  for (const auto& in : inputs) o["inputs"].push_back(in.to_json());
+  if (!weights.empty()) o["weights"] = weights;
+  return PipelineDef("sample", std::move(o));
 }
 
 }  // namespace dataecho

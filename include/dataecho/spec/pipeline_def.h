@@ -255,11 +255,17 @@ class PipelineDef {
   // stats and wraps a builder's error with the stage's JSON path. The state fingerprint
   // is a hash of the canonical JSON (the same as before PipelineDef existed).
   std::unique_ptr<Pipeline> build(const BuildOptions& options = {}) const;
+  // The nodes alone, without a Pipeline around them (the inputs of a `sample` source):
+  // labeled label_prefix + "3:shuffle", appended to `nodes`, source first; returns the
+  // last.
+  DatasetPtr build_nodes(const BuildOptions& options, const std::string& label_prefix,
+                         std::vector<DatasetPtr>& nodes) const;
 
   friend bool operator==(const PipelineDef& a, const PipelineDef& b);
 
  private:
   const StageDef& stage_at(size_t index) const;  // throws naming the path
+  nlohmann::json canonical_json() const;         // what build() reads and fingerprints
   PipelineDef with_option_json(size_t index, const std::string& key, nlohmann::json value) const;
 
   // Unset: not given (the spec's default), so that to_json() gives back what was read.
@@ -284,5 +290,13 @@ PipelineDef tar(std::vector<std::string> uris, nlohmann::json options = nlohmann
 PipelineDef text(std::vector<std::string> uris, nlohmann::json options = nlohmann::json::object());
 PipelineDef idx(std::string images, std::string labels = "",
                 nlohmann::json options = nlohmann::json::object());
+// The `files` source (formats/files.h): options as its JSON object, with one of "root"
+// (an ImageFolder tree), "uri" (paths, globs) and "list" (a CSV or TSV file):
+//   dataecho::files({{"root", "/data/train"}, {"reads_in_flight", 16}})
+PipelineDef files(nlohmann::json options);
+// The `sample` source (ops/sample.h): `inputs` mixed by `weights` (empty: equal);
+// options: "stop" ("first", "all", "never"), "seed".
+PipelineDef sample(const std::vector<PipelineDef>& inputs, std::vector<double> weights = {},
+                   nlohmann::json options = nlohmann::json::object());
 
 }  // namespace dataecho
