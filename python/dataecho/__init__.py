@@ -35,7 +35,7 @@ from typing import Any
 
 from . import _core
 from ._core import DataError, Error, SpecError
-from ._definition import PipelineDef, idx, range, source, tar, text, tfrecord
+from ._definition import PipelineDef, class_to_idx, files, idx, range, sample, source, tar, text, tfrecord
 from ._pipeline import Batch, Pipeline
 from ._profile import profile
 
@@ -48,10 +48,13 @@ __all__ = [
     "Pipeline",
     "PipelineDef",
     "SpecError",
+    "class_to_idx",
+    "files",
     "TorchIterable",
     "idx",
     "profile",
     "range",
+    "sample",
     "source",
     "tar",
     "text",

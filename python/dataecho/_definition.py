@@ -437,6 +437,33 @@ def tar(uri: Uris, *, fields: Optional[Union[Sequence[str], Mapping[str, str]]] 
                        on_error=on_error, buffer_bytes=buffer_bytes, http=http)
 
 
+def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *, uri: Optional[Uris] = None,
+          list: Optional[str] = None, **options: Any) -> PipelineDef:  # noqa: A002 (the spec's name)
+    """Files read as they are, one element each ("image": the file's bytes, "label"):
+    an ImageFolder tree (``root``: a folder per class, classes numbered as torchvision's
+    ``ImageFolder`` numbers them: ``class_to_idx(root)``), a glob or brace pattern
+    (``uri``), or a CSV or TSV list of path, label and further columns (``list``); local
+    or http(s). Options as the spec's (docs/formats.md): ``reads_in_flight``,
+    ``extensions``, ``base``, ``delimiter``, ``header``, ``on_error``, ``http``..."""
+    return PipelineDef("files", root=None if root is None else os.fspath(root),
+                       uri=None if uri is None else _uri(uri), list=list, **options)
+
+
+def sample(inputs: Sequence[PipelineDef], weights: Sequence[float], *, stop: Optional[str] = None,
+           seed: Optional[int] = None) -> PipelineDef:
+    """Several pipelines interleaved by ``weights``, deterministic with ``seed``;
+    ``stop``: "first" (when the first input ends), "all" or "never" (docs/formats.md).
+    Each input is a definition with a JSON form (no Python callables)."""
+    return PipelineDef("sample", inputs=[d.to_spec() for d in inputs], weights=[float(w) for w in weights],
+                       stop=stop, seed=seed)
+
+
+def class_to_idx(root: Union[str, "os.PathLike[str]"]) -> Dict[str, int]:
+    """An ImageFolder tree's class name -> label, as torchvision's ``ImageFolder`` and the
+    ``files`` source number them."""
+    return dict(_core.class_to_idx(os.fspath(root)))
+
+
 def text(uri: Uris, **options: Any) -> PipelineDef:
     """Text files (plain, gzip or dictzip) or JSON Lines as elements: a line, or a document
     split by ``separator``, as field "text" (uint8 bytes); JSON Lines give a field per

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dataecho/formats/files.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/echo_advice.h"
 #include "dataecho/spec/pipeline_def.h"
@@ -468,6 +469,7 @@ PYBIND11_MODULE(_core, m) {
   bind_pipeline(m);
   m.def("advise", &advise, py::arg("stats"), py::arg("definition"), py::arg("batches"),
         py::arg("upstream_ms"), py::arg("downstream_ms"));
+  m.def("class_to_idx", &dataecho::class_to_idx, py::arg("root"));
   m.def("register_callable", &register_callable, py::arg("fn"), py::arg("name"));
   m.def("unregister_callable", &unregister_callable, py::arg("id"));
   m.def("copy_counters",

@@ -56,3 +56,16 @@ def test_file_list_and_mixture(tmp_path):
     mixed = de.source("sample", inputs=[lst.to_spec(), folder.to_spec()], weights=[1, 1],
                       stop="all")
     assert len(list(mixed.build(as_numpy=True))) == 6 + len(CLASSES) * 7
+
+
+def test_files_sample_and_class_to_idx_by_name(tmp_path):
+    for c in ("b", "a"):
+        (tmp_path / c).mkdir()
+        for i in range(3):
+            (tmp_path / c / f"{i}.png").write_bytes(bytes([i]))
+    assert de.class_to_idx(tmp_path) == {"a": 0, "b": 1}
+    d = de.files(tmp_path)
+    assert d.to_spec()["source"] == {"kind": "files", "root": str(tmp_path)}
+    assert [int(b["label"]) for b in d.build(as_numpy=True)] == [0, 0, 0, 1, 1, 1]
+    mixed = de.sample([d, de.files(tmp_path)], [1, 1], stop="all", seed=3)
+    assert len(list(mixed.build(as_numpy=True))) == 12
