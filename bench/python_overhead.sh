@@ -104,7 +104,7 @@ SPEC
         --epochs "$EPOCHS" "${share[@]}"
       # The DataLoader's side of jpeg_echo* is jpeg's (it has no echo): not run twice.
       [[ $wl == jpeg_echo* && " $WORKLOADS " == *" jpeg "* ]] && continue
-      timed "r${round}_${wl}_dataloader_t$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl%_echo}_dir" \
+      timed "r${round}_${wl}_dataloader_t$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl%%_echo*}_dir" \
         "${dl_args[@]}" --workers "$t" --epochs "$EPOCHS"
     done
   done
