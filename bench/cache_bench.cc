@@ -104,7 +104,7 @@ void BM_InMemorySource(benchmark::State& state) {
 
 void BM_MemoryCache(benchmark::State& state) {
   const Data& d = data(state.range(0));
-  PipelineDef def = shards(d).cache({.max_bytes = int64_t{1} << 32});
+  PipelineDef def = shards(d).cache({.path = "", .max_bytes = int64_t{1} << 32});
   def.repeat(-1);
   auto p = def.build();
   drain_pass(*p, d.records);  // the first pass fills it

@@ -351,7 +351,12 @@ nlohmann::json PipelineDef::canonical_json() const {
 
 DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::string& label_prefix,
                                     std::vector<DatasetPtr>& nodes) const {
-  const nlohmann::json canonical = canonical_json();
+  return build_nodes(options, label_prefix, nodes, canonical_json());
+}
+
+DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::string& label_prefix,
+                                    std::vector<DatasetPtr>& nodes,
+                                    const nlohmann::json& canonical) const {
   BuildContext ctx;
   ctx.seed = seed();
   ctx.deterministic = deterministic();
@@ -401,15 +406,16 @@ DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::stri
 
 std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const {
   std::vector<DatasetPtr> nodes;
-  DatasetPtr ds = build_nodes(options, "", nodes);
+  const nlohmann::json canonical = canonical_json();
+  DatasetPtr ds = build_nodes(options, "", nodes, canonical);
   // The state fingerprint: a fixed hash (64-bit FNV-1a) of the canonical JSON, which does
   // not depend on the compiler's std::hash; beside it the first format's (std::hash of
   // the same JSON), so that states saved before the change still restore.
   std::string fingerprint, v1;
   if (source_dataset_) {
-    fingerprint = v1 = source_fingerprint_ + ":" + stages_to_json().dump();
+    fingerprint = v1 = source_fingerprint_ + ":" + canonical.at("stages").dump();
   } else {
-    const std::string text = canonical_json().dump();
+    const std::string text = canonical.dump();
     fingerprint = spec_fingerprint(text);
     v1 = std::to_string(std::hash<std::string>{}(text));
   }

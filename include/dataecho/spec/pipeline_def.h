@@ -266,6 +266,9 @@ class PipelineDef {
  private:
   const StageDef& stage_at(size_t index) const;  // throws naming the path
   nlohmann::json canonical_json() const;         // what build() reads and fingerprints
+  // build_nodes from the canonical JSON already made (build() also fingerprints it).
+  DatasetPtr build_nodes(const BuildOptions& options, const std::string& label_prefix,
+                         std::vector<DatasetPtr>& nodes, const nlohmann::json& canonical) const;
   PipelineDef with_option_json(size_t index, const std::string& key, nlohmann::json value) const;
 
   // Unset: not given (the spec's default), so that to_json() gives back what was read.
