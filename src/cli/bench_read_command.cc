@@ -88,6 +88,7 @@ void add_bench_read_command(CLI::App& bench) {
     bool json = false;
     size_t buffer_bytes = 1 << 20;
     int repeat = 1;
+    std::string cache_dir;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench.add_subcommand(
@@ -99,6 +100,8 @@ void add_bench_read_command(CLI::App& bench) {
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--buffer", args->buffer_bytes, "read-ahead bytes per stream (default 1 MiB)");
   cmd->add_option("--repeat", args->repeat, "read the list this many times (default 1)");
+  cmd->add_option("--cache-dir", args->cache_dir,
+                  "keep http(s) shards in this folder, fetched once (the sources' cache_dir)");
   cmd->callback([args] {
     std::vector<std::string> uris;
     for (const auto& u : expand_uris(args->uris)) {
@@ -107,6 +110,7 @@ void add_bench_read_command(CLI::App& bench) {
     auto stats = std::make_shared<NodeStats>("bench read");
     StreamOptions options;
     options.buffer_bytes = args->buffer_bytes;
+    options.cache_dir = args->cache_dir;
     options.stats = stats;
     Totals totals;
     int k = std::max(1, args->connections);

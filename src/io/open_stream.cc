@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include "dataecho/core/error.h"
 #include "dataecho/io/byte_stream.h"
 #include "dataecho/io/http_stream.h"
 #include "dataecho/io/shard_cache.h"
+#include "io/sha256.h"
 
 namespace dataecho {
 
@@ -20,6 +22,43 @@ bool starts_with_nocase(const std::string& s, const char* prefix) {
   }
   return true;
 }
+// An http(s) stream whose URL gives a `#sha256=`: the bytes are hashed as they are read
+// and, at the end of the data, compared with it (a kDataLoss error when they differ).
+// A stream that was sought (a restored position) cannot be checked and is not.
+class Sha256CheckedStream : public ByteStream {
+ public:
+  Sha256CheckedStream(std::unique_ptr<ByteStream> in, std::string want)
+      : in_(std::move(in)), want_(std::move(want)) {}
+  size_t read(void* dst, size_t n) override {
+    const size_t got = in_->read(dst, n);
+    if (!checking_) return got;
+    if (got > 0) {
+      sha256_.update(dst, got);
+    } else if (n > 0) {
+      checking_ = false;
+      const std::string digest = sha256_.hex_digest();
+      if (digest != want_)
+        throw Error(ErrorCode::kDataLoss, "http",
+                    "the data's sha256 is " + digest + ", the URL's #sha256= says " + want_,
+                    in_->uri());
+    }
+    return got;
+  }
+  uint64_t position() const override { return in_->position(); }
+  void seek(uint64_t offset) override {
+    if (offset != in_->position()) checking_ = false;
+    in_->seek(offset);
+  }
+  int64_t size() const override { return in_->size(); }
+  const std::string& uri() const override { return in_->uri(); }
+
+ private:
+  std::unique_ptr<ByteStream> in_;
+  std::string want_;
+  Sha256 sha256_;
+  bool checking_ = true;
+};
+
 }  // namespace
 
 bool is_http_uri(const std::string& uri) {
@@ -28,7 +67,12 @@ bool is_http_uri(const std::string& uri) {
 
 std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOptions& options) {
   if (is_http_uri(uri) && !options.cache_dir.empty()) return open_cached_http_stream(uri, options);
-  if (is_http_uri(uri)) return open_http_stream(uri, options);
+  if (is_http_uri(uri)) {
+    std::optional<std::string> sha256 = url_sha256(uri);
+    auto stream = open_http_stream(uri, options);
+    if (!sha256) return stream;
+    return std::make_unique<Sha256CheckedStream>(std::move(stream), std::move(*sha256));
+  }
   return open_local_stream(uri, options);
 }
 

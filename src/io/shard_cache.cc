@@ -18,6 +18,7 @@
 #include "dataecho/core/error.h"
 #include "dataecho/core/hash.h"
 #include "dataecho/io/http_stream.h"
+#include "io/sha256.h"
 
 namespace dataecho {
 
@@ -109,12 +110,20 @@ int64_t file_size_or(const std::string& path, int64_t fallback) {
   return ec ? fallback : static_cast<int64_t>(n);
 }
 
-// Downloads `url` whole into base.shard (through a temporary file) and writes base.meta.
-void fetch(const std::string& url, const StreamOptions& o, const std::string& base,
-           const HttpHead& head) {
+StreamOptions without_cache(const StreamOptions& o) {
   StreamOptions plain = o;
   plain.cache_dir.clear();
-  auto in = open_http_stream(url, plain);
+  return plain;
+}
+
+// Downloads `url` whole into base.shard (through a temporary file) and writes base.meta.
+// The copy is kept only when its length is the server's and, when the URL gives one
+// (`#sha256=`), its SHA-256 is that one.
+void fetch(const std::string& url, const StreamOptions& o, const std::string& base,
+           const HttpHead& head) {
+  auto in = open_http_stream(url, without_cache(o));
+  const std::optional<std::string> want_sha256 = url_sha256(url);
+  Sha256 sha256;
   std::random_device rd;
   const std::string tmp =
       base + ".shard.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
@@ -124,6 +133,7 @@ void fetch(const std::string& url, const StreamOptions& o, const std::string& ba
     std::vector<char> buf(1 << 20);
     while (size_t n = in->read(buf.data(), buf.size())) {
       out.write(buf.data(), static_cast<std::streamsize>(n));
+      if (want_sha256) sha256.update(buf.data(), n);
       total += static_cast<int64_t>(n);
     }
     out.flush();
@@ -134,6 +144,14 @@ void fetch(const std::string& url, const StreamOptions& o, const std::string& ba
            "downloaded " + std::to_string(total) + " bytes, the server said " +
                std::to_string(expected),
            url);
+    if (want_sha256) {
+      const std::string got = sha256.hex_digest();
+      if (got != *want_sha256)
+        fail(ErrorCode::kDataLoss,
+             "the downloaded shard's sha256 is " + got + ", the URL's #sha256= says " +
+                 *want_sha256 + " (not kept)",
+             url);
+    }
   } catch (...) {
     std::remove(tmp.c_str());
     throw;
@@ -208,6 +226,7 @@ class CachedStream : public ByteStream {
 
 std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
                                                     const StreamOptions& o) {
+  url_sha256(url);  // a malformed #sha256= fragment fails before anything is fetched
   std::error_code ec;
   fs::create_directories(o.cache_dir, ec);
   if (ec)
@@ -218,9 +237,7 @@ std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
   ShardLock lock(base + ".lock", LOCK_EX);
   std::optional<HttpHead> head;
   try {
-    StreamOptions plain = o;
-    plain.cache_dir.clear();
-    head = http_head(url, plain);
+    head = http_head(url, without_cache(o));
   } catch (const Error&) {
     if (!is_current(url, base, nullptr)) throw;  // no copy to fall back on
   }

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "dataecho/formats/tfrecord.h"
+#include "io/sha256.h"
 #include "nginx_server.h"
 #include "test_util.h"
 
@@ -48,6 +49,26 @@ class ShardCacheTest : public ::testing::Test {
                           {"cache_dir", cache_},
                           {"http", {{"max_retries", retries}, {"backoff_initial_s", 0.05}}}}}};
     if (max_bytes > 0) s["source"]["cache_max_bytes"] = max_bytes;
+    return s.dump();
+  }
+  // A manifest in the served folder listing the four shards with `#sha256=` fragments;
+  // shard `wrong`'s digest is that of other bytes. Returns the spec's `uri`.
+  std::string manifest(int wrong = -1) const {
+    std::ofstream m(root_ + "/train.manifest");
+    for (int s = 0; s < 4; ++s) {
+      std::ifstream f(root_ + "/train-" + std::to_string(s) + ".tfrecord", std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(f)), {});
+      if (s == wrong) bytes += "x";
+      Sha256 h;
+      h.update(bytes.data(), bytes.size());
+      m << "train-" << s << ".tfrecord#sha256=" << h.hex_digest() << "\n";
+    }
+    return "@" + remote() + "/train.manifest";
+  }
+  std::string spec_for(const std::string& uri, bool cache) const {
+    nlohmann::json s = nlohmann::json::parse(spec(""));
+    s["source"]["uri"] = uri;
+    if (!cache) s["source"].erase("cache_dir");
     return s.dump();
   }
   std::string remote() const { return server_.url("").substr(0, server_.url("").size() - 1); }
@@ -165,6 +186,47 @@ TEST_F(ShardCacheTest, AWholeCopyIsReadWhileTheServerIsDown) {
   fs::remove_all(cache_);
   const std::string msg = testing::error_of([&] { records(spec(base, 0, 0)); });
   EXPECT_NE(msg.find("/train-0.tfrecord"), std::string::npos) << msg;
+}
+
+TEST(Sha256, KnownDigests) {  // FIPS 180-4's examples
+  auto digest = [](const std::string& s, int repeat = 1) {
+    Sha256 h;
+    for (int i = 0; i < repeat; ++i) h.update(s.data(), s.size());
+    return h.hex_digest();
+  };
+  EXPECT_EQ(digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(digest("a", 1000000),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_F(ShardCacheTest, AManifestsChecksumsAreCheckedOnDownload) {
+  std::map<std::string, int64_t> c;
+  EXPECT_EQ(records(spec_for(manifest(), true), &c), local());
+  EXPECT_EQ(c["cache_misses"], 4);
+  EXPECT_EQ(records(spec_for(manifest(), true), &c), local());
+  EXPECT_EQ(c["cache_hits"], 4);
+  // Another digest for shard 1: its copy is not that shard; the download is not kept.
+  const std::string msg = testing::error_of([&] { records(spec_for(manifest(1), true)); });
+  EXPECT_NE(msg.find("sha256"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("/train-1.tfrecord#sha256="), std::string::npos) << msg;
+  for (const auto& f : fs::directory_iterator(cache_))
+    EXPECT_EQ(f.path().string().find(".tmp-"), std::string::npos) << f.path();
+  EXPECT_EQ(gets(1), 2);  // the fragment is not sent: the same path both times
+}
+
+TEST_F(ShardCacheTest, WithoutACacheTheChecksumIsCheckedAtTheEndOfEachShard) {
+  EXPECT_EQ(records(spec_for(manifest(), false)), local());
+  const std::string msg = testing::error_of([&] { records(spec_for(manifest(2), false)); });
+  EXPECT_NE(msg.find("the data's sha256 is"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("/train-2.tfrecord"), std::string::npos) << msg;
+  const std::string bad = remote() + "/train-0.tfrecord#sha256=abc";
+  for (bool cache : {false, true}) {
+    const std::string m = testing::error_of([&] { records(spec_for(bad, cache)); });
+    EXPECT_NE(m.find("64 hex digits"), std::string::npos) << m;
+  }
 }
 
 }  // namespace
