@@ -139,6 +139,7 @@ py::dict advise(const py::object& stats, const std::optional<PipelineDef>& def, 
   out["slowest_stage"] = a.slowest_stage;
   out["slowest_stage_index"] = a.slowest_stage_index;
   out["recommended_factor"] = a.recommended_factor;
+  out["factor_capped"] = a.factor_capped;
   out["placement"] = a.placement;
   out["recommended_spec"] = to_python(a.recommended_spec);
   out["recommendations"] = py::cast(a.recommendations);

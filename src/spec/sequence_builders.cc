@@ -61,7 +61,8 @@ std::vector<int64_t> read_ints(SpecObject& s, const std::string& key, int64_t mi
   std::vector<int64_t> out;
   const nlohmann::json* v = s.raw(key);
   if (!v) return out;
-  const std::string expected = "expected a list of integers >= " + std::to_string(min);
+  std::string expected = "expected a list of integers >= ";  // appended: GCC 12 warns
+  expected += std::to_string(min);                           // falsely on literal + string
   if (!v->is_array()) throw_spec_error(s.field_path(key), expected + ", got " + v->dump());
   for (const auto& x : *v) {
     if (!x.is_number_integer() || x.get<int64_t>() < min)

@@ -58,10 +58,12 @@ nlohmann::json ProfileReport::to_json() const {
           {"pipeline_seconds", pipeline_seconds},
           {"upstream_ms_per_batch", upstream_ms_per_batch},
           {"downstream_ms_per_batch", downstream_ms_per_batch},
+          {"train_steps_timed", train_steps_timed},
           {"R", r},
           {"slowest_stage", slowest_stage},
           {"slowest_stage_index", slowest_stage_index},
           {"recommended_factor", recommended_factor},
+          {"factor_capped", factor_capped},
           {"placement", placement},
           {"recommended_spec", recommended_spec},
           {"recommendations", recommendations},
@@ -91,11 +93,15 @@ std::string ProfileReport::to_text() const {
   s += "\ninput:      " + input + "\n";
   s += "upstream:   " + fmt(upstream_ms_per_batch, 3) + " ms/batch (pipeline alone, " +
        std::to_string(batches) + " batches in " + fmt(pipeline_seconds) + " s)\n";
-  s += "downstream: " + fmt(downstream_ms_per_batch, 3) +
-       " ms/batch (train step on synthetic batches)\n";
+  s += "downstream: " + fmt(downstream_ms_per_batch, 3) + " ms/batch (train step on synthetic " +
+       "batches, " + std::to_string(train_steps_timed) + " timed)\n";
   s += "R = upstream / downstream = " + fmt(r) + "\n";
   s += "slowest stage: " + slowest_stage + "\n";
-  if (recommended_factor > 1) {
+  if (factor_capped) {
+    s += "recommendation: fix the pipeline first (R is beyond what echo alone can close; "
+         "see what to change), then echo factor " +
+         fmt(recommended_factor, 1) + ", " + placement + "\n";
+  } else if (recommended_factor > 1) {
     s += "recommendation: echo factor " + fmt(recommended_factor, 1) + ", " + placement + "\n";
   } else {
     s += "recommendation: " + placement + "\n";
@@ -155,28 +161,61 @@ std::pair<Example, PipelineStats> measure_upstream(const ProfileOptions& o,
   return {std::move(*first), pipeline->stats()};
 }
 
-// Downstream: the train step on synthetic batches of the shape of `first`, in ms per
-// batch.
-double measure_downstream(const ProfileOptions& o, const Example& first) {
+void say(const ProfileOptions& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+// Downstream: the train step on synthetic batches of the shape of `first`: fills rep's
+// downstream_ms_per_batch and train_steps_timed. Bounded by o.step_seconds.
+void measure_downstream(const ProfileOptions& o, const Example& first, ProfileReport& rep) {
   const InputSignature sig = inspect_batch(first, o.input, "training pipeline");
   torch::manual_seed(o.seed);
   Classifier model = make_model(o.model, sig.channels, sig.height, sig.width);
   auto optimizer = make_optimizer(model->parameters(), o.optimizer);
   model->train();
   Example synth = synthetic_batch(first, o.input, o.model.num_classes, o.seed);
-  auto step = [&] {
+  const double bound_s = o.step_seconds >= 0 ? o.step_seconds : o.pipeline_seconds;
+  const int64_t steps = std::max<int64_t>(1, o.train_steps);
+  say(o, "timing the train step (" + o.model.kind + ", " + std::to_string(o.warmup_steps) +
+             " warm-up + up to " + std::to_string(steps) + " steps, at most " + fmt(bound_s) +
+             " s)");
+  const int64_t t0 = now_ns();
+  auto spent_s = [&] { return static_cast<double>(now_ns() - t0) / 1e9; };
+  int64_t last_said = t0;
+  auto step = [&](const std::string& what) {
+    const int64_t s0 = now_ns();
     TorchBatch tb = batch_to_torch(synth, o.input, sig);
     optimizer->zero_grad();
     torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(tb.images), tb.labels);
     loss.backward();
     optimizer->step();
     (void)loss.item<float>();
+    const int64_t s1 = now_ns();
+    if (s1 - last_said > 1'000'000'000) {
+      say(o, what + ": " + fmt(static_cast<double>(s1 - s0) / 1e9, 2) + " s, " + fmt(spent_s()) +
+                 " s spent");
+      last_said = s1;
+    }
+    return s1 - s0;
   };
-  for (int64_t i = 0; i < o.warmup_steps; ++i) step();
-  int64_t d0 = now_ns();
-  int64_t steps = std::max<int64_t>(1, o.train_steps);
-  for (int64_t i = 0; i < steps; ++i) step();
-  return (now_ns() - d0) / 1e6 / static_cast<double>(steps);
+  for (int64_t i = 0; i < o.warmup_steps && spent_s() < bound_s; ++i)
+    step("warm-up step " + std::to_string(i + 1) + "/" + std::to_string(o.warmup_steps));
+  int64_t timed_ns = 0, timed = 0;
+  while (timed < steps && (timed == 0 || spent_s() < bound_s)) {
+    timed_ns += step("step " + std::to_string(timed + 1) + "/" + std::to_string(steps));
+    ++timed;
+  }
+  rep.train_steps_timed = timed;
+  rep.downstream_ms_per_batch = static_cast<double>(timed_ns) / 1e6 / static_cast<double>(timed);
+  if (timed < steps) {
+    const std::string note = "the train step was timed over " + std::to_string(timed) + " of " +
+                             std::to_string(steps) + " steps: the " + fmt(bound_s) +
+                             " s bound was spent" +
+                             (timed == 1 && rep.downstream_ms_per_batch > bound_s * 1e3
+                                  ? " (one step takes longer than the bound)"
+                                  : "");
+    rep.notes += (rep.notes.empty() ? "" : "; ") + note;
+  }
 }
 
 }  // namespace
@@ -193,9 +232,15 @@ ProfileReport run_profile(const ProfileOptions& o) {
     bo.base_dir = o.train_spec_dir;
     pipeline = def->build(bo);
   }
+  say(o, "running the pipeline alone for up to " + fmt(o.pipeline_seconds) + " s" +
+             (o.pipeline_batches > 0 ? " or " + std::to_string(o.pipeline_batches) + " batches"
+                                     : std::string()));
   // The pipeline is gone before the train steps run (measure_upstream owns it).
   auto [first, stats] = measure_upstream(o, std::move(pipeline), rep);
-  rep.downstream_ms_per_batch = measure_downstream(o, first);
+  say(o, "pipeline alone: " + std::to_string(rep.batches) + " batches in " +
+             fmt(rep.pipeline_seconds) + " s (" + fmt(rep.upstream_ms_per_batch, 2) +
+             " ms per batch)");
+  measure_downstream(o, first, rep);
 
   // ---- recommendation ----
   EchoAdvice advice = advise_echo(stats.to_json(), def, rep.batches, rep.upstream_ms_per_batch,
@@ -205,6 +250,7 @@ ProfileReport run_profile(const ProfileOptions& o) {
   rep.slowest_stage = std::move(advice.slowest_stage);
   rep.slowest_stage_index = advice.slowest_stage_index;
   rep.recommended_factor = advice.recommended_factor;
+  rep.factor_capped = advice.factor_capped;
   rep.placement = std::move(advice.placement);
   rep.recommended_spec = std::move(advice.recommended_spec);
   rep.recommendations = std::move(advice.recommendations);

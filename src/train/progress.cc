@@ -63,14 +63,25 @@ void ProgressLine::update(const ProgressInfo& p, bool force) {
       static_cast<long long>(p.step), p.examples_per_s, static_cast<long long>(p.fresh),
       static_cast<long long>(p.echoed), p.loss, acc, format_duration(p.train_seconds).c_str(),
       p.eta_seconds < 0 ? "?" : format_duration(p.eta_seconds).c_str());
-  size_t width = n > 0 ? static_cast<size_t>(n) : 0;
+  emit(std::string(line, n > 0 ? static_cast<size_t>(n) : 0));
+}
+
+void ProgressLine::status(const std::string& text, bool force) {
+  if (off_) return;
+  const int64_t now = now_ns();
+  if (!force && last_ns_ != 0 && (now - last_ns_) < static_cast<int64_t>(interval_ * 1e9)) return;
+  last_ns_ = now;
+  emit(text);
+}
+
+void ProgressLine::emit(const std::string& line) {
   if (tty_) {
-    std::string pad(last_width_ > width ? last_width_ - width : 0, ' ');
-    std::fprintf(stderr, "\r%s%s", line, pad.c_str());
+    std::string pad(last_width_ > line.size() ? last_width_ - line.size() : 0, ' ');
+    std::fprintf(stderr, "\r%s%s", line.c_str(), pad.c_str());
     open_line_ = true;
-    last_width_ = width;
+    last_width_ = line.size();
   } else {
-    std::fprintf(stderr, "%s\n", line);
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
   std::fflush(stderr);
 }

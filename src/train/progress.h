@@ -26,10 +26,14 @@ class ProgressLine {
   ~ProgressLine();
   // Prints when due (force: now, as after an evaluation).
   void update(const ProgressInfo& info, bool force = false);
+  // A line about other work (the snapshots evaluated after training), under the same
+  // rules: in place on a terminal, else at most every interval unless forced.
+  void status(const std::string& text, bool force = false);
   // Ends a \r line with a newline so that later output starts on a clean line.
   void finish();
 
  private:
+  void emit(const std::string& line);
   bool tty_ = false;
   bool off_ = false;
   double interval_ = 10;

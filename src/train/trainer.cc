@@ -627,11 +627,19 @@ class TrainRun {
     const int64_t t0 = now_ns();
     const std::string final_weights = model_bytes(*model_);
     bool tested = false;
+    size_t done = 0;
     for (Snapshot& s : snaps_) {
       const fs::path file = snapshot_file(s.record.step);
       load_model_bytes(*model_, s.weights.empty() ? read_file(file) : s.weights);
       EvalRecord e = s.record;
       evaluate_model(e, eval_data_);
+      ++done;
+      char acc[32];
+      std::snprintf(acc, sizeof acc, "%.4f", e.accuracy);
+      progress_.status("evaluating snapshots after training: " + std::to_string(done) + "/" +
+                           std::to_string(snaps_.size()) + " (step " + std::to_string(e.step) +
+                           ", acc " + acc + ") | " + format_duration((now_ns() - t0) / 1e9),
+                       done == 1 || done == snaps_.size());
       const bool first_hit = record_eval(e) && !tested && r_.steps_to_target == e.step;
       if (first_hit) {
         evaluate_test("target");

@@ -191,7 +191,9 @@ def test_profile_measures_r_and_recommends_an_echo():
     r = de.profile(d, step, seconds=1.0, train_steps=10)
     assert r["upstream_ms_per_batch"] > r["downstream_ms_per_batch"] > 0
     assert r["r"] > 1.1 and r["recommended_factor"] > 1
-    assert r["recommendations"] and "echo with a factor of" in r["recommendations"][-1]
+    # R is about 5 here; a loaded machine can push it past the cap of 6.
+    last = r["recommendations"][-1]
+    assert ("echo alone cannot close this gap" in last) if r["factor_capped"] else ("echo with a factor of" in last)
     assert any(st["bottleneck"] for st in r["stages"])
     assert r["slowest_stage"].startswith("1:map")
     assert "right after 1:map" in r["placement"]

@@ -516,7 +516,9 @@ TEST_F(TrainerTest, ProfileFindsTheSlowStageAndRecommendsEcho) {
   EXPECT_EQ(r.slowest_stage, "1:map(sleep)");
   EXPECT_GT(r.upstream_ms_per_batch, 200);
   EXPECT_GT(r.r, 1.1);
-  EXPECT_DOUBLE_EQ(r.recommended_factor, std::round(r.r * 10) / 10);  // about R
+  // About R, at most the largest factor the experiments show to pay.
+  EXPECT_DOUBLE_EQ(r.recommended_factor, std::min(kLargestFactorShown, std::round(r.r * 10) / 10));
+  EXPECT_EQ(r.factor_capped, r.r > kLargestFactorShown);
   EXPECT_CONTAINS(r.placement, ("right after 1:map(sleep)"));
   EXPECT_CONTAINS(r.to_text(), ("<- bottleneck"));
   // Per stage: time per element, share of the wall-clock time, the bottleneck flag.
@@ -532,6 +534,31 @@ TEST_F(TrainerTest, ProfileFindsTheSlowStageAndRecommendsEcho) {
   EXPECT_CONTAINS(r.recommendations[0], ("raise \"parallelism\" of 1:map(sleep) from 1 to "));
   EXPECT_CONTAINS(r.recommendations.back(), ("echo with a factor of"));
   EXPECT_CONTAINS(r.to_text(), ("what to change:"));
+}
+
+TEST_F(TrainerTest, ProfileBoundsTheTrainStepPhaseAndSaysWhatItIsDoing) {
+  ProfileOptions o;
+  o.train_spec = PipelineDef::from_json(
+      {{"source",
+        {{"kind", "idx"},
+         {"images", std::string(dataecho::testing::kFashionDir) + "/train-images-idx3-ubyte.gz"},
+         {"labels", std::string(dataecho::testing::kFashionDir) + "/train-labels-idx1-ubyte.gz"},
+         {"limit", 500}}},
+       {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}});
+  o.pipeline_seconds = 0.2;
+  o.step_seconds = 0;  // spent at once: no warm-up, exactly one timed step
+  o.train_steps = 50;
+  std::vector<std::string> said;
+  o.progress = [&](const std::string& line) { said.push_back(line); };
+  ProfileReport r = run_profile(o);
+  EXPECT_EQ(r.train_steps_timed, 1);
+  EXPECT_GT(r.downstream_ms_per_batch, 0);
+  EXPECT_CONTAINS(r.notes, ("timed over 1 of 50 steps"));
+  EXPECT_EQ(r.to_json()["train_steps_timed"], 1);
+  ASSERT_GE(said.size(), 3u);
+  EXPECT_CONTAINS(said[0], ("running the pipeline alone"));
+  EXPECT_CONTAINS(said[1], ("pipeline alone: "));
+  EXPECT_CONTAINS(said[2], ("timing the train step"));
 }
 
 TEST_F(TrainerTest, ProfileRecommendsAPrefetchAndNothingElseWhenTrainingIsTheBottleneck) {

@@ -17,6 +17,13 @@
 
 namespace dataecho {
 
+// The largest echo factor the committed experiments show to pay, and where: advice never
+// recommends more (an R of 240 does not make a factor of 240 pay).
+inline constexpr double kLargestFactorShown = 6;
+inline constexpr const char* kLargestFactorEvidence =
+    "docs/results.md, the sweep: e = 6 before augmentation needed 5.83x [5.00-6.62] fewer "
+    "fresh examples on Fashion-MNIST";
+
 struct EchoAdvice {
   // The per-node stats, plus, per stage: "parallelism", "per_batch_ms" (busy time per
   // batch over its threads), "ms_per_element" (busy time per element it produced, on one
@@ -27,7 +34,9 @@ struct EchoAdvice {
   double r = 0;                     // upstream / downstream time per batch
   std::string slowest_stage;        // node label, "2:map"
   int64_t slowest_stage_index = 0;  // node index (0 = source; spec stage i is node i+1)
-  double recommended_factor = 1;    // 1: no echo needed
+  double recommended_factor = 1;    // 1: no echo needed; at most kLargestFactorShown
+  bool factor_capped = false;       // R is above kLargestFactorShown: echo alone cannot
+                                    // close the gap, and the advice says so first
   std::string placement;            // in words
   nlohmann::json recommended_spec;  // the spec with the echo stage inserted (when given)
   // What to change, most effective first, each with the measured numbers behind it (as

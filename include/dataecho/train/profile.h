@@ -26,7 +26,14 @@ struct ProfileOptions {
   double pipeline_seconds = 5;   // how long to run the pipeline alone (or to its end)
   int64_t pipeline_batches = 0;  // or stop after this many batches (0: no limit)
   int64_t warmup_steps = 3;      // train steps not timed
-  int64_t train_steps = 20;      // timed train steps
+  int64_t train_steps = 20;      // timed train steps, at most
+  // The train-step phase's bound in seconds (warm-up included; < 0: pipeline_seconds):
+  // timing stops once it is spent, after at least one timed step, and a single step
+  // slower than the bound is reported in the notes.
+  double step_seconds = -1;
+  // What the profile is doing, a line at a time (phases, and steps slower than a second);
+  // none when empty. `dataecho profile` prints them on standard error.
+  std::function<void(const std::string&)> progress;
   // Drop echo stages from the spec while profiling: R is about the pipeline without echo.
   bool strip_echo = true;
 };
@@ -37,10 +44,12 @@ struct ProfileReport {
   double pipeline_seconds = 0;
   double upstream_ms_per_batch = 0;
   double downstream_ms_per_batch = 0;
+  int64_t train_steps_timed = 0;    // the steps downstream_ms_per_batch averages
   double r = 0;                     // upstream / downstream
   std::string slowest_stage;        // node label, "2:map"
   int64_t slowest_stage_index = 0;  // node index (0 = source; spec stage i is node i+1)
-  double recommended_factor = 1;    // 1: no echo needed
+  double recommended_factor = 1;    // 1: no echo needed; at most kLargestFactorShown
+  bool factor_capped = false;       // R beyond that: the pipeline's fixes come first
   std::string placement;            // in words
   nlohmann::json recommended_spec;  // the spec with the echo stage inserted (when a spec was given)
   std::vector<std::string> recommendations;  // EchoAdvice::recommendations

@@ -23,7 +23,8 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--width", a->width, "model width (0: the model's default)");
   cmd->add_option("--num-classes", a->num_classes, "classes (default 10)");
   cmd->add_option("--threads", a->threads, "LibTorch threads (default 1)");
-  cmd->add_option("--seconds", a->seconds, "how long to run the pipeline alone (default 5)");
+  cmd->add_option("--seconds", a->seconds,
+                  "bound of each phase: the pipeline alone, then the train steps (default 5)");
   cmd->add_option("--batches", a->batches, "or stop the pipeline after this many batches");
   cmd->add_option("--steps", a->steps, "timed train steps (default 20)");
   cmd->add_flag("--keep-echo", a->keep_echo,
@@ -41,6 +42,7 @@ void add_profile_command(CLI::App& app) {
     o.pipeline_batches = a->batches;
     o.train_steps = a->steps;
     o.strip_echo = !a->keep_echo;
+    o.progress = [](const std::string& line) { std::cerr << "profile: " << line << std::endl; };
     train::TrainConfig check;
     check.train_spec = o.train_spec;
     check.model = o.model;
