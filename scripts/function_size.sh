@@ -60,10 +60,11 @@ for line in "${scan[@]}"; do
 done
 log=$(mktemp)
 if [ ${#files[@]} -gt 0 ]; then
+  # A file clang-tidy cannot parse is a finding too (it would hide a long function).
   printf '%s\n' "${files[@]}" |
     xargs -P "$(nproc)" -n 1 "$tidy" -quiet -checks='-*,readability-function-size' \
       -config="$config" -p "$build" 2>/dev/null |
-    grep -E '^/.*warning: .*\[readability-function-size\]' | sort -u >"$log"
+    grep -E '^/.*(warning: .*\[readability-function-size\]|error: )' | sort -u >"$log"
 fi
 printf '%s\n' "${header_findings[@]}" | grep . >>"$log"
 findings=$(wc -l <"$log")

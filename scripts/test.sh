@@ -10,13 +10,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
+START=$SECONDS
 scripts/bootstrap.sh || { echo "bootstrap failed"; echo "0 passed, 1 failed"; exit 1; }
+timings=("bootstrap (install + release build): $((SECONDS - START)) s")
 
 passed=0
 failed=0
 failed_steps=()
 step() {  # step NAME COMMAND...: runs one test step, counts its CTest results
-  local name=$1
+  local name=$1 began=$SECONDS
   shift
   echo "=== $name"
   local log
@@ -37,6 +39,7 @@ step() {  # step NAME COMMAND...: runs one test step, counts its CTest results
     [ -z "$p" ] && failed=$((failed + 1))
   fi
   rm -f "$log"
+  timings+=("$name: $((SECONDS - began)) s")
 }
 
 # ctest_retry [VAR=VALUE...] ARGS...: ctest ARGS (with --test-dir) in that environment;
@@ -96,6 +99,8 @@ if [ -x scripts/fuzz.sh ]; then
 fi
 
 echo
+echo "time per step (the whole run: $((SECONDS - START)) s):"
+printf '  %s\n' "${timings[@]}"
 if [ ${#failed_steps[@]} -gt 0 ]; then
   echo "failed steps: ${failed_steps[*]}"
 fi
