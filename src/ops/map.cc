@@ -22,9 +22,15 @@ namespace {
 // Runs the map function on output `seq` and turns whatever it throws into an Error
 // naming the node, the function and the element. Fused with a batch (`placer`), the
 // output's big tensor is computed straight into its row (see map_and_batch.h).
+// The element is described for an error only when one is thrown (a text per element
+// costs an allocation, as much as a small element's whole handoff); a single example's
+// description is made from its id alone.
 Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::string& label,
               RowPlacer* placer, int64_t seq) {
-  std::string where = e.describe();
+  const bool batch = e.is_batch();
+  const std::string batch_where = batch ? e.describe() : std::string();
+  const int64_t id = e.id();
+  const auto describe = [&] { return batch ? batch_where : Example(id).describe(); };
   OutputSlot slot;
   bool armed = placer != nullptr && placer->slot_for(seq, &slot);
   ScopedOutputSlot scope(armed ? &slot : nullptr);
@@ -32,6 +38,7 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
     return o.fn(std::move(e), ctx);
   } catch (const Error& err) {
     if (err.code() == ErrorCode::kCancelled) throw;
+    const std::string where = describe();
     // The element is named once: an inner error that names the same element (a missing
     // field) keeps only its own stage and message.
     std::string inner = err.stage().empty() ? err.message() : err.stage() + ": " + err.message();
@@ -39,7 +46,7 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
     throw Error(err.code(), label, "function '" + o.name + "' failed: " + inner, where);
   } catch (const std::exception& ex) {
     throw Error(ErrorCode::kInvalidArgument, label,
-                "function '" + o.name + "' failed: " + ex.what(), where);
+                "function '" + o.name + "' failed: " + ex.what(), describe());
   }
 }
 
