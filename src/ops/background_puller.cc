@@ -154,9 +154,13 @@ void BackgroundPuller::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     const int64_t t0 = now_ns();
-    worker_waiting_ = true;
-    worker_cv_.wait(lock, [this] { return token_->cancelled() || (!paused_ && has_room()); });
-    worker_waiting_ = false;
+    const auto may_pull = [this] { return token_->cancelled() || (!paused_ && has_room()); };
+    // Raised only when it is about to sleep: the wait tests may_pull() again after it.
+    if (!may_pull()) {
+      worker_waiting_ = true;
+      worker_cv_.wait(lock, may_pull);
+      worker_waiting_ = false;
+    }
     if (o_.stats) o_.stats->wait_output_ns += now_ns() - t0;
     if (token_->cancelled() || input_done_) break;
     in_input_ = true;

@@ -329,12 +329,15 @@ class MapDataset : public Dataset, public RowPlacingDataset {
                         [&] { return token_->cancelled() || input_done_ || index < active_; });
         }
         int64_t t0 = now_ns();
-        ++workers_waiting_;
-        worker_cv_.wait(lock, [this] {
+        const auto may_take = [this] {
           return token_->cancelled() || input_done_ ||
                  (!paused_ && !input_busy_ && in_flight_.load() < capacity_);
-        });
-        --workers_waiting_;
+        };
+        if (!may_take()) {  // counted only when about to sleep: the wait tests again after
+          ++workers_waiting_;
+          worker_cv_.wait(lock, may_take);
+          --workers_waiting_;
+        }
         if (st) st->wait_output_ns += now_ns() - t0;
         if (token_->cancelled() || input_done_) return;
         // Take the next input elements; only this worker reads the input now.
