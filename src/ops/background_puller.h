@@ -7,8 +7,8 @@
 // or when cancelled; the destructor cancels and joins it. The queue has two parts: the
 // shared one, which the worker fills under the mutex, and the consumer's, which take()
 // pops without the mutex and refills by taking the whole shared part at once (one lock
-// per refill, not per element, so that elements of tens of bytes cross threads at
-// millions a second). The capacity bounds both parts together.
+// per refill, not per element: for elements of tens of bytes a lock per element costs
+// more than the element). The capacity bounds both parts together.
 // The worker pulls up to `pull_batch` elements per lock while the input is cheap (under
 // kPullBatchNs a batch); they enter the queue when the batch ends. Every element the
 // worker has taken from the input is in the queue whenever it is not pulling a batch:
@@ -57,8 +57,8 @@ class BackgroundPuller {
   BackgroundPuller& operator=(const BackgroundPuller&) = delete;
 
   enum class Take { kElement, kEnd, kNotYet };
-  // A pull batch ends once it has spent this long in the input (a slow input's elements
-  // are queued one by one, as soon as each is there).
+  // A pull batch ends once it has spent this long in the input (the elements of an input
+  // that takes this long or longer for each are queued one by one, as each comes).
   static constexpr int64_t kPullBatchNs = 20'000;
 
   // The next queued element into `out` (kElement). At the input's end, once the queue is

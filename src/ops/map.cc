@@ -125,8 +125,8 @@ class MapDataset : public Dataset, public RowPlacingDataset {
   // numbers follow input order) and file the result under it. Ordered mode emits by
   // sequence number; unordered mode emits the oldest finished result. The consumer moves
   // every result it may emit now from `done_` to its own `ready_` under one lock, and
-  // emits from `ready_` without the lock: one lock per batch of results, not per result,
-  // so that small elements cross threads at millions a second. A worker takes a new
+  // emits from `ready_` without the lock: one lock per batch of results, not per result
+  // (for small elements a lock per result costs more than the result). A worker takes a new
   // element only while fewer than `capacity` are in flight, in `done_` or in `ready_`,
   // and never during save(), which waits until no worker holds an element outside
   // `done_`.
