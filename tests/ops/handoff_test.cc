@@ -59,6 +59,8 @@ DatasetPtr failing_after(int64_t n, int64_t good) {
   return make_map(make_range({n}), f);
 }
 
+// Through a prefetch as well: what comes out of the pair is what the map emitted, in
+// order, and it has crossed two handoffs.
 TEST(Handoff, ParallelMapMatchesTheInlineMapOnSmallElements) {
   constexpr int64_t kN = 100'000;
   const auto inline_map = texts(drain_all(make_map(make_range({kN}), to_line(1))));
@@ -66,12 +68,9 @@ TEST(Handoff, ParallelMapMatchesTheInlineMapOnSmallElements) {
   for (int p : {1, 3}) {
     for (int64_t buffer : {0, 256}) {
       SCOPED_TRACE("parallelism " + std::to_string(p) + " buffer " + std::to_string(buffer));
-      auto got = drain_all(make_map(make_range({kN}), to_line(p, buffer)));
+      auto got = drain_all(make_prefetch(make_map(make_range({kN}), to_line(p, buffer)), {64}));
       EXPECT_EQ(ids(got), iota(kN));
       EXPECT_EQ(texts(got), inline_map);
-      auto prefetched =
-          drain_all(make_prefetch(make_map(make_range({kN}), to_line(p, buffer)), {64}));
-      EXPECT_EQ(texts(prefetched), inline_map);
     }
   }
 }
