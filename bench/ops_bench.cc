@@ -1,7 +1,12 @@
 // Per-element cost of each operator, and of the pipeline the engine issue names:
 // range -> shuffle(10000) -> batch(256) -> prefetch(4). Items/s are elements.
 //   build/bin/ops_bench --benchmark_counters_tabular=true
+// The TextLines rows (#46): elements the size of a text line (a 40-byte tensor) handed
+// between threads by a parallel map and by prefetch.
 #include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
 
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/batch.h"
@@ -85,6 +90,48 @@ void BM_MapBurn(benchmark::State& s) {
   drain(s, make_map(make_range({n}), o), n);
 }
 
+// 2^16 distinct lines of 40 bytes, repeated 4 times: 2^18 elements per pass.
+constexpr int64_t kLines = 1 << 16;
+constexpr int64_t kLinePasses = 4;
+
+DatasetPtr text_lines() {
+  static const DatasetPtr lines = [] {
+    std::vector<Example> v;
+    v.reserve(kLines);
+    for (int64_t i = 0; i < kLines; ++i) {
+      std::string s = "line " + std::to_string(i) + " of a text file, padded";
+      s.resize(40, '.');
+      Example e(i);
+      e.set("text", Tensor::from_bytes(s));
+      v.push_back(std::move(e));
+    }
+    return make_memory_source(std::move(v));
+  }();
+  return make_repeat(lines, kLinePasses);
+}
+
+// A cheap function on a line: its length in a new scalar field.
+MapOptions line_length(int parallelism, int64_t buffer) {
+  MapOptions o;
+  o.name = "length";
+  o.parallelism = parallelism;
+  o.buffer = buffer;
+  o.fn = [](Example e, const MapContext&) {
+    const auto n = static_cast<int64_t>(e.get("text").nbytes());
+    e.set("length", Tensor::scalar<int64_t>(n));
+    return e;
+  };
+  return o;
+}
+
+// Args: map parallelism (0: no map), map buffer, prefetch buffer (0: no prefetch).
+void BM_TextLines(benchmark::State& s) {
+  DatasetPtr ds = text_lines();
+  if (s.range(0) > 0) ds = make_map(ds, line_length(static_cast<int>(s.range(0)), s.range(1)));
+  if (s.range(2) > 0) ds = make_prefetch(ds, {s.range(2)});
+  drain(s, ds, kLines * kLinePasses);
+}
+
 BENCHMARK(BM_Range)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Take)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Skip)->Unit(benchmark::kMillisecond);
@@ -104,6 +151,18 @@ BENCHMARK(BM_MapBurn)
     ->Args({1, 20000, 0})
     ->Args({2, 20000, 0})
     ->Args({2, 20000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_TextLines)
+    ->ArgNames({"map", "map_buffer", "prefetch"})
+    ->Args({0, 0, 0})
+    ->Args({1, 0, 0})
+    ->Args({2, 0, 0})
+    ->Args({2, 256, 0})
+    ->Args({0, 0, 4})
+    ->Args({0, 0, 256})
+    ->Args({2, 0, 4})
+    ->Args({2, 256, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -10,6 +10,8 @@ namespace dataecho {
 
 BackgroundPuller::BackgroundPuller(const DatasetPtr& input, const IteratorContext& ctx, Options o)
     : o_(std::move(o)), token_(ctx.cancel->child()) {
+  o_.pull_batch = std::max<size_t>(1, o_.pull_batch);
+  wake_worker_at_ = o_.wake_worker;
   IteratorContext c = ctx;
   c.cancel = token_;
   in_ = input->make_iterator(c);
@@ -26,7 +28,30 @@ BackgroundPuller::~BackgroundPuller() {
   registration_.reset();
 }
 
+bool BackgroundPuller::pop_local(std::optional<Example>& out) {
+  const size_t bytes = local_.front().nbytes();
+  out = std::move(local_.front());
+  local_.pop_front();
+  const size_t left = held_.fetch_sub(1) - 1;
+  const size_t left_bytes = held_bytes_.fetch_sub(bytes) - bytes;
+  return worker_waiting_.load() && (left <= wake_worker_at_.load(std::memory_order_relaxed) ||
+                                    (o_.capacity_bytes != 0 && left_bytes < o_.capacity_bytes));
+}
+
+void BackgroundPuller::refill_local() {
+  // local_ is empty here: the swap hands the whole shared part over in O(1).
+  local_.swap(queue_);
+}
+
 BackgroundPuller::Take BackgroundPuller::take(std::optional<Example>& out, bool wait) {
+  if (token_->cancelled()) throw_error(ErrorCode::kCancelled, o_.label, "pipeline cancelled");
+  if (!local_.empty()) {
+    if (pop_local(out)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      worker_cv_.notify_one();
+    }
+    return Take::kElement;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (!worker_running_ && !input_done_) {
     if (worker_.joinable()) worker_.join();  // it ended before a restore() rewound the input
@@ -49,18 +74,20 @@ BackgroundPuller::Take BackgroundPuller::take(std::optional<Example>& out, bool 
     }
     return Take::kEnd;
   }
-  queued_bytes_ -= std::min(queued_bytes_, queue_.front().nbytes());
-  out = std::move(queue_.front());
-  queue_.pop_front();
-  if (worker_waiting_ && (queue_.size() <= o_.wake_worker ||
-                          (o_.capacity_bytes != 0 && queued_bytes_ < o_.capacity_bytes)))
-    worker_cv_.notify_one();
+  refill_local();
+  if (pop_local(out)) worker_cv_.notify_one();
   return Take::kElement;
 }
 
 void BackgroundPuller::save(StateWriter& w, const Writer& write) {
   std::unique_lock<std::mutex> lock(mu_);
   WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return !in_input_; });
+  // One queue in output order: the consumer's part, then the shared part.
+  if (!local_.empty()) {
+    for (Example& e : queue_) local_.push_back(std::move(e));
+    queue_.swap(local_);
+    local_.clear();
+  }
   write(queue_, input_done_, error_ != nullptr);
   pause.unlocked([&] { in_->save(w); });
 }
@@ -73,8 +100,11 @@ void BackgroundPuller::restore(StateReader& r, const Reader& read) {
   read(queue, input_done);
   pause.unlocked([&] { in_->restore(r); });
   queue_ = std::move(queue);
-  queued_bytes_ = 0;
-  for (const Example& e : queue_) queued_bytes_ += e.nbytes();
+  local_.clear();
+  size_t bytes = 0;
+  for (const Example& e : queue_) bytes += e.nbytes();
+  held_ = queue_.size();
+  held_bytes_ = bytes;
   input_done_ = input_done;
 }
 
@@ -83,44 +113,73 @@ void BackgroundPuller::resize(size_t capacity, size_t wake_consumer, size_t wake
   o_.capacity = std::max<size_t>(1, capacity);
   o_.wake_consumer = std::clamp<size_t>(wake_consumer, 1, o_.capacity);
   o_.wake_worker = std::min(wake_worker, o_.capacity);
+  wake_worker_at_ = o_.wake_worker;
   worker_cv_.notify_all();
   consumer_cv_.notify_all();
 }
 
 bool BackgroundPuller::has_room() const {
-  if (queue_.size() >= o_.capacity) return false;
-  return o_.capacity_bytes == 0 || queue_.empty() || queued_bytes_ < o_.capacity_bytes;
+  const size_t held = held_.load();
+  if (held >= o_.capacity) return false;
+  return o_.capacity_bytes == 0 || held == 0 || held_bytes_.load() < o_.capacity_bytes;
+}
+
+bool BackgroundPuller::pull(std::vector<Example>& batch, size_t most, std::exception_ptr& err) {
+  // held_ only falls while the worker pulls: what it read under mu_ is an upper bound.
+  const size_t bytes0 = held_bytes_.load();
+  size_t bytes = 0;
+  const int64_t t0 = now_ns();
+  int64_t t = t0;
+  try {
+    while (true) {
+      std::optional<Example> e = in_->next();
+      t = now_ns();
+      if (!e) return true;
+      bytes += e->nbytes();
+      batch.push_back(std::move(*e));
+      if (batch.size() >= most || t - t0 >= kPullBatchNs) break;
+      if (o_.capacity_bytes != 0 && bytes0 + bytes >= o_.capacity_bytes) break;
+      if (token_->cancelled()) break;
+    }
+  } catch (...) {
+    err = std::current_exception();
+    t = now_ns();
+  }
+  if (o_.stats) o_.stats->wait_input_ns += t - t0;
+  return err != nullptr;
 }
 
 void BackgroundPuller::run() {
+  std::vector<Example> batch;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     const int64_t t0 = now_ns();
-    worker_waiting_ = true;
-    worker_cv_.wait(lock, [this] { return token_->cancelled() || (!paused_ && has_room()); });
-    worker_waiting_ = false;
+    const auto may_pull = [this] { return token_->cancelled() || (!paused_ && has_room()); };
+    // Raised only when it is about to sleep: the wait tests may_pull() again after it.
+    if (!may_pull()) {
+      worker_waiting_ = true;
+      worker_cv_.wait(lock, may_pull);
+      worker_waiting_ = false;
+    }
     if (o_.stats) o_.stats->wait_output_ns += now_ns() - t0;
     if (token_->cancelled() || input_done_) break;
     in_input_ = true;
+    const size_t most = std::min(o_.pull_batch, o_.capacity - held_.load());
     lock.unlock();
-    std::optional<Example> e;
+    batch.clear();
     std::exception_ptr err;
-    const int64_t t1 = now_ns();
-    try {
-      e = in_->next();
-    } catch (...) {
-      err = std::current_exception();
-    }
-    if (o_.stats) o_.stats->wait_input_ns += now_ns() - t1;
+    const bool ended = pull(batch, most, err);
     lock.lock();
     in_input_ = false;
-    if (err) {
+    size_t bytes = 0;
+    for (Example& e : batch) {
+      bytes += e.nbytes();
+      queue_.push_back(std::move(e));
+    }
+    held_bytes_ += bytes;
+    held_ += batch.size();
+    if (ended) {
       error_ = err;
-      input_done_ = true;
-    } else if (e) {
-      queued_bytes_ += e->nbytes();
-      queue_.push_back(std::move(*e));
-    } else {
       input_done_ = true;
     }
     // The consumer waits only on an empty queue (or, in save(), for in_input_).

@@ -4,16 +4,24 @@
 //
 // The worker starts on the first take(), pulls only while the queue has room and no
 // save() or restore() is in progress, and stops at the input's end, at its first error
-// or when cancelled; the destructor cancels and joins it. Every element the worker has
-// taken from the input is in the queue whenever it is not inside the input's next():
+// or when cancelled; the destructor cancels and joins it. The queue has two parts: the
+// shared one, which the worker fills under the mutex, and the consumer's, which take()
+// pops without the mutex and refills by taking the whole shared part at once (one lock
+// per refill, not per element: for elements of tens of bytes a lock per element costs
+// more than the element). The capacity bounds both parts together.
+// The worker pulls up to `pull_batch` elements per lock while the input is cheap (under
+// kPullBatchNs a batch); they enter the queue when the batch ends. Every element the
+// worker has taken from the input is in the queue whenever it is not pulling a batch:
 // save() pauses it at such a moment (WorkerPause), writes the queue through the
-// operator's callback, then the input's own state. Wake-ups are batched: a waiting
-// consumer is woken once `wake_consumer` elements are queued (or at the end), a waiting
-// worker once the queue is down to `wake_worker` or, with `capacity_bytes`, below its
-// bytes (a wake-up costs microseconds).
+// operator's callback (the consumer's part first, then the shared part: the order the
+// elements would have come out in), then the input's own state. Wake-ups are batched: a
+// waiting consumer is woken once `wake_consumer` elements are queued (or at the end), a
+// waiting worker once the queue is down to `wake_worker` or, with `capacity_bytes`,
+// below its bytes (a wake-up costs microseconds).
 // Thread-safety: one consumer thread calls take(), save() and restore().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -24,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dataecho/dataset.h"
 
@@ -38,6 +47,7 @@ class BackgroundPuller {
                                        // the queue holds less than this plus one element
     size_t wake_consumer = 1;          // wake a waiting consumer at this many queued (1..capacity)
     size_t wake_worker = 1;            // wake a waiting worker when the queue is down to this
+    size_t pull_batch = 1;             // elements the worker pulls per lock at most (>= 1)
     std::string label;                 // the operator's node label, for errors
     std::shared_ptr<NodeStats> stats;  // receives wait_input_ns and wait_output_ns
   };
@@ -47,6 +57,10 @@ class BackgroundPuller {
   BackgroundPuller& operator=(const BackgroundPuller&) = delete;
 
   enum class Take { kElement, kEnd, kNotYet };
+  // A pull batch ends once it has spent this long in the input (the elements of an input
+  // that takes this long or longer for each are queued one by one, as each comes).
+  static constexpr int64_t kPullBatchNs = 20'000;
+
   // The next queued element into `out` (kElement). At the input's end, once the queue is
   // empty: kEnd, or the input's error is thrown (once). With `wait` false and nothing
   // queued yet: kNotYet at once. Throws kCancelled once the pipeline is cancelled.
@@ -69,6 +83,14 @@ class BackgroundPuller {
  private:
   void run();
   bool has_room() const;  // under mu_: the worker may pull one more element
+  // Pulls up to `most` elements into `batch` (without mu_); true at the input's end or
+  // error (`err`).
+  bool pull(std::vector<Example>& batch, size_t most, std::exception_ptr& err);
+  // Pops the consumer's part's first element into `out`; true when a waiting worker is
+  // to be woken (the caller holds or takes mu_ to notify).
+  bool pop_local(std::optional<Example>& out);
+  // Under mu_: the consumer's part takes all of the shared part.
+  void refill_local();
 
   Options o_;  // the sizes change only under mu_ (resize())
   std::shared_ptr<CancellationToken> token_;
@@ -77,11 +99,18 @@ class BackgroundPuller {
   std::mutex mu_;
   std::condition_variable consumer_cv_;  // take() and save() wait here
   std::condition_variable worker_cv_;    // the worker waits here for room
-  std::deque<Example> queue_;
-  size_t queued_bytes_ = 0;  // the queue's Example::nbytes() in all
+  std::deque<Example> queue_;            // the shared part
+  std::deque<Example> local_;  // the consumer's part: only the consumer's thread touches it
+  // Both parts' elements and Example::nbytes() in all: the worker adds under mu_, the
+  // consumer subtracts as it pops (without mu_).
+  std::atomic<size_t> held_{0};
+  std::atomic<size_t> held_bytes_{0};
+  std::atomic<size_t> wake_worker_at_{1};  // o_.wake_worker, for pop_local()
+  // Set by the worker under mu_ before it tests for room; the consumer reads it after
+  // it has lowered held_, so that one of the two sees the other (both seq_cst).
+  std::atomic<bool> worker_waiting_{false};
   bool consumer_waiting_ = false;
-  bool worker_waiting_ = false;
-  bool in_input_ = false;  // the worker is inside the input's next()
+  bool in_input_ = false;  // the worker is pulling a batch
   bool worker_running_ = false;
   bool paused_ = false;
   bool input_done_ = false;

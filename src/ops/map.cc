@@ -22,9 +22,15 @@ namespace {
 // Runs the map function on output `seq` and turns whatever it throws into an Error
 // naming the node, the function and the element. Fused with a batch (`placer`), the
 // output's big tensor is computed straight into its row (see map_and_batch.h).
+// The element is described for an error only when one is thrown (a text per element
+// costs an allocation, as much as a small element's whole handoff); a single example's
+// description is made from its id alone.
 Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::string& label,
               RowPlacer* placer, int64_t seq) {
-  std::string where = e.describe();
+  const bool batch = e.is_batch();
+  const std::string batch_where = batch ? e.describe() : std::string();
+  const int64_t id = e.id();
+  const auto describe = [&] { return batch ? batch_where : Example(id).describe(); };
   OutputSlot slot;
   bool armed = placer != nullptr && placer->slot_for(seq, &slot);
   ScopedOutputSlot scope(armed ? &slot : nullptr);
@@ -32,6 +38,7 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
     return o.fn(std::move(e), ctx);
   } catch (const Error& err) {
     if (err.code() == ErrorCode::kCancelled) throw;
+    const std::string where = describe();
     // The element is named once: an inner error that names the same element (a missing
     // field) keeps only its own stage and message.
     std::string inner = err.stage().empty() ? err.message() : err.stage() + ": " + err.message();
@@ -39,7 +46,7 @@ Example apply(const MapOptions& o, const MapContext& ctx, Example e, const std::
     throw Error(err.code(), label, "function '" + o.name + "' failed: " + inner, where);
   } catch (const std::exception& ex) {
     throw Error(ErrorCode::kInvalidArgument, label,
-                "function '" + o.name + "' failed: " + ex.what(), where);
+                "function '" + o.name + "' failed: " + ex.what(), describe());
   }
 }
 
@@ -116,9 +123,13 @@ class MapDataset : public Dataset, public RowPlacingDataset {
 
   // Workers take a sequence number with each input element (under the input lock, so
   // numbers follow input order) and file the result under it. Ordered mode emits by
-  // sequence number; unordered mode emits the oldest finished result. A worker takes a
-  // new element only while fewer than `capacity` are in flight or waiting, and never
-  // during save(), which waits until no worker holds an element outside `done_`.
+  // sequence number; unordered mode emits the oldest finished result. The consumer moves
+  // every result it may emit now from `done_` to its own `ready_` under one lock, and
+  // emits from `ready_` without the lock: one lock per batch of results, not per result
+  // (for small elements a lock per result costs more than the result). A worker takes a new
+  // element only while fewer than `capacity` are in flight, in `done_` or in `ready_`,
+  // and never during save(), which waits until no worker holds an element outside
+  // `done_`.
   class ParallelIt : public Iterator, public RowPlacingIterator {
    public:
     ParallelIt(DatasetPtr input, const MapDataset* ds, const IteratorContext& ctx)
@@ -164,14 +175,18 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       placer_ = std::move(placer);
     }
 
+    // The results in emission order: `ready_`, then `done_`.
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
       WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return busy_ == 0; });
-      if (error_seq_ >= 0)
+      const auto failed = [](const Result& r) { return r.error != nullptr; };
+      if (error_seq_ >= 0 || std::any_of(ready_.begin(), ready_.end(), failed) ||
+          std::any_of(done_.begin(), done_.end(), [&](const auto& d) { return failed(d.second); }))
         throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.begin("map");
-      w.write_u64(done_.size());
-      for (const auto& [seq, e] : done_) w.write_example(*e.value);
+      w.write_u64(ready_.size() + done_.size());
+      for (const Result& r : ready_) w.write_example(*r.value);
+      for (const auto& [seq, r] : done_) w.write_example(*r.value);
       w.write_bool(input_done_);
       pause.unlocked([&] { in_->save(w); });
     }
@@ -180,11 +195,13 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return busy_ == 0; });
       r.expect("map");
       uint64_t n = r.read_u64();
+      ready_.clear();
       done_.clear();
       emit_seq_ = 0;
       for (uint64_t i = 0; i < n; ++i)
         done_[static_cast<int64_t>(i)] = Result{r.read_example(), nullptr};
       next_seq_ = static_cast<int64_t>(n);
+      in_flight_ = static_cast<size_t>(n);
       input_done_ = r.read_bool();
       end_seq_ = input_done_ ? next_seq_ : -1;
       // Sequence numbers start at 0 again, so does the placer's numbering; no worker
@@ -195,31 +212,21 @@ class MapDataset : public Dataset, public RowPlacingDataset {
 
    protected:
     std::optional<Example> next_impl() override {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (running_ == 0 && !input_done_) start();
-      while (true) {
-        if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
-        if (finished_) return std::nullopt;
-        auto it = ds_->o_.deterministic ? done_.find(emit_seq_) : done_.begin();
-        if (it != done_.end()) {
-          Result res = std::move(it->second);
-          done_.erase(it);
-          ++emit_seq_;
-          // Wake a worker waiting for room once there is room for a few elements.
-          if (workers_waiting_ > 0 &&
-              static_cast<size_t>(next_seq_ - emit_seq_) + wake_batch_ <= capacity_)
-            worker_cv_.notify_one();
-          if (res.error) {
-            finished_ = true;
-            std::rethrow_exception(res.error);
-          }
-          return std::move(*res.value);
-        }
-        if (finished_ || (end_seq_ >= 0 && emit_seq_ >= end_seq_)) return std::nullopt;
-        consumer_waiting_ = true;
-        consumer_cv_.wait(lock);
-        consumer_waiting_ = false;
+      if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
+      if (finished_ || (ready_.empty() && !refill())) return std::nullopt;
+      Result res = std::move(ready_.front());
+      ready_.pop_front();
+      // Wake a worker waiting for room once there is room for a few elements.
+      const size_t left = in_flight_.fetch_sub(1) - 1;
+      if (workers_waiting_.load() > 0 && left + wake_batch_ <= capacity_) {
+        std::lock_guard<std::mutex> lock(mu_);
+        worker_cv_.notify_one();
       }
+      if (res.error) {
+        finished_ = true;
+        std::rethrow_exception(res.error);
+      }
+      return std::move(*res.value);
     }
 
    private:
@@ -227,6 +234,35 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       std::optional<Example> value;
       std::exception_ptr error;
     };
+
+    // With `ready_` empty: moves the results that may be emitted now to `ready_`, waiting
+    // for some; false at the end.
+    bool refill() {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (running_ == 0 && !input_done_) start();
+      while (true) {
+        if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
+        if (take_done() > 0) return true;
+        if (end_seq_ >= 0 && emit_seq_ >= end_seq_) return false;
+        consumer_waiting_ = true;
+        consumer_cv_.wait(lock);
+        consumer_waiting_ = false;
+      }
+    }
+
+    // Under the lock: moves the results that may be emitted now from `done_` to `ready_`
+    // (ordered: those that follow on emit_seq_ without a gap; unordered: all), in order.
+    size_t take_done() {
+      size_t n = 0;
+      auto it = done_.begin();
+      for (; it != done_.end() && (!ds_->o_.deterministic || it->first == emit_seq_); ++it) {
+        ready_.push_back(std::move(it->second));
+        ++emit_seq_;
+        ++n;
+      }
+      done_.erase(done_.begin(), it);
+      return n;
+    }
 
     // Called with the lock held when no worker runs: at the first next(), and again after
     // a restore() rewound an input that the workers had finished.
@@ -259,8 +295,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // How many input elements a worker takes at once (map_claim.h). Called with the lock
     // held.
     size_t claim_size() const {
-      return map_claim_size(mean_apply_ns_, capacity_, static_cast<size_t>(active_),
-                            static_cast<size_t>(next_seq_ - emit_seq_));
+      return map_claim_size(mean_apply_ns_, capacity_, static_cast<size_t>(active_), in_flight_);
     }
 
     // A worker counts itself out in the same critical section in which it decides to
@@ -294,13 +329,15 @@ class MapDataset : public Dataset, public RowPlacingDataset {
                         [&] { return token_->cancelled() || input_done_ || index < active_; });
         }
         int64_t t0 = now_ns();
-        ++workers_waiting_;
-        worker_cv_.wait(lock, [this] {
+        const auto may_take = [this] {
           return token_->cancelled() || input_done_ ||
-                 (!paused_ && !input_busy_ &&
-                  static_cast<size_t>(next_seq_ - emit_seq_) < capacity_);
-        });
-        --workers_waiting_;
+                 (!paused_ && !input_busy_ && in_flight_.load() < capacity_);
+        };
+        if (!may_take()) {  // counted only when about to sleep: the wait tests again after
+          ++workers_waiting_;
+          worker_cv_.wait(lock, may_take);
+          --workers_waiting_;
+        }
         if (st) st->wait_output_ns += now_ns() - t0;
         if (token_->cancelled() || input_done_) return;
         // Take the next input elements; only this worker reads the input now.
@@ -331,11 +368,13 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         input_busy_ = false;
         const int64_t first_seq = next_seq_;
         next_seq_ += static_cast<int64_t>(taken.size());
+        in_flight_ += taken.size();
         if (err || ended) {
           input_done_ = true;
           if (err) {
             error_seq_ = next_seq_;
             done_[next_seq_++] = Result{std::nullopt, err};
+            ++in_flight_;
           }
           end_seq_ = next_seq_;
           consumer_cv_.notify_all();
@@ -380,10 +419,12 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     std::shared_ptr<CancellationToken> token_;
     std::shared_ptr<RowPlacer> placer_;  // fused with the batch above
     std::unique_ptr<Iterator> in_;
-    size_t capacity_ = 0;
+    // Both change under mu_ (the tuner's set_parallelism()); next_impl() reads them
+    // without it.
+    std::atomic<size_t> capacity_{0};
     // The consumer is woken when this many results are ready (or at the end), and a
     // worker waiting for room when there is room for this many: half the capacity.
-    size_t wake_batch_ = 1;
+    std::atomic<size_t> wake_batch_{1};
     CancellationToken::Registration registration_;
     std::mutex mu_;
     std::condition_variable consumer_cv_;  // next() and save() wait here
@@ -392,11 +433,17 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     int active_ = 1;                       // workers that take input (the parallelism)
     Knob::Handle knob_handle_;
     bool consumer_waiting_ = false;
-    int workers_waiting_ = 0;
+    // Raised by a worker under mu_ before it tests for room; next_impl() reads it after
+    // lowering in_flight_, so that one of the two sees the other (both seq_cst).
+    std::atomic<int> workers_waiting_{0};
     std::map<int64_t, Result> done_;
+    std::deque<Result> ready_;  // the consumer's: only its thread touches it
+    // Elements taken from the input and not yet emitted (in a worker's hands, in done_ or
+    // in ready_): what the capacity bounds.
+    std::atomic<size_t> in_flight_{0};
     double mean_apply_ns_ = 0;  // per element, recent claims weighted most
     int64_t next_seq_ = 0;      // sequence number of the next input element
-    int64_t emit_seq_ = 0;      // elements handed to the consumer
+    int64_t emit_seq_ = 0;      // results moved to ready_
     int64_t end_seq_ = -1;      // once the input ended: the number of elements in all
     int64_t error_seq_ = -1;
     int busy_ = 0;     // workers holding an element outside done_

@@ -33,7 +33,8 @@ class PrefetchDataset : public Dataset {
  private:
   // A BackgroundPuller of `buffer` elements: the consumer is woken once half of it is
   // ready, so that it takes several elements per wake-up, and the worker once it is down
-  // to half, so that it refills several per wake-up.
+  // to half, so that it refills several per wake-up. The worker queues a cheap input's
+  // elements up to kPullBatch per lock.
   class It : public Iterator {
    public:
     It(const DatasetPtr& input, const IteratorContext& ctx, size_t cap,
@@ -42,6 +43,7 @@ class PrefetchDataset : public Dataset {
                   {.capacity = cap,
                    .wake_consumer = std::max<size_t>(1, cap / 2),
                    .wake_worker = cap / 2,
+                   .pull_batch = kPullBatch,
                    .label = label,
                    .stats = std::move(stats)}) {}
     ~It() override { handle_.reset(); }  // before the puller: no resize() from here on
@@ -85,6 +87,7 @@ class PrefetchDataset : public Dataset {
     }
 
    private:
+    static constexpr size_t kPullBatch = 64;
     BackgroundPuller puller_;
     Knob::Handle handle_;
   };
