@@ -1,0 +1,83 @@
+// Text files into TFRecord or tar shards (see dataecho/tools/convert.h). The records
+// are read by the `text` source itself, so that what is written is what a `text`
+// pipeline over the same files gives: the same splitting, gzip handling, UTF-8 and
+// length checks and errors (file, line, byte offset).
+#include <string>
+
+#include "dataecho/core/stats.h"
+#include "dataecho/formats/text.h"
+#include "dataecho/io/byte_stream.h"
+#include "dataecho/pipeline.h"
+#include "tools/convert_sink.h"
+
+namespace dataecho::convert_detail {
+namespace {
+
+DatasetPtr text_dataset(const ConvertOptions& o, const std::vector<std::string>& uris) {
+  TextOptions t;
+  t.uris = uris;
+  t.separator = o.separator;
+  t.max_bytes = o.max_bytes;
+  if (o.jsonl) {
+    t.format = TextOptions::Format::kJsonLines;
+    t.fields = {{"text", o.field}};
+  }
+  DatasetPtr ds = make_text_source(t);
+  // Labelled as a pipeline labels its nodes, so that errors read "text: ...".
+  std::const_pointer_cast<Dataset>(ds)->attach("text", std::make_shared<NodeStats>("text"));
+  return ds;
+}
+
+// The record's text; a JSON Lines field that is not a string is an error naming the
+// record (its id: file index << 40 | byte offset) and the file.
+const Tensor& record_text(const ConvertOptions& o, const std::vector<std::string>& uris,
+                          const Example& e) {
+  const Tensor& t = e.get("text");
+  if (t.dtype() != DType::kUInt8 || t.shape().size() != 1) {
+    const int64_t file = e.id() >> kShardIdShift;
+    const int64_t at = e.id() & ((int64_t{1} << kShardIdShift) - 1);
+    convert_error(ErrorCode::kInvalidArgument, "key \"" + o.field + "\" is not a string",
+                  uris[static_cast<size_t>(file)] + " record at byte " + std::to_string(at));
+  }
+  return t;
+}
+
+int64_t count_records(const ConvertOptions& o, const std::vector<std::string>& uris) {
+  DatasetPtr ds = text_dataset(o, uris);
+  Pipeline p(ds, {ds});
+  int64_t n = 0;
+  while (o.limit < 0 || n < o.limit) {
+    auto e = p.next();
+    if (!e) break;
+    record_text(o, uris, *e);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+ConvertSummary convert_text(const ConvertOptions& o,
+                            const std::function<void(int64_t, int64_t, int64_t)>& progress) {
+  if (o.to != "tfrecord" && o.to != "tar")
+    convert_error(ErrorCode::kInvalidArgument, "text converts to tfrecord or tar, not " + o.to, "");
+  const std::vector<std::string> uris = expand_uris(o.text);
+  const int64_t total = count_records(o, uris);
+  ShardSink sink(o, total);
+  DatasetPtr ds = text_dataset(o, uris);
+  Pipeline p(ds, {ds});
+  for (int64_t i = 0; i < total; ++i) {
+    auto e = p.next();
+    if (!e)
+      convert_error(ErrorCode::kDataLoss,
+                    "the input changed while it was converted (" + std::to_string(i) +
+                        " records the second time, " + std::to_string(total) + " the first)",
+                    "");
+    sink.add_text(i, record_text(o, uris, *e));
+    if (progress && ((i + 1) % 4096 == 0 || i + 1 == total)) progress(i + 1, total, sink.bytes());
+  }
+  sink.close_shard();
+  return {sink.files(), total, sink.bytes()};
+}
+
+}  // namespace dataecho::convert_detail
