@@ -5,8 +5,8 @@
 //       --benchmark_enable_random_interleaving=true --benchmark_counters_tabular=true
 //
 // Input: kSequences int32 token sequences held in memory, lengths drawn once (seed 7)
-// from a log-normal distribution (median 256 tokens, sigma 0.9, clamped to 8..8192: the
-// lengths of paragraphs tokenized as UTF-8 bytes), each ending with the EOS id 256.
+// from a log-normal distribution (median 256 tokens, sigma 0.9, clamped to 8..8192: a
+// long tail, as documents' lengths have), each ending with the EOS id 256.
 // Each iteration runs the whole input once; each run lasts at least 2 s (MinTime).
 // bench/text_compare.sh runs it with --benchmark_repetitions=5 and
 // --benchmark_enable_random_interleaving=true, so that a busy machine's load falls on
