@@ -28,16 +28,36 @@ DatasetPtr text_dataset(const ConvertOptions& o, const std::vector<std::string>&
   return ds;
 }
 
-// The record's text; a JSON Lines field that is not a string is an error naming the
-// record (its id: file index << 40 | byte offset) and the file.
+// The line (from 1) of `uri` that starts at byte `at`, counted by reading the file again
+// with the text source (so gzip reads alike); 0 if no line starts there. Error path only.
+int64_t line_at(const ConvertOptions& o, const std::string& uri, int64_t at) {
+  TextOptions t;
+  t.uris = {uri};
+  t.max_bytes = o.max_bytes;
+  t.keep_empty = true;
+  t.utf8 = false;
+  auto it = make_text_source(t)->make_iterator({});
+  for (int64_t line = 1; auto e = it->next(); ++line) {
+    const int64_t offset = e->id() & ((int64_t{1} << kShardIdShift) - 1);
+    if (offset == at) return line;
+    if (offset > at) break;
+  }
+  return 0;
+}
+
+// The record's text; a JSON Lines key that is not a string is an error naming the file,
+// the line and the byte offset (the record's id is file index << 40 | byte offset).
 const Tensor& record_text(const ConvertOptions& o, const std::vector<std::string>& uris,
                           const Example& e) {
   const Tensor& t = e.get("text");
   if (t.dtype() != DType::kUInt8 || t.shape().size() != 1) {
-    const int64_t file = e.id() >> kShardIdShift;
+    const std::string& uri = uris[static_cast<size_t>(e.id() >> kShardIdShift)];
     const int64_t at = e.id() & ((int64_t{1} << kShardIdShift) - 1);
-    convert_error(ErrorCode::kInvalidArgument, "key \"" + o.field + "\" is not a string",
-                  uris[static_cast<size_t>(file)] + " record at byte " + std::to_string(at));
+    convert_error(ErrorCode::kInvalidArgument,
+                  "line " + std::to_string(line_at(o, uri, at)) + ": key \"" + o.field +
+                      "\" holds " + dtype_name(t.dtype()) + " " + shape_to_string(t.shape()) +
+                      ", not a string",
+                  uri + " record at byte " + std::to_string(at));
   }
   return t;
 }

@@ -171,13 +171,14 @@ TEST(ConvertText, BadInputNamesTheFileAndLine) {
   msg = error_of([&] { convert_dataset(o); });
   EXPECT_NE(msg.find("missing.txt"), std::string::npos) << msg;
 
-  write_file(dir + "/n.jsonl", "{\"body\": \"s\"}\n{\"body\": 3}\n");
+  write_file(dir + "/n.jsonl", "{\"body\": \"s\"}\n\n{\"body\": 3}\n");
   o = text_options(dir + "/n.jsonl", "tar", 1);
   o.jsonl = true;
   o.field = "body";
   msg = error_of([&] { convert_dataset(o); });
-  EXPECT_NE(msg.find("key \"body\" is not a string"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("n.jsonl record at byte 14"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 3: key \"body\" holds int64 [], not a string"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("n.jsonl record at byte 15"), std::string::npos) << msg;
 
   o = text_options(dir + "/bad.txt", "dir", 1);
   msg = error_of([&] { convert_dataset(o); });
