@@ -4,10 +4,7 @@
 // length checks and errors (file, line, byte offset).
 #include <string>
 
-#include "dataecho/core/stats.h"
 #include "dataecho/formats/text.h"
-#include "dataecho/io/byte_stream.h"
-#include "dataecho/pipeline.h"
 #include "tools/convert_sink.h"
 
 namespace dataecho::convert_detail {
@@ -36,7 +33,8 @@ int64_t line_at(const ConvertOptions& o, const std::string& uri, int64_t at) {
   t.max_bytes = o.max_bytes;
   t.keep_empty = true;
   t.utf8 = false;
-  auto it = make_text_source(t)->make_iterator({});
+  const DatasetPtr ds = make_text_source(t);  // outlives its iterator
+  auto it = ds->make_iterator({});
   for (int64_t line = 1; auto e = it->next(); ++line) {
     const int64_t offset = e->id() & ((int64_t{1} << kShardIdShift) - 1);
     if (offset == at) return line;
@@ -63,11 +61,11 @@ const Tensor& record_text(const ConvertOptions& o, const std::vector<std::string
 }
 
 int64_t count_records(const ConvertOptions& o, const std::vector<std::string>& uris) {
-  DatasetPtr ds = text_dataset(o, uris);
-  Pipeline p(ds, {ds});
+  const DatasetPtr ds = text_dataset(o, uris);  // outlives its iterator
+  auto it = ds->make_iterator({});
   int64_t n = 0;
   while (o.limit < 0 || n < o.limit) {
-    auto e = p.next();
+    auto e = it->next();
     if (!e) break;
     record_text(o, uris, *e);
     ++n;
@@ -84,10 +82,10 @@ ConvertSummary convert_text(const ConvertOptions& o,
   const std::vector<std::string> uris = expand_uris(o.text);
   const int64_t total = count_records(o, uris);
   ShardSink sink(o, total);
-  DatasetPtr ds = text_dataset(o, uris);
-  Pipeline p(ds, {ds});
+  const DatasetPtr ds = text_dataset(o, uris);  // outlives its iterator
+  auto it = ds->make_iterator({});
   for (int64_t i = 0; i < total; ++i) {
-    auto e = p.next();
+    auto e = it->next();
     if (!e)
       convert_error(ErrorCode::kDataLoss,
                     "the input changed while it was converted (" + std::to_string(i) +
