@@ -246,7 +246,7 @@ class PipelineDef:
         """Batches elements of different lengths: each variable-length field padded to the
         batch's longest, or as ``fields`` says per field (``{"tokens": {"length": 128,
         "value": 0}}``, ``{"multiple": 8}``), with ``<field>_length`` added per row
-        (docs/sequences.md)."""
+        (docs/text.md)."""
         return self._derive(self._d.padded_batch(size, drop_remainder, None if fields is None else dict(fields),
                                                  lengths))
 
@@ -258,7 +258,7 @@ class PipelineDef:
              drop_remainder: bool = False) -> "PipelineDef":
         """Concatenates token sequences into blocks of ``length`` tokens, separated by the
         end-of-sequence id, with the ids of the sequences in each block and a per-token
-        ``document`` field for attention masks (docs/sequences.md)."""
+        ``document`` field for attention masks (docs/text.md)."""
         return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder))
 
     def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
@@ -467,7 +467,7 @@ def class_to_idx(root: Union[str, "os.PathLike[str]"]) -> Dict[str, int]:
 def text(uri: Uris, **options: Any) -> PipelineDef:
     """Text files (plain, gzip or dictzip) or JSON Lines as elements: a line, or a document
     split by ``separator``, as field "text" (uint8 bytes); JSON Lines give a field per
-    key. Options as the spec's (docs/sequences.md): ``format`` ("lines" or "jsonl"),
+    key. Options as the spec's (docs/text.md): ``format`` ("lines" or "jsonl"),
     ``separator``, ``max_bytes``, ``utf8``, ``keep_empty``, ``fields``, ``on_error``,
     ``http``, ``cache_dir``."""
     return PipelineDef("text", uri=_uri(uri), **options)

@@ -261,6 +261,8 @@ class TextFileDataset : public FileDatasetBase<TextOptions> {
             return e;
           }
         }
+        // Lines are numbered from 1, as editors do; records (in the input) from 0.
+        if (o.separator == "\n") why = "line " + std::to_string(index + 1) + ": " + why;
         if (auto rep = bad_.bad(stats(), label(), why, index, at)) return rep;
       }
       return std::nullopt;

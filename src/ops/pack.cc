@@ -88,15 +88,18 @@ class PackIt : public Iterator {
   int64_t pos_ = 0;         // tokens of it already in blocks
   int64_t blocks_ = 0;
   bool done_ = false;
-  std::vector<int32_t> tokens_, documents_;
   std::vector<int64_t> ids_;
 };
 
 std::optional<Example> PackIt::next_impl() {
   if (done_) return std::nullopt;
   const int64_t length = o_->length;
-  tokens_.resize(static_cast<size_t>(length));
-  documents_.resize(static_cast<size_t>(length));
+  // The block is written where its tensors will live: no copy out of a scratch vector.
+  const size_t block_bytes = static_cast<size_t>(length) * sizeof(int32_t);
+  auto token_buffer = Buffer::allocate(block_bytes);
+  auto document_buffer = Buffer::allocate(block_bytes);
+  auto* tokens = reinterpret_cast<int32_t*>(token_buffer->mutable_data());
+  auto* documents = reinterpret_cast<int32_t*>(document_buffer->mutable_data());
   ids_.clear();
   int64_t filled = 0;
   int32_t document = -1, min_echo = 0, epoch = 0;
@@ -112,18 +115,18 @@ std::optional<Example> PackIt::next_impl() {
     ids_.push_back(meta_.id);
     min_echo = document == 0 ? meta_.echo : std::min(min_echo, meta_.echo);
     if (document == 0) epoch = meta_.epoch;
-    copy_tokens(tokens_.data() + filled, take);
-    std::fill_n(documents_.begin() + filled, take, document);
+    copy_tokens(tokens + filled, take);
+    std::fill_n(documents + filled, take, document);
     filled += take;
   }
   if (filled == 0 || (filled < length && o_->drop_remainder)) return std::nullopt;
-  std::fill(tokens_.begin() + filled, tokens_.end(), o_->pad_id);
-  std::fill(documents_.begin() + filled, documents_.end(), -1);
+  std::fill(tokens + filled, tokens + length, o_->pad_id);
+  std::fill(documents + filled, documents + length, -1);
   Example out(blocks_++);
   out.set_echo(min_echo);
   out.stamp_epoch(epoch);
-  out.set(o_->field, Tensor::from_vector(tokens_));
-  out.set(o_->document_field, Tensor::from_vector(documents_));
+  out.set(o_->field, Tensor(DType::kInt32, {length}, std::move(token_buffer)));
+  out.set(o_->document_field, Tensor(DType::kInt32, {length}, std::move(document_buffer)));
   out.set(o_->ids_field, Tensor::from_vector(ids_));
   if (stats()) {
     stats()->counter("tokens") += filled;

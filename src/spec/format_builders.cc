@@ -1,5 +1,5 @@
 // Spec builders for the file sources: idx, tfrecord, tar, files (see docs/formats.md) and
-// text (docs/sequences.md).
+// text (docs/text.md).
 #include <cstdlib>
 #include <iostream>
 

@@ -1,5 +1,5 @@
 // Spec builders for variable-length data: the tokenize map function, padded_batch,
-// unbatch, pack and bucket (docs/sequences.md).
+// unbatch, pack and bucket (docs/text.md).
 #include "dataecho/formats/tokenize.h"
 #include "dataecho/ops/bucket.h"
 #include "dataecho/ops/pack.h"

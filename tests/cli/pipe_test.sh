@@ -29,7 +29,7 @@ grep -q '"2:batch"' "$tmp/stats.json" || fail "no stats json"
 rest=$("$BIN" pipe "$tmp/spec.json" --restore-state "$tmp/state")
 [ "$rest" = "$(echo "$out" | tail -2)" ] || fail "restore: $rest"
 
-# text through tokenize, pack and padded_batch (docs/sequences.md); the uri is relative
+# text through tokenize, pack and padded_batch (docs/text.md); the uri is relative
 # to the spec's folder
 printf 'hi\nyo there\n' > "$tmp/corpus.txt"
 cat > "$tmp/text.json" <<'JSON'

@@ -1,5 +1,5 @@
 // The `text` source: the lines, or documents split by a separator, of text files, or
-// the objects of JSON Lines files (docs/sequences.md).
+// the objects of JSON Lines files (docs/text.md).
 //
 // Files are read through open_stream (local paths, file:// and http(s) URLs, with the
 // spec's brace ranges, globs and @manifests expanded by expand_uris); a file that starts
@@ -18,8 +18,8 @@
 // Bad records follow `on_error` (on_error.h): a record longer than `max_bytes` (it is
 // skipped without being held), one that is not valid UTF-8 (when `utf8`), a JSON Lines
 // record that is not a JSON object, lacks a field or holds a value of another kind.
-// An empty file gives no elements. Errors name the file, the record's byte offset and
-// the reason.
+// An empty file gives no elements. Errors name the file, the record's index (from 0)
+// and byte offset, its line (from 1) when the separator is "\n", and the reason.
 // Holds a read chunk of 256 KiB and one record of at most `max_bytes`; no threads.
 // Save/restore: the file, the byte offset of the next record and the bad-record
 // policy's state; an uncompressed file is sought to the offset, a compressed one read

@@ -1,5 +1,5 @@
 // Tokenizers and the `tokenize` map function: text (uint8 bytes, as the `text` source
-// gives it) to int32 token ids (docs/sequences.md). No vocabulary or model is ever
+// gives it) to int32 token ids (docs/text.md). No vocabulary or model is ever
 // downloaded: each comes from a file given by path.
 //
 //   bytes:          each UTF-8 byte is its own id (0..255); no vocabulary; eos 256.

@@ -1,5 +1,5 @@
 // bucket: padded batches of elements of similar length, as tf.data's
-// bucket_by_sequence_length (docs/sequences.md).
+// bucket_by_sequence_length (docs/text.md).
 //
 // An element's length is the first dimension of `field`. With boundaries b0 < b1 < ...,
 // bucket 0 takes lengths < b0, bucket i lengths in [b(i-1), b(i)), the last bucket

@@ -1,5 +1,5 @@
 // pack: token sequences concatenated into blocks of a fixed length, for language-model
-// training without padding (docs/sequences.md).
+// training without padding (docs/text.md).
 //
 // Each input element's `field` (int32 [n], as `tokenize` gives it) is appended to the
 // block being filled, followed by `eos_id` when one is given and the sequence does not

@@ -1,5 +1,5 @@
 // padded_batch and unbatch: batches of variable-length elements, and batches back into
-// elements (docs/sequences.md).
+// elements (docs/text.md).
 //
 // padded_batch groups `size` consecutive elements into one batch, as `batch` does, but a
 // padded field may differ in its first dimension from element to element: each row is
