@@ -536,15 +536,20 @@ TEST_F(TrainerTest, ProfileFindsTheSlowStageAndRecommendsEcho) {
   EXPECT_CONTAINS(r.to_text(), ("what to change:"));
 }
 
+// The first `limit` Fashion-MNIST training images in batches of 32, no other stage.
+PipelineDef fashion_batches(int64_t limit) {
+  const std::string dir = dataecho::testing::kFashionDir;
+  return PipelineDef::from_json({{"source",
+                                  {{"kind", "idx"},
+                                   {"images", dir + "/train-images-idx3-ubyte.gz"},
+                                   {"labels", dir + "/train-labels-idx1-ubyte.gz"},
+                                   {"limit", limit}}},
+                                 {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}});
+}
+
 TEST_F(TrainerTest, ProfileBoundsTheTrainStepPhaseAndSaysWhatItIsDoing) {
   ProfileOptions o;
-  o.train_spec = PipelineDef::from_json(
-      {{"source",
-        {{"kind", "idx"},
-         {"images", std::string(dataecho::testing::kFashionDir) + "/train-images-idx3-ubyte.gz"},
-         {"labels", std::string(dataecho::testing::kFashionDir) + "/train-labels-idx1-ubyte.gz"},
-         {"limit", 500}}},
-       {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}});
+  o.train_spec = fashion_batches(500);
   o.pipeline_seconds = 0.2;
   o.step_seconds = 0;  // spent at once: no warm-up, exactly one timed step
   o.train_steps = 50;
@@ -564,13 +569,7 @@ TEST_F(TrainerTest, ProfileBoundsTheTrainStepPhaseAndSaysWhatItIsDoing) {
 TEST_F(TrainerTest, ProfileRecommendsAPrefetchAndNothingElseWhenTrainingIsTheBottleneck) {
   ProfileOptions o;
   // A fast pipeline (no prefetch) and a slower step: a wide MLP on 32-image batches.
-  o.train_spec = PipelineDef::from_json(
-      {{"source",
-        {{"kind", "idx"},
-         {"images", std::string(dataecho::testing::kFashionDir) + "/train-images-idx3-ubyte.gz"},
-         {"labels", std::string(dataecho::testing::kFashionDir) + "/train-labels-idx1-ubyte.gz"},
-         {"limit", 2000}}},
-       {"stages", json::array({{{"op", "batch"}, {"size", 32}}})}});
+  o.train_spec = fashion_batches(2000);
   o.model.width = 1024;
   o.pipeline_seconds = 0.5;
   o.train_steps = 5;
