@@ -77,7 +77,7 @@ TrainConfig lm_config(const std::string& train, const std::string& valid, int64_
   c.eval_spec = text_spec(valid, 33, false);
   c.model.kind = "transformer";
   c.model.depth = 2;
-  c.model.width = 64;
+  c.model.width = 32;
   c.model.heads = 4;
   c.model.context = 32;
   c.optimizer.kind = "adamw";
@@ -86,7 +86,7 @@ TrainConfig lm_config(const std::string& train, const std::string& valid, int64_
   c.optimizer.warmup_steps = 5;
   c.optimizer.clip_norm = 1.0;
   c.max_steps = max_steps;
-  c.eval_every = 20;
+  c.eval_every = 10;
   c.seed = 7;
   c.threads = 1;
   c.progress = "off";
@@ -107,7 +107,7 @@ class LanguageModelTest : public ::testing::Test {
 TEST_F(LanguageModelTest, LossFallsBelowTheUnigramEntropyOfItsText) {
   const double unigram = unigram_entropy(train_text_);
   TrainConfig c = lm_config(train_, valid_, 60);
-  c.target_loss = 0.8 * unigram;  // nats per token; stops there when reached
+  c.target_loss = 0.9 * unigram;  // nats per token; stops at the first evaluation below it
   TrainResult r = Trainer(c).run();
   ASSERT_TRUE(r.final_eval);
   EXPECT_GT(r.final_eval->tokens, 0);
@@ -122,21 +122,21 @@ TEST_F(LanguageModelTest, LossFallsBelowTheUnigramEntropyOfItsText) {
 
 TEST_F(LanguageModelTest, ResumedRunIsBitIdenticalToTheUninterruptedOne) {
   auto config = [&](const std::string& out, int64_t steps, bool resume) {
-    TrainConfig c = lm_config(train_, valid_, 30);
+    TrainConfig c = lm_config(train_, valid_, 20);
     c.max_steps = steps;
-    c.eval_every = 10;
-    c.optimizer.decay_steps = 30;
+    c.eval_every = 5;
+    c.optimizer.decay_steps = 20;
     c.out = out;
     c.resume = resume;
-    c.eval_at_end = steps == 30;
+    c.eval_at_end = steps == 20;
     return c;
   };
-  Trainer full(config(dir_ + "/full", 30, false));
+  Trainer full(config(dir_ + "/full", 20, false));
   const TrainResult a = full.run();
-  EXPECT_EQ(Trainer(config(dir_ + "/split", 13, false)).run().steps, 13);
-  Trainer resumed(config(dir_ + "/split", 30, true));
+  EXPECT_EQ(Trainer(config(dir_ + "/split", 9, false)).run().steps, 9);
+  Trainer resumed(config(dir_ + "/split", 20, true));
   const TrainResult b = resumed.run();
-  EXPECT_EQ(b.steps, 30);
+  EXPECT_EQ(b.steps, 20);
   EXPECT_EQ(a.losses, b.losses);
   EXPECT_EQ(a.fresh, b.fresh);
   ASSERT_EQ(a.evals.size(), b.evals.size());
