@@ -23,7 +23,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light openssl
   sentencepiece  # spm_train: the tokenize test trains a tiny model
   # trainer, data and plots
-  libtorch-dev dataset-fashion-mnist gnuplot-nox
+  libtorch-dev dataset-fashion-mnist gnuplot-nox dict-gcide
   # data-parallel training: c10d's Gloo backend in libtorch needs the Gloo headers
   libgloo-dev
   # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3

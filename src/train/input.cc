@@ -5,6 +5,10 @@
 namespace dataecho::train {
 
 std::string InputSignature::describe() const {
+  if (tokens) {
+    return std::string(dtype_name(dtype)) + " " + shape_to_string(row_shape) + " token blocks" +
+           (document ? " with documents" : "");
+  }
   std::string layout = dtype == DType::kUInt8 ? (row_shape.size() == 3 ? "HWC" : "HW")
                                               : (row_shape.size() == 3 ? "CHW" : "HW");
   return std::string(dtype_name(dtype)) + " " + shape_to_string(row_shape) + " (" + layout + ": " +

@@ -164,7 +164,9 @@ Classifier make_model(const ModelConfig& config, int64_t channels, int64_t heigh
     if (height < 4 || width < 4) model_error("a resnet needs images of at least 4x4");
     return std::make_shared<ResNetImpl>(channels, depth, w, config.num_classes);
   }
-  model_error("unknown model \"" + config.kind + "\" (known: mlp, cnn, resnet)");
+  if (config.language_model())
+    model_error("the transformer takes token blocks (pack's tokens and document), not images");
+  model_error("unknown model \"" + config.kind + "\" (known: mlp, cnn, resnet, transformer)");
 }
 
 int64_t count_parameters(const torch::nn::Module& model) {

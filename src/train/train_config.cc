@@ -61,20 +61,21 @@ std::optional<nlohmann::json> read_spec(SpecObject& o, const std::string& key,
 }  // namespace
 
 const std::vector<std::string>& model_kinds() {
-  static const std::vector<std::string> kinds = {"mlp", "cnn", "resnet"};
+  static const std::vector<std::string> kinds = {"mlp", "cnn", "resnet", "transformer"};
   return kinds;
 }
 
 int64_t ModelConfig::resolved_depth() const {
   if (depth > 0) return depth;
   if (kind == "resnet") return 20;
-  return 2;
+  return 2;  // mlp, cnn, transformer
 }
 
 int64_t ModelConfig::resolved_width() const {
   if (width > 0) return width;
   if (kind == "mlp") return 256;
   if (kind == "cnn") return 32;
+  if (kind == "transformer") return 128;
   return 16;
 }
 
@@ -109,6 +110,8 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     SpecObject in = top.get_object("input");
     c.input.image_field = in.get_string("image_field", c.input.image_field);
     c.input.label_field = in.get_string("label_field", c.input.label_field);
+    c.input.tokens_field = in.get_string("tokens_field", c.input.tokens_field);
+    c.input.document_field = in.get_string("document_field", c.input.document_field);
     c.input.mean = number_list(in, "mean");
     c.input.std = number_list(in, "std");
     in.finish();
@@ -119,9 +122,13 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     c.model.width = m.get_int("width", 0, 0);
     c.model.num_classes = m.get_int("num_classes", c.model.num_classes, 2);
     c.model.in_channels = m.get_int("in_channels", 0, 0);
+    c.model.heads = m.get_int("heads", c.model.heads, 1);
+    c.model.context = m.get_int("context", 0, 0);
+    c.model.vocab_size = m.get_int("vocab_size", c.model.vocab_size, 2);
     m.finish();
 
     SpecObject o = top.get_object("optimizer");
+    c.optimizer.kind = o.get_string("kind", c.optimizer.kind, {"sgd", "adamw"});
     c.optimizer.lr = o.get_number("lr", c.optimizer.lr);
     c.optimizer.momentum = o.get_number("momentum", c.optimizer.momentum);
     c.optimizer.nesterov = o.get_bool("nesterov", c.optimizer.nesterov);
@@ -129,6 +136,8 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     c.optimizer.warmup_steps = o.get_int("warmup_steps", 0, 0);
     c.optimizer.decay_steps = o.get_int("decay_steps", 0, 0);
     c.optimizer.final_lr_fraction = o.get_number("final_lr_fraction", 0.0);
+    c.optimizer.beta2 = o.get_number("beta2", c.optimizer.beta2);
+    c.optimizer.clip_norm = o.get_number("clip_norm", c.optimizer.clip_norm);
     o.finish();
 
     if (top.has("target_accuracy")) c.target_accuracy = top.get_number("target_accuracy");
@@ -185,6 +194,10 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   }
   j["seed_pipeline"] = c.seed_pipeline;
   j["input"] = {{"image_field", c.input.image_field}, {"label_field", c.input.label_field}};
+  if (c.model.language_model()) {
+    j["input"]["tokens_field"] = c.input.tokens_field;
+    j["input"]["document_field"] = c.input.document_field;
+  }
   if (!c.input.mean.empty()) j["input"]["mean"] = c.input.mean;
   if (!c.input.std.empty()) j["input"]["std"] = c.input.std;
   j["model"] = {{"kind", c.model.kind},
@@ -192,6 +205,11 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
                 {"width", c.model.resolved_width()},
                 {"num_classes", c.model.num_classes},
                 {"in_channels", c.model.in_channels}};
+  if (c.model.language_model()) {  // only here: older checkpoints' model JSON stays the same
+    j["model"]["heads"] = c.model.heads;
+    j["model"]["context"] = c.model.context;
+    j["model"]["vocab_size"] = c.model.vocab_size;
+  }
   j["optimizer"] = {{"lr", c.optimizer.lr},
                     {"momentum", c.optimizer.momentum},
                     {"nesterov", c.optimizer.nesterov},
@@ -199,6 +217,11 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
                     {"warmup_steps", c.optimizer.warmup_steps},
                     {"decay_steps", c.optimizer.decay_steps},
                     {"final_lr_fraction", c.optimizer.final_lr_fraction}};
+  if (c.optimizer.kind != "sgd") {  // only then: the configs of earlier runs stay the same
+    j["optimizer"]["kind"] = c.optimizer.kind;
+    j["optimizer"]["beta2"] = c.optimizer.beta2;
+  }
+  if (c.optimizer.clip_norm > 0) j["optimizer"]["clip_norm"] = c.optimizer.clip_norm;
   if (c.target_accuracy) j["target_accuracy"] = *c.target_accuracy;
   if (c.target_loss) j["target_loss"] = *c.target_loss;
   j["max_fresh"] = c.max_fresh;
@@ -218,13 +241,51 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   return j;
 }
 
+namespace {
+
+void validate_optimizer(const OptimizerConfig& o) {
+  if (o.kind != "sgd" && o.kind != "adamw")
+    config_error("optimizer kind must be \"sgd\" or \"adamw\", got \"" + o.kind + "\"");
+  if (!(o.lr > 0)) config_error("learning rate must be > 0, got " + num(o.lr));
+  if (!(o.momentum >= 0 && o.momentum < 1))
+    config_error("momentum must be in [0, 1), got " + num(o.momentum));
+  if (o.kind == "sgd" && o.nesterov && o.momentum <= 0)
+    config_error("Nesterov momentum needs momentum > 0 (or set nesterov false)");
+  if (!(o.beta2 >= 0 && o.beta2 < 1)) config_error("beta2 must be in [0, 1), got " + num(o.beta2));
+  if (!(o.weight_decay >= 0)) config_error("weight decay must be >= 0, got " + num(o.weight_decay));
+  if (!(o.clip_norm >= 0)) config_error("clip_norm must be >= 0 (0: off), got " + num(o.clip_norm));
+  if (o.warmup_steps < 0 || o.decay_steps < 0)
+    config_error("warmup_steps and decay_steps must be >= 0");
+  if (!(o.final_lr_fraction >= 0 && o.final_lr_fraction <= 1)) {
+    config_error("final_lr_fraction must be in [0, 1], got " + num(o.final_lr_fraction));
+  }
+}
+
+// The transformer's sizes; the context against the data is checked on the first batch.
+void validate_language_model(const TrainConfig& c) {
+  const ModelConfig& m = c.model;
+  if (m.heads < 1) config_error("model heads must be >= 1, got " + std::to_string(m.heads));
+  if (m.resolved_width() % m.heads != 0) {
+    config_error("transformer width " + std::to_string(m.resolved_width()) +
+                 " is not a multiple of heads " + std::to_string(m.heads));
+  }
+  if (m.context < 0) config_error("model context must be >= 0 (0: from the data)");
+  if (m.vocab_size < 2)
+    config_error("model vocab_size must be >= 2, got " + std::to_string(m.vocab_size));
+  if (c.target_accuracy)
+    config_error("a language model's target is a loss (target_loss, nats per token)");
+  if (c.input.tokens_field.empty()) config_error("input tokens_field must not be empty");
+}
+
+}  // namespace
+
 void validate_train_config(const TrainConfig& c) {
   if (!c.train_pipeline && !c.train_spec) {
     config_error("no training pipeline: give a training spec (--train-spec or \"train_spec\")");
   }
   const auto& kinds = model_kinds();
   if (std::find(kinds.begin(), kinds.end(), c.model.kind) == kinds.end()) {
-    config_error("unknown model \"" + c.model.kind + "\" (known: mlp, cnn, resnet)");
+    config_error("unknown model \"" + c.model.kind + "\" (known: mlp, cnn, resnet, transformer)");
   }
   if (c.model.depth < 0 || c.model.width < 0)
     config_error("model depth and width must be >= 0 (0: the default)");
@@ -269,18 +330,8 @@ void validate_train_config(const TrainConfig& c) {
   if (c.checkpoint_every < 0)
     config_error("checkpoint_every must be >= 0, got " + std::to_string(c.checkpoint_every));
   if (c.resume && c.out.empty()) config_error("--resume needs the run's output directory (--out)");
-  const OptimizerConfig& o = c.optimizer;
-  if (!(o.lr > 0)) config_error("learning rate must be > 0, got " + num(o.lr));
-  if (!(o.momentum >= 0 && o.momentum < 1))
-    config_error("momentum must be in [0, 1), got " + num(o.momentum));
-  if (o.nesterov && o.momentum <= 0)
-    config_error("Nesterov momentum needs momentum > 0 (or set nesterov false)");
-  if (!(o.weight_decay >= 0)) config_error("weight decay must be >= 0, got " + num(o.weight_decay));
-  if (o.warmup_steps < 0 || o.decay_steps < 0)
-    config_error("warmup_steps and decay_steps must be >= 0");
-  if (!(o.final_lr_fraction >= 0 && o.final_lr_fraction <= 1)) {
-    config_error("final_lr_fraction must be in [0, 1], got " + num(o.final_lr_fraction));
-  }
+  validate_optimizer(c.optimizer);
+  if (c.model.language_model()) validate_language_model(c);
   for (double s : c.input.std) {
     if (!(s > 0)) config_error("input std values must be > 0, got " + num(s));
   }

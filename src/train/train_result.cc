@@ -2,24 +2,33 @@
 // result (summary.json, the experiment runner's result files).
 #include "dataecho/train/trainer.h"
 
+#include <cmath>
+
 #include "run_io.h"
 
 namespace dataecho::train {
 
 using run_io::opt_json;
 
+double EvalRecord::bits_per_byte() const { return loss / std::log(2.0); }
+
 nlohmann::json EvalRecord::to_json() const {
-  return {{"step", step},
-          {"fresh", fresh},
-          {"echoed", echoed},
-          {"raw_reads", raw_reads},
-          {"train_seconds", train_seconds},
-          {"wall_seconds", wall_seconds},
-          {"accuracy", accuracy},
-          {"loss", loss},
-          {"examples", examples},
-          {"train_loss", train_loss},
-          {"lr", lr}};
+  nlohmann::json j = {{"step", step},
+                      {"fresh", fresh},
+                      {"echoed", echoed},
+                      {"raw_reads", raw_reads},
+                      {"train_seconds", train_seconds},
+                      {"wall_seconds", wall_seconds},
+                      {"accuracy", accuracy},
+                      {"loss", loss},
+                      {"examples", examples},
+                      {"train_loss", train_loss},
+                      {"lr", lr}};
+  if (tokens > 0) {  // a language model's
+    j["tokens"] = tokens;
+    j["bits_per_byte"] = bits_per_byte();
+  }
+  return j;
 }
 
 EvalRecord EvalRecord::from_json(const nlohmann::json& j) {
@@ -35,6 +44,7 @@ EvalRecord EvalRecord::from_json(const nlohmann::json& j) {
   r.examples = j.at("examples").get<int64_t>();
   r.train_loss = j.at("train_loss").get<double>();
   r.lr = j.at("lr").get<double>();
+  r.tokens = j.value("tokens", int64_t{0});
   return r;
 }
 
@@ -75,6 +85,12 @@ nlohmann::json TrainResult::to_json() const {
   j["test_accuracy"] = test_eval ? nlohmann::json(test_eval->accuracy) : nlohmann::json(nullptr);
   j["test_examples"] = test_eval ? nlohmann::json(test_eval->examples) : nlohmann::json(nullptr);
   j["test_model"] = test_eval ? nlohmann::json(test_model) : nlohmann::json(nullptr);
+  if (final_eval && final_eval->tokens > 0) {  // a language model: bits per byte, final and test
+    j["final_bits_per_byte"] = final_eval->bits_per_byte();
+    j["test_loss"] = test_eval ? nlohmann::json(test_eval->loss) : nlohmann::json(nullptr);
+    j["test_bits_per_byte"] =
+        test_eval ? nlohmann::json(test_eval->bits_per_byte()) : nlohmann::json(nullptr);
+  }
   j["evaluations"] = static_cast<int64_t>(evals.size());
   j["world_size"] = world_size;
   j["communication_seconds"] = communication_seconds;

@@ -27,6 +27,7 @@
 #include "dataecho/train/torch_batch.h"
 #include "progress.h"
 #include "run_io.h"
+#include "task.h"
 
 namespace dataecho::train {
 namespace fs = std::filesystem;
@@ -84,15 +85,12 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory,
   return def.build(o);
 }
 
-void check_labels(const TorchBatch& b, int64_t classes, const std::string& what) {
-  if (b.rows == 0) return;
-  int64_t lo = b.labels.min().item<int64_t>();
-  int64_t hi = b.labels.max().item<int64_t>();
-  if (lo < 0 || hi >= classes) {
-    fail(ErrorCode::kInvalidArgument, what + ": label " + std::to_string(lo < 0 ? lo : hi) +
-                                          " is outside [0, " + std::to_string(classes) +
-                                          "); set model.num_classes to the number of classes");
-  }
+// " (source: ...)" naming the spec's source files, for an error about the pipeline's data.
+std::string source_of(const std::optional<PipelineDef>& spec) {
+  if (!spec) return "";
+  const nlohmann::json j = spec->to_json();
+  if (!j.contains("source") || !j["source"].contains("uri")) return "";
+  return " (source: " + j["source"]["uri"].dump() + ")";
 }
 
 // Elements the pipeline's source has produced so far (read-ahead included).
@@ -105,7 +103,7 @@ int64_t source_reads(const Pipeline& p) {
 
 struct Trainer::State {
   Classifier model;
-  std::unique_ptr<torch::optim::SGD> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
 };
 
 Trainer::Trainer(TrainConfig config)
@@ -143,6 +141,7 @@ class TrainRun {
         has_eval_(static_cast<bool>(c.eval_pipeline) || c.eval_spec.has_value()),
         has_test_(static_cast<bool>(c.test_pipeline) || c.test_spec.has_value()),
         snapshots_mode_(c.eval_mode == "snapshots"),
+        task_(make_task(c)),
         dist_(c.collective.get()),
         rank_(dist_ ? dist_->rank() : 0),
         world_(dist_ ? dist_->world_size() : 1),
@@ -212,17 +211,18 @@ class TrainRun {
     HeldOut h;
     std::unique_ptr<Pipeline> p = make_pipeline(factory, spec, dir, std::nullopt);
     while (auto b = p->next()) {
-      InputSignature es = inspect_batch(*b, c_.input, what);
+      InputSignature es = task_->inspect(*b, what);
       if (h.sig && !es.same_as(*h.sig))
         fail(ErrorCode::kInvalidArgument,
              what + ": its batches are " + es.describe() + " and " + h.sig->describe());
       h.sig = es;
-      TorchBatch tb = batch_to_torch(*b, c_.input, es);
-      check_labels(tb, c_.model.num_classes, what);
+      TorchBatch tb = task_->to_torch(*b, es);
+      task_->check(tb, what);
       h.examples += tb.rows;
       h.batches.push_back(std::move(tb));
     }
-    if (h.examples == 0) fail(ErrorCode::kInvalidArgument, what + ": yielded no batch");
+    if (h.examples == 0)
+      fail(ErrorCode::kInvalidArgument, what + ": yielded no batch" + source_of(spec));
     return h;
   }
 
@@ -242,7 +242,7 @@ class TrainRun {
       // the training pipeline, as a user reads the config: check its first batch first.
       std::unique_ptr<Pipeline> t =
           make_pipeline(c_.train_pipeline, c_.train_spec, c_.train_spec_dir, std::nullopt);
-      if (auto b = t->next()) inspect_batch(*b, c_.input, "training pipeline");
+      if (auto b = t->next()) task_->inspect(*b, "training pipeline");
       throw;
     }
   }
@@ -258,17 +258,18 @@ class TrainRun {
     initial_pipeline_state_ = out_.empty() ? std::string() : train_->save();
     pending_ = train_->next();
     if (!pending_) {
-      fail(ErrorCode::kInvalidArgument, c_.resume
-                                            ? "training pipeline: nothing left after the checkpoint"
-                                            : "training pipeline: yielded no batch");
+      fail(ErrorCode::kInvalidArgument,
+           (c_.resume ? "training pipeline: nothing left after the checkpoint"
+                      : "training pipeline: yielded no batch") +
+               source_of(c_.train_spec));
     }
     startup_s_ = (now_ns() - clock_start_) / 1e9;
-    sig_ = inspect_batch(*pending_, c_.input, "training pipeline");
+    sig_ = task_->inspect(*pending_, "training pipeline");
     for (const auto& [held, what] :
          {std::pair{&eval_data_, "evaluation"}, std::pair{&test_data_, "test"}}) {
       if (held->sig && !held->sig->same_as(*sig_)) {
         fail(ErrorCode::kInvalidArgument,
-             std::string(what) + " pipeline: its images are " + held->sig->describe() +
+             std::string(what) + " pipeline: its batches are " + held->sig->describe() +
                  " but the training pipeline's are " + sig_->describe() +
                  "; both specs must produce the same representation");
       }
@@ -277,7 +278,7 @@ class TrainRun {
 
   void build_model() {
     torch::manual_seed(c_.seed);
-    model_ = make_model(c_.model, sig_->channels, sig_->height, sig_->width);
+    model_ = task_->make_model(*sig_);
     if (dist_) dist_->broadcast_model(*model_);  // one starting point, whatever the seeds
     optimizer_ = make_optimizer(model_->parameters(), c_.optimizer);
     model_out_ = model_;
@@ -449,8 +450,8 @@ class TrainRun {
   // One SGD step on `batch` (pulled since `t0`); returns its fresh rows.
   int64_t step(const Example& batch, int64_t t0) {
     const int64_t t1 = now_ns();
-    TorchBatch tb = batch_to_torch(batch, c_.input, *sig_);
-    check_labels(tb, c_.model.num_classes, "training pipeline");
+    TorchBatch tb = task_->to_torch(batch, *sig_);
+    task_->check(tb, "training pipeline");
     int64_t new_fresh = 0, duplicates = 0;
     batch_keys_.clear();
     for (size_t i = 0; i < batch.num_rows(); ++i) {
@@ -461,8 +462,7 @@ class TrainRun {
     lr_ = learning_rate_at(c_.optimizer, step_, decay_steps_);
     set_learning_rate(*optimizer_, lr_);
     optimizer_->zero_grad();
-    torch::Tensor loss =
-        torch::nn::functional::cross_entropy(model_->forward(tb.images), tb.labels);
+    torch::Tensor loss = task_->loss(*model_, tb);
     loss.backward();
     last_loss_ = loss.item<float>();
     // The step's counts, over all ranks (one rank's are its share).
@@ -485,6 +485,8 @@ class TrainRun {
       // within its own rank's batch.
       duplicates = std::llround(extra[5]);
     }
+    if (c_.optimizer.clip_norm > 0)  // after the average: every rank clips the same gradients
+      torch::nn::utils::clip_grad_norm_(model_->parameters(), c_.optimizer.clip_norm);
     optimizer_->step();
     const int64_t t2 = now_ns();
     ++step_;
@@ -508,24 +510,24 @@ class TrainRun {
 
   // ---- evaluate ----
 
-  // Accuracy and mean loss of the model as it is now on `data`.
+  // Accuracy and mean loss of the model as it is now on `data`: per example, or for a
+  // language model per target token (next-token accuracy, nats per token).
   void evaluate_model(EvalRecord& e, const HeldOut& data) {
     torch::NoGradGuard no_grad;
     model_->eval();
-    double loss_total = 0;
-    int64_t correct = 0;
+    EvalSums total;
     for (const auto& b : data.batches) {
-      torch::Tensor logits = model_->forward(b.images);
-      loss_total += torch::nn::functional::cross_entropy(
-                        logits, b.labels,
-                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .item<double>();
-      correct += logits.argmax(1).eq(b.labels).sum().item<int64_t>();
+      const EvalSums s = task_->evaluate(*model_, b);
+      total.loss += s.loss;
+      total.correct += s.correct;
+      total.units += s.units;
     }
     model_->train();
-    e.accuracy = static_cast<double>(correct) / static_cast<double>(data.examples);
-    e.loss = loss_total / static_cast<double>(data.examples);
+    const double units = static_cast<double>(std::max<int64_t>(total.units, 1));
+    e.accuracy = static_cast<double>(total.correct) / units;
+    e.loss = total.loss / units;
     e.examples = data.examples;
+    e.tokens = task_->per_token() ? total.units : 0;
   }
 
   // Records an evaluation; true when it meets the target.
@@ -593,12 +595,14 @@ class TrainRun {
     const int64_t t0 = now_ns();
     if (lead_) evaluate_model(e, eval_data_);
     if (dist_) {  // rank 0's evaluation, on every rank: they all stop at the same step
-      std::vector<double> v{e.accuracy, e.loss, static_cast<double>(e.examples)};
-      if (!lead_) v.assign(3, 0.0);
+      std::vector<double> v{e.accuracy, e.loss, static_cast<double>(e.examples),
+                            static_cast<double>(e.tokens)};
+      if (!lead_) v.assign(v.size(), 0.0);
       dist_->sum(v);
       e.accuracy = v[0];
       e.loss = v[1];
       e.examples = static_cast<int64_t>(v[2]);
+      e.tokens = static_cast<int64_t>(v[3]);
     }
     eval_s_ += (now_ns() - t0) / 1e9;
     e.wall_seconds = wall_now();
@@ -789,7 +793,8 @@ class TrainRun {
   Classifier& model_out_;
   const int64_t decay_steps_;
   const bool has_eval_, has_test_, snapshots_mode_;
-  Collective* const dist_;  // null: one process
+  const std::unique_ptr<Task> task_;  // classification or language modeling
+  Collective* const dist_;            // null: one process
   const int rank_, world_;
   const bool lead_;  // rank 0: evaluates, reports and writes
   const fs::path out_, ckpt_dir_, snap_dir_;
@@ -804,7 +809,7 @@ class TrainRun {
   bool pipeline_untouched_ = true;
   std::optional<InputSignature> sig_;
   Classifier model_{nullptr};
-  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
   TrainResult r_;
 
   // The running counts and clocks (checkpoint_fields).

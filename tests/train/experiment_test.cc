@@ -223,7 +223,7 @@ TEST(Experiment, TinySweepWritesTableAndPlotsResumesAndReportsABrokenCell) {
                     {"cells",
                      {{{"id", "broken"},
                        {"variant", "baseline"},
-                       {"overrides", {{"model", {{"kind", "transformer"}}}}}}}}};
+                       {"overrides", {{"model", {{"kind", "perceptron"}}}}}}}}};
   ExperimentSpec spec = experiment_spec_from_json(spec_json, "");
   ASSERT_EQ(spec.cells.size(), 3u);
   std::vector<std::string> lines;
@@ -241,7 +241,8 @@ TEST(Experiment, TinySweepWritesTableAndPlotsResumesAndReportsABrokenCell) {
   EXPECT_EQ(r.cells[1].status, "done");
   EXPECT_EQ(r.cells[2].status, "failed");
   ASSERT_EQ(r.cells[2].errors.size(), 1u);
-  EXPECT_NE(r.cells[2].errors[0].find("transformer"), std::string::npos) << r.cells[2].errors[0];
+  EXPECT_NE(r.cells[2].errors[0].find("unknown model \"perceptron\""), std::string::npos)
+      << r.cells[2].errors[0];
   // The progress names cell k of n; the failure is in the log.
   bool saw_head = false, saw_failure = false;
   for (const auto& l : lines) {

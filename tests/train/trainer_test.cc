@@ -409,7 +409,7 @@ TEST_F(TrainerTest, BadConfigsFailBeforeTrainingWithAClearMessage) {
     return message;
   };
   EXPECT_CONTAINS(failure([](TrainConfig& c) { c.model.kind = "vgg"; }),
-                  ("unknown model \"vgg\" (known: mlp, cnn, resnet)"));
+                  ("unknown model \"vgg\" (known: mlp, cnn, resnet, transformer)"));
   EXPECT_CONTAINS(failure([](TrainConfig& c) { c.target_accuracy = 1.5; }),
                   ("target accuracy must be in [0, 1], got 1.5"));
   EXPECT_CONTAINS(failure([](TrainConfig& c) { c.target_accuracy = -0.1; }), ("[0, 1]"));
@@ -454,7 +454,7 @@ TEST_F(TrainerTest, BadConfigsFailBeforeTrainingWithAClearMessage) {
           return build_memory_pipeline(data, json::parse(R"([{"op":"batch","size":2}])"));
         };
       }),
-      ("evaluation pipeline: its images are uint8 [14, 14, 1]"));
+      ("evaluation pipeline: its batches are uint8 [14, 14, 1]"));
 }
 
 TEST(TrainConfigTest, JsonConfigIsValidatedWithPaths) {

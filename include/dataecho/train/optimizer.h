@@ -1,6 +1,7 @@
-// The optimizer of the paper's ResNet setting: SGD with Nesterov momentum and weight
-// decay, with the learning-rate schedule of OptimizerConfig (linear warm-up, linear
-// decay over a step budget). Thread-safety: one training thread.
+// The optimizers: SGD with Nesterov momentum and weight decay (the paper's ResNet
+// setting), or AdamW (the usual choice for Transformer language models), with the
+// learning-rate schedule of OptimizerConfig (linear warm-up, linear decay over a step
+// budget). Thread-safety: one training thread.
 #pragma once
 
 #include <memory>
@@ -12,8 +13,8 @@
 
 namespace dataecho::train {
 
-std::unique_ptr<torch::optim::SGD> make_optimizer(std::vector<torch::Tensor> parameters,
-                                                  const OptimizerConfig& config);
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,
+                                                        const OptimizerConfig& config);
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 
 }  // namespace dataecho::train

@@ -19,6 +19,11 @@ torch::Tensor to_torch(const Tensor& tensor);
 struct TorchBatch {
   torch::Tensor images;  // float32 [N,C,H,W], contiguous
   torch::Tensor labels;  // int64 [N]
+  // A language model's instead: int64 [N, L] token blocks (inputs the first L-1 tokens,
+  // targets the last L-1) and their document indices (-1 on padding; undefined when the
+  // batches have no document field).
+  torch::Tensor tokens;
+  torch::Tensor document;
   int64_t rows = 0;
   int64_t fresh = 0;
 };
@@ -26,5 +31,9 @@ struct TorchBatch {
 // `signature` is what inspect_batch returned for this pipeline.
 TorchBatch batch_to_torch(const Example& batch, const InputOptions& input,
                           const InputSignature& signature);
+// A language model's batch (inspect_token_batch's signature): int64 copies of the tokens
+// and document indices (an int64 field is viewed without a copy).
+TorchBatch token_batch_to_torch(const Example& batch, const InputOptions& input,
+                                const InputSignature& signature);
 
 }  // namespace dataecho::train

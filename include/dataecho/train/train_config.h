@@ -24,6 +24,11 @@ class Collective;  // dataecho/train/distributed.h
 struct InputOptions {
   std::string image_field = "image";  // uint8 [N,H,W,C] / [N,H,W] or float32 [N,C,H,W] / [N,H,W]
   std::string label_field = "label";  // int64 (or int32) [N]
+  // The language model (model kind "transformer"): blocks of tokens as `pack` gives them,
+  // int32 (or int64) [N, context+1], and per token its document index within the block,
+  // int32 [N, context+1], -1 on padding ("" for none: a causal mask only).
+  std::string tokens_field = "tokens";
+  std::string document_field = "document";
   // For uint8 images only: x/255, then (x - mean[c]) / std[c] when given (one value per
   // channel, or one for all). float32 images are taken as they are (already normalized).
   std::vector<double> mean;
@@ -31,28 +36,40 @@ struct InputOptions {
 };
 
 struct ModelConfig {
-  std::string kind = "mlp";  // mlp | cnn | resnet
-  // mlp: hidden layers (default 2); cnn: conv blocks (default 2); resnet: 6n+2 (default 20).
+  std::string kind = "mlp";  // mlp | cnn | resnet | transformer
+  // mlp: hidden layers (default 2); cnn: conv blocks (default 2); resnet: 6n+2 (default 20);
+  // transformer: blocks (default 2).
   int64_t depth = 0;
   // mlp: hidden units (default 256); cnn: channels of the first block (default 32);
-  // resnet: channels of the first stage (default 16; the stages have w, 2w, 4w).
+  // resnet: channels of the first stage (default 16; the stages have w, 2w, 4w);
+  // transformer: the model width (default 128; a multiple of heads).
   int64_t width = 0;
   int64_t num_classes = 10;
   // The image channels the model expects; 0: whatever the training data has. When set,
   // data with another channel count is refused before training.
   int64_t in_channels = 0;
+  // transformer only: attention heads; the tokens it sees (0: the data's blocks less one;
+  // the training blocks must hold context + 1 tokens, inputs and targets shifted by one);
+  // the vocabulary (257: tokenize's "bytes", ids 0-255 and end of sequence 256).
+  int64_t heads = 4;
+  int64_t context = 0;
+  int64_t vocab_size = 257;
 
   int64_t resolved_depth() const;
   int64_t resolved_width() const;
+  bool language_model() const { return kind == "transformer"; }
 };
 // Names of the model kinds make_model knows.
 const std::vector<std::string>& model_kinds();
 
-// SGD with Nesterov momentum and weight decay; learning rate warms up linearly from
-// lr/warmup_steps to lr over `warmup_steps`, then decays linearly to
+// SGD with Nesterov momentum and weight decay, or AdamW (kind "adamw": betas 0.9 and
+// beta2, decoupled weight decay; momentum and nesterov unused); learning rate warms up
+// linearly from lr/warmup_steps to lr over `warmup_steps`, then decays linearly to
 // lr * final_lr_fraction at step `decay_steps` (0: the run's max_steps; no decay when
-// neither is set) and stays there.
+// neither is set) and stays there. clip_norm > 0: the gradients' global L2 norm is
+// clipped to it before each step (after the data-parallel average).
 struct OptimizerConfig {
+  std::string kind = "sgd";  // sgd | adamw
   double lr = 0.1;
   double momentum = 0.9;
   bool nesterov = true;
@@ -60,6 +77,8 @@ struct OptimizerConfig {
   int64_t warmup_steps = 0;
   int64_t decay_steps = 0;
   double final_lr_fraction = 0.0;
+  double beta2 = 0.999;
+  double clip_norm = 0.0;
 };
 // The learning rate of step `step` (0-based) with `decay_steps` resolved.
 double learning_rate_at(const OptimizerConfig& o, int64_t step, int64_t decay_steps);

@@ -29,10 +29,17 @@ struct EvalRecord {
   double train_seconds = 0;
   double wall_seconds = 0;  // wall-clock time so far (evaluations included)
   double accuracy = 0;      // on the evaluation pipeline
-  double loss = 0;          // mean cross-entropy on the evaluation pipeline
-  int64_t examples = 0;     // evaluated examples
-  double train_loss = 0;    // mean training loss of the steps since the previous evaluation
-  double lr = 0;            // learning rate of the last step
+  // Mean cross-entropy on the evaluation pipeline, in nats: per example, or for a language
+  // model per target token (accuracy: of the next token).
+  double loss = 0;
+  int64_t examples = 0;  // evaluated examples (a language model's: blocks)
+  // A language model's scored target tokens (padding excluded); 0 for a classifier. With
+  // byte tokens (tokenize's "bytes") each is one byte of the text, and
+  // bits_per_byte() = loss / ln 2.
+  int64_t tokens = 0;
+  double bits_per_byte() const;
+  double train_loss = 0;  // mean training loss of the steps since the previous evaluation
+  double lr = 0;          // learning rate of the last step
   nlohmann::json to_json() const;
   static EvalRecord from_json(const nlohmann::json& j);
 };

@@ -68,6 +68,23 @@ class ConfigFlags {
 #define DATAECHO_FIELD(member) \
   [](train::TrainConfig & c) -> auto& { return c.member; }
 
+// The language model's (--model transformer; docs/train.md, "The language model").
+void bind_language_model_flags(ConfigFlags& f) {
+  f.bind<int64_t>("--heads", "transformer: attention heads (default 4)",
+                  DATAECHO_FIELD(model.heads));
+  f.bind<int64_t>("--context",
+                  "transformer: tokens it sees; the blocks hold context+1 (default: from the data)",
+                  DATAECHO_FIELD(model.context));
+  f.bind<int64_t>("--vocab-size", "transformer: vocabulary (default 257: tokenize's bytes)",
+                  DATAECHO_FIELD(model.vocab_size));
+  f.bind<double>("--clip-norm", "clip the gradients' global norm to this (default 0: off)",
+                 DATAECHO_FIELD(optimizer.clip_norm));
+  f.add<std::string>("--test-spec", "test pipeline spec (JSON file): scored once at the end",
+                     [](train::TrainConfig& c, const std::string& path) {
+                       train::load_spec_into(path, c.test_spec, c.test_spec_dir);
+                     });
+}
+
 // The table: flag, help, field.
 void bind_config_flags(ConfigFlags& f) {
   f.add<std::string>("--train-spec", "training pipeline spec (JSON file)",
@@ -78,14 +95,19 @@ void bind_config_flags(ConfigFlags& f) {
                      [](train::TrainConfig& c, const std::string& path) {
                        train::load_spec_into(path, c.eval_spec, c.eval_spec_dir);
                      });
-  f.bind<std::string>("--model", "mlp | cnn | resnet", DATAECHO_FIELD(model.kind));
-  f.bind<int64_t>("--depth", "mlp: hidden layers; cnn: conv blocks; resnet: 6n+2",
+  f.bind<std::string>("--model", "mlp | cnn | resnet | transformer", DATAECHO_FIELD(model.kind));
+  f.bind<int64_t>("--depth",
+                  "mlp: hidden layers; cnn: conv blocks; resnet: 6n+2; transformer: blocks",
                   DATAECHO_FIELD(model.depth));
-  f.bind<int64_t>("--width", "mlp: hidden units; cnn/resnet: channels of the first stage",
+  f.bind<int64_t>("--width",
+                  "mlp: hidden units; cnn/resnet: channels of the first stage; transformer: width",
                   DATAECHO_FIELD(model.width));
   f.bind<int64_t>("--num-classes", "classes (default 10)", DATAECHO_FIELD(model.num_classes));
   f.bind<int64_t>("--in-channels", "image channels the model takes (default: the data's)",
                   DATAECHO_FIELD(model.in_channels));
+  bind_language_model_flags(f);
+  f.bind<std::string>("--optimizer", "sgd (Nesterov, default) | adamw",
+                      DATAECHO_FIELD(optimizer.kind));
   f.bind<double>("--lr", "peak learning rate (default 0.1)", DATAECHO_FIELD(optimizer.lr));
   f.bind<double>("--momentum", "Nesterov momentum (default 0.9)",
                  DATAECHO_FIELD(optimizer.momentum));
@@ -169,6 +191,12 @@ void print_summary(const train::TrainResult& r, const std::string& out_dir) {
               r.pipeline_bound ? "pipeline-bound: measured" : "training-bound: an upper bound");
   std::printf("final evaluation: accuracy %s | loss %s\n", opt_num(acc, "%.4f").c_str(),
               opt_num(loss, "%.4f").c_str());
+  if (r.final_eval && r.final_eval->tokens > 0) {
+    std::printf(
+        "language model: %lld validation tokens, %.4f bits per byte (loss / ln 2)%s\n",
+        static_cast<long long>(r.final_eval->tokens), r.final_eval->bits_per_byte(),
+        r.test_eval ? (", test " + opt_num(r.test_eval->bits_per_byte(), "%.4f")).c_str() : "");
+  }
   if (!out_dir.empty())
     std::printf("outputs: %s/{summary.json,evals.jsonl,checkpoint/}\n", out_dir.c_str());
 }
