@@ -32,9 +32,12 @@ class Sha256CheckedStream : public ByteStream {
   size_t read(void* dst, size_t n) override {
     const size_t got = in_->read(dst, n);
     if (!checking_) return got;
-    if (got > 0) {
-      sha256_.update(dst, got);
-    } else if (n > 0) {
+    if (got > 0) sha256_.update(dst, got);
+    // The end: an empty read, or the last byte of a known length (a reader that knows the
+    // length, as the TFRecord reader does, may never ask past it).
+    const bool end = (got == 0 && n > 0) ||
+                     (in_->size() >= 0 && in_->position() == static_cast<uint64_t>(in_->size()));
+    if (end) {
       checking_ = false;
       const std::string digest = sha256_.hex_digest();
       if (digest != want_)

@@ -29,7 +29,9 @@ class ShardCacheTest : public ::testing::Test {
     root_ = testing::temp_dir();
     cache_ = testing::temp_dir() + "/cache";
     for (int s = 0; s < 4; ++s) write_shard(s, 20 + s);
-    server_.start(root_, {.access_log = true});
+    testing::NginxServerOptions options;
+    options.access_log = true;
+    server_.start(root_, options);
   }
   void write_shard(int shard, int records, uint64_t seed = 1) {
     std::mt19937_64 rng(seed * 100 + static_cast<uint64_t>(shard));
@@ -63,7 +65,7 @@ class ShardCacheTest : public ::testing::Test {
       h.update(bytes.data(), bytes.size());
       m << "train-" << s << ".tfrecord#sha256=" << h.hex_digest() << "\n";
     }
-    return "@" + remote() + "/train.manifest";
+    return std::string("@") + remote() + "/train.manifest";
   }
   std::string spec_for(const std::string& uri, bool cache) const {
     nlohmann::json s = nlohmann::json::parse(spec(""));

@@ -90,6 +90,8 @@ def test_every_example_spec_builds_from_python(dataecho_bin):
             continue  # a training config, not a pipeline
         d = de.PipelineDef.from_spec(path)
         assert d.to_spec() == spec
+        if "../out/" in json.dumps(spec["source"]):
+            continue  # data a script makes first (scripts/gcide_split.py): not here
         with d.build() as p:
             assert next(p) is not None
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "dataecho/core/allocator.h"
+#include "dataecho/spec/echo_advice.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/train/memory_pipeline.h"
 #include "dataecho/train/profile.h"
