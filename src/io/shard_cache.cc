@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "dataecho/core/error.h"
@@ -204,6 +207,38 @@ void evict(const StreamOptions& o, const std::string& keep) {
   }
 }
 
+// When this process last found each cached shard current (by its folder path and URL
+// hash): a later open within StreamOptions::cache_revalidate_s does not ask the server.
+class RecentlyChecked {
+ public:
+  static RecentlyChecked& instance() {
+    static RecentlyChecked r;
+    return r;
+  }
+  bool within(const std::string& base, double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = at_.find(base);
+    return it != at_.end() &&
+           std::chrono::steady_clock::now() - it->second < std::chrono::duration<double>(seconds);
+  }
+  void mark(const std::string& base) {
+    std::lock_guard<std::mutex> lock(mu_);
+    at_[base] = std::chrono::steady_clock::now();
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> at_;
+};
+
+// Whether the copy may be read without asking the server: checked recently and still
+// whole (another process may have evicted or replaced it since).
+bool checked_recently(const std::string& url, const std::string& base, const StreamOptions& o) {
+  return o.cache_revalidate_s > 0 &&
+         RecentlyChecked::instance().within(base, o.cache_revalidate_s) &&
+         is_current(url, base, nullptr);
+}
+
 // The local copy, read while its lock is held shared; named by its URL.
 class CachedStream : public ByteStream {
  public:
@@ -222,6 +257,17 @@ class CachedStream : public ByteStream {
   std::string url_;
 };
 
+// Opens the copy (its .lock held by the caller): marked most recently used, held shared
+// while it is read, and the folder brought within its bound.
+std::unique_ptr<ByteStream> open_copy(const std::string& url, const std::string& base,
+                                      const StreamOptions& o) {
+  ::utimensat(AT_FDCWD, (base + ".shard").c_str(), nullptr, 0);  // most recently used
+  ShardLock use(base + ".use", LOCK_SH);
+  auto local = open_local_stream(base + ".shard", o);
+  evict(o, base);
+  return std::make_unique<CachedStream>(std::move(local), use.release(), url);
+}
+
 }  // namespace
 
 std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
@@ -235,6 +281,10 @@ std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
   // One process checks and fetches a shard at a time (.lock); readers hold .use shared
   // for as long as they read, which only eviction waits for.
   ShardLock lock(base + ".lock", LOCK_EX);
+  if (checked_recently(url, base, o)) {
+    count(o, "cache_hits");
+    return open_copy(url, base, o);
+  }
   std::optional<HttpHead> head;
   try {
     head = http_head(url, without_cache(o));
@@ -246,11 +296,8 @@ std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
   } else {
     fetch(url, o, base, head ? *head : HttpHead{});
   }
-  ::utimensat(AT_FDCWD, (base + ".shard").c_str(), nullptr, 0);  // most recently used
-  ShardLock use(base + ".use", LOCK_SH);
-  auto local = open_local_stream(base + ".shard", o);
-  evict(o, base);
-  return std::make_unique<CachedStream>(std::move(local), use.release(), url);
+  if (head) RecentlyChecked::instance().mark(base);
+  return open_copy(url, base, o);
 }
 
 }  // namespace dataecho

@@ -22,10 +22,11 @@ StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
   StreamOptions o;
   o.buffer_bytes = static_cast<size_t>(
       s.get_int("buffer_bytes", static_cast<int64_t>(o.buffer_bytes), 1, int64_t{1} << 30));
-  // "cache_dir" (a folder; relative to the spec's) and "cache_max_bytes": http(s) shards
-  // kept on local disk (io/shard_cache.h).
+  // "cache_dir" (a folder; relative to the spec's), "cache_max_bytes" and
+  // "cache_revalidate_s": http(s) shards kept on local disk (io/shard_cache.h).
   if (s.has("cache_dir")) o.cache_dir = resolve_spec_path(base_dir, s.get_string("cache_dir"));
   o.cache_max_bytes = s.get_int("cache_max_bytes", 0, 0);
+  o.cache_revalidate_s = s.get_number("cache_revalidate_s", o.cache_revalidate_s, 0, 1e9);
   // "http": {"connect_timeout_s", "low_speed_time_s", "max_retries", "backoff_initial_s",
   // "backoff_max_s"} (docs/http.md); used by http(s) shards, harmless for local ones.
   if (s.has("http")) {

@@ -43,7 +43,8 @@ class ShardCacheTest : public ::testing::Test {
     }
     w.close();
   }
-  std::string spec(const std::string& base, int64_t max_bytes = 0, int retries = 8) const {
+  std::string spec(const std::string& base, int64_t max_bytes = 0, int retries = 8,
+                   double revalidate_s = -1) const {
     nlohmann::json s = {{"source",
                          {{"kind", "tfrecord"},
                           {"uri", base + "/train-{0..3}.tfrecord"},
@@ -51,6 +52,7 @@ class ShardCacheTest : public ::testing::Test {
                           {"cache_dir", cache_},
                           {"http", {{"max_retries", retries}, {"backoff_initial_s", 0.05}}}}}};
     if (max_bytes > 0) s["source"]["cache_max_bytes"] = max_bytes;
+    if (revalidate_s >= 0) s["source"]["cache_revalidate_s"] = revalidate_s;
     return s.dump();
   }
   // A manifest in the served folder listing the four shards with `#sha256=` fragments;
@@ -89,10 +91,10 @@ class ShardCacheTest : public ::testing::Test {
          {{"kind", "tfrecord"}, {"uri", root_ + "/train-{0..3}.tfrecord"}, {"raw", true}}}};
     return records(s.dump());
   }
-  // GET requests nginx logged for shard `shard`.
-  int gets(int shard) const {
+  // GET (or other `method`) requests nginx logged for shard `shard`.
+  int gets(int shard, const std::string& method = "GET") const {
     std::ifstream f(server_.access_log_path());
-    const std::string needle = "\"GET /train-" + std::to_string(shard) + ".tfrecord ";
+    const std::string needle = "\"" + method + " /train-" + std::to_string(shard) + ".tfrecord ";
     int n = 0;
     for (std::string line; std::getline(f, line);) n += line.find(needle) != std::string::npos;
     return n;
@@ -123,10 +125,21 @@ TEST_F(ShardCacheTest, AShardChangedOnTheServerIsFetchedAgain) {
   records(spec(remote()));
   write_shard(2, 25, /*seed=*/9);  // other bytes, other length: another ETag
   std::map<std::string, int64_t> c;
-  EXPECT_EQ(records(spec(remote()), &c), local());
+  // Asked at once (cache_revalidate_s 0): within the default 60 s the copy is read as is.
+  EXPECT_EQ(records(spec(remote(), 0, 8, /*revalidate_s=*/0), &c), local());
   EXPECT_EQ(c["cache_misses"], 1);
   EXPECT_EQ(c["cache_hits"], 3);
   EXPECT_EQ(gets(2), 2);
+}
+
+TEST_F(ShardCacheTest, AShardFoundCurrentRecentlyIsReadWithoutAskingTheServer) {
+  records(spec(remote()));
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(gets(s, "HEAD"), 1) << "shard " << s;
+  records(spec(remote()));  // within cache_revalidate_s (60 s): no request at all
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(gets(s, "HEAD"), 1) << "shard " << s;
+  records(spec(remote(), 0, 8, /*revalidate_s=*/0));  // 0: every open asks
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(gets(s, "HEAD"), 2) << "shard " << s;
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(gets(s), 1) << "shard " << s;
 }
 
 TEST_F(ShardCacheTest, TheLeastRecentlyUsedShardsAreEvictedUnderTheBound) {

@@ -57,6 +57,9 @@ struct StreamOptions {
   // from there after (io/shard_cache.h); "" reads over the network every time.
   std::string cache_dir;
   int64_t cache_max_bytes = 0;  // the folder's bound (least recently used go first); 0: none
+  // An open of a cached shard asks the server whether it changed (a HEAD request) unless
+  // this process found it current less than this many seconds ago; 0: on every open.
+  double cache_revalidate_s = 60;
   // Counters (bytes, requests, retries, resumed) are added to this node when given.
   std::shared_ptr<NodeStats> stats;
 };

@@ -4,8 +4,9 @@
 //
 // - Checked: a download is kept only when its length equals the server's; the server's
 //   ETag is stored beside it, and each open asks the server (a HEAD request) whether the
-//   shard changed: a new ETag or length fetches it again. When the server cannot be
-//   reached, a complete local copy is read (offline work goes on).
+//   shard changed: a new ETag or length fetches it again, unless this process found it
+//   current less than `cache_revalidate_s` ago (60 s by default; 0: every open). When
+//   the server cannot be reached, a complete local copy is read (offline work goes on).
 // - Never half a shard: a download goes to a temporary file renamed into place when it
 //   is whole; a folder's files are <hash of the URL>.shard, .meta (URL, length, ETag),
 //   .lock and .use.
