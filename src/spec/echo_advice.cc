@@ -77,6 +77,60 @@ void add_recommendations(EchoAdvice& a, const PipelineDef* def, double upstream_
   prefetch();
 }
 
+// The echo's factor and placement, and the recommendation that says them (a.r is above
+// kEchoAboveR).
+void add_echo(EchoAdvice& a, const PipelineDef* def, double upstream_ms, double downstream_ms) {
+  const bool has_stages = def != nullptr;
+  a.recommended_factor = std::min(kLargestFactorShown, std::round(a.r * 10) / 10);
+  a.factor_capped = a.r > kLargestFactorShown;
+  // Is the slowest stage at or after the batch stage?
+  bool after_batch = false;
+  bool augment_after = false;
+  if (has_stages) {
+    const auto& stages = def->stages();
+    const size_t slowest = static_cast<size_t>(a.slowest_stage_index);
+    for (size_t i = 0; i < slowest && i < stages.size(); ++i)
+      if (stages[i].op == "batch") after_batch = true;
+    // An augmentation after the slowest stage, by what its function declares
+    // (decode_augment too).
+    for (size_t i = slowest; i < stages.size(); ++i)
+      if (stages[i].op == "map" && registry().traits_of(stages[i].fn()).augmentation)
+        augment_after = true;
+    PipelineDef echo;
+    echo.echo({.factor = a.recommended_factor});
+    a.recommended_spec = def->inserting(std::min(slowest, stages.size()), echo.stages()).to_json();
+  }
+  std::string where = "right after " + a.slowest_stage;
+  if (after_batch) {
+    a.placement = where + " (batch echoing)";
+  } else if (augment_after) {
+    a.placement = where +
+                  " (example echoing before augmentation: each copy gets its own augmentation; "
+                  "a shuffle after the echo keeps copies out of the same batch)";
+  } else {
+    a.placement =
+        where + " (example echoing; a shuffle after the echo keeps copies out of the same batch)";
+  }
+  const double max_factor = std::min(kLargestFactorShown, std::ceil(a.r));
+  a.placement +=
+      "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" + num(max_factor, 0) +
+      "} there";
+  const std::string ratio =
+      "R = " + num(upstream_ms, 2) + " / " + num(downstream_ms, 2) + " ms per batch";
+  if (a.factor_capped) {
+    // Lead with the pipeline's own fixes (added above): echo cannot close this gap.
+    a.recommendations.push_back(
+        "echo alone cannot close this gap (" + ratio + " = " + num(a.r) +
+        "): the committed experiments show echo paying up to a factor of " +
+        num(kLargestFactorShown, 0) + " (" + kLargestFactorEvidence +
+        "), not beyond; fix the pipeline first, then echo with a factor of at most " +
+        num(a.recommended_factor, 0) + " " + a.placement);
+    return;
+  }
+  a.recommendations.push_back("echo with a factor of " + num(a.recommended_factor) + " (about " +
+                              ratio + ") " + a.placement);
+}
+
 }  // namespace
 
 EchoAdvice advise_echo(nlohmann::json stats, const nlohmann::json& spec, int64_t batches,
@@ -129,54 +183,7 @@ EchoAdvice advise_echo(nlohmann::json stats, const std::optional<PipelineDef>& g
     a.placement = "no echo needed: the pipeline keeps up with training (R <= 1.1)";
     return a;
   }
-  a.recommended_factor = std::min(kLargestFactorShown, std::round(a.r * 10) / 10);
-  a.factor_capped = a.r > kLargestFactorShown;
-  // Is the slowest stage at or after the batch stage?
-  bool after_batch = false;
-  bool augment_after = false;
-  if (has_stages) {
-    const auto& stages = def->stages();
-    const size_t slowest = static_cast<size_t>(a.slowest_stage_index);
-    for (size_t i = 0; i < slowest && i < stages.size(); ++i)
-      if (stages[i].op == "batch") after_batch = true;
-    // An augmentation after the slowest stage, by what its function declares
-    // (decode_augment too).
-    for (size_t i = slowest; i < stages.size(); ++i)
-      if (stages[i].op == "map" && registry().traits_of(stages[i].fn()).augmentation)
-        augment_after = true;
-    PipelineDef echo;
-    echo.echo({.factor = a.recommended_factor});
-    a.recommended_spec = def->inserting(std::min(slowest, stages.size()), echo.stages()).to_json();
-  }
-  std::string where = "right after " + a.slowest_stage;
-  if (after_batch) {
-    a.placement = where + " (batch echoing)";
-  } else if (augment_after) {
-    a.placement = where +
-                  " (example echoing before augmentation: each copy gets its own augmentation; "
-                  "a shuffle after the echo keeps copies out of the same batch)";
-  } else {
-    a.placement =
-        where + " (example echoing; a shuffle after the echo keeps copies out of the same batch)";
-  }
-  const double max_factor = std::min(kLargestFactorShown, std::ceil(a.r));
-  a.placement +=
-      "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" + num(max_factor, 0) +
-      "} there";
-  const std::string ratio =
-      "R = " + num(upstream_ms, 2) + " / " + num(downstream_ms, 2) + " ms per batch";
-  if (a.factor_capped) {
-    // Lead with the pipeline's own fixes (added above): echo cannot close this gap.
-    a.recommendations.push_back(
-        "echo alone cannot close this gap (" + ratio + " = " + num(a.r) +
-        "): the committed experiments show echo paying up to a factor of " +
-        num(kLargestFactorShown, 0) + " (" + kLargestFactorEvidence +
-        "), not beyond; fix the pipeline first, then echo with a factor of at most " +
-        num(a.recommended_factor, 0) + " " + a.placement);
-    return a;
-  }
-  a.recommendations.push_back("echo with a factor of " + num(a.recommended_factor) + " (about " +
-                              ratio + ") " + a.placement);
+  add_echo(a, def, upstream_ms, downstream_ms);
   return a;
 }
 
