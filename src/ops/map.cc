@@ -408,8 +408,11 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         --busy_;
         // Wake the consumer when it can take a few results at once (a wake-up costs
         // several microseconds on a VM) or the input has ended, or when save() waits for the
-        // workers to put their elements down.
-        if ((consumer_waiting_ && (end_seq_ >= 0 || ready_to_emit() >= wake_batch_)) || paused_)
+        // workers to put their elements down. Also when a few results are done but wait
+        // behind one still being made (a slow element): it takes those it may emit now.
+        // (ready_to_emit() >= wake_batch_ implies both of the last two.)
+        if (paused_ || (consumer_waiting_ &&
+                        (end_seq_ >= 0 || (done_.size() >= wake_batch_ && ready_to_emit() > 0))))
           consumer_cv_.notify_all();
         if (ended || err || token_->cancelled()) return;
       }
