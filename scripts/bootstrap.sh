@@ -63,7 +63,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ "${1:-}" = "--deps" ] && exit 0
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# DATAECHO_BUILD_BENCH=OFF leaves the benchmarks out (scripts/test.sh: no test runs them);
+# given each time, so that a build the test command configured gets them back here.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDATAECHO_BUILD_BENCH="${DATAECHO_BUILD_BENCH:-ON}" >/dev/null
 ninja -C build -j"$(nproc)"
 echo "bootstrap: built build/bin/dataecho"
 if [ "$INSTALL_PYTHON" = 1 ]; then
