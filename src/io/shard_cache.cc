@@ -208,7 +208,9 @@ void evict(const StreamOptions& o, const std::string& keep) {
 }
 
 // When this process last found each cached shard current (by its folder path and URL
-// hash): a later open within StreamOptions::cache_revalidate_s does not ask the server.
+// hash), and the copy's length then: a later open within
+// StreamOptions::cache_revalidate_s does not ask the server, and checks the copy by its
+// length alone (one stat: another process may have evicted or replaced it since).
 class RecentlyChecked {
  public:
   static RecentlyChecked& instance() {
@@ -216,27 +218,34 @@ class RecentlyChecked {
     return r;
   }
   bool within(const std::string& base, double seconds) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto it = at_.find(base);
-    return it != at_.end() &&
-           std::chrono::steady_clock::now() - it->second < std::chrono::duration<double>(seconds);
+    int64_t size = -1;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto it = at_.find(base);
+      if (it == at_.end() || std::chrono::steady_clock::now() - it->second.when >=
+                                 std::chrono::duration<double>(seconds))
+        return false;
+      size = it->second.size;
+    }
+    return size >= 0 && file_size_or(base + ".shard", -1) == size;
   }
   void mark(const std::string& base) {
+    const int64_t size = file_size_or(base + ".shard", -1);
     std::lock_guard<std::mutex> lock(mu_);
-    at_[base] = std::chrono::steady_clock::now();
+    at_[base] = {std::chrono::steady_clock::now(), size};
   }
 
  private:
+  struct Checked {
+    std::chrono::steady_clock::time_point when;
+    int64_t size;
+  };
   std::mutex mu_;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> at_;
+  std::unordered_map<std::string, Checked> at_;
 };
 
-// Whether the copy may be read without asking the server: checked recently and still
-// whole (another process may have evicted or replaced it since).
-bool checked_recently(const std::string& url, const std::string& base, const StreamOptions& o) {
-  return o.cache_revalidate_s > 0 &&
-         RecentlyChecked::instance().within(base, o.cache_revalidate_s) &&
-         is_current(url, base, nullptr);
+bool checked_recently(const std::string& base, const StreamOptions& o) {
+  return o.cache_revalidate_s > 0 && RecentlyChecked::instance().within(base, o.cache_revalidate_s);
 }
 
 // The local copy, read while its lock is held shared; named by its URL.
@@ -281,7 +290,7 @@ std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
   // One process checks and fetches a shard at a time (.lock); readers hold .use shared
   // for as long as they read, which only eviction waits for.
   ShardLock lock(base + ".lock", LOCK_EX);
-  if (checked_recently(url, base, o)) {
+  if (checked_recently(base, o)) {
     count(o, "cache_hits");
     return open_copy(url, base, o);
   }
