@@ -5,7 +5,10 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+
+#include <zlib.h>
 
 #include "dataecho/core/example_json.h"
 #include "dataecho/spec/build.h"
@@ -123,6 +126,28 @@ void expect_save_restore_identical(const std::string& json_text,
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(got[i], want[i]) << "element " << (k + static_cast<int64_t>(i));
   }
+}
+
+std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  gz_header h{};
+  unsigned char extra[] = {'R', 'A', 6, 0, 1, 0, 0, 0x10, 1, 0};
+  if (dictzip) {
+    h.extra = extra;
+    h.extra_len = sizeof(extra);
+    EXPECT_EQ(deflateSetHeader(&z, &h), Z_OK);
+  }
+  std::string out(deflateBound(&z, bytes.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  std::ofstream(path, std::ios::binary) << out;
+  return path;
 }
 
 }  // namespace dataecho::testing

@@ -30,6 +30,10 @@ std::string error_of(const std::function<void()>& fn);
 // A fresh temporary directory, removed at exit of the test program.
 std::string temp_dir();
 
+// Writes `bytes` gzip-compressed to `path` (with an FEXTRA field "RA", as dictzip
+// writes its chunk index, when `dictzip`); returns `path`.
+std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip = false);
+
 // Saves after k elements, restores into a fresh pipeline from the same spec, and checks
 // that the rest equals an uninterrupted run. Returns the uninterrupted run.
 void expect_save_restore_identical(const std::string& json_text,

@@ -2,8 +2,6 @@
 // a dictzip-style header, ids, shards, save/restore and bad input.
 #include "dataecho/formats/text.h"
 
-#include <zlib.h>
-
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -18,28 +16,6 @@ namespace {
 std::string write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
-}
-
-// gzip with an FEXTRA field ("RA", as dictzip writes its chunk index) when `dictzip`.
-std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  gz_header h{};
-  unsigned char extra[] = {'R', 'A', 6, 0, 1, 0, 0, 0x10, 1, 0};
-  if (dictzip) {
-    h.extra = extra;
-    h.extra_len = sizeof(extra);
-    EXPECT_EQ(deflateSetHeader(&z, &h), Z_OK);
-  }
-  std::string out(deflateBound(&z, bytes.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return write_file(path, out);
 }
 
 std::vector<std::string> texts(const std::vector<Example>& v, const std::string& field = "text") {

@@ -1,7 +1,6 @@
 // convert_dataset with text input: lines, documents and JSON Lines (plain and gzip) to
 // TFRecord and tar shards, read back by the tfrecord and tar sources exactly as the text
 // source reads the input; determinism; errors naming the file and line.
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,24 +18,11 @@ namespace fs = std::filesystem;
 using testing::error_of;
 using testing::run;
 using testing::temp_dir;
+using testing::write_gzip;
 
 std::string write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
-}
-
-std::string write_gzip(const std::string& path, const std::string& bytes) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, bytes.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return write_file(path, out);
 }
 
 std::string read_file(const std::string& path) {
