@@ -42,7 +42,7 @@ TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz image_decode_fuzz
 cmake -S "$ROOT" -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$CXX" \
   -DCMAKE_CXX_FLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DDATAECHO_BUILD_FUZZ=ON -DDATAECHO_BUILD_TESTS=OFF -DDATAECHO_BUILD_BENCH=OFF -DDATAECHO_BUILD_CLI=OFF \
+  -DDATAECHO_UNITY_LAYERS=ON -DDATAECHO_BUILD_FUZZ=ON -DDATAECHO_BUILD_TESTS=OFF -DDATAECHO_BUILD_BENCH=OFF -DDATAECHO_BUILD_CLI=OFF \
   -DDATAECHO_BUILD_TRAINER=OFF -DDATAECHO_BUILD_PYTHON=OFF >/dev/null
 ninja -C "$OUT" -j"$JOBS" "${TARGETS[@]}"
 BIN="$OUT/bin"

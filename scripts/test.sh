@@ -87,9 +87,12 @@ step "release: all tests" ctest_retry --test-dir build --output-on-failure -j"$J
 
 # -g1 (line tables): the sanitizers' reports still name each frame's function, file and
 # line, and a file compiles in about 17% less CPU than with -g (measured 2026-12-02 on
-# src/spec/pipeline_def.cc under ASan+UBSan at -O0).
+# src/spec/pipeline_def.cc under ASan+UBSan at -O0). The layer libraries compile as
+# unity batches (DATAECHO_UNITY_LAYERS): under ASan 57 s of wall time on 2 cores against
+# 208 s file by file (measured 2026-12-02).
 sanitizer_build() {  # sanitizer_build DIR SANITIZER
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DDATAECHO_SANITIZE="$2" \
+    -DDATAECHO_UNITY_LAYERS=ON \
     -DDATAECHO_BUILD_TRAINER=OFF -DDATAECHO_BUILD_CLI=OFF -DDATAECHO_BUILD_BENCH=OFF -DDATAECHO_BUILD_PYTHON=OFF >/dev/null &&
     ninja -C "$1" -j"$JOBS"
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/core/error.h"
 
 namespace dataecho {
@@ -417,7 +418,7 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
   t->added_s = static_cast<double>(clock_->now_ns() - start_ns_) / 1e9;
   stats->set_value(knob->param(), static_cast<double>(knob->value()));
   knobs_.push_back(std::move(t));
-  if (first && own_thread_) thread_ = std::thread([this] { run(); });
+  if (first && own_thread_) thread_ = start_engine_thread([this] { run(); });
 }
 
 void Tuner::begin() {

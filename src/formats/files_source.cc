@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bad_records.h"
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/formats/files.h"
 
 namespace dataecho {
@@ -119,7 +120,8 @@ class ParallelReads {
     registration_ = token->on_cancel([this] { stop(); });
     const uint64_t threads =
         std::min<uint64_t>(static_cast<uint64_t>(sh_->reads_in_flight), end - from);
-    for (uint64_t t = 0; t < threads; ++t) threads_.emplace_back([this] { run(); });
+    for (uint64_t t = 0; t < threads; ++t)
+      threads_.push_back(start_engine_thread([this] { run(); }));
   }
   ~ParallelReads() {
     registration_.reset();

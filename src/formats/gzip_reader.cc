@@ -7,12 +7,12 @@
 namespace dataecho {
 
 namespace {
-constexpr size_t kChunk = 256 << 10;
+constexpr size_t kGzipChunk = 256 << 10;
 }
 
 GzipSniffingReader::GzipSniffingReader(std::unique_ptr<ByteStream> stream)
     : stream_(std::move(stream)) {
-  in_.reserve(kChunk);
+  in_.reserve(kGzipChunk);
   fill();
   gzip_ = in_.size() >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
   if (gzip_) {
@@ -28,8 +28,8 @@ GzipSniffingReader::~GzipSniffingReader() {
 }
 
 bool GzipSniffingReader::fill() {
-  in_.resize(kChunk);
-  size_t got = stream_->read_fully(in_.data(), kChunk);
+  in_.resize(kGzipChunk);
+  size_t got = stream_->read_fully(in_.data(), kGzipChunk);
   in_.resize(got);
   in_pos_ = 0;
   return got > 0;

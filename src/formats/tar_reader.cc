@@ -9,7 +9,7 @@
 namespace dataecho {
 namespace {
 
-constexpr size_t kChunk = 256 << 10;
+constexpr size_t kTarChunk = 256 << 10;
 constexpr int64_t kPreallocateLimit = 64 << 20;  // larger entries grow as they arrive
 
 la_ssize_t read_trampoline(struct archive*, void* client, const void** buffer) {
@@ -19,7 +19,7 @@ la_ssize_t read_trampoline(struct archive*, void* client, const void** buffer) {
 }  // namespace
 
 TarReader::TarReader(std::unique_ptr<ByteStream> stream)
-    : stream_(std::move(stream)), chunk_(kChunk) {
+    : stream_(std::move(stream)), chunk_(kTarChunk) {
   base_ = stream_->position();
   open();
 }
@@ -144,8 +144,8 @@ bool TarReader::read_entry() {
       std::string bytes;
       for (;;) {
         size_t old = bytes.size();
-        bytes.resize(old + kChunk);
-        la_ssize_t n = archive_read_data(archive_, bytes.data() + old, kChunk);
+        bytes.resize(old + kTarChunk);
+        la_ssize_t n = archive_read_data(archive_, bytes.data() + old, kTarChunk);
         if (n < 0) return fail(("cannot read the data of '" + name + "'").c_str(), header);
         bytes.resize(old + static_cast<size_t>(n));
         if (n == 0) break;

@@ -55,7 +55,7 @@ bool valid_utf8(std::string_view s, size_t* error_at) {
 
 namespace {
 
-constexpr size_t kChunk = 256 << 10;
+constexpr size_t kTextChunk = 256 << 10;
 
 // The records of one stream, split by a separator. A record longer than `max` is
 // reported as kTooLong and skipped without being held.
@@ -120,8 +120,8 @@ class RecordReader {
       end_ -= begin_;
       begin_ = 0;
     }
-    if (buf_.size() < end_ + kChunk) buf_.resize(end_ + kChunk);
-    const size_t got = in_->read(buf_.data() + end_, kChunk);
+    if (buf_.size() < end_ + kTextChunk) buf_.resize(end_ + kTextChunk);
+    const size_t got = in_->read(buf_.data() + end_, kTextChunk);
     end_ += got;
     eof_ = got == 0;
   }
@@ -293,9 +293,9 @@ class TextFileDataset : public FileDatasetBase<TextOptions> {
       } else {
         auto gz = std::make_unique<GzipSniffingReader>(std::move(stream));
         compressed_ = gz->compressed();
-        std::vector<char> scratch(offset_ > 0 ? kChunk : 0);
+        std::vector<char> scratch(offset_ > 0 ? kTextChunk : 0);
         for (uint64_t left = offset_; left > 0;) {
-          const size_t got = gz->read(scratch.data(), std::min<uint64_t>(left, kChunk));
+          const size_t got = gz->read(scratch.data(), std::min<uint64_t>(left, kTextChunk));
           if (got == 0)
             throw_error(ErrorCode::kDataLoss, label(),
                         "the file changed since the state was saved (it ends before byte " +

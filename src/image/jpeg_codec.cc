@@ -26,8 +26,6 @@
 namespace dataecho {
 namespace {
 
-constexpr const char* kDecode = "decode_image";
-
 // A TurboJPEG handle. Decompression takes a fresh one per image: libjpeg keeps the
 // quantization and Huffman tables of the last image in its decompressor (for abbreviated
 // datastreams), so a JPEG that lacks its tables decoded on a reused handle with the
@@ -55,14 +53,14 @@ int stored_channels(int tj_colorspace) { return tj_colorspace == TJCS_GRAY ? 1 :
 
 int output_channels(const DecodeOptions& o, int stored) {
   if (o.channels != 0 && o.channels != 1 && o.channels != 3)
-    throw_error(ErrorCode::kInvalidArgument, kDecode,
+    throw_error(ErrorCode::kInvalidArgument, kDecodeImageStage,
                 "channels must be 0, 1 or 3, got " + std::to_string(o.channels));
   return o.channels == 0 ? stored : o.channels;
 }
 
 void check_size(int width, int height, const DecodeOptions& o, const char* what) {
   if (width <= 0 || height <= 0 || static_cast<int64_t>(width) * height > o.max_pixels)
-    throw_error(ErrorCode::kDataLoss, kDecode,
+    throw_error(ErrorCode::kDataLoss, kDecodeImageStage,
                 std::string(what) + " header gives a size of " + std::to_string(width) + "x" +
                     std::to_string(height) + " (limit " + std::to_string(o.max_pixels) +
                     " pixels)");
@@ -77,7 +75,7 @@ JpegHeader read_jpeg_header(tjhandle h, std::string_view bytes) {
   int subsamp = 0;
   if (tjDecompressHeader3(h, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
                           &hdr.width, &hdr.height, &subsamp, &hdr.colorspace) != 0) {
-    throw_error(ErrorCode::kDataLoss, kDecode,
+    throw_error(ErrorCode::kDataLoss, kDecodeImageStage,
                 std::string("bad JPEG header: ") + tjGetErrorStr2(h) + " (" +
                     std::to_string(bytes.size()) + " bytes)");
   }
@@ -85,7 +83,7 @@ JpegHeader read_jpeg_header(tjhandle h, std::string_view bytes) {
 }
 
 tjhandle checked(const TjHandle& handle) {
-  if (!handle.h) throw_error(ErrorCode::kInternal, kDecode, "tjInitDecompress failed");
+  if (!handle.h) throw_error(ErrorCode::kInternal, kDecodeImageStage, "tjInitDecompress failed");
   return handle.h;
 }
 
@@ -357,7 +355,8 @@ int read_rows_c(jpeg_decompress_struct* cinfo, ErrorManager* err, unsigned char*
 }
 
 [[noreturn]] void corrupt(const ErrorManager& err) {
-  throw_error(ErrorCode::kDataLoss, kDecode, std::string("corrupt JPEG data: ") + err.message);
+  throw_error(ErrorCode::kDataLoss, kDecodeImageStage,
+              std::string("corrupt JPEG data: ") + err.message);
 }
 
 }  // namespace
@@ -389,7 +388,7 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
   s.fast_huffman = options.fast_huffman;
   if (read_header_c(&s.cinfo, &s.err, reinterpret_cast<const unsigned char*>(bytes.data()),
                     bytes.size()) != 0)
-    throw_error(ErrorCode::kDataLoss, kDecode,
+    throw_error(ErrorCode::kDataLoss, kDecodeImageStage,
                 std::string("bad JPEG header: ") + s.err.message + " (" +
                     std::to_string(bytes.size()) + " bytes)");
   ImageInfo info;
@@ -398,7 +397,7 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
   info.height = static_cast<int>(s.cinfo.image_height);
   check_size(info.width, info.height, options, "JPEG");
   if (s.cinfo.jpeg_color_space == JCS_CMYK || s.cinfo.jpeg_color_space == JCS_YCCK)
-    throw_error(ErrorCode::kDataLoss, kDecode, "CMYK/YCCK JPEGs are not supported");
+    throw_error(ErrorCode::kDataLoss, kDecodeImageStage, "CMYK/YCCK JPEGs are not supported");
   info.channels = s.cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
   s.out_channels = output_channels(options, info.channels);
   s.configure();
@@ -414,9 +413,10 @@ ImageInfo JpegRegionDecoder::read_header(std::string_view bytes, const DecodeOpt
 std::pair<int, int> JpegRegionDecoder::scale_down(int denom) {
   State& s = *s_;
   if (!s.header_ok)
-    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::scale_down before read_header");
+    throw_error(ErrorCode::kInternal, kDecodeImageStage,
+                "JpegRegionDecoder::scale_down before read_header");
   if (denom != 1 && denom != 2 && denom != 4 && denom != 8)
-    throw_error(ErrorCode::kInvalidArgument, kDecode,
+    throw_error(ErrorCode::kInvalidArgument, kDecodeImageStage,
                 "scale_down takes 1, 2, 4 or 8, got " + std::to_string(denom));
   if (scale_c(&s.cinfo, &s.err, denom) != 0) {
     s.header_ok = false;
@@ -431,11 +431,12 @@ std::pair<int, int> JpegRegionDecoder::scale_down(int denom) {
 DecodedRegion JpegRegionDecoder::start(int y, int x, int height, int width) {
   State& s = *s_;
   if (!s.header_ok)
-    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::start before read_header");
+    throw_error(ErrorCode::kInternal, kDecodeImageStage,
+                "JpegRegionDecoder::start before read_header");
   s.header_ok = false;
   const int iw = s.out_width, ih = s.out_height;
   if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > ih || x + width > iw)
-    throw_error(ErrorCode::kInvalidArgument, kDecode,
+    throw_error(ErrorCode::kInvalidArgument, kDecodeImageStage,
                 "region " + std::to_string(width) + "x" + std::to_string(height) + "+" +
                     std::to_string(x) + "+" + std::to_string(y) + " is outside the " +
                     std::to_string(iw) + "x" + std::to_string(ih) + " image");
@@ -479,7 +480,8 @@ int JpegRegionDecoder::read_rows(uint8_t* out, int64_t stride, int max_rows) {
   State& s = *s_;
   if (s.done) return 0;
   if (!s.started)
-    throw_error(ErrorCode::kInternal, kDecode, "JpegRegionDecoder::read_rows without start");
+    throw_error(ErrorCode::kInternal, kDecodeImageStage,
+                "JpegRegionDecoder::read_rows without start");
   const int rows = std::min(max_rows, s.rows_left);
   if (rows <= 0) return 0;
   int done = 0;

@@ -9,21 +9,19 @@
 namespace dataecho {
 namespace {
 
-constexpr const char* kDecode = "decode_image";
-
 struct CtxDeleter {
   void operator()(spng_ctx* c) const { spng_ctx_free(c); }
 };
 using Ctx = std::unique_ptr<spng_ctx, CtxDeleter>;
 
 [[noreturn]] void png_fail(const char* what, int rc) {
-  throw_error(ErrorCode::kDataLoss, kDecode,
+  throw_error(ErrorCode::kDataLoss, kDecodeImageStage,
               std::string("bad PNG: ") + what + ": " + spng_strerror(rc));
 }
 
 Ctx open_png(std::string_view bytes, const DecodeOptions& options, spng_ihdr& ihdr) {
   Ctx ctx(spng_ctx_new(0));
-  if (!ctx) throw_error(ErrorCode::kInternal, kDecode, "spng_ctx_new failed");
+  if (!ctx) throw_error(ErrorCode::kInternal, kDecodeImageStage, "spng_ctx_new failed");
   // Refuse oversized images and chunks before anything is allocated for them.
   spng_set_image_limits(ctx.get(), 1u << 24, 1u << 24);
   spng_set_chunk_limits(ctx.get(), 1u << 26, 1u << 26);
@@ -32,7 +30,7 @@ Ctx open_png(std::string_view bytes, const DecodeOptions& options, spng_ihdr& ih
   rc = spng_get_ihdr(ctx.get(), &ihdr);
   if (rc) png_fail("header", rc);
   if (static_cast<int64_t>(ihdr.width) * ihdr.height > options.max_pixels)
-    throw_error(ErrorCode::kDataLoss, kDecode,
+    throw_error(ErrorCode::kDataLoss, kDecodeImageStage,
                 "PNG header gives a size of " + std::to_string(ihdr.width) + "x" +
                     std::to_string(ihdr.height) + " (limit " + std::to_string(options.max_pixels) +
                     " pixels)");
@@ -48,7 +46,7 @@ bool is_grey(const spng_ihdr& h) {
 
 Tensor decode_png(std::string_view bytes, const DecodeOptions& options) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
-    throw_error(ErrorCode::kInvalidArgument, kDecode,
+    throw_error(ErrorCode::kInvalidArgument, kDecodeImageStage,
                 "channels must be 0, 1 or 3, got " + std::to_string(options.channels));
   spng_ihdr ihdr{};
   Ctx ctx = open_png(bytes, options, ihdr);

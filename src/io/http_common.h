@@ -10,6 +10,9 @@
 
 namespace dataecho::http {
 
+// The stage every HTTP error names.
+inline constexpr const char* kStage = "http";
+
 // SSL_CERT_FILE, else CURL_CA_BUNDLE (as the curl tool reads them), else "".
 std::string env_ca_file();
 

@@ -1,11 +1,11 @@
 #include "http_connections.h"
 
 #include "dataecho/core/error.h"
+#include "http_common.h"
 
 namespace dataecho::http {
 namespace {
 
-constexpr const char* kStage = "http";
 constexpr size_t kMaxIdleHandles = 64;
 
 }  // namespace

@@ -4,11 +4,10 @@
 #include <cmath>
 
 #include "dataecho/core/error.h"
+#include "http_common.h"
 
 namespace dataecho::http {
 namespace {
-
-constexpr const char* kStage = "http";
 
 bool is_transient(CURLcode code) {
   switch (code) {

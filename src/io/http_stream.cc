@@ -41,6 +41,7 @@
 #include <random>
 #include <thread>
 
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/core/error.h"
 #include "http_common.h"
 #include "http_connections.h"
@@ -55,8 +56,6 @@ using http::ensure_curl_initialized;
 using http::env_ca_file;
 using http::handle_pool;
 using http::origin_of;
-
-constexpr const char* kStage = "http";
 
 // A byte ring of fixed capacity. Not thread-safe (guarded by the stream's mutex).
 class RingBuffer {
@@ -132,7 +131,7 @@ class HttpStream final : public ByteStream {
       c_range_ignored_ = &options_.stats->counter("http_range_ignored");
     }
     if (!is_https() && !options_.plain_http_credentials && carries_credentials()) {
-      throw Error(ErrorCode::kInvalidArgument, kStage,
+      throw Error(ErrorCode::kInvalidArgument, http::kStage,
                   "refusing to send credentials (an Authorization header or user:password in "
                   "the URL) over plain http: use https, or set "
                   "\"http\": {\"plain_http_credentials\": true}",
@@ -186,7 +185,7 @@ class HttpStream final : public ByteStream {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (size_ >= 0 && offset > static_cast<uint64_t>(size_)) {
-        throw Error(ErrorCode::kOutOfRange, kStage,
+        throw Error(ErrorCode::kOutOfRange, http::kStage,
                     "seek to byte " + std::to_string(offset) + " past the end (" +
                         std::to_string(size_) + " bytes)",
                     url_);
@@ -251,7 +250,7 @@ class HttpStream final : public ByteStream {
     wakeup_sent_ = false;
     next_offset_ = offset;
     transfer_start_ = offset;
-    thread_ = std::thread([this] { run(); });
+    thread_ = start_engine_thread([this] { run(); });
   }
 
   void stop_transfer() {
@@ -443,11 +442,11 @@ class HttpStream final : public ByteStream {
         total = whole;
       } else if (std::sscanf(a.content_range.c_str(), "bytes %llu-%llu/%c", &first, &last, &star) <
                  2) {
-        throw Error(ErrorCode::kDataLoss, kStage,
+        throw Error(ErrorCode::kDataLoss, http::kStage,
                     "206 response with a bad Content-Range '" + a.content_range + "'", url_);
       }
       if (first != a.offset) {
-        throw Error(ErrorCode::kDataLoss, kStage,
+        throw Error(ErrorCode::kDataLoss, http::kStage,
                     "asked for bytes " + std::to_string(a.offset) + "- and got Content-Range '" +
                         a.content_range + "'",
                     url_);
@@ -459,13 +458,13 @@ class HttpStream final : public ByteStream {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (size_ >= 0 && total >= 0 && total != size_) {
-      throw Error(ErrorCode::kDataLoss, kStage,
+      throw Error(ErrorCode::kDataLoss, http::kStage,
                   "changed size on the server during the read (" + std::to_string(size_) +
                       " bytes, now " + std::to_string(total) + ")",
                   url_);
     }
     if (!etag_.empty() && !a.etag.empty() && a.etag != etag_) {
-      throw Error(ErrorCode::kDataLoss, kStage,
+      throw Error(ErrorCode::kDataLoss, http::kStage,
                   "changed on the server during the read (ETag " + etag_ + ", now " + a.etag + ")",
                   url_);
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/cpu_affinity.h"
 #include "worker_pause.h"
 
 namespace dataecho {
@@ -56,7 +57,7 @@ BackgroundPuller::Take BackgroundPuller::take(std::optional<Example>& out, bool 
   if (!worker_running_ && !input_done_) {
     if (worker_.joinable()) worker_.join();  // it ended before a restore() rewound the input
     worker_running_ = true;
-    worker_ = std::thread([this] { run(); });
+    worker_ = start_engine_thread([this] { run(); });
   }
   if (wait && queue_.empty() && !input_done_ && !token_->cancelled()) {
     consumer_waiting_ = true;

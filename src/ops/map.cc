@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/core/tuner.h"
 #include "map_and_batch.h"
 #include "map_claim.h"
@@ -154,7 +155,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
           if (running_ > 0 && !input_done_) {
             for (int i = static_cast<int>(workers_.size()); i < active_; ++i) {
               ++running_;
-              workers_.emplace_back([this, i] { run(i); });
+              workers_.push_back(start_engine_thread([this, i] { run(i); }));
             }
           }
           park_cv_.notify_all();
@@ -270,7 +271,8 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       for (auto& t : workers_) t.join();
       workers_.clear();
       running_ = active_;
-      for (int i = 0; i < active_; ++i) workers_.emplace_back([this, i] { run(i); });
+      for (int i = 0; i < active_; ++i)
+        workers_.push_back(start_engine_thread([this, i] { run(i); }));
     }
 
     // With the lock held (or in the constructor): `p` workers take input; the buffer

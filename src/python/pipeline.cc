@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/formats/crc32c.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
@@ -126,7 +127,7 @@ PyPipeline::PyPipeline(std::unique_ptr<Pipeline> p, std::vector<int64_t> callabl
     : pipeline_(std::move(p)), hand_out_(std::move(hand_out)) {
   for (int64_t id : callable_ids)
     if (auto c = find_callable(id)) callables_.push_back(std::move(c));
-  worker_ = std::thread([this] { work(); });
+  worker_ = start_engine_thread([this] { work(); });
 }
 
 PyPipeline::~PyPipeline() {

@@ -15,12 +15,6 @@
 namespace dataecho {
 namespace {
 
-std::string describe(const nlohmann::json& j) {
-  std::string s = j.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return std::string(j.type_name()) + " " + s;
-}
-
 const std::string kRange = "[1, 1000000]";
 // What "factor" accepts, and the options only its string modes take.
 const std::string kFactors = "a number in " + kRange + ", \"adaptive\" or \"auto\"";
@@ -44,12 +38,12 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     o.buffer_bytes = s.get_int("buffer_bytes", o.buffer_bytes, 0, int64_t{1} << 40);
   } else {
     if (!factor->is_number()) {
-      throw_spec_error(fpath, "expected " + kFactors + ", got " + describe(*factor));
+      throw_spec_error(fpath, "expected " + kFactors + ", got " + describe_json(*factor));
     }
     double f = factor->get<double>();
     if (!std::isfinite(f) || f < 1 || f > kMaxEchoFactor) {
       throw_spec_error(fpath, "expected a number in " + kRange + " (1 repeats nothing), got " +
-                                  describe(*factor));
+                                  describe_json(*factor));
     }
     o.factor = f;
     if (s.has("max_factor")) {

@@ -10,12 +10,6 @@ const nlohmann::json& empty_object() {
   return e;
 }
 
-std::string describe(const nlohmann::json& j) {
-  std::string s = j.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return std::string(j.type_name()) + " " + s;
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + ("\"" + x + "\"");
@@ -24,18 +18,25 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
+std::string describe_json(const nlohmann::json& j) {
+  std::string s = j.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return std::string(j.type_name()) + " " + s;
+}
+
 void throw_spec_error(const std::string& path, const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, "spec", path + ": " + message);
 }
 
 SpecObject::SpecObject(const nlohmann::json& json, std::string path)
     : json_(json), path_(std::move(path)) {
-  if (!json_.is_object()) throw_spec_error(path_, "expected an object, got " + describe(json_));
+  if (!json_.is_object())
+    throw_spec_error(path_, "expected an object, got " + describe_json(json_));
 }
 
 void SpecObject::fail(const std::string& key, const std::string& expected,
                       const nlohmann::json& got) const {
-  throw_spec_error(field_path(key), "expected " + expected + ", got " + describe(got));
+  throw_spec_error(field_path(key), "expected " + expected + ", got " + describe_json(got));
 }
 
 const nlohmann::json* SpecObject::raw(const std::string& key) {
@@ -125,7 +126,7 @@ std::vector<std::string> SpecObject::get_strings(const std::string& key) {
     for (size_t i = 0; i < j->size(); ++i) {
       if (!(*j)[i].is_string())
         throw_spec_error(field_path(key) + "[" + std::to_string(i) + "]",
-                         "expected a string, got " + describe((*j)[i]));
+                         "expected a string, got " + describe_json((*j)[i]));
       out.push_back((*j)[i].get<std::string>());
     }
   } else {

@@ -146,6 +146,7 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     c.max_steps = top.get_int("max_steps", 0);
     c.max_seconds = top.get_number("max_seconds", 0.0);
     c.threads = static_cast<int>(top.get_int("threads", c.threads));
+    c.cpu_split = static_cast<int>(top.get_int("cpu_split", c.cpu_split));
     c.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0));
     c.out = top.get_string("out", c.out);  // relative to the current directory, as --out
     c.eval_every = top.get_int("eval_every", c.eval_every);
@@ -228,6 +229,7 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   j["max_steps"] = c.max_steps;
   j["max_seconds"] = c.max_seconds;
   j["threads"] = c.threads;
+  j["cpu_split"] = c.cpu_split;
   j["seed"] = c.seed;
   j["out"] = c.out;
   j["eval_every"] = c.eval_every;
@@ -319,6 +321,8 @@ void validate_train_config(const TrainConfig& c) {
     config_error("max_seconds must be >= 0 (0: no limit), got " + num(c.max_seconds));
   if (c.threads < 1 || c.threads > 1024)
     config_error("threads must be in [1, 1024], got " + std::to_string(c.threads));
+  if (c.cpu_split < 0 || c.cpu_split > 1024)
+    config_error("cpu_split must be in [0, 1024] (0: off), got " + std::to_string(c.cpu_split));
   if (c.eval_every_fresh < 0)
     config_error("eval_every_fresh must be >= 0 (0: off), got " +
                  std::to_string(c.eval_every_fresh));

@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/core/process_memory.h"
 #include "dataecho/core/redact.h"
 #include "dataecho/core/rng.h"
@@ -128,6 +130,33 @@ struct HeldOut {
   int64_t examples = 0;
 };
 
+// TrainConfig::cpu_split for one run: this thread (the train step, and LibTorch's
+// threads it starts) on the first N CPUs, the engine's threads started from now on
+// (the run builds its pipelines after this) on the rest; both undone at the end.
+class CpuSplit {
+ public:
+  explicit CpuSplit(int n) {
+    if (n == 0) return;
+    before_ = allowed_cpus();
+    std::tie(train, pipeline) = split_cpus(before_, n);
+    if (!pin_current_thread(train))
+      throw_error(ErrorCode::kInternal, "cpu split",
+                  "sched_setaffinity refused the train step's CPUs");
+    set_engine_cpus(pipeline);
+  }
+  ~CpuSplit() {
+    if (before_.empty()) return;
+    set_engine_cpus({});
+    pin_current_thread(before_);
+  }
+  CpuSplit(const CpuSplit&) = delete;
+  CpuSplit& operator=(const CpuSplit&) = delete;
+  std::vector<int> train, pipeline;
+
+ private:
+  std::vector<int> before_;
+};
+
 // One run of Trainer::run(), in named phases: prepare (everything that can be refused,
 // before the first step), the loop (step, evaluate, checkpoint, report), and finish
 // (snapshot evaluation, test set, summary).
@@ -152,6 +181,9 @@ class TrainRun {
         progress_(lead_ ? c.progress : "off", c.progress_seconds) {}
 
   TrainResult run() {
+    CpuSplit split(c_.cpu_split);  // before the pipelines' threads start
+    r_.train_cpus = split.train;
+    r_.pipeline_cpus = split.pipeline;
     read_checkpoint_state();
     load_held_out_sets();
     start_training_pipeline();

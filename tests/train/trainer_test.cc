@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "dataecho/core/allocator.h"
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/spec/echo_advice.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/train/memory_pipeline.h"
@@ -396,6 +397,32 @@ TEST_F(TrainerTest, SameSeedGivesIdenticalLossesWithOneThread) {
   ASSERT_EQ(a.size(), 60u);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, other);
+}
+
+TEST_F(TrainerTest, CpuSplitPinsTheRunAndIsUndoneAfterIt) {
+  std::vector<int> all = allowed_cpus();
+  if (all.size() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  auto run = [&](int split, const std::string& out) {
+    TrainConfig c = fashion_config(1000, 0, epochs_stages(500, 32), 3);
+    c.max_steps = 30;
+    c.eval_every = 0;
+    c.cpu_split = split;
+    c.out = out;
+    return Trainer(c).run();
+  };
+  std::string dir = dataecho::testing::temp_dir();
+  TrainResult plain = run(0, dir + "/plain"), split = run(1, dir + "/split");
+  EXPECT_EQ(split.losses, plain.losses) << "the split changes where, not what";
+  EXPECT_EQ(split.train_cpus, (std::vector<int>{all.front()}));
+  EXPECT_EQ(split.pipeline_cpus, std::vector<int>(all.begin() + 1, all.end()));
+  EXPECT_EQ(allowed_cpus(), all) << "the thread's CPUs are restored";
+  EXPECT_TRUE(engine_cpus().empty()) << "and the engine's set cleared";
+  json summary = json::parse(std::ifstream(dir + "/split/summary.json"));
+  EXPECT_EQ(summary["cpu_split"]["train"], json(split.train_cpus));
+  EXPECT_EQ(summary["cpu_split"]["pipeline"], json(split.pipeline_cpus));
+  EXPECT_FALSE(json::parse(std::ifstream(dir + "/plain/summary.json")).contains("cpu_split"));
+  EXPECT_CONTAINS(dataecho::testing::error_of([&] { run(static_cast<int>(all.size()), ""); }),
+                  ("--cpu-split " + std::to_string(all.size()) + " needs between 1 and"));
 }
 
 TEST_F(TrainerTest, BadConfigsFailBeforeTrainingWithAClearMessage) {

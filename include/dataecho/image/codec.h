@@ -19,6 +19,9 @@
 
 namespace dataecho {
 
+// The stage a decoding error names (Error::stage()).
+inline constexpr const char* kDecodeImageStage = "decode_image";
+
 enum class ImageFormat { kUnknown, kJpeg, kPng };
 const char* image_format_name(ImageFormat format);  // "jpeg", "png", "unknown"
 

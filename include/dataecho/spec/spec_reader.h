@@ -17,6 +17,8 @@
 namespace dataecho {
 
 [[noreturn]] void throw_spec_error(const std::string& path, const std::string& message);
+// What a spec error says it got: the JSON type and up to 60 characters of the value.
+std::string describe_json(const nlohmann::json& j);
 
 class SpecObject {
  public:

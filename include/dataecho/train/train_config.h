@@ -123,6 +123,10 @@ struct TrainConfig {
   double max_seconds = 0;
 
   int threads = 1;  // LibTorch intra-op threads (Debian's LibTorch uses 1 unless told)
+  // The CPU split (0: off): the train step runs on the first `cpu_split` CPUs the process
+  // may use and the pipeline's threads on the rest (core/cpu_affinity.h), so that decoding
+  // does not slow the step down, as on an accelerator. docs/train.md.
+  int cpu_split = 0;
   uint64_t seed = 0;
   std::string out;           // output directory ("" = write nothing)
   int64_t eval_every = 100;  // steps between evaluations; 0 = only at the end

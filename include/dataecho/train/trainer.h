@@ -74,6 +74,8 @@ struct TrainResult {
   // The process's peak resident memory during the run, in MiB (Linux: VmHWM, reset at
   // the run's start; where it cannot be reset, the peak since the process started).
   std::optional<double> peak_rss_mib;
+  // With TrainConfig::cpu_split: the CPUs of the train step and of the pipeline's threads.
+  std::vector<int> train_cpus, pipeline_cpus;
   double snapshot_seconds = 0;  // "snapshots" mode: copying weights (on the clock)
   std::string eval_mode;
   double train_seconds = 0;    // start-up + wait + compute + bookkeeping

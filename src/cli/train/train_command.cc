@@ -127,6 +127,9 @@ void bind_config_flags(ConfigFlags& f) {
   f.bind<double>("--max-seconds", "budget: training seconds (0: none)",
                  DATAECHO_FIELD(max_seconds));
   f.bind<int>("--threads", "LibTorch threads (default 1)", DATAECHO_FIELD(threads));
+  f.bind<int>("--cpu-split",
+              "the train step on the first N CPUs, the pipeline's threads on the rest (0: off)",
+              DATAECHO_FIELD(cpu_split));
   f.bind<uint64_t>("--seed", "seed of the model and, unless 0, of the training pipeline",
                    DATAECHO_FIELD(seed));
   f.bind<int64_t>("--eval-every", "steps between evaluations (default 100; 0: at the end)",
