@@ -15,6 +15,10 @@
 #       sweep's tuned rates (so after the sweep). Resumable like the sweep, as long as
 #       the calibration lands on the same bandwidth (it is kept in calibration.txt and
 #       reused; delete that file to calibrate again).
+#   CPU_SPLIT=1 experiments/protocol/run.sh network R [flags]
+#       the same with the train step on a core of its own and the pipeline's threads on
+#       the other (`dataecho train --cpu-split 1`), calibration included, in
+#       network-split-rR/ (docs/protocol.md change 10).
 #   experiments/protocol/run.sh demo
 #       the README's main job (scripts/demo.sh runs it with PROTOCOL_OUT=out/demo): the
 #       network runs in small, one seed, at R about 5 (DEMO_R): calibrated as above, then
@@ -79,6 +83,9 @@ render_train() {
 DRY=0
 [[ "$PART" == demo && "${1:-}" == --dry-run ]] && DRY=1
 DEMO_TARGET="${DEMO_TARGET:-0.89}"
+# The train step on CPU_SPLIT CPUs of its own, the pipeline on the rest (change 10); 0: shared.
+CPU_SPLIT="${CPU_SPLIT:-0}"
+[[ "$CPU_SPLIT" =~ ^[0-9]+$ ]] || { echo "protocol: CPU_SPLIT is a number of CPUs, got '$CPU_SPLIT'" >&2; exit 2; }
 
 # render_demo FACTOR URL [OUT]: the demo's configs in $CFG/config-demo/ (the training
 # shards at URL, the a-priori e = FACTOR, output in OUT/demo, by default $OUT/demo), at the
@@ -89,21 +96,28 @@ render_demo() {
     -e "s#@OUT@#${3:-$OUT}#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
 }
 
-# render_network R FACTOR URL: the network runs' configs in $CFG/config-rR/.
+# render_network R FACTOR URL [SPLIT]: the network runs' configs in $CFG/config-rR/, or
+# with SPLIT N (the train step on N CPUs of its own: change 10) in $CFG/config-split-rR/.
 render_network() {
-  local dir="$CFG/config-r$1" factors
+  local setup="" overrides="" factors
+  if [[ "${4:-0}" != 0 ]]; then
+    setup=-split
+    overrides=", \"cpu_split\": $4"
+  fi
+  local dir="$CFG/config$setup-r$1"
   factors="$2"
   for f in 2 4; do [[ $f == "$2" ]] || factors="$factors, $f"; done
   render_train "$dir" "$3"
   sed -e "s#@R_GOAL@#$1#g" -e "s#@FACTOR@#$2#g" -e "s#@MAX_FACTOR@#$(($2 + 1))#g" \
-    -e "s#@FACTORS@#$factors#g" -e "s#@OUT@#$ROUT#g" experiments/protocol/network.json >"$dir/network.json"
+    -e "s#@FACTORS@#$factors#g" -e "s#@OUT@#$ROUT#g" -e "s#@SETUP@#$setup#g" \
+    -e "s#@OVERRIDES@#$overrides#g" experiments/protocol/network.json >"$dir/network.json"
 }
 mkdir -p "$CFG/config"
 for f in experiments/protocol/*.json; do
   sed -e "s#@SHARDS@#../shards#g" -e "s#@OUT@#$ROUT#g" "$f" >"$CFG/config/$(basename "$f")"
 done
 if [[ "$PART" == collect ]]; then
-  for exp in "$OUT"/sweep "$OUT"/network-r*; do
+  for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r*; do
     [[ -d "$exp/cells" ]] || continue
     dest="results/protocol/$(basename "$exp")"
     mkdir -p "$dest"
@@ -122,11 +136,15 @@ fi
 if [[ "$PART" == report ]]; then
   mkdir -p "$ROUT/sweep"
   "$BIN" experiment "$CFG/config/sweep.json" --report-only "$@" | tee "$ROUT/sweep/table.txt"
-  for dir in "$ROUT"/network-r*; do
+  for dir in "$ROUT"/network-r* "$ROUT"/network-split-r*; do
     [[ -d "$dir" ]] || continue
-    r="${dir##*network-r}"
-    render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")"
-    "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
+    r="${dir##*-r}"
+    split="$(sed -n 's/^cpu split: //p' "$dir/calibration.txt")"
+    split="${split:-0}"
+    render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")" "$split"
+    setup=""
+    [[ "$split" == 0 ]] || setup=-split
+    "$BIN" experiment "$CFG/config$setup-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
   done
   # The committed demo run (results/demo), at the target it ran with (in its config).
   if [[ -f results/demo/calibration.txt ]]; then
@@ -175,10 +193,12 @@ else
   R_GOAL="${1:-}"
   shift || true
   EXP="$OUT/network-r$R_GOAL"
+  [[ "$CPU_SPLIT" == 0 ]] || EXP="$OUT/network-split-r$R_GOAL"
   # nginx on loopback: start_server / stop_server of experiments/network_lib.sh, on a port
   # of its own that stays the same from one invocation to the next when it is free (the
   # URL is part of every run's recorded config: a new one would start the runs over).
   PREFERRED_PORT=$((28540 + R_GOAL))
+  [[ "$CPU_SPLIT" == 0 ]] || PREFERRED_PORT=$((28550 + R_GOAL))
 fi
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 1 ]] || { echo "protocol: network takes R (an integer, 5 or 2)" >&2; exit 2; }
 mkdir -p "$EXP"
@@ -193,7 +213,7 @@ measure_r() {
   render_train "$CFG/config-calibrate-r$R_GOAL" "$1"
   rm -rf "$EXP/calibrate"
   "$BIN" train --config "$CFG/config-calibrate-r$R_GOAL/base.json" --max-steps "$CAL_STEPS" --eval-every 0 \
-    --eval-every-fresh 0 --lr "$BASE_LR" --progress off --out "$EXP/calibrate" >/dev/null
+    --eval-every-fresh 0 --lr "$BASE_LR" --cpu-split "$CPU_SPLIT" --progress off --out "$EXP/calibrate" >/dev/null
   json_number r_estimate "$EXP/calibrate/summary.json"
 }
 # The baseline's tuned rate from the sweep (BASE_LR overrides it: for trying the
@@ -249,7 +269,9 @@ else
     echo "factor: $FACTOR"
     echo "url: $URL"
     echo "baseline lr: $BASE_LR"
-    echo "method: $CAL_STEPS-step baseline training runs over the throttled shards, trainer and pipeline on the same 2 cores; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
+    [[ "$CPU_SPLIT" == 0 ]] || echo "cpu split: $CPU_SPLIT"
+    if [[ "$CPU_SPLIT" == 0 ]]; then where="trainer and pipeline on the same $(nproc) cores"; else where="the train step on $CPU_SPLIT CPU(s) of its own, the pipeline on the rest"; fi
+    echo "method: $CAL_STEPS-step baseline training runs over the throttled shards, $where; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
   } >"$CAL"
 fi
 FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
@@ -295,6 +317,8 @@ EOF
   fi
   exit "$status"
 fi
-render_network "$R_GOAL" "$FACTOR" "$URL"
-echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4"
-"$BIN" experiment "$CFG/config-r$R_GOAL/network.json" --progress lines "$@"
+render_network "$R_GOAL" "$FACTOR" "$URL" "$CPU_SPLIT"
+SETUP=""
+[[ "$CPU_SPLIT" == 0 ]] || SETUP=-split
+echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4${SETUP:+, the train step on $CPU_SPLIT CPU(s) of its own}"
+"$BIN" experiment "$CFG/config$SETUP-r$R_GOAL/network.json" --progress lines "$@"
