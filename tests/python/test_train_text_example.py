@@ -46,7 +46,7 @@ def run(example: ModuleType, corpus: Path, tmp_path: Path, echo: int) -> dict:
     summary = example.main([
         "--data", str(corpus), "--echo", str(echo), "--depth", "1", "--width", "32", "--heads", "2",
         "--context", "32", "--batch", "8", "--shuffle-blocks", "32", "--lr", "1e-2", "--warmup-steps", "5",
-        "--max-steps", "40", "--eval-every", "10", "--eval-blocks", "32", "--log-every", "5",
+        "--max-steps", "60", "--eval-every", "20", "--eval-blocks", "32", "--log-every", "5",
         "--out", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(summary))
     return summary
@@ -55,16 +55,16 @@ def run(example: ModuleType, corpus: Path, tmp_path: Path, echo: int) -> dict:
 @pytest.mark.parametrize("echo", [1, 2])
 def test_trains_and_counts_fresh_blocks(example, corpus, tmp_path, echo):
     s = run(example, corpus, tmp_path, echo)
-    assert s["steps"] == 40 and s["examples"] == 320
-    assert [e["step"] for e in s["evals"]] == [10, 20, 30, 40]
+    assert s["steps"] == 60 and s["examples"] == 480
+    assert [e["step"] for e in s["evals"]] == [20, 40, 60]
     losses = [e["loss"] for e in s["evals"]]
     assert all(math.isfinite(x) for x in losses)
     assert losses[-1] < losses[0] - 0.5, losses  # a repetitive corpus: well below where it started
     assert losses[-1] < math.log(257)
     assert s["train_losses"][-1]["train_loss"] < s["train_losses"][0]["train_loss"]
-    assert s["fresh_examples"] + s["echoed_examples"] == 320
+    assert s["fresh_examples"] + s["echoed_examples"] == 480
     if echo == 1:
-        assert s["fresh_examples"] == 320 and s["echo_stage_counters"] is None
+        assert s["fresh_examples"] == 480 and s["echo_stage_counters"] is None
     else:  # each block twice in all: about half of what the model saw was fresh
-        assert 0.4 * 320 <= s["fresh_examples"] <= 0.65 * 320, s["fresh_examples"]
+        assert 0.4 * 480 <= s["fresh_examples"] <= 0.65 * 480, s["fresh_examples"]
         assert s["echo_stage_counters"]["fresh"] >= s["fresh_examples"]
