@@ -172,12 +172,13 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     window: List[float] = []
     losses: List[dict] = []
     evals: List[dict] = []
-    eval_s = 0.0
+    eval_s = wait_s = 0.0
     stats: dict = {}
-    t0 = time.monotonic()
+    t0 = ready = time.monotonic()
     pipeline = train_pipeline(str(data / "train.jsonl.gz"), args.context, args.batch, args.echo, args.shuffle_blocks)
     with pipeline.build(seed=args.seed) as p:
         for batch in p:
+            wait_s += time.monotonic() - ready  # the training loop waiting for its next batch
             loss = loss_of(net, batch["tokens"].long(), batch["document"])
             opt.zero_grad()
             loss.backward()
@@ -202,6 +203,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                       f"valid loss {val:.3f} nats, {val / math.log(2):.3f} bits/byte | {seconds:6.1f}s", flush=True)
                 if val <= args.target_loss or step >= args.max_steps:
                     break
+            ready = time.monotonic()
         stats = p.stats()
     echo_stage = next((s for s in stats.values() if s["name"].endswith(":echo")), None)
     hit = next((e for e in evals if e["loss"] <= args.target_loss), None)
@@ -214,13 +216,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         "seconds_to_target": hit["seconds"] if hit else None,
         "final_loss": evals[-1]["loss"] if evals else None,
         "final_bits_per_byte": evals[-1]["bits_per_byte"] if evals else None,
-        "train_seconds": evals[-1]["seconds"] if evals else None, "eval_seconds": round(eval_s, 2),
+        "train_seconds": evals[-1]["seconds"] if evals else None, "wait_seconds": round(wait_s, 2),
+        "eval_seconds": round(eval_s, 2),
         "wall_seconds": round(time.monotonic() - t0, 2), "evals": evals, "train_losses": losses,
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"train_text: {step} steps, {fresh} fresh blocks of {step * args.batch}; wrote {out}", flush=True)
+    print(f"train_text: {step} steps, {fresh} fresh blocks of {step * args.batch}, {wait_s:.1f}s of the "
+          f"training time waiting for data, {eval_s:.1f}s evaluating; wrote {out}", flush=True)
     return summary
 
 
