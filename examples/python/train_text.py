@@ -30,12 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
 
 import dataecho as de
 
@@ -146,34 +148,41 @@ def arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> dict:
-    args = arguments(argv)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    data = Path(args.data)
-    valid = eval_batches(str(data / "valid.jsonl.gz"), args.context, args.eval_blocks)
-    net = LanguageModel(args.depth, args.width, args.heads, args.context)
+def optimizer(net: nn.Module, args: argparse.Namespace) -> Tuple[torch.optim.Optimizer, LambdaLR]:
+    """AdamW (weight decay on matrices only), linear warm-up, then linear decay to
+    final_lr_fraction x lr at max_steps."""
     decay = [p for p in net.parameters() if p.dim() > 1]
     rest = [p for p in net.parameters() if p.dim() <= 1]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay}, {"params": rest, "weight_decay": 0}],
                             lr=args.lr, betas=(0.9, 0.99))
 
-    def lr_factor(k: int) -> float:  # linear warm-up, then linear decay to final_lr_fraction
+    def lr_factor(k: int) -> float:
         if k < args.warmup_steps:
             return (k + 1) / args.warmup_steps
         done = min(1.0, (k - args.warmup_steps) / max(1, args.max_steps - args.warmup_steps))
         return 1.0 - done * (1.0 - args.final_lr_fraction)
 
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    return opt, LambdaLR(opt, lr_factor)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    args = arguments(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    data = Path(args.data)
+    if not (data / "train.jsonl.gz").exists():
+        sys.exit(f"train_text: no {data / 'train.jsonl.gz'} (run scripts/gcide_split.py --out {data} first)")
+    valid = eval_batches(str(data / "valid.jsonl.gz"), args.context, args.eval_blocks)
+    net = LanguageModel(args.depth, args.width, args.heads, args.context)
+    opt, schedule = optimizer(net, args)
     params = sum(p.numel() for p in net.parameters())
     print(f"train_text: {params:,} parameters; echo {args.echo:g}; {len(valid)} validation batches", flush=True)
 
     step = fresh = 0
     window: List[float] = []
-    losses: List[dict] = []
-    evals: List[dict] = []
+    losses: List[Dict[str, float]] = []
+    evals: List[Dict[str, float]] = []
     eval_s = wait_s = 0.0
-    stats: dict = {}
     t0 = ready = time.monotonic()
     pipeline = train_pipeline(str(data / "train.jsonl.gz"), args.context, args.batch, args.echo, args.shuffle_blocks)
     with pipeline.build(seed=args.seed) as p:

@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Dict
 
 import pytest
 
@@ -25,7 +26,7 @@ def write_split(path: Path, entries: int, offset: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("corpus")
     write_split(d / "train.jsonl.gz", 400, 0)
     write_split(d / "valid.jsonl.gz", 40, 1)
@@ -41,7 +42,7 @@ def example() -> ModuleType:
     return module
 
 
-def run(example: ModuleType, corpus: Path, tmp_path: Path, echo: int) -> dict:
+def run(example: ModuleType, corpus: Path, tmp_path: Path, echo: int) -> Dict[str, Any]:
     out = tmp_path / f"echo{echo}.json"
     summary = example.main([
         "--data", str(corpus), "--echo", str(echo), "--depth", "1", "--width", "32", "--heads", "2",
@@ -53,7 +54,7 @@ def run(example: ModuleType, corpus: Path, tmp_path: Path, echo: int) -> dict:
 
 
 @pytest.mark.parametrize("echo", [1, 2])
-def test_trains_and_counts_fresh_blocks(example, corpus, tmp_path, echo):
+def test_trains_and_counts_fresh_blocks(example: ModuleType, corpus: Path, tmp_path: Path, echo: int) -> None:
     s = run(example, corpus, tmp_path, echo)
     assert s["steps"] == 60 and s["examples"] == 480
     assert [e["step"] for e in s["evals"]] == [20, 40, 60]
