@@ -229,7 +229,7 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   j["max_steps"] = c.max_steps;
   j["max_seconds"] = c.max_seconds;
   j["threads"] = c.threads;
-  j["cpu_split"] = c.cpu_split;
+  if (c.cpu_split != 0) j["cpu_split"] = c.cpu_split;  // only then, as clip_norm
   j["seed"] = c.seed;
   j["out"] = c.out;
   j["eval_every"] = c.eval_every;
