@@ -16,7 +16,7 @@ namespace dataecho {
 namespace {
 
 // Keeps the compiler from removing a malloc/memset/free sequence as dead code.
-void escape(void* p) { asm volatile("" : : "r"(p) : "memory"); }
+[[maybe_unused]] void escape(void* p) { asm volatile("" : : "r"(p) : "memory"); }
 
 long minor_faults() {
   rusage u{};
