@@ -192,6 +192,20 @@ else:
   return "$rc"
 }
 
+# Waits up to 30 s until something listens on TCP PORT in namespace NS. The relay
+# completes a client's handshake before it connects onward, so a connection to a port
+# where nothing listens yet reaches the client as a reset, not as the refusal that
+# clients retry: start a client in the other namespace once its server listens.
+netns_wait_listen() {  # netns_wait_listen NS PORT
+  local i
+  for i in $(seq 300); do
+    [ -n "$(ip netns exec "$1" ss -Hltn "sport = :$2")" ] && return 0
+    sleep 0.1
+  done
+  echo "netns: nothing listens on port $2 in $1" >&2
+  return 1
+}
+
 # B's link: every packet between R and B dropped (no reset), and back.
 netns_link_down() {
   netns_r nft -f - <<EOF
