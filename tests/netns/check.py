@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The checks of scripts/netns_faults.sh, on the files the trainer and `dataecho pipe` write.
 
-  check.py same DIR_A DIR_B    two trainer outputs end with the same checkpoint: model,
-                               optimizer, losses, every rank's pipeline state and set of
-                               examples trained on, and the counters of state.json
-                               (times excluded) are bitwise equal; prints the model's SHA-256
+  check.py same DIR_A DIR_B    two trainer outputs end with the same checkpoint: model.pt,
+                               losses.bin and every rank's pipeline state byte for byte;
+                               the optimizer's tensors, every rank's set of examples
+                               trained on, and the counters of state.json (times excluded)
+                               equal; prints the model's SHA-256
   check.py whole DIR           DIR/checkpoint is complete and readable: state.json parses,
                                each rank's files are there, model.pt and optimizer.pt are
                                zip archives whose every entry has a good CRC
@@ -59,6 +60,13 @@ def same_optimizer(a, b):
     return data_a == data_b and len(ea) == len(eb)
 
 
+def fresh_keys(path):
+    """A fresh_keys-rank-R.bin as the set it holds: (id, epoch) records of 12 bytes, which
+    the trainer writes in its hash set's order (another after a resume)."""
+    data = read(path)
+    return sorted(data[i : i + 12] for i in range(0, len(data), 12))
+
+
 def checkpoint_files(ckpt):
     state = json.loads(read(os.path.join(ckpt, "state.json")))
     n = state["world_size"]
@@ -82,6 +90,9 @@ def cmd_same(a, b):
         elif f == "optimizer.pt":
             if not same_optimizer(os.path.join(ca, f), os.path.join(cb, f)):
                 fail("optimizer.pt: the tensors differ")
+        elif f.startswith("fresh_keys"):
+            if fresh_keys(os.path.join(ca, f)) != fresh_keys(os.path.join(cb, f)):
+                fail(f"{f}: the examples trained on differ")
         elif read(os.path.join(ca, f)) != read(os.path.join(cb, f)):
             fail(f"{f} differs between {a} and {b}")
     for d in (a, b):
