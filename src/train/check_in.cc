@@ -30,10 +30,9 @@ struct CheckIn::Shared {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false, done = false, fast = false, wake = false;
-  std::vector<int64_t> counts;  // each rank's beat count at the last poll
-  View view;                    // without the ages, which poll() computes
-  int64_t last_ok_ns = 0;       // when the last poll ended
-  int64_t last_start_ns = 0;    // when the last poll that ended had started
+  View view;                  // without the ages, which poll() computes
+  int64_t last_ok_ns = 0;     // when the last poll ended
+  int64_t last_start_ns = 0;  // when the last poll that ended had started
   std::vector<std::pair<std::string, std::string>> to_set;
   uint64_t sets_asked = 0, sets_done = 0;
   std::set<std::string> watched, found;
@@ -53,7 +52,7 @@ CheckIn::CheckIn(c10::intrusive_ptr<c10d::TCPStore> store, int rank, int world_s
   s_->store = std::move(store);
   s_->rank = rank;
   s_->world = world_size;
-  s_->counts.assign(static_cast<size_t>(world_size), -1);
+  s_->view.counts.assign(static_cast<size_t>(world_size), -1);
   s_->view.changed_ns.assign(static_cast<size_t>(world_size), now_ns());
   s_->last_ok_ns = now_ns();
   thread_ = std::thread(run, s_);
@@ -73,12 +72,13 @@ CheckIn::~CheckIn() {
 
 // One poll: pending sets, this rank's beat, every rank's count, the announcements and the
 // watched keys while someone waits. Throws what the store throws.
-static void poll_once(CheckIn::View& seen, std::vector<int64_t>& counts, c10d::TCPStore& store,
-                      int rank, bool fast, std::vector<std::pair<std::string, std::string>>& sets,
+static void poll_once(CheckIn::View& seen, c10d::TCPStore& store, int rank, bool fast,
+                      std::vector<std::pair<std::string, std::string>>& sets,
                       std::set<std::string>& watched) {
   for (auto& [k, v] : sets) store.set(k, std::vector<uint8_t>(v.begin(), v.end()));
   store.add(key("beat", rank), 1);
   const int64_t t = now_ns();
+  std::vector<int64_t>& counts = seen.counts;
   for (size_t r = 0; r < counts.size(); ++r) {
     const int64_t c = store.add(key("beat", static_cast<int>(r)), 0);
     if (c != counts[r]) seen.changed_ns[r] = t;
@@ -108,12 +108,11 @@ void CheckIn::run(std::shared_ptr<Shared> s) {
     std::set<std::string> watched = s->watched;
     for (const std::string& k : s->found) watched.erase(k);
     View seen = s->view;
-    std::vector<int64_t> counts = s->counts;
     const bool fast = s->fast;
     lock.unlock();
     std::string error;
     try {
-      poll_once(seen, counts, *s->store, s->rank, fast, sets, watched);
+      poll_once(seen, *s->store, s->rank, fast, sets, watched);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -124,7 +123,6 @@ void CheckIn::run(std::shared_ptr<Shared> s) {
       break;
     }
     s->view = std::move(seen);
-    s->counts = std::move(counts);
     s->found.insert(watched.begin(), watched.end());
     s->sets_done = asked;
     s->last_ok_ns = now_ns();

@@ -30,7 +30,8 @@ class CheckIn {
     std::string error;
     double own_age_s = 0;             // seconds since this rank's last answered round trip
     std::vector<double> age_s;        // per rank: seconds since its count last changed (own: 0)
-    std::vector<int64_t> changed_ns;  // per rank: when its count last changed
+    std::vector<int64_t> counts;      // per rank: its check-in count
+    std::vector<int64_t> changed_ns;  // per rank: when a poll saw its count change
     std::map<int, std::string> announced;  // failed/<rank> messages found
   };
 

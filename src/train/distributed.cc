@@ -357,17 +357,19 @@ class GlooCollective final : public Collective {
     }
   }
 
-  // Polls the check-ins until every peer is either seen checking in since `start` or
-  // silent for `lost_after` (or a rank announced its error, or the store is gone).
-  CheckIn::View settle(int64_t start, double lost_after) {
-    for (;;) {
-      CheckIn::View v = check_in_->poll(0.5);
+  // Polls the check-ins until every peer has either checked in again since the first
+  // poll or been silent for `lost_after` (or a rank announced its error, or the store is
+  // gone), at most `lost_after` and a second.
+  CheckIn::View settle(double lost_after) {
+    const int64_t start = now_ns();
+    const CheckIn::View first = check_in_->poll(0.5);
+    for (CheckIn::View v = first;; v = check_in_->poll(0.5)) {
       if (v.broken || v.own_age_s > lost_after || !v.announced.empty()) return v;
       bool settled = true;
-      for (int r = 0; r < o_.world_size; ++r) {
-        const size_t i = static_cast<size_t>(r);
-        if (r != o_.rank && v.age_s[i] <= lost_after && v.changed_ns[i] < start) settled = false;
-      }
+      for (size_t r = 0; r < v.counts.size(); ++r)
+        if (static_cast<int>(r) != o_.rank && v.age_s[r] <= lost_after &&
+            v.counts[r] == first.counts[r])
+          settled = false;
       if (settled || now_ns() - start > static_cast<int64_t>((lost_after + 1) * 1e9)) return v;
     }
   }
@@ -378,7 +380,7 @@ class GlooCollective final : public Collective {
   // store call from this thread: over a silent link it would never return.
   std::string diagnose() {
     const double lost_after = std::min(kLostAfterSeconds, o_.timeout_seconds);
-    const CheckIn::View v = settle(now_ns(), lost_after);
+    const CheckIn::View v = settle(lost_after);
     char age[32];
     if (v.broken || v.own_age_s > lost_after) {
       std::snprintf(age, sizeof age, "%.1f", v.own_age_s);
