@@ -35,12 +35,13 @@ for c in $CASES; do
   esac
 done
 
-# shellcheck source=../tests/netns/netns.sh
+# shellcheck source=tests/netns/netns.sh
 . tests/netns/netns.sh
 why=$(netns_unavailable) || { echo "netns_faults: skipped: $why"; exit 77; }
 for b in dataecho dataecho-train; do
   [ -x "$BUILD/bin/$b" ] || { echo "netns_faults: $BUILD/bin/$b is not built" >&2; exit 1; }
 done
+case $OUT in / | "") echo "netns_faults: OUT=$OUT?" >&2; exit 2 ;; esac
 rm -rf "$OUT"
 mkdir -p "$OUT"
 FASHION=/usr/share/datasets/fashion-mnist
@@ -140,8 +141,8 @@ case_ddp() {
 
 # Waits until the job's checkpoint is at step >= STEP (the ranks train across the link).
 wait_for_step() {  # wait_for_step DIR STEP
-  local i step
-  for i in $(seq 1200); do
+  local step
+  for _ in $(seq 1200); do
     step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
       "$1/checkpoint/state.json" 2>/dev/null || echo 0)
     [ "$step" -ge "$2" ] && return 0
@@ -161,15 +162,15 @@ await_rank() {  # await_rank R SECONDS T0
     if awk -v a="$now" -v b="$t0" -v l="$limit" 'BEGIN { exit !(a - b > l) }'; then
       kill -KILL "$pid" 2>/dev/null || true
       wait "$pid" 2>/dev/null || true
-      EXITED[$r]=killed
+      EXITED[r]=killed
       return 1
     fi
     sleep 0.05
   done
   local rc=0
   wait "$pid" || rc=$?
-  STATUS[$r]=$rc
-  EXITED[$r]=$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+  STATUS[r]=$rc
+  EXITED[r]=$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
 }
 
 case_link_down() {
@@ -246,8 +247,7 @@ http {
 EOF2
   ip netns exec "$NETNS_B" nginx -p "$p" -c "$p/nginx.conf" 2>"$p/stderr.log" &
   NGINX_PID=$!
-  local i
-  for i in $(seq 50); do
+  for _ in $(seq 50); do
     netns_b bash -c "exec 3<>/dev/tcp/$NETNS_ADDR_B/8080" 2>/dev/null && return 0
     sleep 0.1
   done
@@ -259,24 +259,27 @@ EOF2
 # The faults, at seconds after the read began: the link down for 3 s (packets dropped),
 # the relay resetting every connection, then the relay down for 3 s (nothing forwarded,
 # new connections refused) and every connection reset as it comes back.
+since() { awk -v a="$EPOCHREALTIME" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
+
 http_faults() {  # http_faults LOG
+  local t0=$EPOCHREALTIME
   {
     sleep 2
-    echo "$(date +%T.%N | cut -c1-12) link down"
+    echo "$(since "$t0") s: link down"
     netns_link_down
     sleep 3
     netns_link_up
-    echo "$(date +%T.%N | cut -c1-12) link up"
+    echo "$(since "$t0") s: link up"
     sleep 1.5
     netns_relay_signal USR2
-    echo "$(date +%T.%N | cut -c1-12) connections reset"
+    echo "$(since "$t0") s: connections reset"
     sleep 0.5
     netns_relay_signal USR1
-    echo "$(date +%T.%N | cut -c1-12) relay down"
+    echo "$(since "$t0") s: relay down"
     sleep 3
     netns_relay_signal USR2
     netns_relay_signal USR1
-    echo "$(date +%T.%N | cut -c1-12) relay up, connections reset"
+    echo "$(since "$t0") s: relay up, connections reset"
   } >"$1" 2>&1
 }
 
@@ -305,6 +308,7 @@ EOF
   tc_rate "$NETNS_RATE"
   [ "$rc" -eq 0 ] || { echo "dataecho pipe failed ($rc):"; tail -n 5 "$dir/pipe.log"; return 1; }
   sed 's/^/  /' "$dir/faults.log"
+  netns_relay_log | sed 's/^/  /'
   [ "$ended_first" -eq 0 ] || { echo "the read ended (${took} s) before the last fault"; return 1; }
   echo "read in $took s; $(http_counters "$dir/stats.json")"
   python3 tests/netns/check.py records "$dir"/shards/data-0000{0..7}-of-00008.tfrecord -- \
@@ -347,7 +351,6 @@ for c in $CASES; do
   check "$c" "case_${c//-/_}"
   echo "     ($c: $((SECONDS - t)) s)"
 done
-echo "relay: $(netns_relay_log | tail -n 1)"
 echo "dropped by the loss rules: $(netns_r nft list table inet "${NETNS_PREFIX}_loss" | grep -o 'packets [0-9]*' | paste -sd' ')"
 echo "whole run: $((SECONDS - START)) s"
 echo "$passed passed, $failed failed"

@@ -133,8 +133,7 @@ netns_start_relay() {
   ip netns exec "$NETNS_R" python3 "$NETNS_HERE/relay.py" --port "$NETNS_RELAY_PORT" --delay-ms "$NETNS_DELAY_MS" \
     --jitter-ms "$NETNS_JITTER_MS" --ready "$NETNS_STATE/relay.ready" 2>"$NETNS_STATE/relay.log" &
   echo $! >"$NETNS_STATE/relay.pid"
-  local i
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     [ -s "$NETNS_STATE/relay.ready" ] && return 0
     kill -0 "$(cat "$NETNS_STATE/relay.pid")" 2>/dev/null || break
     sleep 0.1
@@ -197,8 +196,7 @@ else:
 # where nothing listens yet reaches the client as a reset, not as the refusal that
 # clients retry: start a client in the other namespace once its server listens.
 netns_wait_listen() {  # netns_wait_listen NS PORT
-  local i
-  for i in $(seq 300); do
+  for _ in $(seq 300); do
     [ -n "$(ip netns exec "$1" ss -Hltn "sport = :$2")" ] && return 0
     sleep 0.1
   done

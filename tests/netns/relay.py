@@ -59,7 +59,8 @@ class Relay:
             self.up.clear()
         else:
             self.up.set()
-        print(f"relay: link {'up' if self.up.is_set() else 'down'}", file=sys.stderr, flush=True)
+        state = "forwarding again" if self.up.is_set() else "stopped: holding data, refusing"
+        print(f"relay: {state}", file=sys.stderr, flush=True)
 
     def reset_all(self):
         n = 0
