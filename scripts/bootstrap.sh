@@ -26,6 +26,8 @@ PACKAGES=(
   libtorch-dev dataset-fashion-mnist gnuplot-nox dict-gcide
   # data-parallel training: c10d's Gloo backend in libtorch needs the Gloo headers
   libgloo-dev
+  # scripts/netns_faults.sh: network namespaces, tbf shaping and nftables loss rules
+  iproute2 nftables
   # the Python package (python/dataecho) and its tests, for Debian's /usr/bin/python3
   pybind11-dev python3-dev libdlpack-dev python3-numpy python3-torch python3-pytest
   # its type check (tests/python/type_check.sh: mypy and stubtest)

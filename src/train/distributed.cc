@@ -6,13 +6,14 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <thread>
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/error.h"
 #include "dataecho/train/model.h"
 
 #ifdef DATAECHO_HAVE_GLOO
+#include "check_in.h"
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
@@ -102,6 +103,10 @@ void require_distributed() {}
 
 namespace {
 
+// A peer whose check-in count has not changed for this long (the check-in is every
+// second) is lost; so is the store, for a rank whose own check-in went unanswered as long.
+constexpr double kLostAfterSeconds = 3;
+
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -140,6 +145,7 @@ class GlooCollective final : public Collective {
                                seconds_text() + ": " + first_line(e.what()));
     }
     check_world_size();
+    start_check_in();
     auto options = c10d::ProcessGroupGloo::Options::create(millis(o.timeout_seconds));
     if (const char* ifname = env("GLOO_SOCKET_IFNAME"))
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
@@ -246,13 +252,24 @@ class GlooCollective final : public Collective {
     comm_s_ += (now_ns() - t0) / 1e9;
   }
 
+  // A rank's own error is left in the store, and its process group closed, so that the
+  // others' collectives fail at once and their errors name this rank and the reason.
+  // After a collective failed, each rank names the culprit itself: nothing to leave.
+  // Rank 0 hosts the store: it waits until the ranks still checking in have diagnosed.
   void announce_failure(const std::string& message) override {
-    try {
-      store_->set(key("failed", o_.rank), bytes(message));
-      // Rank 0 hosts the store: give the others a moment to read why before it goes.
-      if (o_.rank == 0) await_peers("diagnosed", std::min(5.0, o_.timeout_seconds));
-    } catch (const std::exception&) {
-      // The store is gone too: the others will report rank 0 lost.
+    const double bound = std::min(5.0, o_.timeout_seconds);
+    if (!broken_) {
+      check_in_->publish(key("failed", o_.rank), message, bound);
+      pg_.reset();
+    }
+    if (o_.rank != 0) return;
+    const int64_t deadline = now_ns() + static_cast<int64_t>(bound * 1e9);
+    const double lost_after = std::min(kLostAfterSeconds, o_.timeout_seconds);
+    for (int r = 1; r < o_.world_size && now_ns() < deadline; ++r) {
+      while (now_ns() < deadline && !check_in_->seen(key("diagnosed", r), 0.5)) {
+        const CheckIn::View v = check_in_->poll(0.5);
+        if (v.broken || v.age_s[static_cast<size_t>(r)] > lost_after) break;  // not coming
+      }
     }
   }
 
@@ -323,44 +340,74 @@ class GlooCollective final : public Collective {
     }
   }
 
-  // Waits (up to `seconds`) for the key what/r of every other rank; returns those missing.
-  std::vector<int> await_peers(const char* what, double seconds) {
-    std::vector<int> missing;
-    for (int r = 0; r < o_.world_size; ++r)
-      if (r != o_.rank) missing.push_back(r);
-    const int64_t deadline = now_ns() + static_cast<int64_t>(seconds * 1e9);
-    while (!missing.empty()) {
-      std::erase_if(missing, [&](int r) { return store_->check({key(what, r)}); });
-      if (missing.empty() || now_ns() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The check-in thread's own connection to the store (check_in.h): every rank's check-in
+  // count, read every second, says which peers are still there when a collective fails.
+  void start_check_in() {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(o_.master_port);
+    so.isServer = false;
+    so.waitWorkers = false;
+    so.timeout = millis(o_.timeout_seconds);
+    try {
+      check_in_ = std::make_unique<CheckIn>(c10::make_intrusive<c10d::TCPStore>(o_.master_addr, so),
+                                            o_.rank, o_.world_size);
+    } catch (const std::exception& e) {
+      fail(ErrorCode::kIo, "rendezvous at " + o_.master_addr + ":" +
+                               std::to_string(o_.master_port) + ": " + first_line(e.what()));
     }
-    return missing;
+  }
+
+  // Polls the check-ins until every peer has either checked in again since the first
+  // poll or been silent for `lost_after` (or a rank announced its error, or the store is
+  // gone), at most `lost_after` and a second.
+  CheckIn::View settle(double lost_after) {
+    const int64_t start = now_ns();
+    const CheckIn::View first = check_in_->poll(0.5);
+    for (CheckIn::View v = first;; v = check_in_->poll(0.5)) {
+      if (v.broken || v.own_age_s > lost_after || !v.announced.empty()) return v;
+      bool settled = true;
+      for (size_t r = 0; r < v.counts.size(); ++r)
+        if (static_cast<int>(r) != o_.rank && v.age_s[r] <= lost_after &&
+            v.counts[r] == first.counts[r])
+          settled = false;
+      if (settled || now_ns() - start > static_cast<int64_t>((lost_after + 1) * 1e9)) return v;
+    }
   }
 
   // A collective failed: which rank is to blame? One that announced its own error, or
-  // else those that do not check in with the store within a few seconds.
+  // else those whose check-in stopped (killed, crashed or cut off), named at once when
+  // they have been silent for kLostAfterSeconds already, or else within that time. No
+  // store call from this thread: over a silent link it would never return.
   std::string diagnose() {
-    try {
-      std::string announced;
-      for (int r = 0; r < o_.world_size; ++r) {
-        if (r == o_.rank || !store_->check({key("failed", r)})) continue;
-        announced += (announced.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
-                     " failed: " + str(store_->get(key("failed", r)));
-      }
-      store_->set(key("diagnosed", o_.rank), bytes("1"));
-      if (!announced.empty()) return announced;
-      store_->set(key("alive", o_.rank), bytes("1"));
-      std::vector<int> lost = await_peers("alive", std::min(5.0, o_.timeout_seconds));
-      if (lost.empty()) return "every rank still answers the store";
-      std::string names;
-      for (int r : lost) names += (names.empty() ? "" : ", ") + std::to_string(r);
-      return std::string(lost.size() == 1 ? "rank " : "ranks ") + names + " of " +
-             std::to_string(o_.world_size) + (lost.size() == 1 ? " is" : " are") +
-             " lost (stopped answering: killed, crashed, or its machine is unreachable)";
-    } catch (const std::exception&) {
-      return "rank 0 is lost: its rendezvous store at " + o_.master_addr + ":" +
-             std::to_string(o_.master_port) + " does not answer";
+    const double lost_after = std::min(kLostAfterSeconds, o_.timeout_seconds);
+    const CheckIn::View v = settle(lost_after);
+    char age[32];
+    if (v.broken || v.own_age_s > lost_after) {
+      std::snprintf(age, sizeof age, "%.1f", v.own_age_s);
+      return "rank 0 is lost, or this rank is cut off from it: its rendezvous store at " +
+             o_.master_addr + ":" + std::to_string(o_.master_port) + " does not answer" +
+             (v.broken ? " (" + v.error + ")" : std::string(" (for ") + age + " s)");
     }
+    check_in_->publish(key("diagnosed", o_.rank), "1", lost_after);
+    std::string announced;
+    for (const auto& [r, m] : v.announced)
+      announced += (announced.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
+                   " failed: " + m;
+    if (!announced.empty()) return announced;
+    std::string names;
+    double silent = 0;
+    int lost = 0;
+    for (int r = 0; r < o_.world_size; ++r) {
+      if (r == o_.rank || v.age_s[static_cast<size_t>(r)] <= lost_after) continue;
+      names += (names.empty() ? "" : ", ") + std::to_string(r);
+      silent = std::max(silent, v.age_s[static_cast<size_t>(r)]);
+      ++lost;
+    }
+    if (lost == 0) return "every rank still answers the store";
+    std::snprintf(age, sizeof age, "%.1f", silent);
+    return std::string(lost == 1 ? "rank " : "ranks ") + names + " of " +
+           std::to_string(o_.world_size) + (lost == 1 ? " is" : " are") +
+           " lost (no check-in for " + age + " s: killed, crashed, or its machine is unreachable)";
   }
 
   template <class F>
@@ -370,6 +417,7 @@ class GlooCollective final : public Collective {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
+      broken_ = true;
       const std::string why = diagnose();
       fail(ErrorCode::kIo, "rank " + std::to_string(o_.rank) + ": " + what + " failed: " + why +
                                " (" + first_line(e.what()) + ")");
@@ -379,6 +427,8 @@ class GlooCollective final : public Collective {
   DistributedOptions o_;
   c10::intrusive_ptr<c10d::TCPStore> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  std::unique_ptr<CheckIn> check_in_;
+  bool broken_ = false;  // a collective failed
   double comm_s_ = 0;
 };
 

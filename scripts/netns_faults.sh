@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# Faults between hosts that do not share a loopback (docs/distributed.md, docs/http.md):
+# the data-parallel trainer and the HTTP reader across two network namespaces joined by
+# a router that shapes, drops and delays (tests/netns/netns.sh). Run it for every change
+# to src/train/distributed.cc, src/cli/train/ or the HTTP code (src/io/http_*).
+#
+#   scripts/netns_faults.sh [ddp|link-down|http|all]   (default: all; as root)
+#
+#   ddp        3 ranks of `dataecho-train train`, ranks 0 and 1 in A and rank 2 in B over
+#              A's MASTER_ADDR: the checkpoint ends bitwise equal to the same run on loopback
+#   link-down  B's link taken down mid-run (every packet dropped, no reset): ranks 0 and 1
+#              exit naming rank 2 as lost within the timeout (10 s) and 5 s, the checkpoint
+#              is whole, and --resume with the link back ends bitwise equal to the
+#              uninterrupted run
+#   http       `dataecho pipe` in A reads 8 TFRecord shards from nginx in B at 16 Mbit/s,
+#              through loss and delay, the link down twice for 3 s and connections reset:
+#              every record exactly once (count, ids, SHA-256 of each)
+#
+# Environment: BUILD (default build: bin/dataecho and bin/dataecho-train), OUT (default
+# out/netns_faults: every log and output). Prints one line per check and ends with
+# "N passed, M failed"; exit status 0 when all pass, 77 when this machine cannot make
+# namespaces (not root, no iproute2 or nftables), 1 otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-$ROOT/build}
+OUT=${OUT:-$ROOT/out/netns_faults}
+CASES=${1:-all}
+[ "$CASES" = all ] && CASES="ddp link-down http"
+for c in $CASES; do
+  case $c in ddp | link-down | http) ;; *)
+    echo "usage: $0 [ddp|link-down|http|all]" >&2
+    exit 2
+    ;;
+  esac
+done
+
+# shellcheck source=tests/netns/netns.sh
+. tests/netns/netns.sh
+why=$(netns_unavailable) || { echo "netns_faults: skipped: $why"; exit 77; }
+for b in dataecho dataecho-train; do
+  [ -x "$BUILD/bin/$b" ] || { echo "netns_faults: $BUILD/bin/$b is not built" >&2; exit 1; }
+done
+case $OUT in / | "") echo "netns_faults: OUT=$OUT?" >&2; exit 2 ;; esac
+rm -rf "$OUT"
+mkdir -p "$OUT"
+FASHION=/usr/share/datasets/fashion-mnist
+TIMEOUT=10  # --dist-timeout of the training runs
+PORT=29611
+passed=0
+failed=0
+START=$SECONDS
+
+# check NAME COMMAND...: PASS or FAIL, then what the command printed (also in OUT/NAME.log).
+# The command runs where `set -e` does not apply: each step of a case returns on failure.
+check() {
+  local name=$1 rc=0
+  shift
+  "$@" >"$OUT/$name.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+    echo "PASS $name"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name"
+  fi
+  sed 's/^/    /' "$OUT/$name.log"
+}
+
+# The training run every case compares: 3 ranks, a BatchNorm CNN, echo and two
+# shuffles over the first 6,000 Fashion-MNIST images, 100 steps, a checkpoint every 10.
+train_args() {
+  cat >"$OUT/train.json" <<EOF
+{"seed": 3,
+ "source": {"kind": "idx", "images": "$FASHION/train-images-idx3-ubyte.gz",
+            "labels": "$FASHION/train-labels-idx1-ubyte.gz", "limit": 6000},
+ "stages": [{"op": "repeat", "count": -1}, {"op": "shuffle", "buffer": 500},
+            {"op": "echo", "factor": 2}, {"op": "shuffle", "buffer": 100},
+            {"op": "batch", "size": 32, "drop_remainder": true}, {"op": "prefetch", "buffer": 2}]}
+EOF
+  echo "train --progress off --eval-every 0 --train-spec $OUT/train.json --model cnn --lr 0.05" \
+    "--seed 5 --decay-steps 100 --max-steps 100 --checkpoint-every 10 --dist-timeout $TIMEOUT"
+}
+
+# Starts rank R of 3 in namespace NS (its output in LOG); adds its pid to RANK_PIDS.
+start_rank() {  # start_rank NS R LOG ARGS...
+  local ns=$1 r=$2 log=$3
+  shift 3
+  ip netns exec "$ns" env RANK="$r" WORLD_SIZE=3 LOCAL_RANK="$r" MASTER_ADDR="$NETNS_ADDR_A" \
+    MASTER_PORT="$PORT" GLOO_SOCKET_IFNAME="$NETNS_IF" "$BUILD/bin/dataecho-train" "$@" \
+    >"$log" 2>&1 &
+  RANK_PIDS+=($!)
+}
+
+# Ranks 0 and 1 in A, rank 2 in B; sets RANK_PIDS. Logs: DIR/rank-R.log.
+start_job() {  # start_job DIR ARGS...
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  PORT=$((PORT + 1))
+  RANK_PIDS=()
+  start_rank "$NETNS_A" 0 "$dir/rank-0.log" "$@"
+  start_rank "$NETNS_A" 1 "$dir/rank-1.log" "$@"
+  netns_wait_listen "$NETNS_A" "$PORT" || return 1  # rank 0's store (netns.sh says why)
+  start_rank "$NETNS_B" 2 "$dir/rank-2.log" "$@"
+}
+
+stop_job() {  # kills the ranks of RANK_PIDS still running
+  local pid
+  for pid in "${RANK_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${RANK_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+
+# Waits for every rank of RANK_PIDS; fails naming the ranks that did not exit 0.
+wait_job() {  # wait_job DIR
+  local r bad=""
+  for r in 0 1 2; do
+    wait "${RANK_PIDS[$r]}" || bad+=" $r"
+  done
+  [ -z "$bad" ] || { echo "ranks$bad failed:"; tail -n 5 "$1"/rank-*.log; return 1; }
+}
+
+loopback_run() {  # the reference: the same job with --nproc 3 on loopback, once
+  [ -f "$OUT/loopback/checkpoint/state.json" ] && return 0
+  local t0=$SECONDS
+  # shellcheck disable=SC2046
+  "$BUILD/bin/dataecho-train" $(train_args) --nproc 3 --out "$OUT/loopback" >"$OUT/loopback.log" 2>&1 ||
+    { echo "the loopback run failed:"; tail -n 5 "$OUT/loopback.log"; return 1; }
+  echo "loopback run: $((SECONDS - t0)) s"
+}
+
+case_ddp() {
+  loopback_run || return 1
+  local t0=$SECONDS
+  # shellcheck disable=SC2046
+  start_job "$OUT/ddp" $(train_args) --out "$OUT/ddp/out" || { stop_job; return 1; }
+  wait_job "$OUT/ddp" || return 1
+  echo "across the namespaces: $((SECONDS - t0)) s"
+  python3 tests/netns/check.py same "$OUT/loopback" "$OUT/ddp/out"
+}
+
+# Waits until the job's checkpoint is at step >= STEP (the ranks train across the link).
+wait_for_step() {  # wait_for_step DIR STEP
+  local step
+  for _ in $(seq 1200); do
+    step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
+      "$1/checkpoint/state.json" 2>/dev/null || echo 0)
+    [ "$step" -ge "$2" ] && return 0
+    kill -0 "${RANK_PIDS[0]}" 2>/dev/null || { echo "rank 0 ended before step $2"; return 1; }
+    sleep 0.1
+  done
+  echo "no checkpoint at step $2 within 120 s"
+  return 1
+}
+
+# Waits up to SECONDS for rank R of RANK_PIDS to exit; sets EXITED[R] to the seconds since
+# T0 and STATUS[R] to its exit status, or kills it and returns 1.
+await_rank() {  # await_rank R SECONDS T0
+  local r=$1 limit=$2 t0=$3 pid=${RANK_PIDS[$1]} now
+  while kill -0 "$pid" 2>/dev/null; do
+    now=$EPOCHREALTIME
+    if awk -v a="$now" -v b="$t0" -v l="$limit" 'BEGIN { exit !(a - b > l) }'; then
+      kill -KILL "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      EXITED[r]=killed
+      return 1
+    fi
+    sleep 0.05
+  done
+  local rc=0
+  wait "$pid" || rc=$?
+  STATUS[r]=$rc
+  EXITED[r]=$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+}
+
+case_link_down() {
+  loopback_run || return 1
+  local dir=$OUT/link-down out=$OUT/link-down/out
+  # shellcheck disable=SC2046
+  start_job "$dir" $(train_args) --out "$out" || { stop_job; return 1; }
+  wait_for_step "$out" 30 || { stop_job; return 1; }
+  local t0=$EPOCHREALTIME r ok=0
+  netns_link_down
+  EXITED=() STATUS=()
+  # Survivors: the collective's timeout, then at most the 3 s after which a silent rank is
+  # lost (src/train/distributed.cc; rank 2 has been silent for the whole timeout), a margin.
+  local limit=$((TIMEOUT + 5))
+  for r in 0 1; do
+    await_rank "$r" "$limit" "$t0" || { echo "rank $r still ran $limit s after the link went down"; ok=1; }
+  done
+  await_rank 2 $((limit + TIMEOUT)) "$t0" || true  # the lost rank: whatever it does
+  for r in 0 1; do
+    grep -q "rank 2 of 3 is lost" "$dir/rank-$r.log" ||
+      { echo "rank $r does not name rank 2 as lost:"; tail -n 3 "$dir/rank-$r.log"; ok=1; }
+    [ "${STATUS[$r]:-0}" -ne 0 ] || { echo "rank $r exited 0"; ok=1; }
+  done
+  echo "link down at step $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
+    "$out/checkpoint/state.json") of the checkpoint; exits after it: rank 0 ${EXITED[0]} s," \
+    "rank 1 ${EXITED[1]} s, rank 2 ${EXITED[2]} s (timeout $TIMEOUT s)"
+  for r in 0 1 2; do echo "rank $r: $(grep -m1 -o 'distributed.*\|train --nproc.*\|error.*' "$dir/rank-$r.log" | cut -c1-300)"; done
+  python3 tests/netns/check.py whole "$out" || ok=1
+  netns_link_up
+  [ "$ok" -eq 0 ] || return 1
+  local t1=$SECONDS
+  # shellcheck disable=SC2046
+  start_job "$dir/resume" $(train_args) --resume --out "$out" || { stop_job; return 1; }
+  wait_job "$dir/resume" || return 1
+  echo "resumed with the link back: $((SECONDS - t1)) s"
+  python3 tests/netns/check.py same "$OUT/loopback" "$out"
+}
+
+# 4,000 text records of 0.5-8 KB (random hex, each starting with its number) as 8
+# TFRecord shards: about 17 MB, 8-9 s at 16 Mbit/s.
+make_shards() {  # make_shards DIR
+  python3 - "$1/records.txt" <<'PY'
+import random, sys
+rng = random.Random(43)
+with open(sys.argv[1], "w") as f:
+    for i in range(4000):
+        f.write("record-%05d " % i + rng.randbytes(rng.randint(256, 4096)).hex() + "\n")
+PY
+  "$BUILD/bin/dataecho" convert --text "$1/records.txt" --shards 8 --out "$1/shards" >/dev/null
+}
+
+start_nginx() {  # start_nginx DIR: nginx in B serving DIR/shards on B's address, port 8080
+  local p=$1/nginx
+  mkdir -p "$p"
+  cat >"$p/nginx.conf" <<EOF2
+daemon off;
+master_process off;
+worker_processes 1;
+pid $p/nginx.pid;
+error_log $p/error.log warn;
+events { worker_connections 1024; }
+http {
+  default_type application/octet-stream;
+  sendfile on;
+  keepalive_timeout 120s;
+  access_log $p/access.log;
+  client_body_temp_path $p/client_body_temp;
+  proxy_temp_path $p/proxy_temp;
+  fastcgi_temp_path $p/fastcgi_temp;
+  uwsgi_temp_path $p/uwsgi_temp;
+  scgi_temp_path $p/scgi_temp;
+  server { listen $NETNS_ADDR_B:8080; root $1/shards; }
+}
+EOF2
+  ip netns exec "$NETNS_B" nginx -p "$p" -c "$p/nginx.conf" 2>"$p/stderr.log" &
+  NGINX_PID=$!
+  for _ in $(seq 50); do
+    netns_b bash -c "exec 3<>/dev/tcp/$NETNS_ADDR_B/8080" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nginx did not start:"
+  cat "$p/error.log" "$p/stderr.log"
+  return 1
+}
+
+# The faults, at seconds after the read began: the link down for 3 s (packets dropped),
+# the relay resetting every connection, then the relay down for 3 s (nothing forwarded,
+# new connections refused) and every connection reset as it comes back.
+since() { awk -v a="$EPOCHREALTIME" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
+
+http_faults() {  # http_faults LOG
+  local t0=$EPOCHREALTIME
+  {
+    sleep 2
+    echo "$(since "$t0") s: link down"
+    netns_link_down
+    sleep 3
+    netns_link_up
+    echo "$(since "$t0") s: link up"
+    sleep 1.5
+    netns_relay_signal USR2
+    echo "$(since "$t0") s: connections reset"
+    sleep 0.5
+    netns_relay_signal USR1
+    echo "$(since "$t0") s: relay down"
+    sleep 3
+    netns_relay_signal USR2
+    netns_relay_signal USR1
+    echo "$(since "$t0") s: relay up, connections reset"
+  } >"$1" 2>&1
+}
+
+case_http() {
+  local dir=$OUT/http
+  mkdir -p "$dir"
+  tc_rate 16mbit
+  make_shards "$dir" || return 1
+  start_nginx "$dir" || return 1
+  local uris="http://$NETNS_ADDR_B:8080/data-{00000..00007}-of-00008.tfrecord"
+  cat >"$dir/spec.json" <<EOF
+{"source": {"kind": "tfrecord", "raw": true, "buffer_bytes": 262144, "uri": ["$uris"]},
+ "stages": [{"op": "interleave", "cycle": 4}]}
+EOF
+  local t0=$SECONDS rc=0
+  http_faults "$dir/faults.log" &
+  local faults=$!
+  netns_a "$BUILD/bin/dataecho" pipe --values --stats-json "$dir/stats.json" "$dir/spec.json" \
+    >"$dir/records.jsonl" 2>"$dir/pipe.log" || rc=$?
+  local took=$((SECONDS - t0))
+  local ended_first=0
+  kill -0 "$faults" 2>/dev/null && ended_first=1
+  wait "$faults" || true
+  kill "$NGINX_PID" 2>/dev/null || true
+  wait "$NGINX_PID" 2>/dev/null || true
+  tc_rate "$NETNS_RATE"
+  [ "$rc" -eq 0 ] || { echo "dataecho pipe failed ($rc):"; tail -n 5 "$dir/pipe.log"; return 1; }
+  sed 's/^/  /' "$dir/faults.log"
+  netns_relay_log | sed 's/^/  /'
+  [ "$ended_first" -eq 0 ] || { echo "the read ended (${took} s) before the last fault"; return 1; }
+  echo "read in $took s; $(http_counters "$dir/stats.json")"
+  python3 tests/netns/check.py records "$dir"/shards/data-0000{0..7}-of-00008.tfrecord -- \
+    "$dir/records.jsonl"
+}
+
+http_counters() {  # the source's HTTP counters from pipe --stats-json
+  python3 - "$1" <<'PY'
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        if "http_retries" in o:
+            return o
+        o = list(o.values())
+    if isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r:
+                return r
+s = find(json.load(open(sys.argv[1]))) or {}
+print(", ".join(f"{k} {s.get(k)}" for k in
+                ("http_requests", "http_retries", "http_resumed", "http_connections", "http_bytes")))
+PY
+}
+
+tc_rate() {  # the bandwidth of both links, both ends
+  local where
+  for where in "$NETNS_R:r-a" "$NETNS_R:r-b" "$NETNS_A:$NETNS_IF" "$NETNS_B:$NETNS_IF"; do
+    ip netns exec "${where%%:*}" tc qdisc replace dev "${where#*:}" root tbf rate "$1" \
+      burst 32kb latency 100ms
+  done
+}
+
+echo "netns_faults: $CASES; outputs in $OUT"
+netns_setup
+echo "namespaces: $NETNS_A, $NETNS_B, router $NETNS_R: $NETNS_RATE, loss $NETNS_LOSS per mille" \
+  "each way, delay $NETNS_DELAY_MS ms + 0-$NETNS_JITTER_MS ms (relay)"
+for c in $CASES; do
+  t=$SECONDS
+  check "$c" "case_${c//-/_}"
+  echo "     ($c: $((SECONDS - t)) s)"
+done
+echo "dropped by the loss rules: $(netns_r nft list table inet "${NETNS_PREFIX}_loss" | grep -o 'packets [0-9]*' | paste -sd' ')"
+echo "whole run: $((SECONDS - START)) s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
