@@ -3,6 +3,26 @@
 #
 #   bench/autotune_compare.sh [--build DIR] [--out DIR] [--seconds S] [--photo-images N]
 #                             [--png-images N] [--workloads "photo png http sleep"]
+#   bench/autotune_compare.sh --mode rebuild [--rounds R] [--seconds S] [--window-seconds W]
+#                             [--photo-images N] [--build DIR] [--out DIR]
+#
+# --mode rebuild (issue 43, part 2): the photo pipeline (below, without the repeat) built
+# anew for every pass over its N images (2,048: about 0.6-0.9 s a pass), as a PyTorch
+# loop does per epoch, measured by `dataloader_bench pipeline` in windows of W seconds
+# (default 5; S / W windows, S default 20), beside the same pipeline as one long run
+# (repeat, `autotune_bench` for S seconds). Five settings per round, R rounds (default
+# 5), one after another in this order each round:
+#   rebuild_hand   parallelism 2, prefetch 4 (the best hand setting on this machine);
+#   rebuild_auto   "auto" for both, the tuner remembering across passes (the default);
+#   rebuild_fresh  "auto", "autotune": {"remember": false}: each pass tunes from scratch;
+#   long_hand, long_auto  the same settings, one pipeline for all S seconds.
+# A rebuilt run's rate is its median window (dataloader_bench's images_per_s: a window's
+# images after its first batch over the time to its last, every pass's build and start
+# inside); its mean over all windows (the first, with the tuner's first warm-up, too) is
+# reported beside it. A long run's is its rows/s over all S seconds, start-up and warm-up
+# included. Writes OUT/autotune_rebuild.json (per round: each run and the ratios auto /
+# hand, fresh / hand, long auto / long hand; over the rounds: their median and range)
+# and prints the table; the load average before each run goes to OUT/loads.txt.
 #
 # Four workloads, each an endless pipeline (repeat) pulled for S seconds (default 30) by
 # build/bin/autotune_bench with nothing else in the consumer's thread:
@@ -39,19 +59,31 @@ SECONDS_PER_RUN=30
 PHOTO_IMAGES=2048
 PNG_IMAGES=8192
 WORKLOADS="photo png http sleep"
+MODE=compare
+ROUNDS=5
+WINDOW_SECONDS=5
+SECONDS_GIVEN=
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --mode) MODE=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --window-seconds) WINDOW_SECONDS=$2; shift 2 ;;
     --build) BUILD=$(realpath -m "$2"); shift 2 ;;
     --out) OUT=$(realpath -m "$2"); shift 2 ;;
-    --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
+    --seconds) SECONDS_PER_RUN=$2; SECONDS_GIVEN=1; shift 2 ;;
     --photo-images) PHOTO_IMAGES=$2; shift 2 ;;
     --png-images) PNG_IMAGES=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+case $MODE in
+  compare) ;;
+  rebuild) WORKLOADS=photo; [[ -z $SECONDS_GIVEN ]] && SECONDS_PER_RUN=20 ;;
+  *) echo "unknown mode $MODE (compare or rebuild)" >&2; exit 2 ;;
+esac
 
-if [[ ! -x $BUILD/bin/autotune_bench ]]; then
+if [[ ! -x $BUILD/bin/autotune_bench || ! -x $BUILD/bin/dataloader_bench ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
   ninja -C "$BUILD" >&2
 fi
@@ -111,6 +143,13 @@ write_spec() {
 }
 EOF
 }
+
+if [[ $MODE == rebuild ]]; then
+  # shellcheck source=bench/autotune_rebuild.sh
+  source "$ROOT/bench/autotune_rebuild.sh"
+  run_rebuild_mode
+  exit 0
+fi
 
 declare -A SWEEP=([photo]="1 2 3 4" [png]="1 2 3 4" [http]="1 2 3 4" [sleep]="1 2 4 8 12 16")
 for wl in $WORKLOADS; do

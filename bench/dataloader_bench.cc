@@ -11,7 +11,9 @@
 //       side (dataloader_compare.py) uses, so that neither side is charged for starting
 //       up once, and both pay every later epoch's start. A window of a few epochs of
 //       8 batches (63 ms each) measured the scheduler more than the pipeline. Prints and
-//       writes the median window (images_per_s), the best and worst, and every window.
+//       writes the median window (images_per_s), the best and worst, and every window,
+//       with each window's passes and the last pass's tuner report (tuning_last_pass:
+//       what "auto" settings chose, and whether its tuner resumed from an earlier pass's).
 //
 //   dataloader_bench reference --dir DIR [--work decode|augment] [--threads T] [--epochs E]
 //                              [--window-seconds S] [--json FILE]
@@ -160,7 +162,7 @@ nlohmann::json run_pipeline(const Args& a) {
   if (a.spec.empty()) usage();
   std::vector<double> rates, cpu_rates;
   int64_t images = 0, batches = 0;
-  nlohmann::json shape;
+  nlohmann::json shape, tuning, passes_per_window = nlohmann::json::array();
   for (int window = 0; window < a.epochs; ++window) {
     SteadyClock::time_point first{};
     double first_cpu = 0;
@@ -187,9 +189,11 @@ nlohmann::json run_pipeline(const Args& a) {
       images = n;
       batches = nb;
       ++passes;
+      tuning = pipeline->tuning();  // the last pass's: what an "auto" setting chose
       if (nb == 0) throw Error(ErrorCode::kInvalidArgument, "dataloader_bench", "no batches");
     } while (nb_window < 2 || seconds_since(first) < a.window_seconds);
     const double dt = seconds_since(first);
+    passes_per_window.push_back(passes);
     rates.push_back(static_cast<double>(after_first) / dt);
     cpu_rates.push_back(static_cast<double>(after_first) / (process_cpu_seconds() - first_cpu));
     std::fprintf(stderr, "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s\n",
@@ -202,6 +206,8 @@ nlohmann::json run_pipeline(const Args& a) {
   j["batch_shape"] = shape;
   j["spec"] = a.spec;
   j["fusion"] = a.fusion;
+  j["passes_per_window"] = passes_per_window;
+  j["tuning_last_pass"] = tuning;
   return j;
 }
 

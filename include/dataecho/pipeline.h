@@ -34,6 +34,9 @@ class Pipeline {
 
   // The position after the elements returned so far, as bytes; restore() on a fresh
   // pipeline built from the same spec continues with the same elements (deterministic mode).
+  // The bytes carry what the tuner of "auto" settings learned (format v3, a TunerMemo):
+  // the restored pipeline's tuner goes on from it (unless built with "remember": false).
+  // States of formats v1 and v2 restore too, without it.
   std::string save();
   void restore(std::string_view state);
 

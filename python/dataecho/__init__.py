@@ -36,7 +36,7 @@ from typing import Any
 from . import _core
 from ._core import DataError, Error, SpecError
 from ._definition import PipelineDef, class_to_idx, files, idx, range, sample, source, tar, text, tfrecord
-from ._pipeline import Batch, Pipeline
+from ._pipeline import Batch, Pipeline, clear_tuner_memory
 from ._profile import profile
 
 __version__: str = _core.__version__
@@ -49,6 +49,7 @@ __all__ = [
     "PipelineDef",
     "SpecError",
     "class_to_idx",
+    "clear_tuner_memory",
     "files",
     "TorchIterable",
     "idx",

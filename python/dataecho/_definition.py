@@ -300,12 +300,20 @@ class PipelineDef:
         """The default order of parallel stages: input order (True) or as finished."""
         return self._derive(self._d.deterministic(on))
 
-    def autotune(self, *, cpu_budget: Optional[float] = None, ram_budget_mb: Optional[float] = None) -> "PipelineDef":
+    def autotune(
+        self, *, cpu_budget: Optional[float] = None, ram_budget_mb: Optional[float] = None, remember: bool = True
+    ) -> "PipelineDef":
         """The budgets of the tuner that sets ``"auto"`` parallelism and buffers while the
         pipeline runs: cores (default ``$DATAECHO_CPU_BUDGET``, else all) and MiB of
         buffers (default ``$DATAECHO_RAM_BUDGET_MB``, else 1/8 of physical memory). The
-        tuner never changes what the pipeline produces."""
-        return self._derive(self._d.autotune(cpu_budget, ram_budget_mb))
+        tuner never changes what the pipeline produces.
+
+        ``remember``: a pipeline built from this definition starts tuning from what the
+        last pipeline of the same definition (seeds and budgets aside) chose in this
+        process, as a loop that builds a pipeline per epoch does, and stores what it
+        chooses (``clear_tuner_memory()`` forgets it all). ``False``: every pipeline starts
+        from the spec's values and its tuner's warm-up."""
+        return self._derive(self._d.autotune(cpu_budget, ram_budget_mb, remember))
 
     # ------------------------------------------------------------------ edits
     def distributed(self, rank: Optional[int] = None, world_size: Optional[int] = None) -> "PipelineDef":

@@ -15,6 +15,14 @@ if TYPE_CHECKING:
     from ._definition import PipelineDef
 
 
+def clear_tuner_memory() -> None:
+    """Forgets what the tuners of ``"auto"`` settings learned in this process: pipelines
+    built afterwards tune from their spec's values, with a warm-up. (By default a
+    pipeline starts from what the last pipeline of the same definition chose; see
+    ``PipelineDef.autotune(remember=...)``.)"""
+    _core.clear_tuner_memory()
+
+
 class Batch(Dict[str, Any]):
     """One element of a pipeline: a dict {field name: tensor} with its provenance.
 
@@ -141,7 +149,11 @@ class Pipeline:
     def tuning(self) -> Dict[str, Any]:
         """What the tuner of ``"auto"`` settings chose: ``cpu_budget``, ``ram_budget_mb``,
         ``knobs`` (node, param, value, min, max) and ``changes`` (t_s, node, param, from,
-        to, reason). ``knobs`` is empty when no stage has an ``"auto"`` setting."""
+        to, reason). ``knobs`` is empty when no stage has an ``"auto"`` setting.
+        ``remember`` (the definition's setting), ``resumed`` and ``resumed_from``
+        (``"memory"``: it started from what an earlier pipeline of the same definition
+        chose; ``"state"``: from a restored ``state_dict``; ``None``), ``elapsed_s`` (the
+        tuner's time, carried over from what it resumed) and ``windows``."""
         return dict(self._p.tuning())
 
     @property
@@ -152,7 +164,9 @@ class Pipeline:
     def state_dict(self) -> Dict[str, Any]:
         """The position after the elements handed out so far (torchdata's
         StatefulDataLoader convention): ``load_state_dict`` on a pipeline built from the
-        same definition continues with exactly the same elements. It pickles, unless the
+        same definition continues with exactly the same elements. It carries what the
+        tuner of ``"auto"`` settings learned, which the restored pipeline's tuner goes on
+        from (unless built with ``autotune(remember=False)``). It pickles, unless the
         pipeline holds a Python callable."""
         raw = self._p.save()
         state: bytes = raw

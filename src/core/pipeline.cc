@@ -1,14 +1,32 @@
 #include "dataecho/pipeline.h"
 
+#include <exception>
+#include <optional>
+#include <string>
+
 #include "dataecho/core/clock.h"
 
 namespace dataecho {
 namespace {
-// v2: the fingerprint is a fixed hash of the canonical spec (PipelineDef). v1 (before
-// 2026-11-30): std::hash of the spec's JSON, which is implementation-defined; v1 states
-// still restore where the pipeline knows its v1 fingerprint.
-constexpr std::string_view kStateMagic = "dataecho-pipeline-state-v2";
+// v3 (2026-12-03): v2 and, after the count of elements returned, what the tuner learned
+// (a TunerMemo as JSON text; "" when no node has an "auto" setting). v2: the fingerprint
+// is a fixed hash of the canonical spec (PipelineDef). v1 (before 2026-11-30): std::hash
+// of the spec's JSON, which is implementation-defined; v1 states still restore where the
+// pipeline knows its v1 fingerprint. v1 and v2 states restore without a memo: the tuner
+// goes on from where it is.
+constexpr std::string_view kStateMagic = "dataecho-pipeline-state-v3";
+constexpr std::string_view kStateMagicV2 = "dataecho-pipeline-state-v2";
 constexpr std::string_view kStateMagicV1 = "dataecho-pipeline-state-v1";
+
+std::optional<TunerMemo> read_memo(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    return TunerMemo::from_json(nlohmann::json::parse(text));
+  } catch (const std::exception& e) {
+    throw_error(ErrorCode::kDataLoss, "pipeline",
+                std::string("the saved state's tuner memo cannot be read: ") + e.what());
+  }
+}
 }  // namespace
 
 Pipeline::Pipeline(DatasetPtr root, std::vector<DatasetPtr> nodes, std::string fingerprint,
@@ -57,6 +75,8 @@ std::string Pipeline::save() {
   w.begin(kStateMagic);
   w.write_string(fingerprint_);
   w.write_i64(returned_);
+  const std::optional<TunerMemo> memo = tuner_->memo();
+  w.write_string(memo ? memo->to_json().dump() : "");
   it_->save(w);
   return w.take();
 }
@@ -64,23 +84,28 @@ std::string Pipeline::save() {
 void Pipeline::restore(std::string_view state) {
   StateReader r(state);
   const std::string format = r.read_string();
-  if (format != kStateMagic && format != kStateMagicV1) {
+  if (format != kStateMagic && format != kStateMagicV2 && format != kStateMagicV1) {
     const std::string shown = format.size() > 64 ? format.substr(0, 64) + "..." : format;
     throw_error(ErrorCode::kInvalidArgument, "pipeline",
                 "the saved state is of format '" + shown + "': this dataecho reads " +
-                    std::string(kStateMagicV1) + " and " + std::string(kStateMagic) +
+                    std::string(kStateMagicV1) + ", " + std::string(kStateMagicV2) + " and " +
+                    std::string(kStateMagic) +
                     (format.rfind("dataecho-pipeline-state-v", 0) == 0
                          ? " (a state from a newer dataecho?)"
                          : " (not a dataecho pipeline state?)"));
   }
   std::string fp = r.read_string();
-  if (fp != (format == kStateMagic ? fingerprint_ : v1_fingerprint_)) {
+  if (fp != (format == kStateMagicV1 ? v1_fingerprint_ : fingerprint_)) {
     throw_error(ErrorCode::kInvalidArgument, "pipeline",
                 "the saved state belongs to a different pipeline spec");
   }
-  returned_ = r.read_i64();
+  const int64_t returned = r.read_i64();
+  const std::optional<TunerMemo> memo =
+      format == kStateMagic ? read_memo(r.read_string()) : std::nullopt;
   it_->restore(r);
   if (!r.at_end()) throw_error(ErrorCode::kDataLoss, "pipeline", "saved state has trailing bytes");
+  returned_ = returned;
+  if (memo) tuner_->resume(*memo);
 }
 
 PipelineStats Pipeline::stats() const {

@@ -118,8 +118,12 @@ Example StateReader::read_example() {
   Example e;
   bool batch = read_bool();
   uint64_t n = read_u64();
+  // Each row takes 16 bytes: a count past what is left is a cut or damaged state (and is
+  // not allocated).
   if (n > (data_.size() - pos_) / 16)
-    throw_error(ErrorCode::kDataLoss, "state", "bad row count in saved state");
+    throw_error(ErrorCode::kDataLoss, "state",
+                "saved state is truncated or corrupt: an element of " + std::to_string(n) +
+                    " rows where " + std::to_string(data_.size() - pos_) + " bytes are left");
   std::vector<RowMeta> rows(n);
   for (auto& r : rows) {
     r.id = read_i64();

@@ -271,11 +271,14 @@ void bind_stages_and_settings(py::class_<PipelineDef>& c) {
       py::arg("on"));
   c.def(
       "autotune",
-      [](const PipelineDef& d, std::optional<double> cpu, std::optional<double> ram) {
-        return copy_with(
-            d, [&](PipelineDef& o) { o.autotune({.cpu_budget = cpu, .ram_budget_mb = ram}); });
+      [](const PipelineDef& d, std::optional<double> cpu, std::optional<double> ram,
+         bool remember) {
+        return copy_with(d, [&](PipelineDef& o) {
+          o.autotune({.cpu_budget = cpu, .ram_budget_mb = ram, .remember = remember});
+        });
       },
-      py::arg("cpu_budget") = py::none(), py::arg("ram_budget_mb") = py::none());
+      py::arg("cpu_budget") = py::none(), py::arg("ram_budget_mb") = py::none(),
+      py::arg("remember") = true);
 }
 
 // padded_batch, unbatch, pack, bucket (ops/padded_batch.h, pack.h, bucket.h).
@@ -473,6 +476,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("class_to_idx", &dataecho::class_to_idx, py::arg("root"));
   m.def("register_callable", &register_callable, py::arg("fn"), py::arg("name"));
   m.def("unregister_callable", &unregister_callable, py::arg("id"));
+  m.def("clear_tuner_memory", &dataecho::clear_tuner_memory);
   m.def("copy_counters",
         [] { return py::make_tuple(g_copied_bytes.load(), g_shared_bytes.load()); });
 }

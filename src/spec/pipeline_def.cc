@@ -297,6 +297,7 @@ PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
     SpecObject at = top.get_object("autotune");
     if (at.has("cpu_budget")) d.autotune_.cpu_budget = at.get_number("cpu_budget", 0, 0.01);
     if (at.has("ram_budget_mb")) d.autotune_.ram_budget_mb = at.get_number("ram_budget_mb", 0, 1);
+    if (at.has("remember")) d.autotune_.remember = at.get_bool("remember", true);
     at.finish();
   }
   for (const char* key : {"name", "comment"}) {
@@ -323,6 +324,7 @@ nlohmann::json PipelineDef::to_json() const {
   if (deterministic_) j["deterministic"] = *deterministic_;
   if (autotune_.cpu_budget) j["autotune"]["cpu_budget"] = *autotune_.cpu_budget;
   if (autotune_.ram_budget_mb) j["autotune"]["ram_budget_mb"] = *autotune_.ram_budget_mb;
+  if (!autotune_.remember) j["autotune"]["remember"] = false;
   j["source"] = with_field(source_options_, "kind", source_kind_);
   if (lists_stages()) j["stages"] = stages_to_json();
   return j;
@@ -423,7 +425,32 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const 
   if (autotune_.cpu_budget) tuning.cpu_budget = *autotune_.cpu_budget;
   if (autotune_.ram_budget_mb)
     tuning.ram_budget_bytes = static_cast<int64_t>(*autotune_.ram_budget_mb * 1048576.0);
+  tuning.remember = tuning.remember && autotune_.remember;
+  if (tuning.remember && tuning.memory_key.empty()) tuning.memory_key = tuner_memory_key(canonical);
   return std::make_unique<Pipeline>(ds, std::move(nodes), fingerprint, v1, tuning);
+}
+
+namespace {
+// Every "seed" at any depth, out.
+void drop_seeds(nlohmann::json& j) {
+  if (j.is_object()) {
+    j.erase("seed");
+    for (auto it = j.begin(); it != j.end(); ++it) drop_seeds(it.value());
+  } else if (j.is_array()) {
+    for (auto& v : j) drop_seeds(v);
+  }
+}
+}  // namespace
+
+std::string PipelineDef::tuner_memory_key() const { return tuner_memory_key(canonical_json()); }
+
+std::string PipelineDef::tuner_memory_key(const nlohmann::json& canonical) const {
+  nlohmann::json j = canonical;  // already without "autotune"
+  j.erase("name");
+  j.erase("comment");
+  drop_seeds(j);
+  const std::string text = (source_dataset_ ? source_fingerprint_ + ":" : "") + j.dump();
+  return "tuner:" + spec_fingerprint(text);
 }
 
 std::string spec_fingerprint(const std::string& canonical_text) {

@@ -2,7 +2,8 @@
 // TunerPolicy over knobs of its own, feeds it TunerWindows (the measurements the Tuner
 // takes from its nodes' counters) and checks the exact decision, as tf.data tests its
 // autotuning model on made-up timings. The last tests drive a whole Tuner with a
-// ManualClock and counters set by hand, and a small simulated stage.
+// ManualClock and counters set by hand, and a small simulated stage; then what a tuner
+// remembers for the next (TunerMemo, TunerMemory, a Tuner resumed on a ManualClock).
 // Options everywhere unless said: windows of 1 s (0.25 s in the warm-up), a warm-up of
 // 10 s, a change interval of 30 s, min_gain 5%, 8 cores, a CPU budget of all 8, 1 GiB of
 // RAM.
@@ -15,7 +16,9 @@
 #include <vector>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/error.h"
 #include "dataecho/core/tuner.h"
+#include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho {
 namespace {
@@ -518,6 +521,279 @@ TEST(TunerStepped, MeasuresTheCountersOverTheClocksWindow) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->rule, Rule::kTakeBack);
   EXPECT_EQ(m->value(), 1);
+}
+
+// ---------------------------------------------------------------- remembering
+
+TunerMemo sample_memo() {
+  TunerMemo m;
+  m.elapsed_s = 12.5;
+  m.last_change_s = 3.25;
+  m.windows = 17;
+  m.knobs.push_back({"1:map(decode)", "parallelism", 3, 130.5, false, 0, 0});
+  m.knobs.push_back({"3:prefetch", "buffer", 8, -1, true, 4, 17.5});
+  return m;
+}
+
+TEST(TunerMemo, RoundTripsThroughJsonAndNamesWhatIsWrong) {
+  const TunerMemo m = sample_memo();
+  EXPECT_EQ(TunerMemo::from_json(m.to_json()), m);
+  TunerMemo never;  // no change yet: last_change_s is null
+  EXPECT_TRUE(never.to_json()["last_change_s"].is_null());
+  EXPECT_EQ(TunerMemo::from_json(never.to_json()), never);
+  ASSERT_NE(m.find("3:prefetch", "buffer"), nullptr);
+  EXPECT_EQ(m.find("3:prefetch", "buffer")->trial_from, 4);
+  EXPECT_EQ(m.find("3:prefetch", "parallelism"), nullptr);
+
+  auto error = [](const nlohmann::json& j) {
+    try {
+      TunerMemo::from_json(j);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  nlohmann::json j = m.to_json();
+  j["knobs"][1].erase("value");
+  EXPECT_NE(error(j).find("tuner memo: knobs[1] has no \"value\""), std::string::npos) << error(j);
+  j = m.to_json();
+  j["version"] = 9;
+  EXPECT_NE(error(j).find("version 9, this dataecho reads version 1"), std::string::npos);
+  j = m.to_json();
+  j["elapsed_s"] = "soon";
+  EXPECT_NE(error(j).find("\"elapsed_s\" is not a number"), std::string::npos) << error(j);
+}
+
+TEST(TunerMemory, KeepsTheMostRecentlyUsedUpToItsCapacity) {
+  TunerMemory memory(3);
+  TunerMemo m;
+  for (const char* key : {"a", "b", "c"}) {
+    m.windows += 1;
+    memory.store(key, m);
+  }
+  ASSERT_TRUE(memory.find("a"));  // now the most recently used: "b" is the oldest
+  memory.store("d", m);
+  EXPECT_EQ(memory.size(), 3u);
+  EXPECT_FALSE(memory.find("b"));
+  EXPECT_EQ(memory.find("a")->windows, 1);
+  EXPECT_TRUE(memory.find("c"));
+  EXPECT_TRUE(memory.find("d"));
+  // Storing again replaces the entry and makes it the most recent.
+  m.windows = 42;
+  memory.store("c", m);
+  memory.store("e", m);
+  memory.store("f", m);
+  EXPECT_EQ(memory.size(), 3u);
+  EXPECT_EQ(memory.find("c")->windows, 42);
+  EXPECT_FALSE(memory.find("a"));
+  memory.clear();
+  EXPECT_EQ(memory.size(), 0u);
+  EXPECT_FALSE(memory.find("c"));
+}
+
+TEST(TunerMemory, TheProcessKeeps64Definitions) {
+  EXPECT_EQ(TunerMemory::global()->capacity(), 64u);
+  TunerMemory memory;
+  for (int i = 0; i < 65; ++i) memory.store("definition " + std::to_string(i), TunerMemo{});
+  EXPECT_EQ(memory.size(), 64u);
+  EXPECT_FALSE(memory.find("definition 0"));
+  EXPECT_TRUE(memory.find("definition 1"));
+  EXPECT_TRUE(memory.find("definition 64"));
+}
+
+TEST(TunerMemory, TheKeyIgnoresSeedsBudgetsAndNames) {
+  auto def = [](uint64_t seed, uint64_t shuffle_seed, double cpu, int64_t batch) {
+    return range(1000)
+        .map("random_noise", {{"size", 16}}, {.parallelism = kAutotune})
+        .shuffle({.buffer = 10, .seed = shuffle_seed})
+        .batch({.size = batch})
+        .prefetch(kAutotune)
+        .seed(seed)
+        .autotune({.cpu_budget = cpu});
+  };
+  const std::string key = def(1, 2, 1.5, 8).tuner_memory_key();
+  EXPECT_EQ(key.rfind("tuner:fnv1a64:", 0), 0u) << key;
+  EXPECT_EQ(def(7, 9, 3, 8).tuner_memory_key(), key);
+  PipelineDef forgetful = def(1, 2, 1.5, 8);
+  forgetful.autotune({.remember = false});
+  EXPECT_EQ(forgetful.tuner_memory_key(), key);
+  nlohmann::json named = def(1, 2, 1.5, 8).to_json();
+  named["name"] = "photos";
+  EXPECT_EQ(PipelineDef::from_json(named).tuner_memory_key(), key);
+  // What a stage does is part of the key.
+  EXPECT_NE(def(1, 2, 1.5, 16).tuner_memory_key(), key);
+  EXPECT_NE(range(1001)
+                .map("random_noise", {{"size", 16}}, {.parallelism = kAutotune})
+                .shuffle({.buffer = 10, .seed = 2})
+                .batch({.size = 8})
+                .prefetch(kAutotune)
+                .tuner_memory_key(),
+            key);
+}
+
+// A Tuner on a ManualClock with a memory of its own, one map knob ("1:map") whose
+// counters are set by hand, as in TunerStepped: one window of 0.25 s moves the clock,
+// the node's busy time (`threads` busy all of it), its elements and the consumer's wait.
+struct SteppedTuner {
+  explicit SteppedTuner(std::shared_ptr<TunerMemory> memory, bool remember = true,
+                        int64_t initial = 1) {
+    TunerOptions o = options();
+    o.clock = clock;
+    o.memory_key = "key";
+    o.memory = std::move(memory);
+    o.remember = remember;
+    tuner = std::make_unique<Tuner>(o, out);
+    knob = map_knob(initial);
+    tuner->add(knob, stats);
+  }
+  std::optional<TunerChange> window(double threads_busy, int64_t elements, double wait = 0.5,
+                                    double seconds = 0.25) {
+    clock->advance_seconds(seconds, /*cores=*/1);
+    stats->busy_ns += static_cast<int64_t>(threads_busy * seconds * 1e9);
+    stats->elements += elements;
+    out->next_ns += static_cast<int64_t>(wait * seconds * 1e9);
+    return tuner->step();
+  }
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'000'000'000);
+  std::shared_ptr<NodeStats> out = std::make_shared<NodeStats>("2:prefetch");
+  std::shared_ptr<NodeStats> stats = std::make_shared<NodeStats>("1:map", true);
+  std::unique_ptr<Tuner> tuner;
+  std::shared_ptr<Knob> knob;
+};
+
+TEST(TunerRemembers, ANewTunerStartsFromTheLastOnesChoiceAndTime) {
+  auto memory = std::make_shared<TunerMemory>();
+  {
+    SteppedTuner a(memory);
+    EXPECT_FALSE(a.tuner->report()["resumed"].get<bool>());
+    ASSERT_TRUE(a.window(1, 30));  // 1 -> 2 at 0.25 s (as in TunerStepped)
+    // Stored after each window: the raise, on trial.
+    ASSERT_TRUE(memory->find("key"));
+    EXPECT_TRUE(memory->find("key")->knobs.at(0).trial);
+    EXPECT_FALSE(a.window(2, 60, 0));  // 240/s against 120/s: kept; the consumer keeps up
+  }
+  const std::optional<TunerMemo> m = memory->find("key");
+  ASSERT_TRUE(m);
+  EXPECT_DOUBLE_EQ(m->elapsed_s, 0.5);
+  EXPECT_EQ(m->last_change_s, 0.25);
+  EXPECT_EQ(m->windows, 2);
+  ASSERT_EQ(m->knobs.size(), 1u);
+  EXPECT_EQ(m->knobs[0], (TunerMemo::Knob{"1:map", "parallelism", 2, -1, false, 0, 0}));
+
+  SteppedTuner b(memory);
+  EXPECT_EQ(b.knob->value(), 2);  // before the node reads it
+  EXPECT_EQ(b.stats->values().at("parallelism"), 2);
+  nlohmann::json report = b.tuner->report();
+  EXPECT_TRUE(report["resumed"].get<bool>());
+  EXPECT_EQ(report["resumed_from"], "memory");
+  EXPECT_TRUE(report["remember"].get<bool>());
+  EXPECT_EQ(report["elapsed_s"], 0.5);
+  // Still in the warm-up (at 0.75 s of the tuner's time): busy, consumer waiting: doubled.
+  auto c = b.window(2, 60);
+  ASSERT_TRUE(c) << b.tuner->report().dump();
+  EXPECT_EQ(c->from, 2);
+  EXPECT_EQ(c->to, 4);
+  report = b.tuner->report();
+  EXPECT_EQ(report["changes"][0]["t_s"], 0.8);  // 0.75, rounded to 0.1 s
+  EXPECT_EQ(report["windows"], 1);
+  EXPECT_EQ(b.tuner->memo()->windows, 3);
+}
+
+TEST(TunerRemembers, ARaiseTakenBackStaysLeftAloneInTheNextTuner) {
+  auto memory = std::make_shared<TunerMemory>();
+  {
+    SteppedTuner a(memory);
+    ASSERT_TRUE(a.window(1, 30));
+    auto back = a.window(1, 30);  // 120/s again: taken back, left alone until 120.5 s
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->rule, Rule::kTakeBack);
+  }
+  ASSERT_TRUE(memory->find("key"));
+  EXPECT_DOUBLE_EQ(memory->find("key")->knobs.at(0).blocked_until_s, 120.5);
+  SteppedTuner b(memory);
+  EXPECT_EQ(b.knob->value(), 1);
+  EXPECT_FALSE(b.window(1, 30)) << b.tuner->report().dump();  // busy, waited on, but left alone
+  EXPECT_EQ(b.knob->value(), 1);
+  // A tuner that does not remember raises it at once.
+  SteppedTuner fresh(memory, /*remember=*/false);
+  EXPECT_FALSE(fresh.tuner->report()["remember"].get<bool>());
+  EXPECT_FALSE(fresh.tuner->report()["resumed"].get<bool>());
+  ASSERT_TRUE(fresh.window(1, 30));
+  EXPECT_EQ(fresh.knob->value(), 2);
+}
+
+TEST(TunerRemembers, ARaiseOnTrialIsJudgedByTheNextTuner) {
+  auto memory = std::make_shared<TunerMemory>();
+  {
+    SteppedTuner a(memory);
+    ASSERT_TRUE(a.window(1, 30));  // 1 -> 2, then the pipeline goes before it is judged
+  }
+  const TunerMemo::Knob k = memory->find("key")->knobs.at(0);
+  EXPECT_EQ(k.value, 2);
+  EXPECT_TRUE(k.trial);
+  EXPECT_EQ(k.trial_from, 1);
+  EXPECT_DOUBLE_EQ(k.rate_before, 120);
+  SteppedTuner b(memory);
+  EXPECT_EQ(b.knob->value(), 2);
+  // This pipeline's node makes 120/s at 2 threads, no more than before: taken back.
+  auto c = b.window(1, 30);
+  ASSERT_TRUE(c) << b.tuner->report().dump();
+  EXPECT_EQ(c->rule, Rule::kTakeBack);
+  EXPECT_EQ(c->to, 1);
+  EXPECT_EQ(c->reason, "taken back: 120 -> 120 elements/s");
+}
+
+TEST(TunerRemembers, AfterTheWarmUpTheNextTunerWaitsForTheChangeInterval) {
+  auto memory = std::make_shared<TunerMemory>();
+  TunerMemo m;
+  m.elapsed_s = 20;
+  m.last_change_s = 15;
+  m.knobs.push_back({"1:map", "parallelism", 3, -1, false, 0, 0});
+  memory->store("key", m);
+  SteppedTuner b(memory);
+  EXPECT_EQ(b.knob->value(), 3);
+  // 1 s windows after the warm-up; the next change 30 s after the last, at 45 s.
+  EXPECT_FALSE(b.window(3, 300, 0.5, 1));
+  EXPECT_FALSE(b.window(3, 300, 0.5, 23.5));  // 44.5 s
+  auto c = b.window(3, 300, 0.5, 0.5);        // 45 s
+  ASSERT_TRUE(c) << b.tuner->report().dump();
+  EXPECT_EQ(c->from, 3);
+  EXPECT_EQ(c->to, 4);  // by one after the warm-up
+  EXPECT_EQ(b.tuner->report()["changes"][0]["t_s"], 45);
+}
+
+TEST(TunerRemembers, NothingIsStoredOrResumedWithoutRememberOrAKey) {
+  auto memory = std::make_shared<TunerMemory>();
+  {
+    SteppedTuner a(memory, /*remember=*/false);
+    ASSERT_TRUE(a.window(1, 30));
+  }
+  EXPECT_EQ(memory->size(), 0u);
+  // Without a key (a Pipeline made by hand): nothing either.
+  auto clock = std::make_shared<ManualClock>();
+  TunerOptions o = options();
+  o.clock = clock;
+  o.memory = memory;
+  {
+    Tuner t(o, std::make_shared<NodeStats>("2:prefetch"));
+    t.add(map_knob(1), std::make_shared<NodeStats>("1:map", true));
+    clock->advance_seconds(0.25);
+    t.step();
+  }
+  EXPECT_EQ(memory->size(), 0u);
+  // A memo given by hand (a restored state) is ignored without remember.
+  SteppedTuner b(memory, /*remember=*/false);
+  TunerMemo m;
+  m.knobs.push_back({"1:map", "parallelism", 5, -1, false, 0, 0});
+  b.tuner->resume(m);
+  EXPECT_EQ(b.knob->value(), 1);
+  // ... and taken with it, at once, with the memo's time.
+  SteppedTuner c(memory);
+  m.elapsed_s = 40;
+  c.tuner->resume(m);
+  EXPECT_EQ(c.knob->value(), 5);
+  EXPECT_EQ(c.tuner->report()["resumed_from"], "state");
+  EXPECT_EQ(c.tuner->report()["elapsed_s"], 40);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // Saved pipeline state stays readable: a state file written by the previous release
 // (format v1, tests/fixtures/state_v1.bin: `dataecho pipe state_v1_spec.json --limit 3
 // --save-state`, whose fingerprint was std::hash of the spec's JSON) restores and goes on
-// with exactly the elements a fresh run gives after its first 3; today's states (v2, a
-// fixed hash of the canonical spec) restore; another format or another spec is refused
-// with a message that says which.
+// with exactly the elements a fresh run gives after its first 3; today's states (v3: v2's
+// fixed hash of the canonical spec, and the tuner's memo) restore; another format or
+// another spec is refused with a message that says which. (A v2 state restoring:
+// AutotuneMemory.AStateOfFormatV2StillRestoresWithoutAMemo in tests/ops.)
 #include <fstream>
 #include <sstream>
 
@@ -56,15 +57,15 @@ TEST(StateCompat, StateOfThePreviousReleaseRestores) {
 TEST(StateCompat, TodaysStateRestoresAndOthersAreRefusedSayingWhy) {
   auto p = fixture_def().build();
   testing::drain(*p, 3);
-  const std::string v2 = p->save();
-  EXPECT_NE(v2.find("dataecho-pipeline-state-v2"), std::string::npos);
-  EXPECT_NE(v2.find("fnv1a64:"), std::string::npos);
+  const std::string v3 = p->save();
+  EXPECT_NE(v3.find("dataecho-pipeline-state-v3"), std::string::npos);
+  EXPECT_NE(v3.find("fnv1a64:"), std::string::npos);
   auto q = fixture_def().build();
-  q->restore(v2);
+  q->restore(v3);
   EXPECT_EQ(testing::drain(*q).size(), 17u);
 
-  std::string future = v2;
-  future.replace(future.find("state-v2"), 8, "state-v9");
+  std::string future = v3;
+  future.replace(future.find("state-v3"), 8, "state-v9");
   EXPECT_NE(testing::error_of([&] {
               fixture_def().build()->restore(future);
             }).find("format 'dataecho-pipeline-state-v9'"),
@@ -72,7 +73,7 @@ TEST(StateCompat, TodaysStateRestoresAndOthersAreRefusedSayingWhy) {
   EXPECT_NE(testing::error_of([&] { fixture_def().build()->restore("garbage"); }).find("state"),
             std::string::npos);
   auto other = fixture_def().seed(6).build();
-  EXPECT_NE(testing::error_of([&] { other->restore(v2); }).find("different pipeline spec"),
+  EXPECT_NE(testing::error_of([&] { other->restore(v3); }).find("different pipeline spec"),
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               fixture_def().seed(6).build()->restore(fixture("state_v1.bin"));

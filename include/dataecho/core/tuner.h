@@ -33,6 +33,10 @@
 // a raise is refused when the stage's CPU would need more cores than the machine has
 // (half a core of slack), and otherwise the throughput test stops the raises.
 //
+// What the tuner learned outlasts its pipeline (core/tuner_memory.h): a tuner with
+// TunerOptions::memory_key starts from the memo stored under it (the knobs' values, its
+// time past the warm-up, its blocks and a raise on trial) and stores its own there after
+// each window and when it stops; the pipeline's saved state carries the memo too.
 // Tuning never changes what the pipeline produces: an ordered map emits in input order
 // whatever its parallelism, and buffers do not reorder. Every change is published in the
 // node's stats values ("parallelism", "buffer", "buffer_per_shard") and in report().
@@ -56,6 +60,7 @@
 
 #include "dataecho/core/clock.h"
 #include "dataecho/core/stats.h"
+#include "dataecho/core/tuner_memory.h"
 
 namespace dataecho {
 
@@ -109,6 +114,14 @@ struct TunerOptions {
   // time. Given (a ManualClock in tests), the tuner starts no thread: its owner moves the
   // clock and calls Tuner::step() (Pipeline::tune_step()) at the end of each window.
   std::shared_ptr<const Clock> clock;
+  // Remembering (core/tuner_memory.h). With `memory_key` set (PipelineDef::build() sets it
+  // to the definition's tuner_memory_key()) and `remember` true, the tuner starts from the
+  // memo stored under the key in `memory` (null: TunerMemory::global()) and stores its own
+  // there. With `remember` false it starts from the spec's values and stores nothing, and a
+  // restored state's memo is ignored too ("autotune": {"remember": false}).
+  std::string memory_key;
+  bool remember = true;
+  std::shared_ptr<TunerMemory> memory;
   // The budgets resolved from the environment and the machine where left at 0.
   TunerOptions resolved() const;
 };
@@ -202,6 +215,14 @@ class TunerPolicy {
   std::optional<size_t> trial() const { return trial_; }
   double blocked_until(size_t i) const { return knobs_.at(i).blocked_until; }
 
+  // Remembering (TunerMemo). Knob `i`'s state: its value, block and a trial pending (node
+  // and param left empty, for the caller to fill). resume(): knob `i` goes on from `k`'s
+  // block and trial (its value is the caller's to set). The last change: none before any.
+  TunerMemo::Knob remember(size_t i) const;
+  void resume(size_t i, const TunerMemo::Knob& k);
+  std::optional<double> last_change() const;
+  void resume_last_change(std::optional<double> t_s);
+
  private:
   struct State {
     std::shared_ptr<Knob> knob;
@@ -262,13 +283,31 @@ class Tuner {
   // clock's now: measures the counters and applies the rules. Returns the change made.
   std::optional<TunerChange> step();
 
+  // What it learned (TunerMemo), the knobs at their values now; nullopt before the first
+  // knob. Also the remembered knobs of nodes this pipeline has not (yet) added.
+  std::optional<TunerMemo> memo() const;
+  // Goes on from `memo` (a restored state's): the knobs added so far take its values now,
+  // those added later when they come, and the tuner's time and rules go on from its.
+  // Ignored with TunerOptions::remember false.
+  void resume(const TunerMemo& memo);
+
   // {"cpu_budget", "ram_budget_mb", "knobs": [{node, param, value, min, max}],
-  //  "changes": [{"t_s", node, param, from, to, reason}], "windows": n}
+  //  "changes": [{"t_s", node, param, from, to, reason}], "windows": n (this tuner's),
+  //  "remember": bool, "resumed": bool, "resumed_from": "memory" | "state" | null,
+  //  "elapsed_s": its time (s since its first knob, plus the time of a memo resumed)}
   nlohmann::json report() const;
 
  private:
   struct Tuned;
   void run();
+  std::unique_ptr<Tuned> make_tuned(const std::shared_ptr<Knob>& knob,
+                                    const std::shared_ptr<NodeStats>& stats) const;
+  // Knobs that joined since the last window join the policy (and resume from their memo
+  // knob, with the pending last change). Under mu_.
+  void join_policy();
+  // Under mu_.
+  TunerMemo memo_locked(int64_t now_ns) const;
+  void store_locked(int64_t now_ns);
   // Measures the window that ends at `t` (ns) and decides. Called with mu_ held (by
   // `lock`); releases it while knobs change.
   std::optional<TunerChange> window(std::unique_lock<std::mutex>& lock, int64_t t);
@@ -277,10 +316,25 @@ class Tuner {
   const std::shared_ptr<const Clock> clock_;
   const bool own_thread_;
   const std::shared_ptr<NodeStats> output_;
-  TunerPolicy policy_;                                  // the tuner thread's (or step()'s caller's)
-  int64_t start_ns_ = 0;                                // set when the first knob comes (under mu_)
+  const std::string memory_key_;
+  const bool remember_;
+  const std::shared_ptr<TunerMemory> memory_;  // null when nothing is remembered
+  TunerPolicy policy_;                         // the tuner thread's (or step()'s caller's)
+  // The tuner's time 0 on the clock: when the first knob came, less a resumed memo's
+  // elapsed_s (under mu_).
+  int64_t start_ns_ = 0;
   int64_t last_ns_ = 0, out_next_ns_ = 0, cpu_ns_ = 0;  // at the last window's end
   bool started_ = false;
+  // Remembering, under mu_: the memo resumed (its knobs' values are given to knobs as they
+  // come), where from ("memory", "state"; "": none), a last change for the policy to take
+  // at the next window, the policy's last change as of the last window, the windows of
+  // the tuners before, and whether stop() has stored.
+  std::optional<TunerMemo> resumed_;
+  std::string resumed_from_;
+  std::optional<std::optional<double>> pending_last_change_;
+  std::optional<double> last_change_s_;
+  int64_t windows_before_ = 0;
+  bool stored_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

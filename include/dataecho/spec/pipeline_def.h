@@ -149,6 +149,10 @@ struct CacheStageOptions {
 struct AutotuneOptions {
   std::optional<double> cpu_budget = std::nullopt;     // cores
   std::optional<double> ram_budget_mb = std::nullopt;  // MiB
+  // A pipeline's tuner starts from what the last tuner of the same definition (without
+  // seeds and budgets) chose in this process, and stores what it chooses
+  // (core/tuner_memory.h); false: it starts from the spec's values every time.
+  bool remember = true;
   friend bool operator==(const AutotuneOptions&, const AutotuneOptions&) = default;
 };
 
@@ -255,6 +259,11 @@ class PipelineDef {
   // stats and wraps a builder's error with the stage's JSON path. The state fingerprint
   // is a hash of the canonical JSON (the same as before PipelineDef existed).
   std::unique_ptr<Pipeline> build(const BuildOptions& options = {}) const;
+  // The key of this definition's entry in the process's TunerMemory
+  // (core/tuner_memory.h): a hash of the canonical JSON without the seeds (every "seed"
+  // at any depth), the budgets ("autotune"), "name" and "comment", none of which changes
+  // what a stage costs. build() gives it to the pipeline's tuner.
+  std::string tuner_memory_key() const;
   // The nodes alone, without a Pipeline around them (the inputs of a `sample` source):
   // labeled label_prefix + "3:shuffle", appended to `nodes`, source first; returns the
   // last.
@@ -270,6 +279,7 @@ class PipelineDef {
   DatasetPtr build_nodes(const BuildOptions& options, const std::string& label_prefix,
                          std::vector<DatasetPtr>& nodes, const nlohmann::json& canonical) const;
   PipelineDef with_option_json(size_t index, const std::string& key, nlohmann::json value) const;
+  std::string tuner_memory_key(const nlohmann::json& canonical) const;
 
   // Unset: not given (the spec's default), so that to_json() gives back what was read.
   std::optional<uint64_t> seed_;
