@@ -394,15 +394,23 @@ class GlooCollective final : public Collective {
       announced += (announced.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
                    " failed: " + m;
     if (!announced.empty()) return announced;
-    std::string names;
+    std::string names, left;
     double silent = 0;
     int lost = 0;
     for (int r = 0; r < o_.world_size; ++r) {
       if (r == o_.rank || v.age_s[static_cast<size_t>(r)] <= lost_after) continue;
+      // Silent because it ended after diagnosing the same failure (it checked in until
+      // then): not lost. Under load one survivor may exit before another diagnoses.
+      if (check_in_->seen(key("diagnosed", r), 0.5)) {
+        left += (left.empty() ? "" : ", ") + std::to_string(r);
+        continue;
+      }
       names += (names.empty() ? "" : ", ") + std::to_string(r);
       silent = std::max(silent, v.age_s[static_cast<size_t>(r)]);
       ++lost;
     }
+    if (lost == 0 && !left.empty())
+      return "rank(s) " + left + " ended after the same failure (their errors name the cause)";
     if (lost == 0) return "every rank still answers the store";
     std::snprintf(age, sizeof age, "%.1f", silent);
     return std::string(lost == 1 ? "rank " : "ranks ") + names + " of " +
