@@ -69,6 +69,7 @@ nlohmann::json TrainResult::to_json() const {
   j["wall_seconds"] = wall_seconds;
   j["startup_seconds"] = startup_seconds;
   j["peak_rss_mib"] = opt_json(peak_rss_mib);
+  j["cpu_seconds"] = cpu_seconds;
   if (!train_cpus.empty()) j["cpu_split"] = {{"train", train_cpus}, {"pipeline", pipeline_cpus}};
   j["snapshot_seconds"] = snapshot_seconds;
   j["eval_mode"] = eval_mode;

@@ -184,6 +184,7 @@ class TrainRun {
     CpuSplit split(c_.cpu_split);  // before the pipelines' threads start
     r_.train_cpus = split.train;
     r_.pipeline_cpus = split.pipeline;
+    cpu_start_ns_ = process_cpu_ns();
     read_checkpoint_state();
     load_held_out_sets();
     start_training_pipeline();
@@ -197,6 +198,7 @@ class TrainRun {
       evaluation_point();
     checkpoint(pipeline_untouched_);
     const double train_wall = wall_now();
+    r_.cpu_seconds = (process_cpu_ns() - cpu_start_ns_) / 1e9;
     evaluate_after_training();
     report(last_loss_, true);
     progress_.finish();
@@ -834,6 +836,7 @@ class TrainRun {
   nlohmann::json model_json_, ckpt_;
   HeldOut eval_data_, test_data_;
   int64_t clock_start_ = 0;
+  int64_t cpu_start_ns_ = 0;  // process_cpu_ns() at the start of run()
   double startup_s_ = 0;
   std::unique_ptr<Pipeline> train_;
   std::string initial_pipeline_state_;

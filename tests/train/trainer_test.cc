@@ -421,6 +421,10 @@ TEST_F(TrainerTest, CpuSplitPinsTheRunAndIsUndoneAfterIt) {
   EXPECT_EQ(summary["cpu_split"]["train"], json(split.train_cpus));
   EXPECT_EQ(summary["cpu_split"]["pipeline"], json(split.pipeline_cpus));
   EXPECT_FALSE(json::parse(std::ifstream(dir + "/plain/summary.json")).contains("cpu_split"));
+  // CPU time of the run: more than nothing, at most the wall time on every allowed CPU.
+  EXPECT_GT(split.cpu_seconds, 0);
+  EXPECT_LE(split.cpu_seconds, split.wall_seconds * static_cast<double>(all.size()) + 0.1);
+  EXPECT_EQ(summary["cpu_seconds"].get<double>(), split.cpu_seconds);
   EXPECT_CONTAINS(dataecho::testing::error_of([&] { run(static_cast<int>(all.size()), ""); }),
                   ("--cpu-split " + std::to_string(all.size()) + " needs between 1 and"));
 }

@@ -74,6 +74,10 @@ struct TrainResult {
   // The process's peak resident memory during the run, in MiB (Linux: VmHWM, reset at
   // the run's start; where it cannot be reset, the peak since the process started).
   std::optional<double> peak_rss_mib;
+  // The process's CPU time (user + system, every thread: the train step, the pipeline,
+  // inline evaluations) from the start of this run to the end of training ("snapshots"
+  // mode: before the snapshots are evaluated); a resumed run counts from the resume.
+  double cpu_seconds = 0;
   // With TrainConfig::cpu_split: the CPUs of the train step and of the pipeline's threads.
   std::vector<int> train_cpus, pipeline_cpus;
   double snapshot_seconds = 0;  // "snapshots" mode: copying weights (on the clock)
