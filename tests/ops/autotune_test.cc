@@ -101,8 +101,17 @@ TEST(AutotuneTiming, CpuBoundStageStaysWithinTheCpuBudget) {
       static_cast<double>(process_cpu_ns() - c0) / static_cast<double>(now_ns() - t0);
   const nlohmann::json report = p->tuning();
   EXPECT_LE(cores, 1.1 * 1 + 0.15) << report.dump(1);
-  if (cores >= 0.8) {
-    EXPECT_LE(knob(report, "parallelism").at("value").get<int64_t>(), 2) << report.dump(1);
+  // Threads may go past 2 when the machine gives the process less than its budget (under
+  // stress-ng the node used 0.47 and 0.66 cores, and a third thread was within budget):
+  // the bound is on cores, so each raise must have seen fewer cores used than the budget.
+  // The rule itself is tested on synthetic windows (tests/core/tuner_test.cc, TunerRules).
+  for (const auto& c : report.at("changes")) {
+    if (c.at("to").get<int64_t>() <= c.at("from").get<int64_t>()) continue;
+    const std::string reason = c.at("reason").get<std::string>();
+    const size_t at = reason.find(" cores used");
+    ASSERT_NE(at, std::string::npos) << reason;
+    const double used = std::stod(reason.substr(reason.rfind(' ', at - 1) + 1));
+    EXPECT_LT(used, 1.0) << reason;
   }
   EXPECT_DOUBLE_EQ(report.at("cpu_budget").get<double>(), 1);
 }
