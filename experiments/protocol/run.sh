@@ -96,15 +96,17 @@ render_demo() {
     -e "s#@OUT@#${3:-$OUT}#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
 }
 
+# setup_of SPLIT: the name part of a setup: "" (shared cores) or "-split" (change 10).
+setup_of() { [[ "${1:-0}" == 0 ]] || echo -split; }
 # render_network R FACTOR URL [SPLIT]: the network runs' configs in $CFG/config-rR/, or
-# with SPLIT N (the train step on N CPUs of its own: change 10) in $CFG/config-split-rR/.
+# with SPLIT N (the train step on N CPUs of its own: change 10) in $CFG/config-split-rR/;
+# NETWORK_CFG names the rendered network.json.
 render_network() {
-  local setup="" overrides="" factors
-  if [[ "${4:-0}" != 0 ]]; then
-    setup=-split
-    overrides=", \"cpu_split\": $4"
-  fi
+  local setup overrides="" factors
+  setup="$(setup_of "${4:-0}")"
+  [[ -z "$setup" ]] || overrides=", \"cpu_split\": $4"
   local dir="$CFG/config$setup-r$1"
+  NETWORK_CFG="$dir/network.json"
   factors="$2"
   for f in 2 4; do [[ $f == "$2" ]] || factors="$factors, $f"; done
   render_train "$dir" "$3"
@@ -142,9 +144,7 @@ if [[ "$PART" == report ]]; then
     split="$(sed -n 's/^cpu split: //p' "$dir/calibration.txt")"
     split="${split:-0}"
     render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")" "$split"
-    setup=""
-    [[ "$split" == 0 ]] || setup=-split
-    "$BIN" experiment "$CFG/config$setup-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
+    "$BIN" experiment "$NETWORK_CFG" --report-only "$@" | tee "$dir/table.txt"
   done
   # The committed demo run (results/demo), at the target it ran with (in its config).
   if [[ -f results/demo/calibration.txt ]]; then
@@ -192,8 +192,7 @@ if [[ "$PART" == demo ]]; then
 else
   R_GOAL="${1:-}"
   shift || true
-  EXP="$OUT/network-r$R_GOAL"
-  [[ "$CPU_SPLIT" == 0 ]] || EXP="$OUT/network-split-r$R_GOAL"
+  EXP="$OUT/network$(setup_of "$CPU_SPLIT")-r$R_GOAL"
   # nginx on loopback: start_server / stop_server of experiments/network_lib.sh, on a port
   # of its own that stays the same from one invocation to the next when it is free (the
   # URL is part of every run's recorded config: a new one would start the runs over).
@@ -318,7 +317,5 @@ EOF
   exit "$status"
 fi
 render_network "$R_GOAL" "$FACTOR" "$URL" "$CPU_SPLIT"
-SETUP=""
-[[ "$CPU_SPLIT" == 0 ]] || SETUP=-split
-echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4${SETUP:+, the train step on $CPU_SPLIT CPU(s) of its own}"
-"$BIN" experiment "$CFG/config$SETUP-r$R_GOAL/network.json" --progress lines "$@"
+echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4$([[ "$CPU_SPLIT" == 0 ]] || echo ", the train step on $CPU_SPLIT CPU(s) of its own")"
+"$BIN" experiment "$NETWORK_CFG" --progress lines "$@"
