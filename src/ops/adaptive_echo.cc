@@ -3,7 +3,6 @@
 // Tuned ("factor": "auto"), the cap on an element's copies is the tuner's knob.
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <vector>
 
 #include "adaptive_echo.h"
@@ -65,7 +64,7 @@ class AdaptiveEchoDataset : public Dataset {
     ~It() override { counters_.publish(); }
 
     void save(StateWriter& w) override {
-      puller_.save(w, [&](const std::deque<Example>& fresh, bool input_done, bool failed) {
+      puller_.save(w, [&](const std::vector<Example>& fresh, bool input_done, bool failed) {
         if (failed)
           throw_error(ErrorCode::kInvalidArgument, label(),
                       "cannot save a pipeline that has failed");
@@ -84,7 +83,7 @@ class AdaptiveEchoDataset : public Dataset {
     void restore(StateReader& r) override {
       Rng rng;
       std::vector<EchoPool::Entry> pool;
-      puller_.restore(r, [&](std::deque<Example>& fresh, bool& input_done) {
+      puller_.restore(r, [&](std::vector<Example>& fresh, bool& input_done) {
         r.expect("adaptive_echo");
         input_done = r.read_bool();
         r.read_rng(rng);

@@ -30,23 +30,28 @@ BackgroundPuller::~BackgroundPuller() {
 }
 
 bool BackgroundPuller::pop_local(std::optional<Example>& out) {
-  const size_t bytes = local_.front().nbytes();
-  out = std::move(local_.front());
-  local_.pop_front();
+  Example& e = local_[local_pos_++];
+  // Bytes are counted only under a byte capacity (Example::nbytes() walks every field's
+  // shape: for a small element, a good part of its handoff).
+  const size_t bytes = counts_bytes() ? e.nbytes() : 0;
+  out = std::move(e);
   const size_t left = held_.fetch_sub(1) - 1;
-  const size_t left_bytes = held_bytes_.fetch_sub(bytes) - bytes;
+  const size_t left_bytes = counts_bytes() ? held_bytes_.fetch_sub(bytes) - bytes : 0;
   return worker_waiting_.load() && (left <= wake_worker_at_.load(std::memory_order_relaxed) ||
-                                    (o_.capacity_bytes != 0 && left_bytes < o_.capacity_bytes));
+                                    (counts_bytes() && left_bytes < o_.capacity_bytes));
 }
 
 void BackgroundPuller::refill_local() {
-  // local_ is empty here: the swap hands the whole shared part over in O(1).
+  // local_ is emitted here: the swap hands the whole shared part over in O(1), and the
+  // shared part goes on in local_'s old storage.
+  local_.clear();
+  local_pos_ = 0;
   local_.swap(queue_);
 }
 
 BackgroundPuller::Take BackgroundPuller::take(std::optional<Example>& out, bool wait) {
   if (token_->cancelled()) throw_error(ErrorCode::kCancelled, o_.label, "pipeline cancelled");
-  if (!local_.empty()) {
+  if (local_pos_ < local_.size()) {
     if (pop_local(out)) {
       std::lock_guard<std::mutex> lock(mu_);
       worker_cv_.notify_one();
@@ -84,11 +89,15 @@ void BackgroundPuller::save(StateWriter& w, const Writer& write) {
   std::unique_lock<std::mutex> lock(mu_);
   WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return !in_input_; });
   // One queue in output order: the consumer's part, then the shared part.
-  if (!local_.empty()) {
-    for (Example& e : queue_) local_.push_back(std::move(e));
-    queue_.swap(local_);
-    local_.clear();
+  if (local_pos_ < local_.size()) {
+    std::vector<Example> all;
+    all.reserve(local_.size() - local_pos_ + queue_.size());
+    for (size_t i = local_pos_; i < local_.size(); ++i) all.push_back(std::move(local_[i]));
+    for (Example& e : queue_) all.push_back(std::move(e));
+    queue_.swap(all);
   }
+  local_.clear();
+  local_pos_ = 0;
   write(queue_, input_done_, error_ != nullptr);
   pause.unlocked([&] { in_->save(w); });
 }
@@ -96,12 +105,13 @@ void BackgroundPuller::save(StateWriter& w, const Writer& write) {
 void BackgroundPuller::restore(StateReader& r, const Reader& read) {
   std::unique_lock<std::mutex> lock(mu_);
   WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return !in_input_; });
-  std::deque<Example> queue;
+  std::vector<Example> queue;
   bool input_done = false;
   read(queue, input_done);
   pause.unlocked([&] { in_->restore(r); });
   queue_ = std::move(queue);
   local_.clear();
+  local_pos_ = 0;
   size_t bytes = 0;
   for (const Example& e : queue_) bytes += e.nbytes();
   held_ = queue_.size();
@@ -136,7 +146,7 @@ bool BackgroundPuller::pull(std::vector<Example>& batch, size_t most, std::excep
       std::optional<Example> e = in_->next();
       t = now_ns();
       if (!e) return true;
-      bytes += e->nbytes();
+      if (counts_bytes()) bytes += e->nbytes();
       batch.push_back(std::move(*e));
       if (batch.size() >= most || t - t0 >= kPullBatchNs) break;
       if (o_.capacity_bytes != 0 && bytes0 + bytes >= o_.capacity_bytes) break;
@@ -174,7 +184,7 @@ void BackgroundPuller::run() {
     in_input_ = false;
     size_t bytes = 0;
     for (Example& e : batch) {
-      bytes += e.nbytes();
+      if (counts_bytes()) bytes += e.nbytes();
       queue_.push_back(std::move(e));
     }
     held_bytes_ += bytes;
@@ -185,7 +195,7 @@ void BackgroundPuller::run() {
     }
     // The consumer waits only on an empty queue (or, in save(), for in_input_).
     if ((consumer_waiting_ && (input_done_ || queue_.size() >= o_.wake_consumer)) || paused_)
-      consumer_cv_.notify_all();
+      consumer_cv_.notify_one();  // one thread waits there: the consumer's
     if (input_done_) break;
   }
   worker_running_ = false;

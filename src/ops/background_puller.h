@@ -24,7 +24,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -71,8 +70,8 @@ class BackgroundPuller {
   // the input's state follows. restore() installs what `read` returned only once the
   // input has restored too.
   using Writer =
-      std::function<void(const std::deque<Example>& queue, bool input_done, bool failed)>;
-  using Reader = std::function<void(std::deque<Example>& queue, bool& input_done)>;
+      std::function<void(const std::vector<Example>& queue, bool input_done, bool failed)>;
+  using Reader = std::function<void(std::vector<Example>& queue, bool& input_done)>;
   void save(StateWriter& w, const Writer& write);
   void restore(StateReader& r, const Reader& read);
 
@@ -83,6 +82,8 @@ class BackgroundPuller {
  private:
   void run();
   bool has_room() const;  // under mu_: the worker may pull one more element
+  // Whether held_bytes_ is kept (capacity_bytes does not change after construction).
+  bool counts_bytes() const { return o_.capacity_bytes != 0; }
   // Pulls up to `most` elements into `batch` (without mu_); true at the input's end or
   // error (`err`).
   bool pull(std::vector<Example>& batch, size_t most, std::exception_ptr& err);
@@ -99,10 +100,13 @@ class BackgroundPuller {
   std::mutex mu_;
   std::condition_variable consumer_cv_;  // take() and save() wait here
   std::condition_variable worker_cv_;    // the worker waits here for room
-  std::deque<Example> queue_;            // the shared part
-  std::deque<Example> local_;  // the consumer's part: only the consumer's thread touches it
-  // Both parts' elements and Example::nbytes() in all: the worker adds under mu_, the
-  // consumer subtracts as it pops (without mu_).
+  // Vectors that swap and keep their capacity: no allocation per element once they have
+  // grown (a deque allocates and frees a block every few elements, on two threads).
+  std::vector<Example> queue_;  // the shared part
+  std::vector<Example> local_;  // the consumer's part, from local_pos_ on: only the
+  size_t local_pos_ = 0;        // consumer's thread touches these two
+  // Both parts' elements and (with capacity_bytes) Example::nbytes() in all: the worker
+  // adds under mu_, the consumer subtracts as it pops (without mu_).
   std::atomic<size_t> held_{0};
   std::atomic<size_t> held_bytes_{0};
   std::atomic<size_t> wake_worker_at_{1};  // o_.wake_worker, for pop_local()

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -15,6 +13,7 @@
 #include "dataecho/core/tuner.h"
 #include "map_and_batch.h"
 #include "map_claim.h"
+#include "seq_window.h"
 #include "worker_pause.h"
 
 namespace dataecho {
@@ -180,14 +179,15 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     void save(StateWriter& w) override {
       std::unique_lock<std::mutex> lock(mu_);
       WorkerPause pause(lock, paused_, consumer_cv_, worker_cv_, [this] { return busy_ == 0; });
-      const auto failed = [](const Result& r) { return r.error != nullptr; };
-      if (error_seq_ >= 0 || std::any_of(ready_.begin(), ready_.end(), failed) ||
-          std::any_of(done_.begin(), done_.end(), [&](const auto& d) { return failed(d.second); }))
+      bool failed = error_seq_ >= 0;
+      for (size_t i = ready_pos_; i < ready_.size(); ++i) failed |= ready_[i].error != nullptr;
+      done_.for_each([&](const Result& r) { failed |= r.error != nullptr; });
+      if (failed)
         throw_error(ErrorCode::kInvalidArgument, label(), "cannot save a pipeline that has failed");
       w.begin("map");
-      w.write_u64(ready_.size() + done_.size());
-      for (const Result& r : ready_) w.write_example(*r.value);
-      for (const auto& [seq, r] : done_) w.write_example(*r.value);
+      w.write_u64(ready_.size() - ready_pos_ + done_.filled());
+      for (size_t i = ready_pos_; i < ready_.size(); ++i) w.write_example(*ready_[i].value);
+      done_.for_each([&](const Result& r) { w.write_example(*r.value); });
       w.write_bool(input_done_);
       pause.unlocked([&] { in_->save(w); });
     }
@@ -197,10 +197,10 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       r.expect("map");
       uint64_t n = r.read_u64();
       ready_.clear();
+      ready_pos_ = 0;
       done_.clear();
       emit_seq_ = 0;
-      for (uint64_t i = 0; i < n; ++i)
-        done_[static_cast<int64_t>(i)] = Result{r.read_example(), nullptr};
+      for (uint64_t i = 0; i < n; ++i) done_.push_back(Result{r.read_example(), nullptr});
       next_seq_ = static_cast<int64_t>(n);
       in_flight_ = static_cast<size_t>(n);
       input_done_ = r.read_bool();
@@ -214,9 +214,8 @@ class MapDataset : public Dataset, public RowPlacingDataset {
    protected:
     std::optional<Example> next_impl() override {
       if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
-      if (finished_ || (ready_.empty() && !refill())) return std::nullopt;
-      Result res = std::move(ready_.front());
-      ready_.pop_front();
+      if (finished_ || (ready_pos_ == ready_.size() && !refill())) return std::nullopt;
+      Result res = std::move(ready_[ready_pos_++]);
       // Wake a worker waiting for room once there is room for a few elements.
       const size_t left = in_flight_.fetch_sub(1) - 1;
       if (workers_waiting_.load() > 0 && left + wake_batch_ <= capacity_) {
@@ -236,7 +235,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       std::exception_ptr error;
     };
 
-    // With `ready_` empty: moves the results that may be emitted now to `ready_`, waiting
+    // With `ready_` emitted: moves the results that may be emitted now to `ready_`, waiting
     // for some; false at the end.
     bool refill() {
       std::unique_lock<std::mutex> lock(mu_);
@@ -251,18 +250,26 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       }
     }
 
-    // Under the lock: moves the results that may be emitted now from `done_` to `ready_`
-    // (ordered: those that follow on emit_seq_ without a gap; unordered: all), in order.
+    // Under the lock, with `ready_` emitted: moves the results that may be emitted now
+    // from `done_` to `ready_` (ordered: those that follow on emit_seq_ without a gap;
+    // unordered: all, as they were filed), in order. `ready_` keeps its capacity.
     size_t take_done() {
-      size_t n = 0;
-      auto it = done_.begin();
-      for (; it != done_.end() && (!ds_->o_.deterministic || it->first == emit_seq_); ++it) {
-        ready_.push_back(std::move(it->second));
+      ready_.clear();
+      ready_pos_ = 0;
+      while (done_.front_filled()) {
+        ready_.push_back(done_.pop_front());
         ++emit_seq_;
-        ++n;
       }
-      done_.erase(done_.begin(), it);
-      return n;
+      return ready_.size();
+    }
+
+    // Under the lock: files the result of input element `seq` (ordered: at its place after
+    // emit_seq_; unordered: after every result filed so far).
+    void file(int64_t seq, Result r) {
+      if (ds_->o_.deterministic)
+        done_.put(static_cast<size_t>(seq - emit_seq_), std::move(r));
+      else
+        done_.push_back(std::move(r));
     }
 
     // Called with the lock held when no worker runs: at the first next(), and again after
@@ -285,14 +292,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     }
 
     // Results the consumer can take now without waiting, counted up to wake_batch_.
-    size_t ready_to_emit() const {
-      if (!ds_->o_.deterministic) return done_.size();
-      size_t n = 0;
-      for (auto it = done_.find(emit_seq_); it != done_.end() && n < wake_batch_; ++it, ++n) {
-        if (it->first != emit_seq_ + static_cast<int64_t>(n)) break;
-      }
-      return n;
-    }
+    size_t ready_to_emit() const { return done_.ready(wake_batch_); }
 
     // How many input elements a worker takes at once (map_claim.h). Called with the lock
     // held.
@@ -375,7 +375,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
           input_done_ = true;
           if (err) {
             error_seq_ = next_seq_;
-            done_[next_seq_++] = Result{std::nullopt, err};
+            file(next_seq_++, Result{std::nullopt, err});
             ++in_flight_;
           }
           end_seq_ = next_seq_;
@@ -406,7 +406,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
           mean_apply_ns_ = mean_apply_ns_ <= 0 ? per : 0.875 * mean_apply_ns_ + 0.125 * per;
         }
         for (size_t i = 0; i < results.size(); ++i)
-          done_[first_seq + static_cast<int64_t>(i)] = std::move(results[i]);
+          file(first_seq + static_cast<int64_t>(i), std::move(results[i]));
         --busy_;
         // Wake the consumer when it can take a few results at once (a wake-up costs
         // several microseconds on a VM) or the input has ended, or when save() waits for the
@@ -414,8 +414,8 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         // behind one still being made (a slow element): it takes those it may emit now.
         // (ready_to_emit() >= wake_batch_ implies both of the last two.)
         if (paused_ || (consumer_waiting_ &&
-                        (end_seq_ >= 0 || (done_.size() >= wake_batch_ && ready_to_emit() > 0))))
-          consumer_cv_.notify_all();
+                        (end_seq_ >= 0 || (done_.filled() >= wake_batch_ && ready_to_emit() > 0))))
+          consumer_cv_.notify_one();  // one thread waits there: the consumer's
         if (ended || err || token_->cancelled()) return;
       }
     }
@@ -441,8 +441,9 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // Raised by a worker under mu_ before it tests for room; next_impl() reads it after
     // lowering in_flight_, so that one of the two sees the other (both seq_cst).
     std::atomic<int> workers_waiting_{0};
-    std::map<int64_t, Result> done_;
-    std::deque<Result> ready_;  // the consumer's: only its thread touches it
+    SeqWindow<Result> done_;     // done, not yet moved to ready_
+    std::vector<Result> ready_;  // the consumer's: only its thread touches it
+    size_t ready_pos_ = 0;       // ready_'s next to emit
     // Elements taken from the input and not yet emitted (in a worker's hands, in done_ or
     // in ready_): what the capacity bounds.
     std::atomic<size_t> in_flight_{0};

@@ -1,7 +1,7 @@
 #include "dataecho/ops/prefetch.h"
 
 #include <algorithm>
-#include <deque>
+#include <vector>
 
 #include "background_puller.h"
 #include "dataecho/core/tuner.h"
@@ -58,7 +58,7 @@ class PrefetchDataset : public Dataset {
     }
 
     void save(StateWriter& w) override {
-      puller_.save(w, [&](const std::deque<Example>& queue, bool input_done, bool failed) {
+      puller_.save(w, [&](const std::vector<Example>& queue, bool input_done, bool failed) {
         w.begin("prefetch");
         w.write_bool(input_done);
         w.write_bool(failed);
@@ -70,7 +70,7 @@ class PrefetchDataset : public Dataset {
       });
     }
     void restore(StateReader& r) override {
-      puller_.restore(r, [&](std::deque<Example>& queue, bool& input_done) {
+      puller_.restore(r, [&](std::vector<Example>& queue, bool& input_done) {
         r.expect("prefetch");
         input_done = r.read_bool();
         r.read_bool();
