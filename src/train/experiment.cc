@@ -59,14 +59,62 @@ nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const Exp
   return derive_cell_def(PipelineDef::from_json(base_train_spec), cell).to_json();
 }
 
+namespace {
+
+// The index at which a cell's example echo is inserted into `base`'s stages, given its
+// batch stage's index: right before or after the cell's echo_around stage, or else its
+// augmentation map (found by what the map functions declare, MapFnTraits, not by their
+// names; a map that decodes and augments at once allows only "after").
+size_t example_echo_at(const PipelineDef& base, const ExperimentCell& cell, EchoVariant place,
+                       size_t batch) {
+  const auto& stages = base.stages();
+  const bool before = place == EchoVariant::kExampleBeforeAugmentation;
+  if (!cell.echo_around.empty()) {
+    const std::optional<size_t> around = base.find(cell.echo_around);
+    if (!around)
+      experiment_error("cell " + cell.id + ": the training spec has no " + cell.echo_around +
+                       " stage to echo around ($.echo_around)");
+    if (*around > batch)
+      experiment_error("cell " + cell.id + ": the " + cell.echo_around +
+                       " stage comes after the batch stage; cannot place an example echo there");
+    return before ? *around : *around + 1;
+  }
+  const Registry& reg = registry();
+  std::optional<size_t> augment, fused;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].op != "map") continue;
+    const MapFnTraits t = reg.traits_of(stages[i].fn());
+    if (!t.augmentation) continue;
+    if (!t.decodes && !augment) augment = i;
+    if (t.decodes && !fused) fused = i;
+  }
+  size_t at = 0;
+  if (before) {
+    if (fused && (!augment || *fused < *augment))
+      experiment_error("cell " + cell.id +
+                       ": cannot echo before augmentation: the spec decodes and augments in "
+                       "one map (" +
+                       stages[*fused].fn() + " at $.stages[" + std::to_string(*fused) +
+                       "]); split it into decode_image and augment");
+    at = augment ? *augment : batch;
+  } else {
+    std::optional<size_t> a = augment;
+    if (fused && (!a || *fused < *a)) a = fused;
+    at = a ? *a + 1 : batch;
+  }
+  if (at > batch)
+    experiment_error("cell " + cell.id +
+                     ": the augment map comes after the batch stage; "
+                     "cannot place an example echo there");
+  return at;
+}
+
+}  // namespace
+
 PipelineDef derive_cell_def(const PipelineDef& base, const ExperimentCell& cell) {
   if (!base.lists_stages())
     experiment_error("cell " + cell.id + ": the training spec has no \"stages\" list");
   PipelineDef def = base;
-  // The augmentation map, and a map that decodes and augments at once, by what their
-  // functions declare (MapFnTraits), not by their names.
-  const Registry& reg = registry();
-  std::optional<size_t> batch = base.find("batch"), augment, fused;
   const auto& stages = base.stages();
   for (size_t i = 0; i < stages.size(); ++i) {
     if (stages[i].op == "echo")
@@ -74,14 +122,22 @@ PipelineDef derive_cell_def(const PipelineDef& base, const ExperimentCell& cell)
                        ": the base training spec already has an echo stage "
                        "($.stages[" +
                        std::to_string(i) + "]); the experiment inserts its own");
-    if (stages[i].op != "map") continue;
-    const MapFnTraits t = reg.traits_of(stages[i].fn());
-    if (!t.augmentation) continue;
-    if (!t.decodes && !augment) augment = i;
-    if (t.decodes && !fused) fused = i;
   }
-  if (!batch) experiment_error("cell " + cell.id + ": the training spec has no batch stage");
-  if (cell.batch_size > 0) def = def.with_option(*batch, "size", cell.batch_size);
+  std::optional<size_t> batch;
+  for (const char* op : {"batch", "padded_batch", "bucket"}) {
+    const std::optional<size_t> at = base.find(op);
+    if (at && (!batch || *at < *batch)) batch = at;
+  }
+  if (!batch)
+    experiment_error("cell " + cell.id +
+                     ": the training spec has no batch stage (batch, padded_batch or bucket)");
+  if (cell.batch_size > 0) {
+    if (stages[*batch].op == "bucket")
+      experiment_error("cell " + cell.id +
+                       ": a batch size for a bucket stage: bucket takes one per bucket, set "
+                       "them in the training spec");
+    def = def.with_option(*batch, "size", cell.batch_size);
+  }
   if (cell.variant == EchoVariant::kBaseline) return def;
 
   const EchoVariant place =
@@ -97,28 +153,8 @@ PipelineDef derive_cell_def(const PipelineDef& base, const ExperimentCell& cell)
   echo_def.echo(echo);
   if (place != EchoVariant::kBatch && cell.shuffle_after_echo > 0)
     echo_def.shuffle({.buffer = cell.shuffle_after_echo});
-  size_t at = 0;
-  if (place == EchoVariant::kBatch) {
-    at = *batch + 1;
-  } else {
-    if (place == EchoVariant::kExampleBeforeAugmentation) {
-      if (fused && (!augment || *fused < *augment))
-        experiment_error("cell " + cell.id +
-                         ": cannot echo before augmentation: the spec decodes and augments in "
-                         "one map (" +
-                         stages[*fused].fn() + " at $.stages[" + std::to_string(*fused) +
-                         "]); split it into decode_image and augment");
-      at = augment ? *augment : *batch;
-    } else {
-      std::optional<size_t> a = augment;
-      if (fused && (!a || *fused < *a)) a = fused;
-      at = a ? *a + 1 : *batch;
-    }
-    if (at > *batch)
-      experiment_error("cell " + cell.id +
-                       ": the augment map comes after the batch stage; "
-                       "cannot place an example echo there");
-  }
+  const size_t at =
+      place == EchoVariant::kBatch ? *batch + 1 : example_echo_at(base, cell, place, *batch);
   return def.inserting(at, echo_def.stages());
 }
 

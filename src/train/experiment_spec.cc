@@ -31,14 +31,16 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
-std::string short_variant(EchoVariant v) {
+// "before_aug", or with an echo_around stage "before_pack".
+std::string short_variant(EchoVariant v, const std::string& around) {
+  const std::string what = around.empty() ? "aug" : around;
   switch (v) {
     case EchoVariant::kBaseline:
       return "baseline";
     case EchoVariant::kExampleBeforeAugmentation:
-      return "before_aug";
+      return "before_" + what;
     case EchoVariant::kExampleAfterAugmentation:
-      return "after_aug";
+      return "after_" + what;
     case EchoVariant::kBatch:
       return "batch";
     case EchoVariant::kAdaptive:
@@ -54,11 +56,11 @@ std::string num(double v) {
 }
 
 std::string make_cell_id(const ExperimentCell& c) {
-  std::string id = short_variant(c.variant);
+  std::string id = short_variant(c.variant, c.echo_around);
   if (c.variant == EchoVariant::kAdaptive) {
     id += "-m" + num(c.factor);
     if (c.adaptive_placement != EchoVariant::kExampleBeforeAugmentation)
-      id += "-" + short_variant(c.adaptive_placement);
+      id += "-" + short_variant(c.adaptive_placement, c.echo_around);
   } else if (c.variant != EchoVariant::kBaseline) {
     id += "-e" + num(c.factor);
   }
@@ -147,25 +149,31 @@ const char* variant_name(EchoVariant v) {
 }
 
 EchoVariant variant_from_name(const std::string& name) {
+  // Shorter names, for an experiment whose example echoes go around a stage other than
+  // an augmentation ($.echo_around: "pack").
+  if (name == "example_before") return EchoVariant::kExampleBeforeAugmentation;
+  if (name == "example_after") return EchoVariant::kExampleAfterAugmentation;
   for (EchoVariant v :
        {EchoVariant::kBaseline, EchoVariant::kExampleBeforeAugmentation,
         EchoVariant::kExampleAfterAugmentation, EchoVariant::kBatch, EchoVariant::kAdaptive}) {
     if (name == variant_name(v)) return v;
   }
   experiment_error("unknown echo variant '" + name +
-                   "' (expected baseline, example_before_augmentation, "
-                   "example_after_augmentation, batch or adaptive)");
+                   "' (expected baseline, example_before_augmentation (or example_before), "
+                   "example_after_augmentation (or example_after), batch or adaptive)");
 }
 
 namespace {
 
-// $.grid: the echo variants, factors, shuffles, batch sizes and seeds the cells cross.
+// $.grid: the echo variants, factors, shuffles, batch sizes and seeds the cells cross;
+// $.echo_around, the stage example echoes go around.
 struct Grid {
   std::vector<EchoVariant> variants;
   std::vector<double> factors;
   std::vector<int64_t> shuffles, batch_sizes, seeds;
   double max_factor = 2;
   EchoVariant placement = EchoVariant::kExampleBeforeAugmentation;
+  std::string echo_around;
 };
 
 // $.name, $.base (a training config file or object), $.overrides, $.out.
@@ -214,6 +222,7 @@ Grid read_grid(SpecObject& top) {
       grid.get_string("adaptive_placement", "example_before_augmentation",
                       {"example_before_augmentation", "example_after_augmentation", "batch"}));
   grid.finish();
+  g.echo_around = top.get_string("echo_around", "");
   return g;
 }
 
@@ -269,6 +278,7 @@ void add_grid_cells(const Grid& g, ExperimentSpec& spec) {
   auto add = [&](ExperimentCell c) {
     c.seeds = seed_list;
     c.adaptive_placement = g.placement;
+    c.echo_around = g.echo_around;
     c.id = make_cell_id(c);
     spec.cells.push_back(std::move(c));
   };
@@ -326,6 +336,7 @@ void add_extra_cells(SpecObject& top, const Grid& g, ExperimentSpec& spec,
       c.adaptive_placement =
           placement_from_name(co.field_path("adaptive_placement"),
                               co.get_string("adaptive_placement", variant_name(g.placement)));
+      c.echo_around = g.echo_around;
       std::vector<int64_t> s = int_list(co, "seeds", g.seeds, 0);
       c.seeds.assign(s.begin(), s.end());
       if (const nlohmann::json* o = co.raw("overrides")) {

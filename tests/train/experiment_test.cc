@@ -80,6 +80,60 @@ TEST(ExperimentSpecRule, PlacesTheEchoWhereTheVariantSays) {
             (V{"shuffle(10)", "echo(2)", "batch(4)", "prefetch"}));
 }
 
+// A language model's pipeline: example echoes go around `pack` (echo_around), before it
+// (documents) or after it (token blocks); the batch stage is padded_batch.
+TEST(ExperimentSpecRule, PlacesTheEchoAroundTheStageTheSpecNames) {
+  const json text = json::parse(R"({
+    "seed": 1,
+    "source": {"kind": "range", "count": 10},
+    "stages": [
+      {"op": "shuffle", "buffer": 10},
+      {"op": "pack", "length": 65},
+      {"op": "shuffle", "buffer": 8},
+      {"op": "padded_batch", "size": 16, "lengths": false},
+      {"op": "prefetch", "buffer": 2}
+    ]})");
+  using V = std::vector<std::string>;
+  auto around = [](EchoVariant v, double f, int64_t sb = 0, int64_t bs = 0) {
+    ExperimentCell c = cell(v, f, sb, bs);
+    c.echo_around = "pack";
+    return c;
+  };
+  EXPECT_EQ(ops_of(derive_cell_spec(text, around(EchoVariant::kExampleBeforeAugmentation, 2, 5))),
+            (V{"shuffle(10)", "echo(2)", "shuffle(5)", "pack", "shuffle(8)", "padded_batch",
+               "prefetch"}));
+  EXPECT_EQ(ops_of(derive_cell_spec(text, around(EchoVariant::kExampleAfterAugmentation, 3))),
+            (V{"shuffle(10)", "pack", "echo(3)", "shuffle(8)", "padded_batch", "prefetch"}));
+  const json batched = derive_cell_spec(text, around(EchoVariant::kBatch, 2, 0, 32));
+  EXPECT_EQ(ops_of(batched),
+            (V{"shuffle(10)", "pack", "shuffle(8)", "padded_batch", "echo(2)", "prefetch"}));
+  EXPECT_EQ(batched["stages"][3]["size"], 32);  // the cell's batch size on padded_batch
+  // Without echo_around there is no augmentation map: right before the batch stage.
+  EXPECT_EQ(ops_of(derive_cell_spec(text, cell(EchoVariant::kExampleBeforeAugmentation, 2))),
+            (V{"shuffle(10)", "pack", "shuffle(8)", "echo(2)", "padded_batch", "prefetch"}));
+
+  ExperimentCell missing = around(EchoVariant::kExampleAfterAugmentation, 2);
+  missing.echo_around = "bucket";
+  EXPECT_NE(testing::error_of([&] {
+              derive_cell_spec(text, missing);
+            }).find("has no bucket stage to echo around ($.echo_around)"),
+            std::string::npos);
+  json late = text;
+  late["stages"].erase(1);
+  late["stages"].push_back({{"op", "pack"}, {"length", 65}});
+  EXPECT_NE(testing::error_of([&] {
+              derive_cell_spec(late, around(EchoVariant::kExampleBeforeAugmentation, 2));
+            }).find("pack stage comes after the batch stage"),
+            std::string::npos);
+  json bucketed = text;
+  bucketed["stages"][3] = {{"op", "bucket"}, {"boundaries", {8}}, {"batch_sizes", {4, 2}}};
+  EXPECT_NE(testing::error_of([&] {
+              derive_cell_spec(bucketed, around(EchoVariant::kBaseline, 1, 0, 8));
+            }).find("bucket takes one per bucket"),
+            std::string::npos);
+  EXPECT_EQ(ops_of(derive_cell_spec(bucketed, around(EchoVariant::kBatch, 2)))[4], "echo(2)");
+}
+
 TEST(ExperimentSpecRule, RefusesWhatItCannotPlace) {
   json fused = base_train_spec();
   fused["stages"][1]["fn"] = "decode_augment";
@@ -207,6 +261,21 @@ TEST(ExperimentSpec, ExpandsTheGrid) {
                                            "before_aug-e3", "before_aug-e3-sb100", "batch-e2",
                                            "batch-e3", "adaptive-m3", "adaptive-m3-sb100"}));
   EXPECT_EQ(s.cells[0].seeds, (std::vector<uint64_t>{1, 2}));
+
+  // Example echoes around `pack`: the short variant names, and ids that say where.
+  spec["echo_around"] = "pack";
+  spec["grid"] = {{"variants", {"example_before", "example_after", "adaptive"}},
+                  {"factors", {2}},
+                  {"adaptive_placement", "example_after_augmentation"}};
+  spec["cells"] = {{{"variant", "example_before"}, {"factor", 4}}};
+  s = experiment_spec_from_json(spec, "");
+  ids.clear();
+  for (const auto& c : s.cells) {
+    ids.push_back(c.id);
+    EXPECT_EQ(c.echo_around, "pack");
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"before_pack-e2", "after_pack-e2",
+                                           "adaptive-m2-after_pack", "before_pack-e4"}));
 }
 
 TEST(Experiment, TinySweepWritesTableAndPlotsResumesAndReportsABrokenCell) {

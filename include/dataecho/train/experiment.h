@@ -43,6 +43,9 @@ struct ExperimentCell {
   int64_t batch_size = 0;          // 0: the base spec's
   // kAdaptive only: where the adaptive echo goes (one of the three fixed variants).
   EchoVariant adaptive_placement = EchoVariant::kExampleBeforeAugmentation;
+  // The stage an example echo goes before or after, by its op ("pack": a language
+  // model's token blocks); empty: the augmentation map (the spec's "echo_around").
+  std::string echo_around;
   std::vector<uint64_t> seeds;
   // A merge patch on the base config for this cell only (extra "cells" of the spec).
   nlohmann::json overrides;
@@ -115,7 +118,10 @@ ExperimentSpec load_experiment_spec(const std::string& path);
 // The training pipeline spec of one cell: the base spec with the batch size set and the
 // echo (and shuffle-after-echo) stages inserted at the variant's place. Augmentation maps
 // are found by their functions' traits (MapFnTraits: augment is one, decode_augment one
-// that also decodes). The rule:
+// that also decodes). The batch stage is the first `batch`, `padded_batch` or `bucket`.
+// With cell.echo_around set (an op, such as "pack"), example echoes go right before or
+// right after the first stage of that op instead of the augmentation map, and that stage
+// must come before the batch stage. The rule:
 //   example_before_augmentation: right before the first augmentation map (before the batch
 //     stage when there is none); refused when augmentation is fused with decoding
 //     (decode_augment);
