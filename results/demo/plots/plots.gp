@@ -7,7 +7,7 @@ set output "fresh_vs_factor.".fmt
 set title "demo".": fresh examples to target vs echo factor"
 set xlabel "echo factor (adaptive: achieved)"
 set ylabel "fresh examples to target (median, 95% bootstrap CI over seeds)"
-set xrange [0.5:5.68719]
+set xrange [0.5:6.29034]
 set yrange [0:*]
 plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 1000", \
   "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
@@ -26,12 +26,12 @@ set output "speedup_vs_factor.".fmt
 set title "demo".": wall-clock speedup to target vs echo factor"
 set xlabel "echo factor (adaptive: achieved)"
 set ylabel "speedup vs baseline (wall-clock time to target; median, 95% CI)"
-set xrange [1:5.68719]
+set xrange [1:6.29034]
 set yrange [0:*]
-R = 5.58438
+R = 6.72899
 ideal(x) = x < R ? x : R
 plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 1000", \
   "speedup_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
-  ideal(x) with lines dt 2 lc rgb "black" title "ideal min(e, R), R = 5.58 (baseline)", \
+  ideal(x) with lines dt 2 lc rgb "black" title "ideal min(e, R), R = 6.73 (baseline)", \
   1 with lines lc rgb "gray" notitle
 }
