@@ -169,9 +169,10 @@ if [[ $DRY == 0 && ! -f "$OUT/shards/.done" ]]; then
   touch "$OUT/shards/.done"
 fi
 # Runs finished on another machine and committed (run.sh collect) are not redone: their
-# files join the output folder unless a run of the same name is there already. The demo
-# takes its learning rates from them.
-if [[ "$PART" == sweep || "$PART" == demo ]] && [[ -d results/protocol/sweep/cells ]]; then
+# files join the output folder unless a run of the same name is there already. The network
+# runs and the demo take their learning rates from them (on a machine without the sweep's
+# own output they found none: "the sweep has not chosen the baseline's learning rate").
+if [[ "$PART" == sweep || "$PART" == demo || "$PART" == network ]] && [[ -d results/protocol/sweep/cells ]]; then
   mkdir -p "$OUT/sweep"
   cp -rn results/protocol/sweep/cells "$OUT/sweep/"
 fi
