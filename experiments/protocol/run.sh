@@ -104,7 +104,9 @@ setup_of() { [[ "${1:-0}" == 0 ]] || echo -split; }
 render_network() {
   local setup overrides="" factors
   setup="$(setup_of "${4:-0}")"
-  [[ -z "$setup" ]] || overrides=", \"cpu_split\": $4"
+  # The train step's LibTorch threads: as many as its CPUs (change 10: "with LibTorch's 1
+  # thread"); the base config's 2 threads on 1 CPU made each step 10 times slower.
+  [[ -z "$setup" ]] || overrides=", \"cpu_split\": $4, \"threads\": $4"
   local dir="$CFG/config$setup-r$1"
   NETWORK_CFG="$dir/network.json"
   factors="$2"
@@ -213,7 +215,8 @@ measure_r() {
   render_train "$CFG/config-calibrate-r$R_GOAL" "$1"
   rm -rf "$EXP/calibrate"
   "$BIN" train --config "$CFG/config-calibrate-r$R_GOAL/base.json" --max-steps "$CAL_STEPS" --eval-every 0 \
-    --eval-every-fresh 0 --lr "$BASE_LR" --cpu-split "$CPU_SPLIT" --progress off --out "$EXP/calibrate" >/dev/null
+    --eval-every-fresh 0 --lr "$BASE_LR" --cpu-split "$CPU_SPLIT" $([[ "$CPU_SPLIT" == 0 ]] || echo --threads "$CPU_SPLIT") \
+    --progress off --out "$EXP/calibrate" >/dev/null
   json_number r_estimate "$EXP/calibrate/summary.json"
 }
 # The baseline's tuned rate from the sweep (BASE_LR overrides it: for trying the
