@@ -132,7 +132,7 @@ void BackgroundPuller::resize(size_t capacity, size_t wake_consumer, size_t wake
 bool BackgroundPuller::has_room() const {
   const size_t held = held_.load();
   if (held >= o_.capacity) return false;
-  return o_.capacity_bytes == 0 || held == 0 || held_bytes_.load() < o_.capacity_bytes;
+  return !counts_bytes() || held == 0 || held_bytes_.load() < o_.capacity_bytes;
 }
 
 bool BackgroundPuller::pull(std::vector<Example>& batch, size_t most, std::exception_ptr& err) {
@@ -149,7 +149,7 @@ bool BackgroundPuller::pull(std::vector<Example>& batch, size_t most, std::excep
       if (counts_bytes()) bytes += e->nbytes();
       batch.push_back(std::move(*e));
       if (batch.size() >= most || t - t0 >= kPullBatchNs) break;
-      if (o_.capacity_bytes != 0 && bytes0 + bytes >= o_.capacity_bytes) break;
+      if (counts_bytes() && bytes0 + bytes >= o_.capacity_bytes) break;
       if (token_->cancelled()) break;
     }
   } catch (...) {
