@@ -27,6 +27,14 @@ std::vector<Example> run(const std::string& json_text, int64_t limit = -1);
 // The message of the dataecho::Error that `fn` throws; fails the test if none.
 std::string error_of(const std::function<void()>& fn);
 
+// Expects `text` (a string) to contain `part` (a string or string literal), and shows the
+// text when it does not.
+#define EXPECT_CONTAINS(text, part)                                    \
+  do {                                                                 \
+    std::string text_ = (text);                                        \
+    EXPECT_NE(text_.find(part), std::string::npos) << "in: " << text_; \
+  } while (0)
+
 // A fresh temporary directory, removed at exit of the test program.
 std::string temp_dir();
 

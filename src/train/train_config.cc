@@ -323,6 +323,14 @@ void validate_train_config(const TrainConfig& c) {
     config_error("threads must be in [1, 1024], got " + std::to_string(c.threads));
   if (c.cpu_split < 0 || c.cpu_split > 1024)
     config_error("cpu_split must be in [0, 1024] (0: off), got " + std::to_string(c.cpu_split));
+  // More LibTorch threads than the step's CPUs only take turns, and OpenMP's threads spin
+  // while they wait for each other: 2 threads on 1 CPU measured 289.6 ms a step against
+  // 25.8 ms with 1 (docs/protocol.md, change 11).
+  if (c.cpu_split > 0 && c.threads > c.cpu_split)
+    config_error(
+        "threads " + std::to_string(c.threads) + " > cpu_split " + std::to_string(c.cpu_split) +
+        ": LibTorch's threads would share the step's " + std::to_string(c.cpu_split) +
+        " CPU(s) and spin while they wait; set threads to at most " + std::to_string(c.cpu_split));
   if (c.eval_every_fresh < 0)
     config_error("eval_every_fresh must be >= 0 (0: off), got " +
                  std::to_string(c.eval_every_fresh));

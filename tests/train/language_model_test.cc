@@ -17,12 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-#define EXPECT_CONTAINS(text, part)                                    \
-  do {                                                                 \
-    std::string text_ = (text);                                        \
-    EXPECT_NE(text_.find(part), std::string::npos) << "in: " << text_; \
-  } while (0)
-
 // `lines` lines of 3 to 8 words drawn from a small vocabulary: the next byte is well
 // predicted from the word so far, so a model that uses its context goes well below the
 // text's unigram entropy.

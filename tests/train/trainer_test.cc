@@ -23,12 +23,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 using dataecho::testing::fashion;
 
-#define EXPECT_CONTAINS(text, part)                                    \
-  do {                                                                 \
-    std::string text_ = (text);                                        \
-    EXPECT_NE(text_.find(part), std::string::npos) << "in: " << text_; \
-  } while (0)
-
 bool has_stage(const std::string& op) { return registry().stages.count(op) > 0; }
 
 // MLP on the first `train_n` training images, evaluated on the first `eval_n` test images.
@@ -427,6 +421,13 @@ TEST_F(TrainerTest, CpuSplitPinsTheRunAndIsUndoneAfterIt) {
   EXPECT_EQ(summary["cpu_seconds"].get<double>(), split.cpu_seconds);
   EXPECT_CONTAINS(dataecho::testing::error_of([&] { run(static_cast<int>(all.size()), ""); }),
                   ("--cpu-split " + std::to_string(all.size()) + " needs between 1 and"));
+  EXPECT_CONTAINS(dataecho::testing::error_of([&] {
+                    TrainConfig c = fashion_config(200, 0, epochs_stages(100, 32), 3);
+                    c.cpu_split = 1;
+                    c.threads = 2;
+                    Trainer(c).run();
+                  }),
+                  ("threads 2 > cpu_split 1: LibTorch's threads would share the step's 1 CPU(s)"));
 }
 
 TEST_F(TrainerTest, BadConfigsFailBeforeTrainingWithAClearMessage) {
