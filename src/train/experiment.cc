@@ -333,7 +333,7 @@ class Sweep {
 
   ExperimentReport run() {
     for (size_t i = 0; i < spec_.cells.size() && !report_.interrupted; ++i) {
-      const bool untunable = !tune(i);
+      const bool untunable = !tune(i) || !chosen_in_group(i);
       if (report_.interrupted) break;
       if (untunable) {
         final_left_ -= static_cast<int64_t>(spec_.cells[i].seeds.size());
@@ -427,6 +427,28 @@ class Sweep {
       }
       if (!run_pending(i, st)) return false;
       if (report_.interrupted) return true;
+    }
+    return true;
+  }
+
+  // Whether cell i runs its final seeds as far as its tuning group goes: every member of
+  // the group is tuned first (their tuning runs, here as needed), then only the winner
+  // runs. True for a cell in no group.
+  bool chosen_in_group(size_t i) {
+    const std::string group = tuning_group_of(spec_, spec_.cells[i].id);
+    if (group.empty()) return true;
+    for (size_t j = 0; j < spec_.cells.size() && !report_.interrupted; ++j)
+      if (j != i && tuning_group_of(spec_, spec_.cells[j].id) == group) tune(j);
+    if (report_.interrupted) return false;
+    const std::optional<std::string> winner = tuning_group_winner(spec_, group);
+    if (!winner) {
+      log_(tune_head(i) + ": tuning group " + group + " has not chosen yet: no final runs");
+      return false;
+    }
+    if (*winner != spec_.cells[i].id) {
+      log_(tune_head(i) + ": not chosen in tuning group " + group + " (" + *winner +
+           " is): no final runs");
+      return false;
     }
     return true;
   }

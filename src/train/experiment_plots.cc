@@ -71,21 +71,6 @@ void write_blocks(const std::string& path, std::vector<Series>& series) {
   }
 }
 
-// Evaluations of one run: (fresh, accuracy).
-std::vector<std::vector<double>> read_evals(const std::string& dir) {
-  std::vector<std::vector<double>> rows;
-  std::ifstream in(fs::path(dir) / "evals.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      auto j = nlohmann::json::parse(line);
-      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>()});
-    } catch (const std::exception&) {
-    }
-  }
-  return rows;
-}
-
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
 // Writes the data files and plots.gp into out/plots and runs gnuplot there.

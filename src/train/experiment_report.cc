@@ -186,11 +186,13 @@ std::string ExperimentReport::to_text() const {
         << ratio_text(c.fresh_reduction_estimate) << ")\n";
     }
   }
-  bool tuned = false;
-  for (const auto& c : cells) tuned = tuned || c.tuning.has_value();
+  const TuningState* tuned = nullptr;
+  for (const auto& c : cells)
+    if (c.tuning && !tuned) tuned = &*c.tuning;
   if (tuned) {
-    o << "learning-rate tuning (median fresh examples to target over the tuning seeds, "
-         "reached/runs; * chosen):\n";
+    o << "learning-rate tuning (median fresh examples to "
+      << (tuned->reading == "held" ? "hold the target" : "target")
+      << " over the tuning seeds, reached/runs; * chosen):\n";
     for (const auto& c : cells) {
       if (!c.tuning) continue;
       o << "  " << c.cell.id << ":";
@@ -287,6 +289,16 @@ CellResult cell_result(const ExperimentSpec& spec, const ExperimentCell& spec_ce
     c.status = c.runs.empty() ? "failed" : "partial";
   else
     c.status = c.runs.empty() ? "not_run" : "partial";
+  const std::string group = tuning_group_of(spec, cell.id);
+  if (!group.empty() && c.runs.empty()) {
+    const std::optional<std::string> winner = tuning_group_winner(spec, group);
+    if (winner && *winner != cell.id) {
+      c.status = "not_chosen";
+      if (c.tuning)
+        c.tuning->note += (c.tuning->note.empty() ? "" : "; ") + std::string("tuning group ") +
+                          group + " chose " + *winner;
+    }
+  }
   return c;
 }
 

@@ -262,6 +262,28 @@ void read_tuning(SpecObject& top, ExperimentSpec& spec, const std::string& base_
     if (ts.empty()) throw_spec_error("$.tuning.seeds", "expected at least one tuning seed");
     spec.tuning.seeds.assign(ts.begin(), ts.end());
     spec.tuning.widen = t.get_int("widen", 2, 0);
+    spec.tuning.reading = t.get_string("reading", "first_touch", {"first_touch", "held"});
+    spec.tuning.margin = t.get_number("margin", 0.0, 0.0, 1.0);
+    if (t.has("margin") && spec.tuning.reading != "held")
+      throw_spec_error("$.tuning.margin", "a margin is for \"reading\": \"held\"");
+    if (spec.tuning.reading == "held" &&
+        spec.base_config.value("eval_mode", std::string("inline")) != "snapshots")
+      throw_spec_error("$.tuning.reading",
+                       "\"held\" reads every evaluation of a run, so its runs must go on past "
+                       "the target: set \"eval_mode\": \"snapshots\" in the base config");
+    if (const nlohmann::json* g = t.raw("groups")) {
+      if (!g->is_object())
+        throw_spec_error("$.tuning.groups", "expected an object: {\"group\": [cell ids]}");
+      for (const auto& [name, ids] : g->items()) {
+        const std::string path = "$.tuning.groups." + name;
+        if (!ids.is_array() || ids.size() < 2)
+          throw_spec_error(path, "expected a list of at least 2 cell ids");
+        for (const auto& id : ids) {
+          if (!id.is_string()) throw_spec_error(path, "expected a list of cell ids");
+          spec.tuning.groups[name].push_back(id.get<std::string>());
+        }
+      }
+    }
     t.finish();
     for (int64_t s : final_seeds)
       if (std::find(ts.begin(), ts.end(), s) != ts.end())
@@ -320,7 +342,7 @@ void add_grid_cells(const Grid& g, ExperimentSpec& spec) {
 
 // $.cells: extra cells, each with its own config patch: {"id", "variant", "factor",
 // "shuffle_after_echo", "batch_size", "seeds", "overrides", "adaptive_placement",
-// "tuning_lr"}.
+// "tuning_lr", "lr" (the cell's own rate: not tuned)}.
 void add_extra_cells(SpecObject& top, const Grid& g, ExperimentSpec& spec,
                      const std::string& base_dir) {
   if (const nlohmann::json* extra = top.raw("cells")) {
@@ -352,14 +374,35 @@ void add_extra_cells(SpecObject& top, const Grid& g, ExperimentSpec& spec,
           throw_spec_error(co.field_path("tuning_lr"),
                            "expected at least 3 learning rates > 0 (log-spaced)");
       }
+      if (co.raw("lr")) {
+        if (co.raw("tuning_lr"))
+          throw_spec_error(co.field_path("lr"),
+                           "a cell has its own rate or tuning rates, not both");
+        c.lr = co.get_number("lr", std::nullopt, 1e-12);
+        c.fixed_lr = true;
+      }
       co.finish();
       spec.cells.push_back(std::move(c));
     }
   }
 }
 
-// No final seed is a tuning seed; no two cells share an id.
+// No final seed is a tuning seed; no two cells share an id; a tuning group names cells
+// that exist, each in one group at most, none with its own rate.
 void check_cells(const ExperimentSpec& spec) {
+  std::map<std::string, std::string> group_of;
+  for (const auto& [name, ids] : spec.tuning.groups) {
+    for (const std::string& id : ids) {
+      auto c = std::find_if(spec.cells.begin(), spec.cells.end(),
+                            [&](const ExperimentCell& x) { return x.id == id; });
+      if (c == spec.cells.end())
+        experiment_error("tuning group " + name + ": no cell '" + id + "'");
+      if (c->fixed_lr)
+        experiment_error("tuning group " + name + ": cell " + id + " has its own rate");
+      if (!group_of.emplace(id, name).second)
+        experiment_error("cell " + id + " is in tuning groups " + group_of[id] + " and " + name);
+    }
+  }
   for (size_t i = 0; i < spec.cells.size(); ++i) {
     for (uint64_t s : spec.cells[i].seeds)
       if (std::count(spec.tuning.seeds.begin(), spec.tuning.seeds.end(), s))

@@ -3,6 +3,7 @@
 // that an interrupted sweep resumes exactly where it stopped.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "dataecho/train/experiment.h"
 #include "experiment_internal.h"
@@ -42,7 +43,65 @@ Observation fresh_observation(const nlohmann::json& summary) {
   return {v, !hit};
 }
 
+std::vector<std::vector<double>> read_evals(const std::string& dir, std::string* error) {
+  std::vector<std::vector<double>> rows;
+  const fs::path path = fs::path(dir) / "evals.jsonl";
+  std::ifstream in(path);
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    try {
+      auto j = nlohmann::json::parse(line);
+      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>()});
+    } catch (const std::exception& e) {
+      if (error && error->empty())
+        *error = path.string() + ", line " + std::to_string(n) + ": not an evaluation (" +
+                 e.what() + ")";
+    }
+  }
+  return rows;
+}
+
 }  // namespace detail
+
+std::optional<size_t> held_index(const std::vector<double>& accuracy, double target,
+                                 double margin) {
+  // Accuracies are counts over the evaluation set: compare with a tolerance far below one
+  // image in a million, so that 0.9 read back from JSON meets a target of 0.9.
+  constexpr double kTol = 1e-9;
+  std::optional<size_t> found;
+  // Backwards: an evaluation qualifies when it meets the target and no later one falls
+  // below the floor; the earliest qualifying one is the answer.
+  for (size_t i = accuracy.size(); i-- > 0;) {
+    if (accuracy[i] < target - margin - kTol) break;
+    if (accuracy[i] >= target - kTol) found = i;
+  }
+  return found;
+}
+
+namespace {
+
+// A tuning run's fresh examples to target, read as the spec's tuning says: the summary's
+// first touch, or (reading "held") the evaluation from which the run holds the target,
+// censored at the run's fresh examples when it never does.
+Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell& tc, uint64_t seed,
+                               const nlohmann::json& summary) {
+  if (spec.tuning.reading != "held") return detail::fresh_observation(summary);
+  const std::string dir = detail::run_dir(spec, tc, seed);
+  const TrainConfig config = detail::cell_config(spec, tc, seed, ExperimentOptions{}, nullptr);
+  std::string error;
+  const std::vector<std::vector<double>> evals = detail::read_evals(dir, &error);
+  if (!error.empty() || evals.empty())
+    detail::experiment_error("tuning reads \"held\" from every evaluation of a run: " +
+                             (error.empty() ? "no evaluations in " + dir + "/evals.jsonl" : error));
+  std::vector<double> accuracy;
+  for (const auto& e : evals) accuracy.push_back(e[1]);
+  const std::optional<size_t> i =
+      held_index(accuracy, config.target_accuracy.value_or(0), spec.tuning.margin);
+  if (i) return {evals[*i][0], false};
+  return {summary.value("fresh", 0.0), true};
+}
+
+}  // namespace
 
 nlohmann::json LrTrial::to_json() const {
   return {{"lr", lr},
@@ -57,11 +116,17 @@ nlohmann::json TuningState::to_json() const {
   return {{"trials", t},
           {"pending", pending},
           {"chosen_lr", chosen ? nlohmann::json(*chosen) : nlohmann::json(nullptr)},
-          {"note", note}};
+          {"note", note},
+          {"reading", reading}};
 }
 
 TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell) {
   TuningState st;
+  if (cell.fixed_lr) {
+    st.chosen = cell.lr;
+    st.note = "the cell's own rate (not tuned)";
+    return st;
+  }
   if (spec.tuning.from) {
     auto it = spec.tuning.map.find(cell.id);
     const std::string id = it != spec.tuning.map.end() ? it->second : cell.id;
@@ -78,6 +143,7 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
     return st;
   }
   if (!spec.tuning.enabled()) return st;
+  st.reading = spec.tuning.reading;
   std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
   BootstrapOptions few;  // the tuning's medians: the interval is only informative
   few.resamples = 2000;
@@ -93,7 +159,7 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
         nlohmann::json s = detail::finished_summary(spec, tc, seed);
         if (!s.is_object()) continue;
         ++t.runs;
-        obs.push_back(detail::fresh_observation(s));
+        obs.push_back(tuning_observation(spec, tc, seed, s));
         t.reached += obs.back().censored ? 0 : 1;
       }
       t.fresh = estimate_median(obs, few);
@@ -134,6 +200,38 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
     else
       lrs.push_back(lrs.back() * (lrs.back() / lrs[lrs.size() - 2]));
   }
+}
+
+std::string tuning_group_of(const ExperimentSpec& spec, const std::string& cell_id) {
+  for (const auto& [name, ids] : spec.tuning.groups)
+    if (std::find(ids.begin(), ids.end(), cell_id) != ids.end()) return name;
+  return "";
+}
+
+std::optional<std::string> tuning_group_winner(const ExperimentSpec& spec,
+                                               const std::string& group) {
+  auto it = spec.tuning.groups.find(group);
+  if (it == spec.tuning.groups.end()) return std::nullopt;
+  std::optional<std::string> best;
+  double best_median = 0;
+  int64_t best_reached = 0;
+  for (const std::string& id : it->second) {
+    auto cell = std::find_if(spec.cells.begin(), spec.cells.end(),
+                             [&](const ExperimentCell& c) { return c.id == id; });
+    if (cell == spec.cells.end()) return std::nullopt;
+    const TuningState st = tuning_state(spec, *cell);
+    if (!st.chosen) return std::nullopt;  // a member still tuning (or untunable)
+    auto trial = std::find_if(st.trials.begin(), st.trials.end(),
+                              [&](const LrTrial& t) { return t.lr == *st.chosen; });
+    if (trial == st.trials.end() || !trial->fresh) return std::nullopt;
+    const double m = trial->fresh->median;
+    if (!best || m < best_median || (m == best_median && trial->reached > best_reached)) {
+      best = id;
+      best_median = m;
+      best_reached = trial->reached;
+    }
+  }
+  return best;
 }
 
 }  // namespace dataecho::train

@@ -278,5 +278,157 @@ TEST(ExperimentProtocol, TuningSeedsMustDifferFromTheFinalSeeds) {
             std::string::npos);
 }
 
+TEST(ExperimentProtocol, HeldIsTheFirstEvaluationFromWhichTheRunKeepsTheTarget) {
+  // Target 0.9, margin 0.01: the floor is 0.89.
+  EXPECT_EQ(held_index({0.88, 0.90, 0.895, 0.91, 0.905}, 0.9, 0.01), 1u);
+  EXPECT_EQ(held_index({0.88, 0.90, 0.889, 0.91, 0.905}, 0.9, 0.01), 3u) << "a dip below the floor";
+  EXPECT_EQ(held_index({0.88, 0.90, 0.89, 0.90}, 0.9, 0.01), 1u) << "at the floor is not below it";
+  EXPECT_EQ(held_index({0.91, 0.92, 0.85}, 0.9, 0.01), std::nullopt) << "the last one fell";
+  EXPECT_EQ(held_index({}, 0.9, 0.01), std::nullopt);
+  EXPECT_EQ(held_index({0.85, 0.9}, 0.9, 0), 1u) << "0.9 read back meets 0.9";
+}
+
+// The evaluations of a run (evals.jsonl), one per 100 fresh examples from 100 on.
+void write_evals(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
+                 const std::vector<double>& accuracy) {
+  std::ofstream out(detail::run_dir(spec, cell, seed) + "/evals.jsonl");
+  for (size_t i = 0; i < accuracy.size(); ++i)
+    out << json{{"fresh", 100 * (i + 1)}, {"accuracy", accuracy[i]}}.dump() << "\n";
+}
+
+json snapshots_base() {
+  json b = base_config();
+  b["eval_mode"] = "snapshots";
+  return b;
+}
+
+TEST(ExperimentProtocol, TuningCanChooseByTheHeldReading) {
+  const std::string out = testing::temp_dir() + "/held";
+  json j = {
+      {"name", "held"},
+      {"base", snapshots_base()},
+      {"out", out},
+      {"tuning",
+       {{"lr", {0.05, 0.1, 0.2, 0.4}}, {"seeds", {101}}, {"reading", "held"}, {"margin", 0.01}}},
+      {"grid", {{"variants", {"baseline"}}, {"seeds", {1}}}}};
+  ExperimentSpec spec = experiment_spec_from_json(j, "");
+  EXPECT_EQ(spec.tuning.reading, "held");
+  const ExperimentCell& base = spec.cells[0];
+  // First touch: 0.1 at 300 fresh examples, but it falls to 0.85 and holds only from 800.
+  // Held: 0.05 -> 900, 0.1 -> 800, 0.2 -> 500, 0.4 -> 700: 0.2 is chosen.
+  const std::map<double, std::vector<double>> acc = {
+      {0.05, {0.5, 0.6, 0.7, 0.8, 0.85, 0.86, 0.87, 0.88, 0.90, 0.91}},
+      {0.1, {0.8, 0.85, 0.90, 0.85, 0.86, 0.87, 0.88, 0.90, 0.91, 0.91}},
+      {0.2, {0.7, 0.8, 0.85, 0.88, 0.90, 0.895, 0.90, 0.91, 0.90, 0.91}},
+      {0.4, {0.7, 0.8, 0.85, 0.88, 0.89, 0.86, 0.90, 0.91, 0.90, 0.91}}};
+  for (const auto& [lr, a] : acc) {
+    const ExperimentCell tc = detail::tuning_cell(base, lr);
+    size_t first = 0;
+    while (a[first] < 0.9) ++first;
+    write_run(spec, tc, 101, 100.0 * (first + 1), 10);
+    write_evals(spec, tc, 101, a);
+  }
+  TuningState st = tuning_state(spec, base);
+  ASSERT_TRUE(st.chosen) << st.to_json().dump();
+  EXPECT_DOUBLE_EQ(*st.chosen, 0.2);
+  EXPECT_EQ(st.trials[1].fresh->median, 800);
+  EXPECT_EQ(st.reading, "held");
+  // The same runs read by the first touch choose 0.1.
+  j["tuning"].erase("reading");
+  j["tuning"].erase("margin");
+  EXPECT_DOUBLE_EQ(*tuning_state(experiment_spec_from_json(j, ""), base).chosen, 0.1);
+
+  // A run without its evaluations cannot be read: the error names the file.
+  fs::remove(detail::run_dir(spec, detail::tuning_cell(base, 0.4), 101) + "/evals.jsonl");
+  EXPECT_CONTAINS(testing::error_of([&] { tuning_state(spec, base); }),
+                  ("tuning reads \"held\" from every evaluation of a run: no evaluations in"));
+  EXPECT_CONTAINS(testing::error_of([&] { tuning_state(spec, base); }),
+                  ("tune/lr-0.4/seed-101/evals.jsonl"));
+
+  // "held" needs runs that go on past the target; a margin belongs to "held".
+  j["base"] = base_config();
+  j["tuning"]["reading"] = "held";
+  EXPECT_CONTAINS(testing::error_of([&] { experiment_spec_from_json(j, ""); }),
+                  ("set \"eval_mode\": \"snapshots\""));
+  j["base"] = snapshots_base();
+  j["tuning"]["reading"] = "first_touch";
+  j["tuning"]["margin"] = 0.01;
+  EXPECT_CONTAINS(testing::error_of([&] { experiment_spec_from_json(j, ""); }),
+                  ("$.tuning.margin: a margin is for \"reading\": \"held\""));
+}
+
+TEST(ExperimentProtocol, ATuningGroupRunsOnlyItsWinnersFinalSeeds) {
+  const std::string out = testing::temp_dir() + "/groups";
+  json j = {{"name", "groups"},
+            {"base", base_config()},
+            {"out", out},
+            {"tuning",
+             {{"lr", {0.1, 0.2, 0.4}},
+              {"seeds", {101, 102}},
+              {"groups", {{"baseline", {"baseline", "baseline-wd1e-3"}}}}}},
+            {"grid", {{"variants", {"baseline"}}, {"seeds", {1, 2}}}},
+            {"cells",
+             {{{"id", "baseline-wd1e-3"},
+               {"variant", "baseline"},
+               {"overrides", {{"optimizer", {{"weight_decay", 1e-3}}}}}},
+              {{"id", "fixed"}, {"variant", "baseline"}, {"lr", 0.3}}}}};
+  ExperimentSpec spec = experiment_spec_from_json(j, "");
+  ASSERT_EQ(spec.cells.size(), 3u);
+  EXPECT_EQ(tuning_group_of(spec, "baseline-wd1e-3"), "baseline");
+  EXPECT_EQ(tuning_group_of(spec, "fixed"), "");
+  EXPECT_FALSE(tuning_group_winner(spec, "baseline")) << "nothing tuned yet";
+  // Both members choose 0.2; the weight decay of 1e-3 needs fewer fresh examples there.
+  for (uint64_t s : {101, 102}) {
+    for (double lr : {0.1, 0.2, 0.4}) {
+      write_run(spec, detail::tuning_cell(spec.cells[0], lr), s, lr == 0.2 ? 500 : 900, 10);
+      write_run(spec, detail::tuning_cell(spec.cells[1], lr), s, lr == 0.2 ? 400 : 900, 10);
+    }
+  }
+  EXPECT_EQ(tuning_group_winner(spec, "baseline"), "baseline-wd1e-3");
+  // The cell with its own rate is not tuned.
+  TuningState fixed = tuning_state(spec, spec.cells[2]);
+  EXPECT_EQ(fixed.chosen, 0.3);
+  EXPECT_TRUE(fixed.trials.empty() && fixed.pending.empty());
+
+  // The winner's and the fixed cell's final runs are on disk: the sweep trains nothing,
+  // and the member that lost has no final runs.
+  ExperimentCell winner = spec.cells[1], fixed_cell = spec.cells[2];
+  winner.lr = 0.2;
+  for (uint64_t s : {1, 2}) {
+    write_run(spec, winner, s, 450, 10);
+    write_run(spec, fixed_cell, s, 700, 10);
+  }
+  ExperimentOptions o;
+  o.plots = false;
+  std::vector<std::string> log;
+  o.log = [&](const std::string& line) { log.push_back(line); };
+  ExperimentReport r = run_experiment(spec, o);
+  EXPECT_EQ(r.runs_trained, 0);
+  EXPECT_EQ(r.runs_failed, 0);
+  EXPECT_EQ(r.cells[0].status, "not_chosen");
+  EXPECT_EQ(r.cells[1].status, "done");
+  EXPECT_EQ(r.cells[2].status, "done");
+  EXPECT_NE(r.cells[0].tuning->note.find("tuning group baseline chose baseline-wd1e-3"),
+            std::string::npos)
+      << r.cells[0].tuning->note;
+  bool said = false;
+  for (const auto& line : log)
+    said = said || line.find("not chosen in tuning group baseline (baseline-wd1e-3 is)") !=
+                       std::string::npos;
+  EXPECT_TRUE(said);
+
+  // Groups name cells that exist, once each, none with its own rate.
+  auto refused = [&](json groups) {
+    json k = j;
+    k["tuning"]["groups"] = groups;
+    return testing::error_of([&] { experiment_spec_from_json(k, ""); });
+  };
+  EXPECT_CONTAINS(refused({{"g", {"baseline", "nope"}}}), ("tuning group g: no cell 'nope'"));
+  EXPECT_CONTAINS(refused({{"g", {"baseline", "fixed"}}}), ("cell fixed has its own rate"));
+  EXPECT_CONTAINS(refused({{"g", {"baseline", "baseline-wd1e-3"}}, {"h", {"baseline", "fixed"}}}),
+                  ("in tuning groups"));
+  EXPECT_CONTAINS(refused({{"g", {"baseline"}}}), ("at least 2 cell ids"));
+}
+
 }  // namespace
 }  // namespace dataecho::train

@@ -54,6 +54,8 @@ struct ExperimentCell {
   std::optional<double> lr;
   // A tuning run's cell: its runs live under cells/<id>/tune/lr-<lr>/seed-<s>/.
   bool tuning_run = false;
+  // The rate is the cell's own (an extra cell's "lr"): the experiment's tuning leaves it.
+  bool fixed_lr = false;
   // This cell's own tuning rates (an extra cell's "tuning_lr": a larger batch wants
   // larger rates); empty: the experiment's.
   std::vector<double> tuning_lrs;
@@ -76,7 +78,26 @@ struct TuningSpec {
   // the one `map` names for it.
   std::shared_ptr<const ExperimentSpec> from;
   std::map<std::string, std::string> map;
+  // How a tuning run's fresh examples to target are read ("reading"): "first_touch", the
+  // first evaluation at or above the target (the summary's fresh_to_target), or "held",
+  // the first evaluation at or above the target from which no later evaluation of the
+  // run falls below target - margin (docs/protocol.md change 8). "held" reads every
+  // evaluation (evals.jsonl), so the runs must go on past the target: the base config's
+  // eval_mode must be "snapshots".
+  std::string reading = "first_touch";
+  double margin = 0;  // accuracy, as a fraction (0.0104: 1.04 points); "held" only
+  // Groups of cells that choose together ("groups": {"name": [cell ids]}), such as one
+  // variant under several weight decays: each member tunes its rate as above, the member
+  // whose chosen rate has the smallest median wins (ties: more runs at the target, then
+  // the one listed first), and only the winner runs its final seeds; the others are
+  // reported as "not_chosen" with their tuning.
+  std::map<std::string, std::vector<std::string>> groups;
 };
+
+// The index of the evaluation at which a run holds `target` (TuningSpec::reading "held"):
+// the first with accuracy >= target from which no later one is below target - margin;
+// nullopt when there is none.
+std::optional<size_t> held_index(const std::vector<double>& accuracy, double target, double margin);
 
 // One cell's tuning, as far as the result files on disk go.
 struct LrTrial {
@@ -87,10 +108,11 @@ struct LrTrial {
   nlohmann::json to_json() const;
 };
 struct TuningState {
-  std::vector<LrTrial> trials;   // every rate tried or to try, ascending
-  std::vector<double> pending;   // rates whose tuning runs are not all finished
-  std::optional<double> chosen;  // set once every run is in and the winner is interior
-  std::string note;              // why the winner is at an edge, when it is
+  std::vector<LrTrial> trials;          // every rate tried or to try, ascending
+  std::vector<double> pending;          // rates whose tuning runs are not all finished
+  std::optional<double> chosen;         // set once every run is in and the winner is interior
+  std::string note;                     // why the winner is at an edge, when it is
+  std::string reading = "first_touch";  // how its fresh examples were read (TuningSpec)
   nlohmann::json to_json() const;
 };
 
@@ -108,6 +130,12 @@ struct ExperimentSpec {
 // "tuning": {"from": ...}, the tuning of the other experiment's cell (nothing pending:
 // that experiment runs its own tuning).
 TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell);
+
+// The group (TuningSpec::groups) that `cell_id` belongs to, or "" when none.
+std::string tuning_group_of(const ExperimentSpec& spec, const std::string& cell_id);
+// The id of a group's winner once every member's rate is chosen; nullopt before that.
+std::optional<std::string> tuning_group_winner(const ExperimentSpec& spec,
+                                               const std::string& group);
 
 // Reads an experiment spec (docs/results.md, "Experiment spec"). Paths in it are
 // relative to `base_dir` (the spec file's folder), except "out", relative to the current
@@ -144,7 +172,9 @@ Spread spread_of(std::vector<double> values);
 
 struct CellResult {
   ExperimentCell cell;
-  std::string status;                // "done", "partial" (some seeds failed), "failed", "not_run"
+  // "done", "partial" (some seeds failed), "failed", "not_run", or "not_chosen" (another
+  // cell of its tuning group won: no final runs)
+  std::string status;
   std::vector<std::string> errors;   // "seed 2: ..." for each failed run
   std::vector<nlohmann::json> runs;  // each finished run's result.json
   int64_t reached = 0;               // runs that reached the target
