@@ -31,9 +31,21 @@
 #       renders the demo's configs for e = DEMO_FACTOR (default 5) and checks them with
 #       `dataecho experiment --dry-run` (the learning rates it would take, the stages):
 #       no shards, no server, no training (tests/cli/demo_config_test.sh).
+#   experiments/protocol/run.sh controls [dataecho experiment flags]
+#       the controls of docs/protocol.md change 9 that need no tuning of their own
+#       (controls.json): A1, echoing after augmentation at e = 2 and 4, seeds 1-10, and C,
+#       the baseline and e = 4 before augmentation at step budgets 1,950, 2,925 and
+#       5,850, seeds 1-5; every run to its budget (snapshots), on local shards, at the
+#       sweep's tuned rates. Compute-bound and resumable like the sweep (the data order
+#       of a fixed factor does not depend on timing), in $PROTOCOL_OUT/controls.
+#   experiments/protocol/run.sh retune [dataecho experiment flags]
+#       change 9's controls with tuning of their own (retune.json): B, the baseline and
+#       e = 4 before augmentation re-tuned over rates x weight decays (tuning seeds
+#       101-104, chosen by the held reading, one group per variant), and A2, batch
+#       augmentation at batch 256; final seeds 1-10 of the winners. Resumable likewise.
 #   experiments/protocol/run.sh collect
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
-#       into results/protocol/sweep/, where they are committed.
+#       into results/protocol/<experiment>/, where they are committed.
 #   experiments/protocol/run.sh report [dataecho experiment flags]
 #       every table and plot of results/protocol/ (and of the committed demo run,
 #       results/demo/) recomputed from the committed run files alone (trains
@@ -56,7 +68,7 @@ BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 FASHION=/usr/share/datasets/fashion-mnist
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
-  sweep | collect | report | network | demo) ;;
+  sweep | collect | report | network | demo | controls | retune) ;;
   *) sed -n '/^set -euo/q; 2,$p' "$0" >&2; exit 2 ;;
 esac
 # Each run file records the commit it ran at (a "-dirty" suffix: uncommitted changes).
@@ -121,7 +133,7 @@ for f in experiments/protocol/*.json; do
   sed -e "s#@SHARDS@#../shards#g" -e "s#@OUT@#$ROUT#g" "$f" >"$CFG/config/$(basename "$f")"
 done
 if [[ "$PART" == collect ]]; then
-  for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r*; do
+  for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r* "$OUT"/controls "$OUT"/retune; do
     [[ -d "$exp/cells" ]] || continue
     dest="results/protocol/$(basename "$exp")"
     mkdir -p "$dest"
@@ -147,6 +159,11 @@ if [[ "$PART" == report ]]; then
     split="${split:-0}"
     render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")" "$split"
     "$BIN" experiment "$NETWORK_CFG" --report-only "$@" | tee "$dir/table.txt"
+  done
+  for part in controls retune; do
+    if [[ -d "$ROUT/$part/cells" ]]; then
+      "$BIN" experiment "$CFG/config/$part.json" --report-only "$@" | tee "$ROUT/$part/table.txt"
+    fi
   done
   # The committed demo run (results/demo), at the target it ran with (in its config).
   if [[ -f results/demo/calibration.txt ]]; then
@@ -174,7 +191,7 @@ fi
 # files join the output folder unless a run of the same name is there already. The network
 # runs and the demo take their learning rates from them (on a machine without the sweep's
 # own output they found none: "the sweep has not chosen the baseline's learning rate").
-if [[ "$PART" == sweep || "$PART" == demo || "$PART" == network ]] && [[ -d results/protocol/sweep/cells ]]; then
+if [[ "$PART" =~ ^(sweep|demo|network|controls|retune)$ ]] && [[ -d results/protocol/sweep/cells ]]; then
   mkdir -p "$OUT/sweep"
   cp -rn results/protocol/sweep/cells "$OUT/sweep/"
 fi
@@ -182,9 +199,14 @@ if [[ $DRY == 1 ]]; then
   render_demo "${DEMO_FACTOR:-5}" http://127.0.0.1:9
   exec "$BIN" experiment "$CFG/config-demo/demo.json" --dry-run
 fi
-if [[ "$PART" == sweep ]]; then
-  echo "protocol sweep: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-  exec "$BIN" experiment "$CFG/config/sweep.json" --progress lines "$@"
+if [[ "$PART" =~ ^(sweep|controls|retune)$ ]]; then
+  # The controls' committed runs join their output folder as the sweep's do.
+  if [[ "$PART" != sweep && -d "results/protocol/$PART/cells" ]]; then
+    mkdir -p "$OUT/$PART"
+    cp -rn "results/protocol/$PART/cells" "$OUT/$PART/"
+  fi
+  echo "protocol $PART: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  exec "$BIN" experiment "$CFG/config/$PART.json" --progress lines "$@"
 fi
 
 # ---- network R, demo ----

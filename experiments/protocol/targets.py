@@ -7,7 +7,8 @@ of "reaching the target" (docs/protocol.md change 8):
       no later evaluation of the run falls below T - m, m = 2 sigma = 1.04 points;
   held, thinned (registered check): the same on evaluations thinned to one per 100 steps.
 
-Reads only committed run files (results/protocol/{network-r5,network-r2,sweep}); writes
+Reads only committed run files (results/protocol/{network-r5,network-r2,sweep}, and the
+split setup of change 10, network-split-r5 and network-split-r2, where they are); writes
 results/protocol/targets/: table.txt, targets.csv, targets.json, demo_reference.json and
 plots/ (gnuplot, PNG and SVG). The statistics are section 5's, reproduced from
 src/train/run_statistics.cc (median over seeds, runs that miss counted at their budget,
@@ -37,6 +38,9 @@ SEEDS = [1, 2, 3, 4, 5]
 DEMO = {"target_bp": 8900, "stop_step": 2600,
         "cells": ["baseline", "before_aug-e5-sb1000", "adaptive-m6-sb1000"]}
 READINGS = ["first_touch", "held", "held_thinned"]
+# The network runs: the shared setup (section 6) and the train step on a core of its own
+# (change 10, "split"), each at R about 5 and about 2.
+NETWORK_EXPS = ["network-r5", "network-r2", "network-split-r5", "network-split-r2"]
 READING_LABEL = {"first_touch": "first touch (old reading)", "held": "held (change 8)",
                  "held_thinned": "held, thinned (change 8 check)"}
 
@@ -213,14 +217,14 @@ def reading_index(evals, target_bp, reading):
 
 
 # --- run files ------------------------------------------------------------------------
-def load_runs(exp_dir):
-    """{cell: [run]} with run = {seed, evals, summary}, seeds 1-5 in order, cells with all
-    five final seeds only."""
+def load_runs(exp_dir, seeds=SEEDS):
+    """{cell: [run]} with run = {seed, evals, summary}, the seeds in order, cells with all
+    of them only."""
     cells = {}
     cdir = os.path.join(exp_dir, "cells")
     for cell in sorted(os.listdir(cdir)):
         runs = []
-        for s in SEEDS:
+        for s in seeds:
             d = os.path.join(cdir, cell, f"seed-{s}")
             if not os.path.exists(os.path.join(d, "summary.json")):
                 break
@@ -229,9 +233,103 @@ def load_runs(exp_dir):
             with open(os.path.join(d, "evals.jsonl")) as f:
                 evals = [json.loads(line) for line in f if line.strip()]
             runs.append({"seed": s, "evals": evals, "summary": summary})
-        if len(runs) == len(SEEDS):
+        if len(runs) == len(seeds):
             cells[cell] = runs
     return cells
+
+
+# --- the controls of change 9 (issue #42) -----------------------------------------------
+CONTROL_SEEDS_A1 = list(range(1, 11))
+BUDGETS_C = [1950, 2925, 3900, 5850]
+
+
+def controls_section(root):
+    """Change 9's A1 and C, read by the rule at 90%, from results/protocol/controls (and,
+    for the 3,900-step budget and the baseline, network-r5: the same computation, change
+    4). None when no control has all its seeds."""
+    cdir = os.path.join(root, "controls")
+    if not os.path.isdir(os.path.join(cdir, "cells")):
+        return None
+    out = {"registered": "docs/protocol.md change 9", "target": 90.0, "reading": "held"}
+    net = os.path.join(root, "network-r5")
+    # A1: after augmentation (identical copies) against the baseline, seeds 1-10 where the
+    # baseline has them, else 1-5 (said in the output).
+    a1 = {}
+    for seeds in (CONTROL_SEEDS_A1, SEEDS):
+        ctl, base = load_runs(cdir, seeds), load_runs(net, seeds).get("baseline")
+        for e in (2, 4):
+            cell = f"after_aug-e{e}-sb1000"
+            if cell in a1 or cell not in ctl or base is None:
+                continue
+            f = figures(base, ctl[cell], 9000, "held", with_wall=False)
+            red = f["fresh_reduction"]
+            a1[cell] = {"factor": e, "seeds": seeds, "figures": f,
+                        "refutes_A": bool(red and red["ci95"][0] > e)}
+    out["A1"] = a1
+    # C: each cell's smallest median fresh examples to hold 90% over the budgets at which
+    # at least 3 of 5 seeds hold it; the reduction between the two cells' best budgets.
+    ctl = load_runs(cdir)
+    netr = load_runs(net)
+    c_out = {}
+    for cell, stem in (("baseline", "baseline"), ("e4", "before_aug-e4-sb1000")):
+        per = {}
+        for S in BUDGETS_C:
+            runs = netr.get(stem) if S == 3900 else ctl.get(f"{stem}-s{S}")
+            if runs is None:
+                continue
+            obs = [observe(r, 9000, "held") for r in runs]
+            per[S] = {"runs": runs, "held": sum(1 for o in obs if not o["censored"]),
+                      "fresh": estimate_median([(o["fresh"], o["censored"]) for o in obs])}
+        eligible = [S for S, v in per.items() if v["held"] >= 3]
+        best = min(eligible, key=lambda S: per[S]["fresh"]["median"]) if eligible else None
+        c_out[cell] = {"budgets": {str(S): {"held": v["held"], "fresh": v["fresh"]}
+                                   for S, v in per.items()},
+                       "complete": len(per) == len(BUDGETS_C), "best_budget": best,
+                       "_runs": per[best]["runs"] if best else None}
+    if c_out["baseline"]["_runs"] and c_out["e4"]["_runs"]:
+        red = figures(c_out["baseline"]["_runs"], c_out["e4"]["_runs"], 9000, "held",
+                      with_wall=False)["fresh_reduction"]
+        c_out["reduction"] = red
+        if c_out["baseline"]["complete"] and c_out["e4"]["complete"]:
+            c_out["verdict"] = "refutes C" if red["ci95"][0] > 4 else "supports C"
+        else:
+            c_out["verdict"] = "not read yet: not every budget has run"
+    for v in c_out.values():
+        if isinstance(v, dict):
+            v.pop("_runs", None)
+    out["C"] = c_out
+    return out
+
+
+def retune_section(root):
+    """Change 9's B and A2 from results/protocol/retune: the runs of each tuning group's
+    winner (the only member with final runs) and of batch augmentation, seeds 1-10 (1-5
+    while the rest run), read by the rule at 90%. None before any of them has its seeds."""
+    rdir = os.path.join(root, "retune")
+    if not os.path.isdir(os.path.join(rdir, "cells")):
+        return None
+    out = {"registered": "docs/protocol.md change 9", "target": 90.0, "reading": "held"}
+    for seeds in (CONTROL_SEEDS_A1, SEEDS):
+        runs = load_runs(rdir, seeds)
+        base_net = load_runs(os.path.join(root, "network-r5"), seeds).get("baseline")
+        winners = {}
+        for stem in ("baseline", "before_aug-e4-sb1000"):
+            won = [c for c in runs if c == stem or c.startswith(stem + "-wd")]
+            if len(won) == 1:
+                winners[stem] = won[0]
+        if "B" not in out and len(winners) == 2:
+            f = figures(runs[winners["baseline"]], runs[winners["before_aug-e4-sb1000"]],
+                        9000, "held", with_wall=False)
+            red = f["fresh_reduction"]
+            out["B"] = {"seeds": seeds, "baseline_cell": winners["baseline"],
+                        "e4_cell": winners["before_aug-e4-sb1000"], "figures": f,
+                        "verdict": "refutes B" if red and red["ci95"][0] > 4 else "supports B"}
+        if "A2" not in out and "batchaug-e2-bs256" in runs and base_net:
+            f = figures(base_net, runs["batchaug-e2-bs256"], 9000, "held", with_wall=False)
+            red = f["fresh_reduction"]
+            out["A2"] = {"seeds": seeds, "figures": f,
+                         "supports_A": bool(red and red["ci95"][0] > 1)}
+    return out
 
 
 def observe(run, target_bp, reading, stop_step=None):
@@ -322,7 +420,7 @@ def write_plots(out_dir, doc, draw=True):
           "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
           "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }"]
     names = []
-    for exp in ("network-r5", "network-r2"):
+    for exp in NETWORK_EXPS:
         if exp not in doc["experiments"]:
             continue
         e = doc["experiments"][exp]
@@ -364,7 +462,9 @@ def write_plots(out_dir, doc, draw=True):
         # The headline: e = 4 and the a-priori cell, both readings, fresh and wall.
         name = f"headline_{exp}"
         apriori = e.get("apriori")
-        cells = [c for c in ["before_aug-e4-sb1000", apriori] if c]
+        cells = [c for c in ["before_aug-e4-sb1000", apriori] if c and c in e["cells"]]
+        if not cells:
+            continue
         cells = list(dict.fromkeys(cells))
         dat = f"{name}.dat"
         titles = []
@@ -437,7 +537,7 @@ def main(argv=None):
                 "wall_median,speedup,speedup_lo,speedup_hi,speedup_censored"]
 
     exps = {}
-    for exp in ("network-r5", "network-r2", "sweep"):
+    for exp in NETWORK_EXPS + ["sweep"]:
         d = os.path.join(a.root, exp)
         if os.path.isdir(os.path.join(d, "cells")):
             exps[exp] = load_runs(d)
@@ -502,10 +602,65 @@ def main(argv=None):
                     "test_accuracy_at_first_touch_90_median":
                         float(np.median([r["summary"].get("test_accuracy", float("nan"))
                                          for r in cr])),
+                    # Change 10's prediction: each cell's step compute within 5% of the
+                    # baseline's; R in training (r_estimate) beside it.
+                    "compute_ms_per_step_median": float(np.median(
+                        [1000 * r["summary"]["compute_seconds"] / r["summary"]["steps"]
+                         for r in cr])),
+                    "r_estimate_median": float(np.median([r["summary"]["r_estimate"]
+                                                          for r in cr])),
                 }
+                # The process's CPU time over training (snapshots evaluated after it),
+                # recorded by trainers from commit 53ff043 on: every run goes to 3,900 steps.
+                if all("cpu_seconds" in r["summary"] for r in cr):
+                    e["final"][cell]["cpu_seconds_median"] = float(np.median(
+                        [r["summary"]["cpu_seconds"] for r in cr]))
+                    e["final"][cell]["cpu_seconds_by_seed"] = [r["summary"]["cpu_seconds"]
+                                                              for r in cr]
         doc["experiments"][exp] = e
         checked, bad = check_against_committed(os.path.join(a.root, exp), runs)
         doc["checks"][exp] = {"figures_checked": checked, "mismatches": bad}
+
+    # Change 10/11: the split setup beside the shared one at 90%, and change 10's
+    # predictions (step compute within 5% of the baseline's; the a-priori cell's speedup at
+    # or below min(e, R) with R the split baseline's in training).
+    doc["setups"] = {}
+    i90 = net_targets.index(9000) if 9000 in net_targets else None
+    for r in ("5", "2"):
+        sh, sp = f"network-r{r}", f"network-split-r{r}"
+        if i90 is None or sp not in doc["experiments"]:
+            continue
+        ep, es = doc["experiments"][sp], doc["experiments"].get(sh, {"cells": {}})
+        side = {}
+        for cell, rows in ep["cells"].items():
+            if cell == "baseline":
+                continue
+            side[cell] = {reading: {
+                "split": {k: rows[i90][reading].get(k) for k in ("fresh_reduction", "speedup")},
+                "shared": ({k: es["cells"][cell][i90][reading].get(k)
+                            for k in ("fresh_reduction", "speedup")}
+                           if cell in es["cells"] else None)}
+                for reading in ("held", "first_touch")}
+        fin = ep.get("final", {})
+        base_ms = fin["baseline"]["compute_ms_per_step_median"] if "baseline" in fin else None
+        pred = {"step_vs_baseline": {c: v["compute_ms_per_step_median"] / base_ms - 1
+                                     for c, v in fin.items() if c != "baseline" and base_ms}}
+        ap = ep.get("apriori")
+        if ap in ep["cells"] and "baseline" in fin:
+            factor = int(ap.split("-e")[1].split("-")[0])
+            r_train = fin["baseline"]["r_estimate_median"]
+            sp_est = ep["cells"][ap][i90]["held"]["speedup"]
+            pred["apriori"] = {"cell": ap, "ideal": min(factor, r_train), "r_train": r_train,
+                               "speedup_held_90": sp_est,
+                               "interval_wholly_above_ideal": sp_est["ci95"][0] > min(factor, r_train)}
+        doc["setups"][f"r{r}"] = {"cells": side, "predictions": pred}
+
+    controls = controls_section(a.root)
+    if controls:
+        doc["controls"] = controls
+    retune = retune_section(a.root)
+    if retune:
+        doc["retune"] = retune
 
     # The issue's table (R about 5, first touch, and held with a margin of 0.3 points):
     # recomputed as a check on the trajectories, not a registered reading.
@@ -592,6 +747,62 @@ def main(argv=None):
                 L(f"  {c:<24} final {100 * v['final_accuracy_median']:.2f}%  sigma "
                   f"{v['sigma_late_points']:.3f} / thinned {v['sigma_late_thinned_points']:.3f} points  "
                   f"test {100 * v['test_accuracy_at_first_touch_90_median']:.2f}%")
+            L("-- per cell (medians over seeds): compute per step (ms), R in training, CPU "
+              "seconds of training (3,900 steps; - where the run files lack them)")
+            for c, v in e["final"].items():
+                cpu = v.get("cpu_seconds_median")
+                L(f"  {c:<24} {v['compute_ms_per_step_median']:.1f} ms/step  R "
+                  f"{v['r_estimate_median']:.2f}  CPU {'-' if cpu is None else f'{cpu:.0f} s'}")
+    for key, st in doc["setups"].items():
+        L("")
+        L(f"== the two setups at R about {key[1:]}, 90%: shared cores (section 6) / the train "
+          "step on a core of its own (change 10); each setup's own baseline ==")
+        for cell, by in st["cells"].items():
+            for reading, v in by.items():
+                sh = v["shared"] or {}
+                L(f"  {cell:<24} {READING_LABEL[reading]:<26} fresh/ shared "
+                  f"{ratio_text(sh.get('fresh_reduction'))} split "
+                  f"{ratio_text(v['split']['fresh_reduction'])}; speedup shared "
+                  f"{ratio_text(sh.get('speedup'))} split {ratio_text(v['split']['speedup'])}")
+        p = st["predictions"]
+        L("  change 10's predictions: step compute against the split baseline's: " + ", ".join(
+            f"{c} {100 * d:+.1f}%" for c, d in p["step_vs_baseline"].items()))
+        if "apriori" in p:
+            a_ = p["apriori"]
+            L(f"  {a_['cell']}: speedup (held, 90%) {ratio_text(a_['speedup_held_90'])} against "
+              f"min(e, R) = {a_['ideal']:.2f} (R {a_['r_train']:.2f} in training): interval "
+              f"{'wholly above' if a_['interval_wholly_above_ideal'] else 'not wholly above'}")
+    if controls or retune:
+        L("")
+        L("== controls of change 9 (issue #42), 90% held; a control added after the results "
+          "it checks ==")
+    if controls:
+        for cell, v in controls["A1"].items():
+            f = v["figures"]
+            L(f"  A1 {cell} (seeds {v['seeds'][0]}-{v['seeds'][-1]}): fresh/ "
+              f"{ratio_text(f['fresh_reduction'])}, held {f['reached']}/{f['runs']}: "
+              + ("interval wholly above e: refutes A as the whole explanation"
+                 if v["refutes_A"] else "interval not wholly above e"))
+        for cell in ("baseline", "e4"):
+            v = controls["C"][cell]
+            L(f"  C {cell}: " + ", ".join(
+                f"S={S}: {b['held']}/5 hold, median {'~' if b['fresh']['median_censored'] else ''}"
+                f"{b['fresh']['median']:.0f}" for S, b in v["budgets"].items())
+              + f"; best budget {v['best_budget']}"
+              + ("" if v["complete"] else " (not every budget has run)"))
+        if "reduction" in controls["C"]:
+            L(f"  C: baseline / e = 4 at their best budgets {ratio_text(controls['C']['reduction'])}"
+              f": {controls['C']['verdict']}")
+    if retune:
+        if "B" in retune:
+            b = retune["B"]
+            L(f"  B (seeds {b['seeds'][0]}-{b['seeds'][-1]}): {b['baseline_cell']} / {b['e4_cell']} "
+              f"{ratio_text(b['figures']['fresh_reduction'])}: {b['verdict']}")
+        if "A2" in retune:
+            a2 = retune["A2"]
+            L(f"  A2 batch augmentation (seeds {a2['seeds'][0]}-{a2['seeds'][-1]}): baseline / "
+              f"batchaug-e2-bs256 {ratio_text(a2['figures']['fresh_reduction'])}: " +
+              ("supports A" if a2["supports_A"] else "interval reaches 1 or lies below"))
     L("")
     L("== demo reference (results/protocol/targets/demo_reference.json): network-r5, seeds "
       "1-5, cut at step 2,600, target 89% ==")
@@ -613,8 +824,9 @@ def main(argv=None):
     for r in issue:
         L(f"    {r['target']:.2f}%: e=2 first touch {r['e2_first_touch']:.2f}x, e=4 first touch "
           f"{r['e4_first_touch']:.2f}x, e=4 held with a 0.3-point margin {r['e4_held_0.3']:.2f}x")
-    L("CPU-seconds: not in the run files (summaries record train-step compute and wait time, "
-      "not process CPU time). Test accuracy: only at the first touch of 90%.")
+    L("CPU-seconds: in the run files of trainers from commit 53ff043 on (the split setup); "
+      "the older runs record train-step compute and wait time only. Test accuracy: only at "
+      "the first touch of 90%.")
     doc["plots"] = write_plots(out_dir, doc, draw=not a.no_plots)
     L(f"plots: {doc['plots']}")
 
