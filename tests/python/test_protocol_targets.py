@@ -120,3 +120,39 @@ def test_the_statistics_reproduce_the_committed_tables():
         d = ROOT / "results" / "protocol" / exp
         checked, bad = targets.check_against_committed(str(d), targets.load_runs(str(d)))
         assert checked >= 10 and bad == []
+
+
+def _write_cell(root, exp, cell, accs_by_seed, fresh_per_step):
+    import json
+    for seed, accs in enumerate(accs_by_seed, start=1):
+        r = run(accs, fresh_per_step=fresh_per_step)
+        d = Path(root) / exp / "cells" / cell / f"seed-{seed}"
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps(r["summary"]))
+        (d / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in r["evals"]))
+
+
+def test_control_c_takes_each_cells_best_budget_where_3_of_5_hold(tmp_path):
+    # Change 9's C: per cell, the budget with the smallest median fresh examples to hold
+    # 90% among the budgets at which at least 3 of 5 seeds hold it. Evaluations every 20
+    # steps; the baseline reads 128 fresh examples a step, e = 4 32.
+    held_at = lambda i, n: [0.85] * i + [0.905] * (n - i)  # noqa: E731
+    never = [0.85] * 10
+    budgets = {  # budget -> (baseline seeds, e = 4 seeds)
+        1950: ([held_at(8, 10)] * 2 + [never] * 3, [held_at(2, 10)] * 5),
+        2925: ([held_at(5, 10)] * 5, [held_at(4, 10)] * 5),
+        3900: ([held_at(6, 10)] * 5, [held_at(3, 10)] * 5),
+        5850: ([held_at(7, 10)] * 5, [held_at(6, 10)] * 5),
+    }
+    for S, (base, e4) in budgets.items():
+        exp, suffix = ("network-r5", "") if S == 3900 else ("controls", f"-s{S}")
+        _write_cell(tmp_path, exp, "baseline" + suffix, base, 128)
+        _write_cell(tmp_path, exp, "before_aug-e4-sb1000" + suffix, e4, 32)
+    c = targets.controls_section(str(tmp_path))["C"]
+    # The baseline at 1,950 holds in 2 of 5 only: its best is 2,925 (the 6th evaluation,
+    # step 120, 15,360 fresh); e = 4's is 1,950 (the 3rd, step 60, 1,920 fresh).
+    assert c["baseline"]["budgets"]["1950"]["held"] == 2
+    assert c["baseline"]["best_budget"] == 2925 and c["e4"]["best_budget"] == 1950
+    assert c["baseline"]["complete"] and c["e4"]["complete"]
+    assert c["reduction"]["ratio"] == pytest.approx(15360 / 1920)
+    assert c["verdict"] == "refutes C"  # the whole interval (8x, every seed alike) above 4
