@@ -191,20 +191,21 @@ fi
 # files join the output folder unless a run of the same name is there already. The network
 # runs and the demo take their learning rates from them (on a machine without the sweep's
 # own output they found none: "the sweep has not chosen the baseline's learning rate").
-if [[ "$PART" =~ ^(sweep|demo|network|controls|retune)$ ]] && [[ -d results/protocol/sweep/cells ]]; then
-  mkdir -p "$OUT/sweep"
-  cp -rn results/protocol/sweep/cells "$OUT/sweep/"
-fi
+# join_committed EXP: the committed runs of results/protocol/EXP join $OUT/EXP.
+join_committed() {
+  if [[ -d "results/protocol/$1/cells" ]]; then
+    mkdir -p "$OUT/$1"
+    cp -rn "results/protocol/$1/cells" "$OUT/$1/"
+  fi
+}
+[[ ! "$PART" =~ ^(sweep|demo|network|controls|retune)$ ]] || join_committed sweep
 if [[ $DRY == 1 ]]; then
   render_demo "${DEMO_FACTOR:-5}" http://127.0.0.1:9
   exec "$BIN" experiment "$CFG/config-demo/demo.json" --dry-run
 fi
 if [[ "$PART" =~ ^(sweep|controls|retune)$ ]]; then
   # The controls' committed runs join their output folder as the sweep's do.
-  if [[ "$PART" != sweep && -d "results/protocol/$PART/cells" ]]; then
-    mkdir -p "$OUT/$PART"
-    cp -rn "results/protocol/$PART/cells" "$OUT/$PART/"
-  fi
+  [[ "$PART" == sweep ]] || join_committed "$PART"
   echo "protocol $PART: commit $DATAECHO_COMMIT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
   exec "$BIN" experiment "$CFG/config/$PART.json" --progress lines "$@"
 fi

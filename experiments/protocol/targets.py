@@ -270,7 +270,7 @@ def controls_section(root):
     # at least 3 of 5 seeds hold it; the reduction between the two cells' best budgets.
     ctl = load_runs(cdir)
     netr = load_runs(net)
-    c_out = {}
+    c_out, best_runs = {}, {}
     for cell, stem in (("baseline", "baseline"), ("e4", "before_aug-e4-sb1000")):
         per = {}
         for S in BUDGETS_C:
@@ -284,19 +284,17 @@ def controls_section(root):
         best = min(eligible, key=lambda S: per[S]["fresh"]["median"]) if eligible else None
         c_out[cell] = {"budgets": {str(S): {"held": v["held"], "fresh": v["fresh"]}
                                    for S, v in per.items()},
-                       "complete": len(per) == len(BUDGETS_C), "best_budget": best,
-                       "_runs": per[best]["runs"] if best else None}
-    if c_out["baseline"]["_runs"] and c_out["e4"]["_runs"]:
-        red = figures(c_out["baseline"]["_runs"], c_out["e4"]["_runs"], 9000, "held",
+                       "complete": len(per) == len(BUDGETS_C), "best_budget": best}
+        if best:
+            best_runs[cell] = per[best]["runs"]
+    if len(best_runs) == 2:
+        red = figures(best_runs["baseline"], best_runs["e4"], 9000, "held",
                       with_wall=False)["fresh_reduction"]
         c_out["reduction"] = red
         if c_out["baseline"]["complete"] and c_out["e4"]["complete"]:
             c_out["verdict"] = "refutes C" if red["ci95"][0] > 4 else "supports C"
         else:
             c_out["verdict"] = "not read yet: not every budget has run"
-    for v in c_out.values():
-        if isinstance(v, dict):
-            v.pop("_runs", None)
     out["C"] = c_out
     return out
 

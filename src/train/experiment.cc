@@ -328,7 +328,7 @@ class Sweep {
         std::function<void(const std::string&)> log)
       : spec_(spec), options_(options), log_(std::move(log)) {
     for (const auto& c : spec_.cells) final_left_ += static_cast<int64_t>(c.seeds.size());
-    total_ = final_left_;
+    total_ = final_run_count(spec_);
   }
 
   ExperimentReport run() {
@@ -504,7 +504,7 @@ ExperimentReport run_experiment(const ExperimentSpec& spec_in, const ExperimentO
 
 ExperimentReport report_experiment(const ExperimentSpec& spec, const ExperimentOptions& options) {
   ExperimentReport report = detail::collect(spec, options, {}, ExperimentReport{});
-  for (const auto& c : spec.cells) report.runs_total += static_cast<int64_t>(c.seeds.size());
+  report.runs_total = final_run_count(spec);
   return report;
 }
 

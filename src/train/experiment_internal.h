@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,13 @@ void write_json_file(const std::string& path, const nlohmann::json& j);  // via 
 // order. A missing file gives none; a line that is not an evaluation is skipped, and the
 // first such line is described in *error (file and line number) when error is given.
 std::vector<std::vector<double>> read_evals(const std::string& dir, std::string* error = nullptr);
+
+// The winner of a tuning group whose members `ids` have the tuning `states` (in the same
+// order; null: none): the member whose chosen rate has the fewest median fresh examples,
+// then the most runs at the target, then the one listed first; nullopt while a member has
+// no chosen rate.
+std::optional<std::string> group_winner(const std::vector<std::string>& ids,
+                                        const std::vector<const TuningState*>& states);
 
 // The plots of the report (experiment_plots.cc): PNG and SVG in spec.out/plots/ when
 // gnuplot is there; report.plots and report.plot_note say what was drawn.

@@ -289,17 +289,31 @@ CellResult cell_result(const ExperimentSpec& spec, const ExperimentCell& spec_ce
     c.status = c.runs.empty() ? "failed" : "partial";
   else
     c.status = c.runs.empty() ? "not_run" : "partial";
-  const std::string group = tuning_group_of(spec, cell.id);
-  if (!group.empty() && c.runs.empty()) {
-    const std::optional<std::string> winner = tuning_group_winner(spec, group);
-    if (winner && *winner != cell.id) {
+  return c;
+}
+
+// The members of a tuning group that lost, with no final runs: "not_chosen", their
+// tuning's note naming the winner (from the tunings the cells already read).
+void mark_not_chosen(const ExperimentSpec& spec, std::vector<CellResult>& cells) {
+  for (const auto& [group, ids] : spec.tuning.groups) {
+    std::vector<const TuningState*> states;
+    for (const std::string& id : ids) {
+      auto c = std::find_if(cells.begin(), cells.end(),
+                            [&](const CellResult& r) { return r.cell.id == id; });
+      states.push_back(c != cells.end() && c->tuning ? &*c->tuning : nullptr);
+    }
+    const std::optional<std::string> winner = group_winner(ids, states);
+    if (!winner) continue;
+    for (auto& c : cells) {
+      if (c.cell.id == *winner || !c.runs.empty() ||
+          std::find(ids.begin(), ids.end(), c.cell.id) == ids.end())
+        continue;
       c.status = "not_chosen";
       if (c.tuning)
         c.tuning->note += (c.tuning->note.empty() ? "" : "; ") + std::string("tuning group ") +
                           group + " chose " + *winner;
     }
   }
-  return c;
 }
 
 // Each cell against its baseline (reductions, speed-ups) and its control.
@@ -394,6 +408,7 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
   report.cells.clear();
   for (const auto& spec_cell : spec.cells)
     report.cells.push_back(cell_result(spec, spec_cell, errors));
+  mark_not_chosen(spec, report.cells);
   compare_cells(report.cells);
   fs::create_directories(spec.out);
   report.csv_path = (fs::path(spec.out) / "results.csv").string();

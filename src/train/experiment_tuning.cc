@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "dataecho/train/experiment.h"
 #include "experiment_internal.h"
@@ -81,13 +82,12 @@ std::optional<size_t> held_index(const std::vector<double>& accuracy, double tar
 namespace {
 
 // A tuning run's fresh examples to target, read as the spec's tuning says: the summary's
-// first touch, or (reading "held") the evaluation from which the run holds the target,
+// first touch, or (reading "held") the evaluation from which the run holds `target`,
 // censored at the run's fresh examples when it never does.
 Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell& tc, uint64_t seed,
-                               const nlohmann::json& summary) {
+                               const nlohmann::json& summary, double target) {
   if (spec.tuning.reading != "held") return detail::fresh_observation(summary);
   const std::string dir = detail::run_dir(spec, tc, seed);
-  const TrainConfig config = detail::cell_config(spec, tc, seed, ExperimentOptions{}, nullptr);
   std::string error;
   const std::vector<std::vector<double>> evals = detail::read_evals(dir, &error);
   if (!error.empty() || evals.empty())
@@ -95,10 +95,17 @@ Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell&
                              (error.empty() ? "no evaluations in " + dir + "/evals.jsonl" : error));
   std::vector<double> accuracy;
   for (const auto& e : evals) accuracy.push_back(e[1]);
-  const std::optional<size_t> i =
-      held_index(accuracy, config.target_accuracy.value_or(0), spec.tuning.margin);
+  const std::optional<size_t> i = held_index(accuracy, target, spec.tuning.margin);
   if (i) return {evals[*i][0], false};
   return {summary.value("fresh", 0.0), true};
+}
+
+// Whether trial a beats trial b: fewer median fresh examples to target (a censored run
+// counted at its budget), then more runs at the target. The rates of a cell and the
+// members of a tuning group are ranked by it.
+bool fewer_fresh(const LrTrial& a, const LrTrial& b) {
+  return a.fresh->median < b.fresh->median ||
+         (a.fresh->median == b.fresh->median && a.reached > b.reached);
 }
 
 }  // namespace
@@ -120,6 +127,48 @@ nlohmann::json TuningState::to_json() const {
           {"reading", reading}};
 }
 
+namespace {
+
+// One rate's tuning runs of a cell, as far as they are on disk.
+LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr, double target) {
+  BootstrapOptions few;  // the tuning's medians: the interval is only informative
+  few.resamples = 2000;
+  LrTrial t;
+  t.lr = lr;
+  const ExperimentCell tc = detail::tuning_cell(cell, lr);
+  std::vector<Observation> obs;
+  for (uint64_t seed : spec.tuning.seeds) {
+    nlohmann::json s = detail::finished_summary(spec, tc, seed);
+    if (!s.is_object()) continue;
+    ++t.runs;
+    obs.push_back(tuning_observation(spec, tc, seed, s, target));
+    t.reached += obs.back().censored ? 0 : 1;
+  }
+  t.fresh = estimate_median(obs, few);
+  return t;
+}
+
+// "tuning": {"from": ...}: the other experiment's tuning of this cell (or of the cell
+// `map` names), with nothing pending here.
+TuningState tuning_state_from(const ExperimentSpec& spec, const ExperimentCell& cell) {
+  TuningState st;
+  auto it = spec.tuning.map.find(cell.id);
+  const std::string id = it != spec.tuning.map.end() ? it->second : cell.id;
+  for (const auto& other : spec.tuning.from->cells) {
+    if (other.id != id) continue;
+    st = tuning_state(*spec.tuning.from, other);
+    st.pending.clear();
+    if (!st.chosen)
+      st.note = "experiment " + spec.tuning.from->name + " has not chosen a learning rate for " +
+                id + " yet" + (st.note.empty() ? "" : " (" + st.note + ")");
+    return st;
+  }
+  st.note = "experiment " + spec.tuning.from->name + " has no cell " + id;
+  return st;
+}
+
+}  // namespace
+
 TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell) {
   TuningState st;
   if (cell.fixed_lr) {
@@ -127,56 +176,30 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
     st.note = "the cell's own rate (not tuned)";
     return st;
   }
-  if (spec.tuning.from) {
-    auto it = spec.tuning.map.find(cell.id);
-    const std::string id = it != spec.tuning.map.end() ? it->second : cell.id;
-    for (const auto& other : spec.tuning.from->cells) {
-      if (other.id != id) continue;
-      st = tuning_state(*spec.tuning.from, other);
-      st.pending.clear();
-      if (!st.chosen)
-        st.note = "experiment " + spec.tuning.from->name + " has not chosen a learning rate for " +
-                  id + " yet" + (st.note.empty() ? "" : " (" + st.note + ")");
-      return st;
-    }
-    st.note = "experiment " + spec.tuning.from->name + " has no cell " + id;
-    return st;
-  }
+  if (spec.tuning.from) return tuning_state_from(spec, cell);
   if (!spec.tuning.enabled()) return st;
   st.reading = spec.tuning.reading;
+  // The target the "held" reading holds: the cell's (its overrides may set one).
+  const double target =
+      st.reading == "held"
+          ? detail::cell_config(spec, cell, spec.tuning.seeds.front(), ExperimentOptions{}, nullptr)
+                .target_accuracy.value_or(0)
+          : 0;
   std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
-  BootstrapOptions few;  // the tuning's medians: the interval is only informative
-  few.resamples = 2000;
   for (int64_t widened = 0;; ++widened) {
     st.trials.clear();
     st.pending.clear();
     for (double lr : lrs) {
-      LrTrial t;
-      t.lr = lr;
-      const ExperimentCell tc = detail::tuning_cell(cell, lr);
-      std::vector<Observation> obs;
-      for (uint64_t seed : spec.tuning.seeds) {
-        nlohmann::json s = detail::finished_summary(spec, tc, seed);
-        if (!s.is_object()) continue;
-        ++t.runs;
-        obs.push_back(tuning_observation(spec, tc, seed, s));
-        t.reached += obs.back().censored ? 0 : 1;
-      }
-      t.fresh = estimate_median(obs, few);
-      if (t.runs < static_cast<int64_t>(spec.tuning.seeds.size())) st.pending.push_back(lr);
-      st.trials.push_back(std::move(t));
+      st.trials.push_back(lr_trial(spec, cell, lr, target));
+      if (st.trials.back().runs < static_cast<int64_t>(spec.tuning.seeds.size()))
+        st.pending.push_back(lr);
     }
     if (!st.pending.empty()) return st;
     // The winner: the smallest median fresh examples to target (a censored run counts at
     // its budget); ties go to the rate with more runs at the target, then the smaller.
     size_t best = 0;
-    for (size_t i = 1; i < st.trials.size(); ++i) {
-      const LrTrial& a = st.trials[i];
-      const LrTrial& b = st.trials[best];
-      if (a.fresh->median < b.fresh->median ||
-          (a.fresh->median == b.fresh->median && a.reached > b.reached))
-        best = i;
-    }
+    for (size_t i = 1; i < st.trials.size(); ++i)
+      if (fewer_fresh(st.trials[i], st.trials[best])) best = i;
     if (st.trials[best].reached == 0) {
       st.note =
           "no learning rate reached the target within the budget: no final runs (a larger "
@@ -208,30 +231,57 @@ std::string tuning_group_of(const ExperimentSpec& spec, const std::string& cell_
   return "";
 }
 
+namespace detail {
+
+std::optional<std::string> group_winner(const std::vector<std::string>& ids,
+                                        const std::vector<const TuningState*>& states) {
+  std::optional<std::string> best;
+  const LrTrial* best_trial = nullptr;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const TuningState* st = states[k];
+    if (!st || !st->chosen) return std::nullopt;  // a member still tuning (or untunable)
+    auto trial = std::find_if(st->trials.begin(), st->trials.end(),
+                              [&](const LrTrial& t) { return t.lr == *st->chosen; });
+    if (trial == st->trials.end() || !trial->fresh) return std::nullopt;
+    if (!best_trial || fewer_fresh(*trial, *best_trial)) {
+      best = ids[k];
+      best_trial = &*trial;
+    }
+  }
+  return best;
+}
+
+}  // namespace detail
+
 std::optional<std::string> tuning_group_winner(const ExperimentSpec& spec,
                                                const std::string& group) {
   auto it = spec.tuning.groups.find(group);
   if (it == spec.tuning.groups.end()) return std::nullopt;
-  std::optional<std::string> best;
-  double best_median = 0;
-  int64_t best_reached = 0;
+  std::vector<TuningState> states;
   for (const std::string& id : it->second) {
     auto cell = std::find_if(spec.cells.begin(), spec.cells.end(),
                              [&](const ExperimentCell& c) { return c.id == id; });
     if (cell == spec.cells.end()) return std::nullopt;
-    const TuningState st = tuning_state(spec, *cell);
-    if (!st.chosen) return std::nullopt;  // a member still tuning (or untunable)
-    auto trial = std::find_if(st.trials.begin(), st.trials.end(),
-                              [&](const LrTrial& t) { return t.lr == *st.chosen; });
-    if (trial == st.trials.end() || !trial->fresh) return std::nullopt;
-    const double m = trial->fresh->median;
-    if (!best || m < best_median || (m == best_median && trial->reached > best_reached)) {
-      best = id;
-      best_median = m;
-      best_reached = trial->reached;
-    }
+    states.push_back(tuning_state(spec, *cell));
   }
-  return best;
+  std::vector<const TuningState*> ptrs;
+  for (const auto& st : states) ptrs.push_back(&st);
+  return detail::group_winner(it->second, ptrs);
+}
+
+int64_t final_run_count(const ExperimentSpec& spec) {
+  int64_t runs = 0;
+  std::map<std::string, int64_t> group_runs;
+  for (const auto& c : spec.cells) {
+    const auto n = static_cast<int64_t>(c.seeds.size());
+    const std::string group = tuning_group_of(spec, c.id);
+    if (group.empty())
+      runs += n;
+    else
+      group_runs[group] = std::max(group_runs[group], n);
+  }
+  for (const auto& [group, n] : group_runs) runs += n;
+  return runs;
 }
 
 }  // namespace dataecho::train

@@ -405,6 +405,8 @@ TEST(ExperimentProtocol, ATuningGroupRunsOnlyItsWinnersFinalSeeds) {
   ExperimentReport r = run_experiment(spec, o);
   EXPECT_EQ(r.runs_trained, 0);
   EXPECT_EQ(r.runs_failed, 0);
+  EXPECT_EQ(final_run_count(spec), 4) << "the group's 2 seeds once, and the fixed cell's 2";
+  EXPECT_EQ(r.runs_total, 4);
   EXPECT_EQ(r.cells[0].status, "not_chosen");
   EXPECT_EQ(r.cells[1].status, "done");
   EXPECT_EQ(r.cells[2].status, "done");

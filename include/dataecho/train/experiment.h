@@ -136,6 +136,9 @@ std::string tuning_group_of(const ExperimentSpec& spec, const std::string& cell_
 // The id of a group's winner once every member's rate is chosen; nullopt before that.
 std::optional<std::string> tuning_group_winner(const ExperimentSpec& spec,
                                                const std::string& group);
+// The final runs the experiment makes: every cell's seeds, a tuning group's once (only
+// its winner runs them). Tuning runs come on top.
+int64_t final_run_count(const ExperimentSpec& spec);
 
 // Reads an experiment spec (docs/results.md, "Experiment spec"). Paths in it are
 // relative to `base_dir` (the spec file's folder), except "out", relative to the current

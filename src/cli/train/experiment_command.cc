@@ -5,13 +5,11 @@
 // after the current step; the unfinished run starts over on the next invocation.
 // Exit status: 0, or 2 when some runs failed (the others ran and are in the table), 130
 // when interrupted.
-#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <map>
 
 #include "cli/commands.h"
 #include "dataecho/train/experiment.h"
@@ -58,18 +56,7 @@ void add_experiment_command(CLI::App& app) {
     if (o_threads->count() > 0) options.threads = a->threads;
     options.stop = &g_experiment_stop;
 
-    // Final runs (tuning runs come on top): a tuning group runs its winner's seeds only.
-    int64_t runs = 0;
-    std::map<std::string, int64_t> group_runs;
-    for (const auto& c : spec.cells) {
-      const auto n = static_cast<int64_t>(c.seeds.size());
-      const std::string group = train::tuning_group_of(spec, c.id);
-      if (group.empty())
-        runs += n;
-      else
-        group_runs[group] = std::max(group_runs[group], n);
-    }
-    for (const auto& [group, n] : group_runs) runs += n;
+    const int64_t runs = train::final_run_count(spec);
     std::fprintf(stderr, "experiment %s: %zu cells, %lld final runs, output in %s\n",
                  spec.name.c_str(), spec.cells.size(), static_cast<long long>(runs),
                  spec.out.c_str());
