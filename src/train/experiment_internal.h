@@ -28,9 +28,10 @@ nlohmann::json finished_summary(const ExperimentSpec& spec, const ExperimentCell
 // Fresh examples to target, or (censored) at the end of a run that missed it.
 Observation fresh_observation(const nlohmann::json& summary);
 void write_json_file(const std::string& path, const nlohmann::json& j);  // via a rename
-// The evaluations of the run in `dir` (its evals.jsonl), as {fresh, accuracy} rows in
-// order. A missing file gives none; a line that is not an evaluation is skipped, and the
-// first such line is described in *error (file and line number) when error is given.
+// The evaluations of the run in `dir` (its evals.jsonl), as {fresh, accuracy, loss} rows
+// in order (loss NaN where an evaluation has none). A missing file gives none; a line that is not
+// an evaluation is skipped, and the first such line is described in *error (file and line number)
+// when error is given.
 std::vector<std::vector<double>> read_evals(const std::string& dir, std::string* error = nullptr);
 
 // The winner of a tuning group whose members `ids` have the tuning `states` (in the same

@@ -2,8 +2,10 @@
 // runs are still missing, and the rate it chose, read from the result files alone, so
 // that an interrupted sweep resumes exactly where it stopped.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "dataecho/train/experiment.h"
@@ -52,7 +54,10 @@ std::vector<std::vector<double>> read_evals(const std::string& dir, std::string*
   for (int64_t n = 1; std::getline(in, line); ++n) {
     try {
       auto j = nlohmann::json::parse(line);
-      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>()});
+      const double loss = j.contains("loss") && j["loss"].is_number()
+                              ? j["loss"].get<double>()
+                              : std::numeric_limits<double>::quiet_NaN();
+      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>(), loss});
     } catch (const std::exception& e) {
       if (error && error->empty())
         *error = path.string() + ", line " + std::to_string(n) + ": not an evaluation (" +
@@ -79,13 +84,28 @@ std::optional<size_t> held_index(const std::vector<double>& accuracy, double tar
   return found;
 }
 
+std::optional<size_t> held_index_of_loss(const std::vector<double>& loss, double target,
+                                         double margin) {
+  // A loss held below target: an accuracy-like series (higher is better) held above.
+  std::vector<double> negated;
+  negated.reserve(loss.size());
+  for (double v : loss) negated.push_back(std::isnan(v) ? -HUGE_VAL : -v);
+  return held_index(negated, -target, margin);
+}
+
 namespace {
+
+// The target a "held" reading holds: the cell's accuracy or loss target.
+struct HeldTarget {
+  double value = 0;
+  bool loss = false;  // a loss (lower is better), else an accuracy
+};
 
 // A tuning run's fresh examples to target, read as the spec's tuning says: the summary's
 // first touch, or (reading "held") the evaluation from which the run holds `target`,
 // censored at the run's fresh examples when it never does.
 Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell& tc, uint64_t seed,
-                               const nlohmann::json& summary, double target) {
+                               const nlohmann::json& summary, HeldTarget target) {
   if (spec.tuning.reading != "held") return detail::fresh_observation(summary);
   const std::string dir = detail::run_dir(spec, tc, seed);
   std::string error;
@@ -93,9 +113,11 @@ Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell&
   if (!error.empty() || evals.empty())
     detail::experiment_error("tuning reads \"held\" from every evaluation of a run: " +
                              (error.empty() ? "no evaluations in " + dir + "/evals.jsonl" : error));
-  std::vector<double> accuracy;
-  for (const auto& e : evals) accuracy.push_back(e[1]);
-  const std::optional<size_t> i = held_index(accuracy, target, spec.tuning.margin);
+  std::vector<double> metric;
+  for (const auto& e : evals) metric.push_back(e[target.loss ? 2 : 1]);
+  const std::optional<size_t> i = target.loss
+                                      ? held_index_of_loss(metric, target.value, spec.tuning.margin)
+                                      : held_index(metric, target.value, spec.tuning.margin);
   if (i) return {evals[*i][0], false};
   return {summary.value("fresh", 0.0), true};
 }
@@ -130,7 +152,8 @@ nlohmann::json TuningState::to_json() const {
 namespace {
 
 // One rate's tuning runs of a cell, as far as they are on disk.
-LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr, double target) {
+LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr,
+                 HeldTarget target) {
   BootstrapOptions few;  // the tuning's medians: the interval is only informative
   few.resamples = 2000;
   LrTrial t;
@@ -179,12 +202,17 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
   if (spec.tuning.from) return tuning_state_from(spec, cell);
   if (!spec.tuning.enabled()) return st;
   st.reading = spec.tuning.reading;
-  // The target the "held" reading holds: the cell's (its overrides may set one).
-  const double target =
-      st.reading == "held"
-          ? detail::cell_config(spec, cell, spec.tuning.seeds.front(), ExperimentOptions{}, nullptr)
-                .target_accuracy.value_or(0)
-          : 0;
+  // The target the "held" reading holds: the cell's (its overrides may set one), its
+  // accuracy target, or else its loss target.
+  HeldTarget target;
+  if (st.reading == "held") {
+    const TrainConfig c =
+        detail::cell_config(spec, cell, spec.tuning.seeds.front(), ExperimentOptions{}, nullptr);
+    if (c.target_accuracy)
+      target.value = *c.target_accuracy;
+    else
+      target = {c.target_loss.value_or(0), true};
+  }
   std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
   for (int64_t widened = 0;; ++widened) {
     st.trials.clear();

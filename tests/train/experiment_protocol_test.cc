@@ -2,6 +2,7 @@
 // medians, intervals, reductions and speedups with censored runs, and the learning-rate
 // tuning's choice (interior, widened at an edge, refused seeds). Nothing trains here: the
 // result files are written as a finished run writes them.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -288,12 +289,30 @@ TEST(ExperimentProtocol, HeldIsTheFirstEvaluationFromWhichTheRunKeepsTheTarget) 
   EXPECT_EQ(held_index({0.85, 0.9}, 0.9, 0), 1u) << "0.9 read back meets 0.9";
 }
 
+TEST(ExperimentProtocol, ALossIsHeldBelowItsTarget) {
+  // Target 2.0 nats, margin 0.05: the ceiling is 2.05.
+  EXPECT_EQ(held_index_of_loss({2.2, 2.0, 2.04, 1.9, 1.95}, 2.0, 0.05), 1u);
+  EXPECT_EQ(held_index_of_loss({2.2, 1.99, 2.06, 1.9, 1.95}, 2.0, 0.05), 3u)
+      << "a rise above the ceiling";
+  EXPECT_EQ(held_index_of_loss({2.2, 2.0, 2.05, 2.0}, 2.0, 0.05), 1u)
+      << "at the ceiling is not above it";
+  EXPECT_EQ(held_index_of_loss({1.9, 1.8, 2.5}, 2.0, 0.05), std::nullopt) << "the last one rose";
+  EXPECT_EQ(held_index_of_loss({1.9, std::nan(""), 1.8}, 2.0, 0.05), 2u)
+      << "an evaluation without a loss does not hold it";
+  EXPECT_EQ(held_index_of_loss({}, 2.0, 0.05), std::nullopt);
+}
+
 // The evaluations of a run (evals.jsonl), one per 100 fresh examples from 100 on.
+// With `loss`, each evaluation's loss is the given value and its accuracy 0.
 void write_evals(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
-                 const std::vector<double>& accuracy) {
+                 const std::vector<double>& values, bool loss = false) {
   std::ofstream out(detail::run_dir(spec, cell, seed) + "/evals.jsonl");
-  for (size_t i = 0; i < accuracy.size(); ++i)
-    out << json{{"fresh", 100 * (i + 1)}, {"accuracy", accuracy[i]}}.dump() << "\n";
+  for (size_t i = 0; i < values.size(); ++i)
+    out << json{{"fresh", 100 * (i + 1)},
+                {"accuracy", loss ? 0.0 : values[i]},
+                {"loss", loss ? values[i] : 1.0}}
+               .dump()
+        << "\n";
 }
 
 json snapshots_base() {
@@ -355,6 +374,46 @@ TEST(ExperimentProtocol, TuningCanChooseByTheHeldReading) {
   j["tuning"]["margin"] = 0.01;
   EXPECT_CONTAINS(testing::error_of([&] { experiment_spec_from_json(j, ""); }),
                   ("$.tuning.margin: a margin is for \"reading\": \"held\""));
+}
+
+TEST(ExperimentProtocol, TuningHoldsALossTargetFromBelow) {
+  // A language model's target is a loss: "held" reads the first evaluation at or below it
+  // from which none rises above target + margin.
+  json base = snapshots_base();
+  base.erase("target_accuracy");
+  base["target_loss"] = 2.0;
+  json j = {{"name", "held-loss"},
+            {"base", base},
+            {"out", testing::temp_dir() + "/held-loss"},
+            {"tuning",
+             {{"lr", {0.05, 0.1, 0.2}}, {"seeds", {101}}, {"reading", "held"}, {"margin", 0.05}}},
+            {"grid", {{"variants", {"baseline"}}, {"seeds", {1}}}}};
+  ExperimentSpec spec = experiment_spec_from_json(j, "");
+  const ExperimentCell& base_cell = spec.cells[0];
+  // First touch: 0.05 at 200 fresh examples (then it rises to 2.3), 0.1 at 300, 0.2 at
+  // 400. Held: 0.05 from 600, 0.1 from 300, 0.2 from 400: 0.1 is chosen either way but
+  // 0.05 is not the first touch's winner.
+  const std::map<double, std::vector<double>> loss = {
+      {0.05, {2.5, 1.99, 2.3, 2.2, 2.1, 2.0, 1.95, 1.9}},
+      {0.1, {2.5, 2.2, 2.0, 1.98, 2.04, 1.9, 1.9, 1.85}},
+      {0.2, {2.6, 2.4, 2.1, 2.0, 1.97, 1.95, 1.94, 1.93}}};
+  for (const auto& [lr, l] : loss) {
+    const ExperimentCell tc = detail::tuning_cell(base_cell, lr);
+    size_t first = 0;
+    while (l[first] > 2.0) ++first;
+    write_run(spec, tc, 101, 100.0 * (first + 1), 10);
+    write_evals(spec, tc, 101, l, /*loss=*/true);
+  }
+  TuningState st = tuning_state(spec, base_cell);
+  ASSERT_TRUE(st.chosen) << st.to_json().dump();
+  EXPECT_DOUBLE_EQ(*st.chosen, 0.1);
+  EXPECT_EQ(st.trials[0].fresh->median, 600);
+  EXPECT_EQ(st.trials[1].fresh->median, 300);
+  EXPECT_EQ(st.trials[2].fresh->median, 400);
+  // Read by the first touch, 0.05 (200) wins: at the edge of the list, so it widens.
+  j["tuning"].erase("reading");
+  j["tuning"].erase("margin");
+  EXPECT_EQ(tuning_state(experiment_spec_from_json(j, ""), base_cell).trials[1].fresh->median, 200);
 }
 
 TEST(ExperimentProtocol, ATuningGroupRunsOnlyItsWinnersFinalSeeds) {

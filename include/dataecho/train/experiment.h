@@ -81,11 +81,13 @@ struct TuningSpec {
   // How a tuning run's fresh examples to target are read ("reading"): "first_touch", the
   // first evaluation at or above the target (the summary's fresh_to_target), or "held",
   // the first evaluation at or above the target from which no later evaluation of the
-  // run falls below target - margin (docs/protocol.md change 8). "held" reads every
+  // run falls below target - margin (docs/protocol.md change 8); for a loss target
+  // (target_loss, with no target_accuracy), the first at or below it from which none
+  // rises above target + margin. "held" reads every
   // evaluation (evals.jsonl), so the runs must go on past the target: the base config's
   // eval_mode must be "snapshots".
   std::string reading = "first_touch";
-  double margin = 0;  // accuracy, as a fraction (0.0104: 1.04 points); "held" only
+  double margin = 0;  // "held" only: accuracy as a fraction (0.0104: 1.04 points), or nats
   // Groups of cells that choose together ("groups": {"name": [cell ids]}), such as one
   // variant under several weight decays: each member tunes its rate as above, the member
   // whose chosen rate has the smallest median wins (ties: more runs at the target, then
@@ -98,6 +100,10 @@ struct TuningSpec {
 // the first with accuracy >= target from which no later one is below target - margin;
 // nullopt when there is none.
 std::optional<size_t> held_index(const std::vector<double>& accuracy, double target, double margin);
+// The same for a loss target: the first evaluation with loss <= target from which no later
+// one is above target + margin (a NaN loss counts as above).
+std::optional<size_t> held_index_of_loss(const std::vector<double>& loss, double target,
+                                         double margin);
 
 // One cell's tuning, as far as the result files on disk go.
 struct LrTrial {
