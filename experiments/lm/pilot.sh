@@ -52,7 +52,9 @@ for d in runs:
     late = [e["loss"] for e in ev if e["step"] >= s["steps"] / 2]
     d_ = [b - a for a, b in zip(late, late[1:])]
     swing = statistics.stdev(d_) / math.sqrt(2) if len(d_) > 2 else float("nan")
-    print(f"{d}: {s['steps']} steps, {s['fresh']} fresh blocks = {s['fresh'] / blocks:.1f} passes, "
+    # Passes from the tokens trained on (16 blocks of 65 a step), whatever the fresh count's
+    # unit (blocks before 2026-12-03's sequence count, dictionary entries since).
+    print(f"{d}: {s['steps']} steps, {s['steps'] * 16 / blocks:.1f} passes, {s['fresh']} fresh, "
           f"{s['train_seconds']:.0f} s training")
     print("   bits/byte at 1/4, 1/2, 3/4, end: " +
           ", ".join(f"{e['bits_per_byte']:.3f} (step {e['step']})" for e in q) +

@@ -78,7 +78,12 @@ class PipelineDef:
     ) -> PipelineDef: ...
     def unbatch(self) -> PipelineDef: ...
     def pack(
-        self, length: int, eos_id: Optional[int] = None, pad_id: Optional[int] = None, drop_remainder: bool = False
+        self,
+        length: int,
+        eos_id: Optional[int] = None,
+        pad_id: Optional[int] = None,
+        drop_remainder: bool = False,
+        reads: bool = False,
     ) -> PipelineDef: ...
     def bucket(
         self,

@@ -255,11 +255,13 @@ class PipelineDef:
         return self._derive(self._d.unbatch())
 
     def pack(self, length: int, *, eos_id: Optional[int] = None, pad_id: Optional[int] = None,
-             drop_remainder: bool = False) -> "PipelineDef":
+             drop_remainder: bool = False, reads: bool = False) -> "PipelineDef":
         """Concatenates token sequences into blocks of ``length`` tokens, separated by the
         end-of-sequence id, with the ids of the sequences in each block and a per-token
-        ``document`` field for attention masks (docs/text.md)."""
-        return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder))
+        ``document`` field for attention masks (docs/text.md). With ``reads``, also each
+        sequence's epoch and echo index (fields ``epochs`` and ``echoes``): a trainer counts
+        fresh sequences from them, whichever block a piece of one lands in."""
+        return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder, reads))
 
     def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
                token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "unary_dataset.h"
 
@@ -89,6 +90,7 @@ class PackIt : public Iterator {
   int64_t blocks_ = 0;
   bool done_ = false;
   std::vector<int64_t> ids_;
+  std::vector<int32_t> epochs_, echoes_;
 };
 
 std::optional<Example> PackIt::next_impl() {
@@ -101,6 +103,8 @@ std::optional<Example> PackIt::next_impl() {
   auto* tokens = reinterpret_cast<int32_t*>(token_buffer->mutable_data());
   auto* documents = reinterpret_cast<int32_t*>(document_buffer->mutable_data());
   ids_.clear();
+  epochs_.clear();
+  echoes_.clear();
   int64_t filled = 0;
   int32_t document = -1, min_echo = 0, epoch = 0;
   while (filled < length) {
@@ -113,6 +117,8 @@ std::optional<Example> PackIt::next_impl() {
     const int64_t take = std::min(length - filled, cur_length_ - pos_);
     ++document;
     ids_.push_back(meta_.id);
+    epochs_.push_back(meta_.epoch);
+    echoes_.push_back(meta_.echo);
     min_echo = document == 0 ? meta_.echo : std::min(min_echo, meta_.echo);
     if (document == 0) epoch = meta_.epoch;
     copy_tokens(tokens + filled, take);
@@ -128,6 +134,8 @@ std::optional<Example> PackIt::next_impl() {
   out.set(o_->field, Tensor(DType::kInt32, {length}, std::move(token_buffer)));
   out.set(o_->document_field, Tensor(DType::kInt32, {length}, std::move(document_buffer)));
   out.set(o_->ids_field, Tensor::from_vector(ids_));
+  if (!o_->epochs_field.empty()) out.set(o_->epochs_field, Tensor::from_vector(epochs_));
+  if (!o_->echoes_field.empty()) out.set(o_->echoes_field, Tensor::from_vector(echoes_));
   if (stats()) {
     stats()->counter("tokens") += filled;
     stats()->counter("pad_tokens") += length - filled;
@@ -141,10 +149,15 @@ DatasetPtr make_pack(DatasetPtr input, const PackOptions& o) {
   if (o.length < 1)
     throw_error(ErrorCode::kInvalidArgument, "pack",
                 "length must be >= 1, got " + std::to_string(o.length));
-  if (o.field.empty() || o.document_field.empty() || o.ids_field.empty() ||
-      o.field == o.document_field || o.field == o.ids_field || o.document_field == o.ids_field)
+  // The three fields pack always writes, and the two it writes when named.
+  std::set<std::string> names = {o.field, o.document_field, o.ids_field};
+  size_t named = 3;
+  for (const std::string* f : {&o.epochs_field, &o.echoes_field})
+    if (!f->empty()) names.insert(*f), ++named;
+  if (names.size() != named || names.count(""))
     throw_error(ErrorCode::kInvalidArgument, "pack",
-                "field, document_field and ids_field must be three different names");
+                "field, document_field and ids_field (and epochs_field and echoes_field when "
+                "given) must be different, non-empty names");
   return std::make_shared<UnaryDataset<PackOptions, PackIt>>("pack", std::move(input), o);
 }
 

@@ -302,16 +302,17 @@ void bind_sequence_stages(py::class_<PipelineDef>& c) {
   c.def(
       "pack",
       [](const PipelineDef& d, int64_t length, std::optional<int32_t> eos_id,
-         std::optional<int32_t> pad_id, bool drop_remainder) {
+         std::optional<int32_t> pad_id, bool drop_remainder, bool reads) {
         return copy_with(d, [&](PipelineDef& o) {
           o.pack({.length = length,
                   .eos_id = eos_id,
                   .pad_id = pad_id,
-                  .drop_remainder = drop_remainder});
+                  .drop_remainder = drop_remainder,
+                  .reads = reads});
         });
       },
       py::arg("length"), py::arg("eos_id") = py::none(), py::arg("pad_id") = py::none(),
-      py::arg("drop_remainder") = false);
+      py::arg("drop_remainder") = false, py::arg("reads") = false);
   c.def(
       "bucket",
       [](const PipelineDef& d, std::vector<int64_t> boundaries, std::vector<int64_t> batch_sizes,

@@ -141,6 +141,10 @@ PipelineDef& PipelineDef::pack(PackStageOptions o) {
   if (o.eos_id) j["eos_id"] = *o.eos_id;
   if (o.pad_id) j["pad_id"] = *o.pad_id;
   if (o.drop_remainder) j["drop_remainder"] = true;
+  if (o.reads) {
+    j["epochs_field"] = "epochs";
+    j["echoes_field"] = "echoes";
+  }
   return stage("pack", std::move(j));
 }
 

@@ -78,6 +78,8 @@ DatasetPtr build_pack(SpecObject& s, DatasetPtr in, BuildContext&) {
   o.field = s.get_string("field", o.field);
   o.document_field = s.get_string("document_field", o.document_field);
   o.ids_field = s.get_string("ids_field", o.ids_field);
+  o.epochs_field = s.get_string("epochs_field", o.epochs_field);
+  o.echoes_field = s.get_string("echoes_field", o.echoes_field);
   if (s.has("eos_id"))
     o.eos_id = static_cast<int32_t>(s.get_int("eos_id", 0, INT32_MIN, INT32_MAX));
   o.pad_id = static_cast<int32_t>(s.get_int("pad_id", 0, INT32_MIN, INT32_MAX));

@@ -40,10 +40,12 @@ nlohmann::json opt_json(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-// A fresh read from storage: the source id and the pass (epoch) that read it.
+// A fresh read from storage: the source id and the pass (epoch) that read it; with
+// `copy`, which copy of that read (the language model's sequence copies, >= 0).
 struct ReadKey {
   int64_t id;
   int32_t epoch;
+  int32_t copy = 0;
 };
 
 // A set of ReadKeys in one open-addressing table (linear probing, a power-of-two
@@ -61,12 +63,12 @@ class ReadSet {
     if ((size_ + 1) * 2 > slots_.size()) grow();
     for (size_t i = hash(k) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
       Slot& s = slots_[i];
-      if (!s.used) {
-        s = {k.id, k.epoch, true};
+      if (s.copy < 0) {
+        s = {k.id, k.epoch, k.copy};
         ++size_;
         return true;
       }
-      if (s.id == k.id && s.epoch == k.epoch) return false;
+      if (s.id == k.id && s.epoch == k.epoch && s.copy == k.copy) return false;
     }
   }
   size_t size() const { return size_; }
@@ -79,18 +81,20 @@ class ReadSet {
   template <class F>
   void for_each(F&& f) const {
     for (const Slot& s : slots_)
-      if (s.used) f(ReadKey{s.id, s.epoch});
+      if (s.copy >= 0) f(ReadKey{s.id, s.epoch, s.copy});
   }
 
  private:
-  struct Slot {
+  struct Slot {  // 16 bytes: an unused slot has copy -1
     int64_t id = 0;
     int32_t epoch = 0;
-    bool used = false;
+    int32_t copy = -1;
   };
   static size_t hash(const ReadKey& k) {
-    uint64_t h = static_cast<uint64_t>(k.id) * 0x9E3779B97F4A7C15ull ^
-                 (static_cast<uint64_t>(static_cast<uint32_t>(k.epoch)) * 0xC2B2AE3D27D4EB4Full);
+    const uint64_t epoch_copy = static_cast<uint64_t>(static_cast<uint32_t>(k.epoch)) |
+                                static_cast<uint64_t>(static_cast<uint32_t>(k.copy)) << 32;
+    uint64_t h =
+        static_cast<uint64_t>(k.id) * 0x9E3779B97F4A7C15ull ^ (epoch_copy * 0xC2B2AE3D27D4EB4Full);
     return static_cast<size_t>(h ^ (h >> 29));
   }
   void grow() {
@@ -98,28 +102,33 @@ class ReadSet {
     slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
     size_ = 0;
     for (const Slot& s : old)
-      if (s.used) insert({s.id, s.epoch});
+      if (s.copy >= 0) insert({s.id, s.epoch, s.copy});
   }
   std::vector<Slot> slots_;
   size_t size_ = 0;
 };
 
-// A read set as bytes (12 per key) for the checkpoint, and back.
-inline std::string save_read_set(const ReadSet& set) {
+// A read set as bytes for the checkpoint, and back: 12 per key (id, epoch), or 16 with
+// `copies` (id, epoch, copy).
+inline std::string save_read_set(const ReadSet& set, bool copies = false) {
+  const size_t key_bytes = copies ? 16 : 12;
   std::string bytes;
-  bytes.reserve(set.size() * 12);
+  bytes.reserve(set.size() * key_bytes);
   set.for_each([&](const ReadKey& k) {
     bytes.append(reinterpret_cast<const char*>(&k.id), sizeof k.id);
     bytes.append(reinterpret_cast<const char*>(&k.epoch), sizeof k.epoch);
+    if (copies) bytes.append(reinterpret_cast<const char*>(&k.copy), sizeof k.copy);
   });
   return bytes;
 }
-inline ReadSet load_read_set(const std::string& bytes) {
+inline ReadSet load_read_set(const std::string& bytes, bool copies = false) {
+  const size_t key_bytes = copies ? 16 : 12;
   ReadSet set;
-  for (size_t at = 0; at + 12 <= bytes.size(); at += 12) {
-    ReadKey k;
+  for (size_t at = 0; at + key_bytes <= bytes.size(); at += key_bytes) {
+    ReadKey k{0, 0, 0};
     std::memcpy(&k.id, bytes.data() + at, sizeof k.id);
     std::memcpy(&k.epoch, bytes.data() + at + 8, sizeof k.epoch);
+    if (copies) std::memcpy(&k.copy, bytes.data() + at + 12, sizeof k.copy);
     set.insert(k);
   }
   return set;

@@ -1,5 +1,7 @@
 #include "task.h"
 
+#include <algorithm>
+
 #include "dataecho/core/error.h"
 
 namespace dataecho::train {
@@ -98,6 +100,45 @@ class LanguageModeling : public Task {
     return e;
   }
   bool per_token() const override { return true; }
+  bool sequence_reads(const Example& batch, std::vector<SequenceRead>& out) const override {
+    const Tensor* ids = batch.find("ids");
+    const Tensor* epochs = batch.find("epochs");
+    const Tensor* echoes = batch.find("echoes");
+    const Tensor* doc = batch.find(c_.input.document_field);
+    if (!ids || !epochs || !echoes || !doc || !batch.is_batch()) return false;
+    const int64_t rows = static_cast<int64_t>(batch.num_rows());
+    const Shape k_shape = ids->shape();
+    if (ids->dtype() != DType::kInt64 || epochs->dtype() != DType::kInt32 ||
+        echoes->dtype() != DType::kInt32 || doc->dtype() != DType::kInt32 || k_shape.size() != 2 ||
+        k_shape[0] != rows || epochs->shape() != k_shape || echoes->shape() != k_shape ||
+        doc->rank() != 2 || doc->shape()[0] != rows)
+      fail("training pipeline: pack's fields ids (int64), epochs, echoes and " +
+           c_.input.document_field + " (int32) should be [rows, k] and [rows, length]; got " +
+           shape_to_string(k_shape) + ", " + shape_to_string(epochs->shape()) + ", " +
+           shape_to_string(echoes->shape()) + ", " + shape_to_string(doc->shape()) + " (" +
+           batch.describe() + ")");
+    const int64_t k_max = k_shape[1], length = doc->shape()[1];
+    out.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      // The block's sequences: its document indices run 0..k-1 (-1 on padding).
+      const int32_t* d = doc->data<int32_t>() + r * length;
+      const int64_t k = *std::max_element(d, d + length) + 1;
+      if (k > k_max)
+        fail("training pipeline: a block has " + std::to_string(k) + " documents but " +
+             std::to_string(k_max) + " ids (" + batch.describe() + ")");
+      const int64_t* id = ids->data<int64_t>() + r * k_max;
+      const int32_t* ep = epochs->data<int32_t>() + r * k_max;
+      const int32_t* ec = echoes->data<int32_t>() + r * k_max;
+      // Echoes of the whole block (after pack, or of the batch) add to the row's echo
+      // index beyond its sequences' smallest (which pack gave the block).
+      const int32_t block_echo =
+          k > 0
+              ? std::max(0, batch.row(static_cast<size_t>(r)).echo - *std::min_element(ec, ec + k))
+              : 0;
+      for (int64_t j = 0; j < k; ++j) out.push_back({id[j], ep[j], ec[j] + (block_echo << 16)});
+    }
+    return true;
+  }
 
  private:
   struct Scored {

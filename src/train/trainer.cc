@@ -372,6 +372,8 @@ class TrainRun {
     std::memcpy(r_.losses.data(), lb.data(), r_.losses.size() * sizeof(float));
     if (shared_exists(ckpt_dir_ / rank_file("fresh_keys", ".bin", 0)))
       seen_ = load_read_set(own_read("fresh_keys", ".bin"));
+    if (shared_exists(ckpt_dir_ / rank_file("copy_keys", ".bin", 0)))
+      copies_ = load_read_set(own_read("copy_keys", ".bin"), /*copies=*/true);
   }
 
   // ---- data-parallel helpers: rank 0 reads the checkpoint and hands it on, so that the
@@ -486,12 +488,23 @@ class TrainRun {
     const int64_t t1 = now_ns();
     TorchBatch tb = task_->to_torch(batch, *sig_);
     task_->check(tb, "training pipeline");
-    int64_t new_fresh = 0, duplicates = 0;
+    int64_t new_fresh = 0, duplicates = 0, consumed = tb.rows;
     batch_keys_.clear();
     for (size_t i = 0; i < batch.num_rows(); ++i) {
       const RowMeta& m = batch.row(i);
-      new_fresh += seen_.insert({m.id, m.epoch}) ? 1 : 0;
       duplicates += batch_keys_.insert({m.id, m.epoch}) ? 0 : 1;
+    }
+    if (task_->sequence_reads(batch, sequences_)) {
+      // The language model's blocks: the fresh sequences (id, epoch), and the copies of
+      // them consumed (a sequence's pieces in several blocks are one copy).
+      consumed = 0;
+      for (const SequenceRead& q : sequences_) {
+        new_fresh += seen_.insert({q.id, q.epoch}) ? 1 : 0;
+        consumed += copies_.insert({q.id, q.epoch, q.copy}) ? 1 : 0;
+      }
+    } else {
+      for (size_t i = 0; i < batch.num_rows(); ++i)
+        new_fresh += seen_.insert({batch.row(i).id, batch.row(i).epoch}) ? 1 : 0;
     }
     lr_ = learning_rate_at(c_.optimizer, step_, decay_steps_);
     set_learning_rate(*optimizer_, lr_);
@@ -500,7 +513,7 @@ class TrainRun {
     loss.backward();
     last_loss_ = loss.item<float>();
     // The step's counts, over all ranks (one rank's are its share).
-    int64_t rows = tb.rows, echo0 = tb.fresh;
+    int64_t rows = consumed, echo0 = tb.fresh;
     if (dist_) {
       // One allreduce: the gradients, and beside them the loss, the counts, an interrupt
       // on any rank and whether rank 0's clock ran out (small integers: exact in float).
@@ -702,9 +715,11 @@ class TrainRun {
     const int64_t t0 = now_ns();
     std::vector<std::string> states{pipeline_untouched ? initial_pipeline_state_ : train_->save()};
     std::vector<std::string> reads{save_read_set(seen_)};
+    std::vector<std::string> copies{save_read_set(copies_, /*copies=*/true)};
     if (dist_) {
       states = dist_->all_gather(states[0]);
       reads = dist_->all_gather(reads[0]);
+      copies = dist_->all_gather(copies[0]);
       if (!lead_) {
         eval_s_ += (now_ns() - t0) / 1e9;
         return;
@@ -722,6 +737,8 @@ class TrainRun {
       for (int r = 0; r < world_; ++r) {
         write_file(tmp / rank_file("pipeline", ".state", r), states[static_cast<size_t>(r)]);
         write_file(tmp / rank_file("fresh_keys", ".bin", r), reads[static_cast<size_t>(r)]);
+        if (!copies[static_cast<size_t>(r)].empty())
+          write_file(tmp / rank_file("copy_keys", ".bin", r), copies[static_cast<size_t>(r)]);
       }
       write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r_.losses.data()),
                                                  r_.losses.size() * sizeof(float)));
@@ -851,6 +868,8 @@ class TrainRun {
   int64_t step_ = 0, fresh_ = 0, echoed_ = 0, fresh_echo0_ = 0, batch_duplicates_ = 0;
   ReadSet batch_keys_;  // the step's rows, to count repeats within its batch
   ReadSet seen_;        // the (id, epoch) pairs trained on so far
+  ReadSet copies_;      // the language model's sequence copies consumed (SequenceRead)
+  std::vector<SequenceRead> sequences_;  // the step's, reused
   double train_s_ = 0, wait_s_ = 0, compute_s_ = 0, eval_s_ = 0, snap_s_ = 0, wall_base_ = 0;
   double loss_sum_ = 0;
   int64_t loss_count_ = 0, last_eval_step_ = -1;

@@ -14,7 +14,9 @@ namespace {
 TEST(Pack, FixedBlocksWithEosDocumentsAndIds) {
   auto elements = sequences({3, 5, 2});
   elements[1].set_echo(1);
-  PackOptions o{.length = 5, .eos_id = 99, .pad_id = -7};
+  elements[2].stamp_epoch(3);
+  PackOptions o{
+      .length = 5, .epochs_field = "epochs", .echoes_field = "echoes", .eos_id = 99, .pad_id = -7};
   auto out = drain(*make_pack(make_memory_source(elements), o)->make_iterator({}));
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(values_of(out[0].get("tokens")), (std::vector<int32_t>{0, 1, 2, 99, 100}));
@@ -30,6 +32,11 @@ TEST(Pack, FixedBlocksWithEosDocumentsAndIds) {
   EXPECT_EQ(out[1].get("ids").item<int64_t>(), 1);
   EXPECT_EQ(ids(out), (std::vector<int64_t>{0, 1, 2})) << "a block's id is its index";
   EXPECT_EQ(echoes(out), (std::vector<int32_t>{0, 1, 0})) << "every token of block 1 is a repeat";
+  // Each sequence's read, whichever block its pieces are in: epochs and echo indices.
+  EXPECT_EQ(values_of(out[0].get("echoes")), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(values_of(out[1].get("echoes")), (std::vector<int32_t>{1}));
+  EXPECT_EQ(values_of(out[2].get("epochs")), (std::vector<int32_t>{3}));
+  EXPECT_EQ(values_of(out[0].get("epochs")), (std::vector<int32_t>{0, 0}));
   EXPECT_EQ(out[0].find("label"), nullptr);
 
   o.drop_remainder = true;
@@ -57,6 +64,8 @@ TEST(Pack, RefusesWhatIsNotATokenSequence) {
   EXPECT_NE(msg.find("id 0"), std::string::npos) << msg;
   msg = error_of([&] { make_pack(make_range({2}), {.length = 0}); });
   EXPECT_NE(msg.find("length must be >= 1"), std::string::npos) << msg;
+  msg = error_of([&] { make_pack(make_range({2}), {.length = 4, .epochs_field = "ids"}); });
+  EXPECT_NE(msg.find("must be different, non-empty names"), std::string::npos) << msg;
 }
 
 TEST(Pack, SavedMidBlockContinuesIdentically) {

@@ -176,6 +176,13 @@ def test_sequence_stages_from_python(tmp_path):
     assert de.PipelineDef.from_spec(spec) == d
     blocks = list(d.build(as_numpy=True))
     assert blocks and all(b["tokens"].shape == (32,) for b in blocks)
+    # With reads, each block also says its sequences' epochs and echo indices.
+    echoed = de.text(str(corpus)).repeat(2).map("tokenize", tokenizer="bytes").echo(2).pack(32, reads=True)
+    assert echoed.to_spec()["stages"][-1] == {"op": "pack", "length": 32, "epochs_field": "epochs",
+                                              "echoes_field": "echoes"}
+    first = next(echoed.build(as_numpy=True))
+    assert list(first["epochs"]) == [0] * len(first["ids"])
+    assert sorted(set(first["echoes"])) == [0, 1] and len(first["ids"]) >= 2
     b = next(de.text(str(corpus)).map("tokenize", tokenizer="bytes")
              .bucket([8, 16], [4, 4, 4]).build(as_numpy=True))
     assert b["tokens"].shape[0] == 4 and b["tokens_length"].shape == (4,)

@@ -52,12 +52,20 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   return dir + "/" + name;
 }
 
-// text -> tokenize (bytes) -> pack (block) -> [repeat, shuffle] -> padded_batch.
-PipelineDef text_spec(const std::string& path, int64_t block, bool training) {
+// text -> tokenize (bytes) -> pack (block) -> [repeat, shuffle] -> padded_batch, with an
+// echo of factor 2 before or after pack when `echo` says ("before_pack", "after_pack").
+// `reads`: pack writes its sequences' epochs and echo indices (the trainer then counts
+// fresh sequences; without them a block is one example).
+PipelineDef text_spec(const std::string& path, int64_t block, bool training,
+                      const std::string& echo = "", bool reads = true) {
   json stages = json::array();
   if (training) stages.push_back({{"op", "repeat"}, {"count", -1}});
   stages.push_back({{"op", "map"}, {"fn", "tokenize"}, {"args", {{"tokenizer", "bytes"}}}});
-  stages.push_back({{"op", "pack"}, {"length", block}});
+  if (echo == "before_pack") stages.push_back({{"op", "echo"}, {"factor", 2}});
+  json pack = {{"op", "pack"}, {"length", block}};
+  if (reads) pack.update({{"epochs_field", "epochs"}, {"echoes_field", "echoes"}});
+  stages.push_back(pack);
+  if (echo == "after_pack") stages.push_back({{"op", "echo"}, {"factor", 2}});
   if (training) stages.push_back({{"op", "shuffle"}, {"buffer", 32}});
   // pack's `ids` (the block's sequences) differ in length: padded_batch pads them.
   stages.push_back({{"op", "padded_batch"}, {"size", 16}, {"lengths", false}});
@@ -139,6 +147,43 @@ TEST_F(LanguageModelTest, ResumedRunIsBitIdenticalToTheUninterruptedOne) {
   auto pb = resumed.model()->named_parameters();
   ASSERT_EQ(pa.size(), pb.size());
   for (const auto& item : pa) EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key();
+}
+
+TEST_F(LanguageModelTest, FreshCountsTheSourcesSequencesWhereverTheEchoIs) {
+  // Fresh = the lines (sequences) a step trained on a piece of, not the blocks: about
+  // the tokens consumed over a line's mean tokens. Echoing before pack (lines repeated)
+  // and after it (blocks repeated) both halve it, and both count their copies as echoed.
+  const double tokens_per_line = static_cast<double>(train_text_.size()) / 400;  // with EOS
+  auto run = [&](const std::string& echo, const std::string& out = "", int64_t steps = 20,
+                 bool resume = false, bool reads = true) {
+    TrainConfig c = lm_config(train_, valid_, 20);
+    c.train_spec = text_spec(train_, 33, true, echo, reads);
+    c.max_steps = steps;
+    c.optimizer.decay_steps = 20;
+    c.eval_every = 0;
+    c.eval_at_end = false;
+    c.out = out;
+    c.resume = resume;
+    return Trainer(c).run();
+  };
+  const TrainResult base = run("");
+  const double consumed_lines = 20.0 * 16 * 33 / tokens_per_line;
+  EXPECT_EQ(base.echoed, 0) << "a line's pieces in several blocks are one read";
+  EXPECT_NEAR(static_cast<double>(base.fresh), consumed_lines, 0.1 * consumed_lines);
+  EXPECT_GT(base.fresh, 20 * 16) << "more lines than blocks: a block holds pieces of 2 or 3";
+  for (const std::string echo : {"before_pack", "after_pack"}) {
+    const TrainResult r = run(echo);
+    EXPECT_NEAR(r.achieved_echo, 2.0, 0.15) << echo;
+    EXPECT_NEAR(static_cast<double>(r.fresh), base.fresh / 2.0, 0.15 * base.fresh) << echo;
+  }
+  // Without pack's epochs and echo indices a block is one example.
+  EXPECT_EQ(run("", "", 20, false, /*reads=*/false).fresh, 20 * 16);
+  // The copies consumed survive a resume: the counts equal the uninterrupted run's.
+  const TrainResult full = run("before_pack", dir_ + "/full");
+  EXPECT_EQ(run("before_pack", dir_ + "/split", 9).steps, 9);
+  const TrainResult resumed = run("before_pack", dir_ + "/split", 20, true);
+  EXPECT_EQ(resumed.fresh, full.fresh);
+  EXPECT_EQ(resumed.echoed, full.echoed);
 }
 
 TEST_F(LanguageModelTest, BadInputsFailBeforeTrainingWithAClearMessage) {

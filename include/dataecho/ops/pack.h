@@ -11,7 +11,12 @@
 //                         block is 0 here); -1 on padding. A trainer builds a
 //                         block-diagonal attention mask from it, or resets positions
 //                         where it changes;
-//   `ids_field`           int64 [k]: the source ids of the k sequences in the block.
+//   `ids_field`           int64 [k]: the source ids of the k sequences in the block;
+//   `epochs_field`        int32 [k], when named: their epochs (as `repeat` stamped them);
+//   `echoes_field`        int32 [k], when named: their echo indices (0: not a repeat).
+//                         With the ids, the reads a block holds: the trainer counts
+//                         fresh sequences by (id, epoch) whichever block a piece of one
+//                         comes in, when they are named "epochs" and "echoes".
 // The other fields of the input are dropped. A block's id is its index in the stream
 // (0, 1, ...); its echo index is the smallest of its sequences' (an echoed block
 // when every token in it is a repeat), its epoch the first sequence's.
@@ -36,6 +41,8 @@ struct PackOptions {
   std::string field = "tokens";
   std::string document_field = "document";
   std::string ids_field = "ids";
+  std::string epochs_field;                      // "": not written
+  std::string echoes_field;                      // "": not written
   std::optional<int32_t> eos_id = std::nullopt;  // appended after each sequence that lacks it
   int32_t pad_id = 0;
   bool drop_remainder = false;

@@ -109,6 +109,9 @@ struct PackStageOptions {
   std::optional<int32_t> eos_id = std::nullopt;
   std::optional<int32_t> pad_id = std::nullopt;
   bool drop_remainder = false;
+  // Also each block's sequences' epochs and echo indices, as fields "epochs" and "echoes":
+  // with them the trainer counts fresh sequences, not blocks (docs/train.md).
+  bool reads = false;
 };
 // bucket (ops/bucket.h): batch_sizes (one per bucket) or token_budget; `fields` pads as
 // PaddedBatchStageOptions's.
