@@ -30,15 +30,9 @@ case "$PART" in
   sweep | collect | report) ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac
-source scripts/commit_state.sh
-export DATAECHO_COMMIT="${DATAECHO_COMMIT:-$(commit_state . src include experiments)}"
-
-CFG="$OUT"
-ROUT="$OUT"
-if [[ "$PART" == report ]]; then
-  CFG="$OUT/report"
-  ROUT=results/lm
-fi
+source scripts/run_files.sh
+# The configs go to $CFG/config*/ with @OUT@ = $ROUT.
+experiment_setup "$PART" results/lm
 mkdir -p "$CFG/config"
 for f in protocol train valid test sweep; do
   sed -e "s#@GCIDE@#../gcide#g" -e "s#@ENTRIES@#$ENTRIES#g" -e "s#@OUT@#$ROUT#g" \
@@ -46,16 +40,7 @@ for f in protocol train valid test sweep; do
 done
 
 if [[ "$PART" == collect ]]; then
-  exp="$OUT/sweep"
-  dest="results/lm/sweep"
-  mkdir -p "$dest"
-  (cd "$exp" && find cells -name result.json -printf '%h\n') | while read -r run; do
-    mkdir -p "$dest/$run"
-    for f in result.json summary.json evals.jsonl; do
-      if [[ -f "$exp/$run/$f" ]]; then cp "$exp/$run/$f" "$dest/$run/$f"; fi
-    done
-  done
-  echo "lm: $(find "$dest" -name result.json | wc -l) runs in $dest"
+  collect_runs "$OUT/sweep" results/lm/sweep
   exit 0
 fi
 if [[ "$PART" == report ]]; then

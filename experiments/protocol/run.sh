@@ -71,18 +71,9 @@ case "$PART" in
   sweep | collect | report | network | demo | controls | retune) ;;
   *) sed -n '/^set -euo/q; 2,$p' "$0" >&2; exit 2 ;;
 esac
-# Each run file records the commit it ran at (a "-dirty" suffix: uncommitted changes).
-source scripts/commit_state.sh
-export DATAECHO_COMMIT="${DATAECHO_COMMIT:-$(commit_state . src include experiments)}"
-
-# The configs go to $CFG/config*/ with @OUT@ = $ROUT: the experiments' output folders.
-# A report reads the committed run files: its configs name results/protocol.
-CFG="$OUT"
-ROUT="$OUT"
-if [[ "$PART" == report ]]; then
-  CFG="$OUT/report"
-  ROUT=results/protocol
-fi
+source scripts/run_files.sh
+# The configs go to $CFG/config*/ with @OUT@ = $ROUT.
+experiment_setup "$PART" results/protocol
 # render_train DIR SHARDS: the training, validation, test and base configs in DIR, with
 # the training shards read from SHARDS (a folder or a URL).
 render_train() {
@@ -136,16 +127,9 @@ if [[ "$PART" == collect ]]; then
   for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r* "$OUT"/controls "$OUT"/retune; do
     [[ -d "$exp/cells" ]] || continue
     dest="results/protocol/$(basename "$exp")"
-    mkdir -p "$dest"
-    (cd "$exp" && find cells -name result.json -printf '%h\n') | while read -r run; do
-      mkdir -p "$dest/$run"
-      for f in result.json summary.json evals.jsonl; do
-        if [[ -f "$exp/$run/$f" ]]; then cp "$exp/$run/$f" "$dest/$run/$f"; fi
-      done
-    done
+    collect_runs "$exp" "$dest"
     [[ -f "$exp/calibration.txt" ]] && cp "$exp/calibration.txt" "$dest/"
     [[ -f "$exp/calibration_runs.txt" ]] && cp "$exp/calibration_runs.txt" "$dest/"
-    echo "protocol: $(find "$dest" -name result.json | wc -l) runs in $dest"
   done
   exit 0
 fi

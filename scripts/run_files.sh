@@ -1,0 +1,33 @@
+# Sourced by the experiments' run.sh scripts (experiments/protocol, experiments/lm):
+# what their parts share.
+source "$(dirname "${BASH_SOURCE[0]}")/commit_state.sh"
+
+# experiment_setup PART RESULTS: exports DATAECHO_COMMIT (each run file records the commit
+# it ran at, with "-dirty" for uncommitted changes under src, include or experiments) and
+# sets CFG, where the rendered configs go, and ROUT, the experiments' output folder the
+# configs name (@OUT@): $OUT for both, except that a report reads the committed run files
+# (ROUT=RESULTS) with its configs in $OUT/report.
+experiment_setup() {
+  export DATAECHO_COMMIT="${DATAECHO_COMMIT:-$(commit_state . src include experiments)}"
+  CFG="$OUT"
+  ROUT="$OUT"
+  if [[ "$1" == report ]]; then
+    CFG="$OUT/report"
+    ROUT=$2
+  fi
+}
+#
+# collect_runs EXP DEST: copies the small files of every finished run under EXP/cells
+# (result.json, summary.json, evals.jsonl) to the same place under DEST, where they are
+# committed; prints how many runs DEST then holds.
+collect_runs() {
+  local exp=$1 dest=$2 run f
+  mkdir -p "$dest"
+  (cd "$exp" && find cells -name result.json -printf '%h\n') | while read -r run; do
+    mkdir -p "$dest/$run"
+    for f in result.json summary.json evals.jsonl; do
+      if [[ -f "$exp/$run/$f" ]]; then cp "$exp/$run/$f" "$dest/$run/$f"; fi
+    done
+  done
+  echo "$(basename "$(dirname "$dest")"): $(find "$dest" -name result.json | wc -l) runs in $dest"
+}
