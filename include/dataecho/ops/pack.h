@@ -41,8 +41,8 @@ struct PackOptions {
   std::string field = "tokens";
   std::string document_field = "document";
   std::string ids_field = "ids";
-  std::string epochs_field;                      // "": not written
-  std::string echoes_field;                      // "": not written
+  std::string epochs_field = "";                 // "": not written
+  std::string echoes_field = "";                 // "": not written
   std::optional<int32_t> eos_id = std::nullopt;  // appended after each sequence that lacks it
   int32_t pad_id = 0;
   bool drop_remainder = false;
