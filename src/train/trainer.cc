@@ -719,7 +719,10 @@ class TrainRun {
     if (dist_) {
       states = dist_->all_gather(states[0]);
       reads = dist_->all_gather(reads[0]);
-      copies = dist_->all_gather(copies[0]);
+      // Only a language model has sequence copies (the same task on every rank): image
+      // runs keep one collective fewer per checkpoint.
+      copies = task_->per_token() ? dist_->all_gather(copies[0])
+                                  : std::vector<std::string>(static_cast<size_t>(world_));
       if (!lead_) {
         eval_s_ += (now_ns() - t0) / 1e9;
         return;
