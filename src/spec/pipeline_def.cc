@@ -7,6 +7,7 @@
 #include "dataecho/core/hash.h"
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/fusion.h"
+#include "dataecho/ops/pack.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
 
@@ -142,8 +143,8 @@ PipelineDef& PipelineDef::pack(PackStageOptions o) {
   if (o.pad_id) j["pad_id"] = *o.pad_id;
   if (o.drop_remainder) j["drop_remainder"] = true;
   if (o.reads) {
-    j["epochs_field"] = "epochs";
-    j["echoes_field"] = "echoes";
+    j["epochs_field"] = kPackEpochsField;
+    j["echoes_field"] = kPackEchoesField;
   }
   return stage("pack", std::move(j));
 }

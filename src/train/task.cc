@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dataecho/core/error.h"
+#include "dataecho/ops/pack.h"
 
 namespace dataecho::train {
 namespace {
@@ -100,10 +101,10 @@ class LanguageModeling : public Task {
     return e;
   }
   bool per_token() const override { return true; }
-  bool sequence_reads(const Example& batch, std::vector<SequenceRead>& out) const override {
-    const Tensor* ids = batch.find("ids");
-    const Tensor* epochs = batch.find("epochs");
-    const Tensor* echoes = batch.find("echoes");
+  bool sequence_reads(const Example& batch, std::vector<run_io::ReadKey>& out) const override {
+    const Tensor* ids = batch.find(kPackIdsField);
+    const Tensor* epochs = batch.find(kPackEpochsField);
+    const Tensor* echoes = batch.find(kPackEchoesField);
     const Tensor* doc = batch.find(c_.input.document_field);
     if (!ids || !epochs || !echoes || !doc || !batch.is_batch()) return false;
     const int64_t rows = static_cast<int64_t>(batch.num_rows());

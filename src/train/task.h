@@ -13,6 +13,7 @@
 #include "dataecho/train/input.h"
 #include "dataecho/train/model.h"
 #include "dataecho/train/torch_batch.h"
+#include "run_io.h"
 
 namespace dataecho::train {
 
@@ -23,15 +24,6 @@ struct EvalSums {
   double loss = 0;
   int64_t correct = 0;
   int64_t units = 0;
-};
-
-// One sequence a training batch holds a piece of (the language model's blocks): its
-// source id and epoch, and which copy of that read it is (0 for the first; echoing
-// before `pack` and echoing blocks after it make the others).
-struct SequenceRead {
-  int64_t id;
-  int32_t epoch;
-  int32_t copy;
 };
 
 class Task {
@@ -51,10 +43,12 @@ class Task {
   virtual EvalSums evaluate(ClassifierImpl& model, const TorchBatch& batch) const = 0;
   // True when an evaluation's units are tokens (EvalRecord::tokens, bits per byte).
   virtual bool per_token() const = 0;
-  // The sequences whose pieces a training batch holds, one entry per piece, when the
-  // batch says (the language model's blocks with `pack`'s ids, epochs and echoes fields):
-  // the trainer then counts fresh sequences, not rows. False: count rows.
-  virtual bool sequence_reads(const Example& batch, std::vector<SequenceRead>& out) const {
+  // The sequences whose pieces a training batch holds, one read per piece: id, epoch and
+  // which copy of that read it is (0 for the first; echoing before `pack` and echoing
+  // blocks after it make the others), when the batch says (the language model's blocks
+  // with `pack`'s ids, epochs and echoes fields): the trainer then counts fresh
+  // sequences, not rows. False: count rows.
+  virtual bool sequence_reads(const Example& batch, std::vector<run_io::ReadKey>& out) const {
     (void)batch;
     (void)out;
     return false;

@@ -38,6 +38,7 @@ using run_io::load_read_set;
 using run_io::model_bytes;
 using run_io::opt_json;
 using run_io::read_file;
+using run_io::ReadKey;
 using run_io::ReadSet;
 using run_io::save_read_set;
 using run_io::write_file;
@@ -489,22 +490,21 @@ class TrainRun {
     TorchBatch tb = task_->to_torch(batch, *sig_);
     task_->check(tb, "training pipeline");
     int64_t new_fresh = 0, duplicates = 0, consumed = tb.rows;
+    // The language model's blocks: the fresh sequences (id, epoch), and the copies of them
+    // consumed (a sequence's pieces in several blocks are one copy). Otherwise the rows.
+    const bool sequences = task_->sequence_reads(batch, sequences_);
     batch_keys_.clear();
     for (size_t i = 0; i < batch.num_rows(); ++i) {
       const RowMeta& m = batch.row(i);
       duplicates += batch_keys_.insert({m.id, m.epoch}) ? 0 : 1;
+      if (!sequences) new_fresh += seen_.insert({m.id, m.epoch}) ? 1 : 0;
     }
-    if (task_->sequence_reads(batch, sequences_)) {
-      // The language model's blocks: the fresh sequences (id, epoch), and the copies of
-      // them consumed (a sequence's pieces in several blocks are one copy).
+    if (sequences) {
       consumed = 0;
-      for (const SequenceRead& q : sequences_) {
+      for (const ReadKey& q : sequences_) {
         new_fresh += seen_.insert({q.id, q.epoch}) ? 1 : 0;
-        consumed += copies_.insert({q.id, q.epoch, q.copy}) ? 1 : 0;
+        consumed += copies_.insert(q) ? 1 : 0;
       }
-    } else {
-      for (size_t i = 0; i < batch.num_rows(); ++i)
-        new_fresh += seen_.insert({batch.row(i).id, batch.row(i).epoch}) ? 1 : 0;
     }
     lr_ = learning_rate_at(c_.optimizer, step_, decay_steps_);
     set_learning_rate(*optimizer_, lr_);
@@ -871,8 +871,8 @@ class TrainRun {
   int64_t step_ = 0, fresh_ = 0, echoed_ = 0, fresh_echo0_ = 0, batch_duplicates_ = 0;
   ReadSet batch_keys_;  // the step's rows, to count repeats within its batch
   ReadSet seen_;        // the (id, epoch) pairs trained on so far
-  ReadSet copies_;      // the language model's sequence copies consumed (SequenceRead)
-  std::vector<SequenceRead> sequences_;  // the step's, reused
+  ReadSet copies_;      // the language model's sequence copies consumed (id, epoch, copy)
+  std::vector<ReadKey> sequences_;  // the step's (Task::sequence_reads), reused
   double train_s_ = 0, wait_s_ = 0, compute_s_ = 0, eval_s_ = 0, snap_s_ = 0, wall_base_ = 0;
   double loss_sum_ = 0;
   int64_t loss_count_ = 0, last_eval_step_ = -1;

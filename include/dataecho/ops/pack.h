@@ -36,11 +36,17 @@
 
 namespace dataecho {
 
+// The names the builder's pack(reads) gives the ids, epochs and echoes fields, which the
+// trainer reads to count fresh sequences (docs/train.md).
+inline constexpr const char* kPackIdsField = "ids";
+inline constexpr const char* kPackEpochsField = "epochs";
+inline constexpr const char* kPackEchoesField = "echoes";
+
 struct PackOptions {
   int64_t length = 0;  // required, >= 1
   std::string field = "tokens";
   std::string document_field = "document";
-  std::string ids_field = "ids";
+  std::string ids_field = kPackIdsField;
   std::string epochs_field = "";                 // "": not written
   std::string echoes_field = "";                 // "": not written
   std::optional<int32_t> eos_id = std::nullopt;  // appended after each sequence that lacks it
