@@ -471,6 +471,7 @@ PYBIND11_MODULE(_core, m) {
   add_exceptions(m);
   register_python_map_function();
   bind_definition(m);
+  start_sigint_watcher();  // before any pipeline: its thread is there from the import on
   bind_pipeline(m);
   m.def("advise", &advise, py::arg("stats"), py::arg("definition"), py::arg("batches"),
         py::arg("upstream_ms"), py::arg("downstream_ms"));

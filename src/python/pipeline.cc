@@ -1,7 +1,14 @@
 #include "pipeline.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <map>
+#include <new>
 #include <utility>
 
 #include "dataecho/core/cpu_affinity.h"
@@ -121,13 +128,93 @@ void register_python_map_function() {
   });
 }
 
+// ---------------------------------------------------------------- Ctrl-C, inline
+namespace {
+
+// The watcher: a thread blocked reading a pipe, one per process. The engine's SIGINT
+// handler (installed only for the length of a watched next()) writes a byte to the pipe
+// and calls Python's handler; the watcher cancels the pipeline inside that next().
+struct SigintWatch {
+  std::mutex mutex;
+  Pipeline* current = nullptr;  // the pipeline inside a watched next(), if any
+  bool interrupted = false;     // a SIGINT came while it was
+  pid_t pid = 0;                // the process the watcher runs in (a fork starts its own)
+};
+SigintWatch g_watch;
+std::atomic<int> g_sigint_write{-1};  // the pipe's write end (non-blocking)
+struct sigaction g_python_sigint;     // the handler to chain to: Python's
+
+extern "C" void on_sigint(int sig, siginfo_t* info, void* context) {
+  const int saved = errno;
+  if (const int fd = g_sigint_write.load(std::memory_order_relaxed); fd >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] ssize_t written = ::write(fd, &byte, 1);
+  }
+  errno = saved;
+  if (g_python_sigint.sa_flags & SA_SIGINFO) {
+    g_python_sigint.sa_sigaction(sig, info, context);
+  } else if (g_python_sigint.sa_handler != SIG_DFL && g_python_sigint.sa_handler != SIG_IGN) {
+    g_python_sigint.sa_handler(sig);
+  }
+}
+
+void watch_sigint(int read_fd) {
+  char bytes[64];
+  for (;;) {
+    const ssize_t got = ::read(read_fd, bytes, sizeof(bytes));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;
+    std::lock_guard<std::mutex> lock(g_watch.mutex);
+    if (g_watch.current != nullptr) {
+      g_watch.interrupted = true;
+      g_watch.current->cancel();
+    }
+  }
+}
+
+// Python's `signal` module objects next() asks (leaked: they live as long as the process).
+struct PythonSignals {
+  py::object getsignal, default_handler, sigint;
+  unsigned long main_thread = 0;
+};
+const PythonSignals& python_signals() {
+  static const PythonSignals* s = [] {
+    auto* p = new PythonSignals;
+    py::module_ signal = py::module_::import("signal");
+    p->getsignal = signal.attr("getsignal");
+    p->default_handler = signal.attr("default_int_handler");
+    p->sigint = signal.attr("SIGINT");
+    p->main_thread =
+        py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+    return p;
+  }();
+  return *s;
+}
+
+}  // namespace
+
+void start_sigint_watcher() {
+  if (g_watch.pid == ::getpid()) return;
+  // A forked child has no watcher thread (and the parent's lock state): it starts afresh.
+  new (&g_watch.mutex) std::mutex;
+  g_watch.current = nullptr;
+  g_watch.interrupted = false;
+  if (const int old = g_sigint_write.exchange(-1); old >= 0) ::close(old);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw Error(ErrorCode::kInternal, "pipeline", "cannot make the Ctrl-C pipe");
+  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  std::thread(watch_sigint, fds[0]).detach();
+  g_sigint_write.store(fds[1]);
+  g_watch.pid = ::getpid();
+}
+
 // ---------------------------------------------------------------- the pipeline
 PyPipeline::PyPipeline(std::unique_ptr<Pipeline> p, std::vector<int64_t> callable_ids,
                        HandOut hand_out)
     : pipeline_(std::move(p)), hand_out_(std::move(hand_out)) {
   for (int64_t id : callable_ids)
     if (auto c = find_callable(id)) callables_.push_back(std::move(c));
-  worker_ = start_engine_thread([this] { work(); });
 }
 
 PyPipeline::~PyPipeline() {
@@ -139,7 +226,51 @@ PyPipeline::~PyPipeline() {
   }
 }
 
+bool PyPipeline::next_inline(bool watch_sigint, std::optional<Example>& element) {
+  struct sigaction ours = {}, seen = {};
+  if (watch_sigint) {
+    start_sigint_watcher();
+    ::sigaction(SIGINT, nullptr, &g_python_sigint);
+    ours = g_python_sigint;
+    ours.sa_flags = (g_python_sigint.sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
+    ours.sa_sigaction = on_sigint;
+    std::lock_guard<std::mutex> lock(g_watch.mutex);
+    g_watch.current = pipeline_.get();
+    g_watch.interrupted = false;
+  }
+  {
+    py::gil_scoped_release nogil;
+    if (watch_sigint) ::sigaction(SIGINT, &ours, nullptr);
+    try {
+      element = pipeline_->next();
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+  if (!watch_sigint) return true;
+  // Python's handler back, unless the call replaced ours (a Python map function's
+  // signal.signal()): that one stays.
+  ::sigaction(SIGINT, &g_python_sigint, &seen);
+  if (!(seen.sa_flags & SA_SIGINFO) || seen.sa_sigaction != on_sigint)
+    ::sigaction(SIGINT, &seen, nullptr);
+  bool interrupted = false;
+  {
+    std::lock_guard<std::mutex> lock(g_watch.mutex);
+    g_watch.current = nullptr;
+    interrupted = g_watch.interrupted;
+  }
+  if (!interrupted) return true;
+  // Python's handler saw the SIGINT too: it raises KeyboardInterrupt here.
+  element.reset();
+  error_ = nullptr;
+  if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
+  py::gil_scoped_release nogil;
+  stop();
+  return false;
+}
+
 bool PyPipeline::wait_for_element() {
+  if (!worker_.joinable()) worker_ = start_engine_thread([this] { work(); });
   py::gil_scoped_release nogil;
   std::unique_lock<std::mutex> lock(mutex_);
   request_ = true;
@@ -180,9 +311,20 @@ void PyPipeline::rethrow_error() {
 
 py::object PyPipeline::next() {
   if (!pipeline_ || ended_) return py::none();
-  if (!wait_for_element()) throw py::error_already_set();
-  std::optional<Example> element = std::move(result_);
-  result_.reset();
+  // Where it runs (pipeline.h): inline unless a program's own SIGINT handler must run
+  // while it waits, or the engine's threads are pinned.
+  const PythonSignals& signals = python_signals();
+  const bool main_thread = PyThread_get_thread_ident() == signals.main_thread;
+  const bool default_sigint =
+      main_thread && signals.getsignal(signals.sigint).is(signals.default_handler);
+  std::optional<Example> element;
+  if (engine_cpus().empty() && (!main_thread || default_sigint)) {
+    if (!next_inline(main_thread, element)) throw py::error_already_set();
+  } else {
+    if (!wait_for_element()) throw py::error_already_set();
+    element = std::move(result_);
+    result_.reset();
+  }
   if (error_) rethrow_error();
   if (!element) {
     ended_ = true;

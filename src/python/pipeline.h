@@ -1,10 +1,21 @@
 // The running pipeline seen from Python (src/python), and Python callables as map
 // functions.
 //
-// - Ctrl-C. The pipeline runs on a puller thread of its own, one element per request (so
-//   nothing is read ahead and save() sees the position of the last element handed out).
-//   next() waits for it without the GIL, waking every 50 ms to run Python's signal
-//   handlers: a KeyboardInterrupt cancels the pipeline, joins its threads and propagates.
+// - Where next() runs, and Ctrl-C. next() pulls one element per call (nothing is read
+//   ahead, so save() sees the position of the last element handed out), without the GIL.
+//   It runs the pipeline on the calling thread: a hand-over to another thread costs two
+//   thread wake-ups per element, which on a 2-core VM took 60% of a text pipeline's time
+//   (bench/text_compare.sh, 0 workers: 65-75 M tokens/s through a thread, 170-185 M on
+//   the caller's). Ctrl-C still stops a next() that waits or reads for a long time: while
+//   the main thread is inside next() and SIGINT's Python handler is the default one, a
+//   SIGINT handler of the engine's (installed for the call, chained to Python's) wakes
+//   a watcher thread, which cancels the pipeline; next() then raises KeyboardInterrupt,
+//   having closed the pipeline and joined its threads. Where Python's handler is not the
+//   default (the program's own, or ignored) next() runs on a puller thread of the
+//   pipeline's and waits for it, waking every 50 ms to run Python's signal handlers, as
+//   a program with its own handler expects; so does a next() while the engine's threads
+//   are pinned (set_engine_cpus), so that the pipeline keeps to its CPUs. On a thread
+//   other than the main one, Python runs no signal handler: next() runs there, inline.
 // - Writable without surprises (the default). Tensors in the engine are immutable and
 //   shared (echoed copies share their buffers), but torch tensors are writable:
 //   x.sub_(mean) on one batch would change its echoed repeats. So a tensor is handed out
@@ -62,6 +73,10 @@ std::shared_ptr<PyCallable> find_callable(int64_t id);
 void register_python_map_function();
 
 // ---------------------------------------------------------------- the pipeline
+// Starts the thread that turns a SIGINT during next() into the pipeline's cancellation
+// (once per process: at import, and again in a forked child).
+void start_sigint_watcher();
+
 struct HandOut {
   bool as_numpy = false;
   bool share_buffers = false;  // shared buffers without a copy (read-only)
@@ -88,7 +103,10 @@ class PyPipeline {
 
  private:
   void check_open(const char* what) const;
-  bool wait_for_element();  // false: interrupted (the Python exception is set)
+  // One element on the calling thread; false: interrupted (the Python exception is set).
+  bool next_inline(bool watch_sigint, std::optional<Example>& element);
+  // One element from the puller thread; false: interrupted (the Python exception is set).
+  bool wait_for_element();
   void rethrow_error();
   py::object to_python(Example e);
   py::object hand_out(const std::string& name, Tensor t, const Example& e, uintptr_t& address);
@@ -99,7 +117,7 @@ class PyPipeline {
   std::unique_ptr<Pipeline> pipeline_;
   HandOut hand_out_;
   std::vector<std::shared_ptr<PyCallable>> callables_;
-  std::thread worker_;
+  std::thread worker_;  // the puller, started by the first next() that needs it
   std::mutex mutex_;
   std::condition_variable cv_;
   bool request_ = false, done_ = false, stopping_ = false, ended_ = false;

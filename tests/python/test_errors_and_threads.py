@@ -114,24 +114,78 @@ def test_close_del_and_with_leave_no_threads():
     assert threads() == start and next(q, None) is None
 
 
-def test_ctrl_c_stops_within_a_second_and_joins_the_threads():
-    script = textwrap.dedent("""
+# next() runs the pipeline on the calling thread; a SIGINT cancels it through the engine's
+# watcher (the default handler), or next() waits for a puller thread and runs the program's
+# own handler every 50 ms (src/python/pipeline.h). Both ways the pipeline stops within a
+# second, and its threads are joined.
+@pytest.mark.parametrize("pipeline,handler", [
+    # the caller waits on prefetch; map threads sleep
+    ('de.range(1000).map("sleep", ms=20000, parallelism=2).prefetch(2)', "default"),
+    # the caller itself sleeps inside the map
+    ('de.range(1000).map("sleep", ms=20000)', "default"),
+    # a program's own handler, raising its own exception: the puller path
+    ('de.range(1000).map("sleep", ms=20000)', "own"),
+])
+def test_ctrl_c_stops_within_a_second_and_joins_the_threads(pipeline, handler):
+    script = textwrap.dedent(f"""
         import os, signal, threading, time, sys
         import dataecho as de
+        class Stop(Exception):
+            pass
+        def own(signum, frame):
+            raise Stop()
+        if "{handler}" == "own":
+            signal.signal(signal.SIGINT, own)
+        expected = Stop if "{handler}" == "own" else KeyboardInterrupt
         start = len(os.listdir("/proc/self/task"))
-        p = de.range(1000).map("sleep", ms=20000, parallelism=2).prefetch(2).build()
+        p = {pipeline}.build()
         threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         t0 = time.monotonic()
         try:
             next(p)
             print("no interrupt"); sys.exit(1)
-        except KeyboardInterrupt:
+        except expected:
             took = time.monotonic() - t0 - 0.5
         time.sleep(0.1)  # the Timer thread ends
-        print(f"took {took:.3f} threads {len(os.listdir('/proc/self/task')) - start}")
+        print(f"took {{took:.3f}} threads {{len(os.listdir('/proc/self/task')) - start}}")
         assert took < 1.0, took
         assert p.closed
         assert len(os.listdir("/proc/self/task")) == start
+        # After it, Ctrl-C is Python's again: no engine handler is left installed.
+        if "{handler}" == "default":
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+                print("no KeyboardInterrupt outside next()"); sys.exit(1)
+            except KeyboardInterrupt:
+                pass
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_next_from_another_thread_and_in_a_forked_child():
+    """Off the main thread next() runs inline without the SIGINT watch; a forked child
+    starts its own watcher, and Ctrl-C there still stops a waiting next()."""
+    script = textwrap.dedent("""
+        import os, signal, threading, time, sys
+        import dataecho as de
+        got = []
+        t = threading.Thread(target=lambda: got.extend(int(b["value"]) for b in de.range(50).build()))
+        t.start(); t.join()
+        assert got == list(range(50)), got
+        pid = os.fork()
+        if pid == 0:
+            p = de.range(10).map("sleep", ms=20000).build()
+            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            try:
+                next(p)
+                os._exit(1)
+            except KeyboardInterrupt:
+                os._exit(0 if p.closed else 2)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, status
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ))
