@@ -32,6 +32,12 @@ std::string gp_string(const std::string& s) {  // a double-quoted gnuplot string
   return out + "\"";
 }
 
+// What the evaluation curve shows: the loss for a loss target (a language model), else
+// the accuracy. Its files are <what>_vs_fresh.dat and .png/.svg.
+std::string curve_of(const ExperimentSpec& spec) {
+  return opt_number(spec.base_config, "target_loss") ? "loss" : "accuracy";
+}
+
 std::string series_of(const ExperimentCell& c) {
   std::string s = variant_name(c.variant);
   if (c.variant == EchoVariant::kAdaptive &&
@@ -145,10 +151,11 @@ PlotData write_plot_data(const ExperimentSpec& spec, const ExperimentReport& rep
   add_run(base);
   add_run(best);
   {
-    std::ofstream out(dir / "accuracy_vs_fresh.dat", std::ios::trunc);
+    // fresh examples, accuracy, loss
+    std::ofstream out(dir / (curve_of(spec) + "_vs_fresh.dat"), std::ios::trunc);
     for (const auto& s : acc_list) {
       out << "# " << s.title << "\n";
-      for (const auto& r : s.rows) out << r[0] << " " << r[1] << "\n";
+      for (const auto& r : s.rows) out << r[0] << " " << r[1] << " " << r[2] << "\n";
       out << "\n\n";
     }
   }
@@ -165,7 +172,10 @@ std::string plot_script(const ExperimentSpec& spec, const PlotData& d,
   const std::vector<Series>& acc_list = d.accuracy;
   double r_base = 0;
   if (base && base->r.median) r_base = *base->r.median;
-  const std::optional<double> target = opt_number(spec.base_config, "target_accuracy");
+  // A language model's target is a loss (target_loss): its curve is the loss, column 3.
+  const std::optional<double> target_loss = opt_number(spec.base_config, "target_loss");
+  const std::optional<double> target =
+      target_loss ? target_loss : opt_number(spec.base_config, "target_accuracy");
 
   std::ostringstream gp;
   gp << "# Written by dataecho experiment; run `gnuplot plots.gp` in this folder.\n"
@@ -193,17 +203,20 @@ std::string plot_script(const ExperimentSpec& spec, const PlotData& d,
     files.push_back("fresh_vs_factor");
   }
   if (!acc_list.empty()) {
-    gp << "set output \"accuracy_vs_fresh.\".fmt\n"
-       << "set title " << name << ".\": accuracy on the evaluation set vs fresh examples read\"\n"
-       << "set xlabel \"fresh examples read\"\nset ylabel \"evaluation accuracy (the target's "
-          "set)\"\n"
+    const std::string what = curve_of(spec);
+    gp << "set output \"" << what << "_vs_fresh.\".fmt\n"
+       << "set title " << name << ".\": " << what
+       << " on the evaluation set vs fresh examples read\"\n"
+       << "set xlabel \"fresh examples read\"\nset ylabel \"evaluation "
+       << (target_loss ? "loss (nats per token, " : "accuracy (") << "the target's set)\"\n"
        << "set xrange [0:*]\nset yrange [*:*]\nplot ";
     for (size_t i = 0; i < acc_list.size(); ++i)
-      gp << (i ? ", \\\n  " : "") << "\"accuracy_vs_fresh.dat\" index " << i
-         << " using 1:2 with linespoints title " << gp_string(acc_list[i].title);
+      gp << (i ? ", \\\n  " : "") << "\"" << what << "_vs_fresh.dat\" index " << i
+         << " using 1:" << (target_loss ? 3 : 2) << " with linespoints title "
+         << gp_string(acc_list[i].title);
     if (target) gp << ", \\\n  " << *target << " with lines dt 2 lc rgb \"gray\" title \"target\"";
     gp << "\n";
-    files.push_back("accuracy_vs_fresh");
+    files.push_back(what + "_vs_fresh");
   }
   if (!sp_list.empty()) {
     char rb[64];

@@ -416,6 +416,38 @@ TEST(ExperimentProtocol, TuningHoldsALossTargetFromBelow) {
   EXPECT_EQ(tuning_state(experiment_spec_from_json(j, ""), base_cell).trials[1].fresh->median, 200);
 }
 
+TEST(ExperimentProtocol, ALossTargetsPlotIsTheLossAgainstFreshExamples) {
+  // A language model's plot shows what its target reads: the loss, with the target's line.
+  const std::string out = testing::temp_dir() + "/loss-plot";
+  json base = snapshots_base();
+  base.erase("target_accuracy");
+  base["target_loss"] = 2.0;
+  json j = {{"name", "loss-plot"},
+            {"base", base},
+            {"out", out},
+            {"grid", {{"variants", {"baseline"}}, {"seeds", {1}}}}};
+  ExperimentSpec spec = experiment_spec_from_json(j, "");
+  write_run(spec, spec.cells[0], 1, 300, 10);
+  write_evals(spec, spec.cells[0], 1, {2.5, 2.2, 1.98, 1.9}, /*loss=*/true);
+  ExperimentOptions o;
+  o.plots = true;
+  run_experiment(spec, o);
+  std::ifstream gp_in(out + "/plots/plots.gp");
+  const std::string gp((std::istreambuf_iterator<char>(gp_in)), std::istreambuf_iterator<char>());
+  EXPECT_CONTAINS(gp, "set output \"loss_vs_fresh.\".fmt");
+  EXPECT_CONTAINS(gp, "\"loss_vs_fresh.dat\" index 0 using 1:3 with linespoints");
+  EXPECT_CONTAINS(gp, "  2 with lines dt 2 lc rgb \"gray\" title \"target\"");
+  EXPECT_EQ(gp.find("accuracy_vs_fresh"), std::string::npos);
+  // The data file has fresh examples, accuracy and loss per evaluation.
+  std::ifstream dat(out + "/plots/loss_vs_fresh.dat");
+  std::string line;
+  std::getline(dat, line);  // the series' title
+  std::getline(dat, line);
+  EXPECT_EQ(line, "100 0 2.5");
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0)
+    EXPECT_TRUE(fs::exists(out + "/plots/loss_vs_fresh.png"));
+}
+
 TEST(ExperimentProtocol, ATuningGroupRunsOnlyItsWinnersFinalSeeds) {
   const std::string out = testing::temp_dir() + "/groups";
   json j = {{"name", "groups"},
