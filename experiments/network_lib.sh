@@ -62,11 +62,11 @@ stop_server() {
   fi
 }
 
-start_server() {  # start_server RATE_BYTES_PER_S
+start_server() {  # start_server RATE_BYTES_PER_S [FOLDER, by default $OUT/shards]
   stop_server
   local port
   port="$(free_port)"
-  "$BIN" serve "$OUT/shards" --port "$port" --rate "$1" >"$OUT/serve.log" 2>&1 &
+  "$BIN" serve "${2:-$OUT/shards}" --port "$port" --rate "$1" >"$OUT/serve.log" 2>&1 &
   SERVE_PID=$!
   for _ in $(seq 100); do
     if grep -q '^http://' "$OUT/serve.log"; then break; fi

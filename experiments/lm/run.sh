@@ -13,6 +13,14 @@
 #       nothing, needs no corpus).
 #   experiments/lm/run.sh sweep --dry-run
 #       renders the configs and checks them with `dataecho experiment --dry-run`.
+#   experiments/lm/run.sh network R [dataecho experiment flags]
+#       the wall-clock runs (docs/lm_protocol.md section 6, change 2): the training file
+#       served by `dataecho serve` on loopback, throttled to the bandwidth at which
+#       600-step baseline runs measure R about R (calibrated as experiments/protocol/run.sh
+#       does, experiments/protocol/calibrate.py; kept in network-rR/calibration.txt), then
+#       network.json: the baseline, example echoing before pack at e = round(R) and
+#       adaptive, 5 seeds each, at the sweep's chosen rates. Needs those rates (the sweep's
+#       baseline and before_pack-e<round(R)>-sb100 tuned). Resumable like the sweep.
 # DATAECHO_BIN: the binary, by default build/bin/dataecho (copy build/bin/dataecho-train
 # for a long run, as experiments/protocol/run.sh says). LM_OUT: default out/lm. The
 # corpus split (scripts/gcide_split.py) goes to $LM_OUT/gcide; the configs name it
@@ -27,29 +35,55 @@ BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 ENTRIES=500
 [[ -x "$BIN" ]] || { echo "lm: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
-  sweep | collect | report) ;;
+  sweep | collect | report | network) ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac
 source scripts/run_files.sh
 # The configs go to $CFG/config*/ with @OUT@ = $ROUT.
 experiment_setup "$PART" results/lm
 mkdir -p "$CFG/config"
-for f in protocol train valid test sweep; do
-  sed -e "s#@GCIDE@#../gcide#g" -e "s#@ENTRIES@#$ENTRIES#g" -e "s#@OUT@#$ROUT#g" \
-    "experiments/lm/$f.json" >"$CFG/config/$f.json"
-done
+# render DIR TRAIN_URL SHUFFLE [NETWORK_SUBST]: the configs in DIR, the training file at
+# TRAIN_URL (the others always from ../gcide), the entry shuffle of SHUFFLE entries.
+render() {
+  mkdir -p "$1"
+  local f url
+  for f in protocol train valid test sweep ${4:+network}; do
+    url=../gcide
+    [[ "$f" != train ]] || url="$2"
+    sed -e "s#@GCIDE@#$url#g" -e "s#@ENTRIES@#$ENTRIES#g" -e "s#@SHUFFLE@#$3#g" \
+      -e "s#@OUT@#$ROUT#g" ${4:-} "experiments/lm/$f.json" >"$1/$f.json"
+  done
+}
+render "$CFG/config" ../gcide 10000
 
 if [[ "$PART" == collect ]]; then
-  collect_runs "$OUT/sweep" results/lm/sweep
+  for exp in "$OUT"/sweep "$OUT"/network-r*; do
+    [[ -d "$exp/cells" ]] || continue
+    collect_runs "$exp" "results/lm/$(basename "$exp")"
+    for f in calibration.txt calibration_runs.txt; do
+      if [[ -f "$exp/$f" ]]; then cp "$exp/$f" "results/lm/$(basename "$exp")/"; fi
+    done
+  done
   exit 0
 fi
 if [[ "$PART" == report ]]; then
   mkdir -p "$ROUT/sweep"
   "$BIN" experiment "$CFG/config/sweep.json" --report-only "$@" | tee "$ROUT/sweep/table.txt"
+  for dir in "$ROUT"/network-r*; do
+    [[ -f "$dir/calibration.txt" ]] || continue
+    r="${dir##*-r}"
+    render "$CFG/config-r$r" "$(sed -n 's/^url: //p' "$dir/calibration.txt")" 500 \
+      "-e s#@R_GOAL@#$r#g -e s#@FACTOR@#$(sed -n 's/^factor: //p' "$dir/calibration.txt")#g -e s#@MAX_FACTOR@#$(($(sed -n 's/^factor: //p' "$dir/calibration.txt") + 1))#g"
+    "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
+  done
   exit 0
 fi
 
 [[ -f "$OUT/gcide/split.json" ]] || /usr/bin/python3 scripts/gcide_split.py --out "$OUT/gcide"
+if [[ "$PART" == network ]]; then
+  source experiments/lm/network.sh
+  exit 0
+fi
 # Runs committed from another machine join the output folder and are not redone.
 if [[ -d results/lm/sweep/cells ]]; then
   mkdir -p "$OUT/sweep"

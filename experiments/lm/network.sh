@@ -1,0 +1,92 @@
+# The network part of experiments/lm/run.sh (sourced by it: BIN, OUT, CFG, ROUT, render,
+# json_number and the calibration's search come from there and from
+# experiments/network_lib.sh). docs/lm_protocol.md section 6 and change 2.
+R_GOAL="${1:-}"
+shift || true
+[[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 2 ]] || { echo "lm: network takes R (an integer >= 2, the protocol's 4)" >&2; exit 2; }
+EXP="$OUT/network-r$R_GOAL"
+mkdir -p "$EXP"
+CAL="$EXP/calibration.txt"
+# A port of its own that stays the same from one invocation to the next when it is free
+# (the URL is part of every run's recorded config: a new one would start the runs over).
+PREFERRED_PORT=$((28560 + R_GOAL))
+# shellcheck source=../network_lib.sh
+source experiments/network_lib.sh
+trap stop_server EXIT
+CAL_STEPS="${CAL_STEPS:-600}"
+# The sweep's chosen rates: the baseline's for the calibration, e = round(R)'s for the runs.
+chosen_lr() {  # chosen_lr CELL
+  "$BIN" experiment "$CFG/config/sweep.json" --report-only --no-plots --json 2>/dev/null |
+    sed -n "/\"cell\": \"$1\",/,/\"lr\"/s/.*\"lr\": *\([0-9.eE+-]*\).*/\1/p" | head -1
+}
+BASE_LR="${BASE_LR:-$(chosen_lr baseline)}"
+[[ -n "$BASE_LR" ]] || { echo "lm: the sweep has not chosen the baseline's learning rate yet" >&2; exit 1; }
+# measure_r FOLDER: R of the baseline in a CAL_STEPS-step training run reading the
+# training file from FOLDER (../gcide or the served URL), beside the train step as in the
+# runs.
+measure_r() {
+  render "$CFG/config-calibrate-r$R_GOAL" "$1" 500
+  rm -rf "$EXP/calibrate"
+  "$BIN" train --config "$CFG/config-calibrate-r$R_GOAL/protocol.json" --max-steps "$CAL_STEPS" \
+    --eval-every 0 --eval-every-fresh 0 --lr "$BASE_LR" --progress off --out "$EXP/calibrate" >/dev/null
+  json_number r_estimate "$EXP/calibrate/summary.json"
+}
+if [[ -f "$CAL" ]]; then
+  RATE="$(sed -n 's/^rate: //p' "$CAL")"
+  R_CAL="$(sed -n 's/^R: //p' "$CAL")"
+  echo "== calibration from $CAL: $RATE bytes/s, R $R_CAL"
+else
+  echo "== calibrating: a baseline step with the local file (no throttle)"
+  measure_r ../gcide >/dev/null
+  STEP_S="$(awk -v c="$(json_number compute_seconds "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
+  FRESH_PER_STEP="$(awk -v f="$(json_number fresh "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print f / n }')"
+  # One connection (one file). Compressed bytes per entry from the split's size and count.
+  BYTES="$(wc -c <"$OUT/gcide/train.jsonl.gz")"
+  ENTRIES_ALL="$(sed -n '/"train"/,/}/s/.*"entries": *\([0-9]*\).*/\1/p' "$OUT/gcide/split.json")"
+  RATE="$(awk -v b="$BYTES" -v n="$ENTRIES_ALL" -v f="$FRESH_PER_STEP" -v s="$STEP_S" -v r="$R_GOAL" \
+    'BEGIN { printf "%d", b / n * f / (r * s) }')"
+  HIST="$EXP/calibration_runs.txt"
+  : >"$HIST"
+  SERVED=
+  while :; do
+    read -r verb a b rest < <(/usr/bin/python3 experiments/protocol/calibrate.py next "$R_GOAL" "$HIST" "$RATE")
+    case "$verb" in
+      measure)
+        [[ "$a" == "$SERVED" ]] || { start_server "$a" "$OUT/gcide"; SERVED="$a"; }
+        r="$(measure_r "$BASE_URL" | awk '{ printf "%.2f", $1 }')"
+        echo "$a $r" >>"$HIST"
+        echo "   $a bytes/s: R = $r (goal $R_GOAL)" ;;
+      done)
+        RATE="$a" R_CAL="$b"
+        break ;;
+      fail)
+        echo "lm: $rest" >&2
+        exit 1 ;;
+      *) echo "lm: calibrate.py said '$verb $a $b $rest'" >&2; exit 1 ;;
+    esac
+  done
+  FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
+  {
+    echo "date: $(date -Is)"
+    echo "commit: $DATAECHO_COMMIT"
+    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "rate: $RATE"
+    echo "R: $R_CAL"
+    echo "factor: $FACTOR"
+    echo "url: $BASE_URL"
+    echo "baseline lr: $BASE_LR"
+    echo "method: $CAL_STEPS-step baseline training runs reading the throttled file (one connection), trainer and pipeline on the same $(nproc) cores; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
+  } >"$CAL"
+fi
+FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
+[[ -n "$(chosen_lr "before_pack-e$FACTOR-sb100")" ]] ||
+  { echo "lm: the sweep has not chosen before_pack-e$FACTOR-sb100's learning rate yet (the a-priori e = $FACTOR)" >&2; exit 1; }
+start_server "$RATE" "$OUT/gcide"
+URL="$BASE_URL"
+if [[ "$URL" != "$(sed -n 's/^url: //p' "$CAL")" ]]; then
+  echo "lm: port $PREFERRED_PORT is taken: serving at $URL, so runs recorded with the old URL start over" >&2
+fi
+render "$CFG/config-r$R_GOAL" "$URL" 500 \
+  "-e s#@R_GOAL@#$R_GOAL#g -e s#@FACTOR@#$FACTOR#g -e s#@MAX_FACTOR@#$((FACTOR + 1))#g"
+echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s"
+"$BIN" experiment "$CFG/config-r$R_GOAL/network.json" --progress lines "$@"
