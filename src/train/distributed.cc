@@ -389,6 +389,28 @@ class GlooCollective final : public Collective {
              (v.broken ? " (" + v.error + ")" : std::string(" (for ") + age + " s)");
     }
     check_in_->publish(key("diagnosed", o_.rank), "1", lost_after);
+    std::string message = blame(v, lost_after);
+    if (o_.rank == 0) await_survivors(v, lost_after);
+    return message;
+  }
+
+  // Rank 0 hosts the store, from which the other survivors read the check-ins while they
+  // diagnose: it stays until each rank still checking in has diagnosed too, at most
+  // `lost_after` and a second. (Leaving at once, it made a survivor under load blame
+  // rank 0, whose store had gone, instead of the rank that was lost.)
+  void await_survivors(const CheckIn::View& v, double lost_after) {
+    const int64_t deadline = now_ns() + static_cast<int64_t>((lost_after + 1) * 1e9);
+    for (int r = 1; r < o_.world_size; ++r) {
+      if (v.age_s[static_cast<size_t>(r)] > lost_after) continue;
+      // seen() waits for the check-in thread's next poll of the store (every 0.1 s).
+      while (now_ns() < deadline && !check_in_->seen(key("diagnosed", r), 0.5)) continue;
+    }
+  }
+
+  // The message of diagnose(), from a settled view: the ranks that announced an error,
+  // or those that stopped checking in.
+  std::string blame(const CheckIn::View& v, double lost_after) {
+    char age[32];
     std::string announced;
     for (const auto& [r, m] : v.announced)
       announced += (announced.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
