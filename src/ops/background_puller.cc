@@ -8,6 +8,34 @@
 #include "worker_pause.h"
 
 namespace dataecho {
+namespace {
+
+// Whether spinning before a wait can pay: only with a second CPU for the other side.
+bool may_spin() {
+  static const bool yes = allowed_cpus().size() >= 2;
+  return yes;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until `done()` or kSpinNs have passed (done() reads atomics only).
+template <class F>
+void spin_until(F done) {
+  if (!may_spin()) return;
+  const int64_t until = now_ns() + BackgroundPuller::kSpinNs;
+  for (int i = 0; !done(); ++i) {
+    cpu_relax();
+    if ((i & 63) == 63 && now_ns() > until) return;
+  }
+}
+
+}  // namespace
 
 BackgroundPuller::BackgroundPuller(const DatasetPtr& input, const IteratorContext& ctx, Options o)
     : o_(std::move(o)), token_(ctx.cancel->child()) {
@@ -63,6 +91,12 @@ BackgroundPuller::Take BackgroundPuller::take(std::optional<Example>& out, bool 
     if (worker_.joinable()) worker_.join();  // it ended before a restore() rewound the input
     worker_running_ = true;
     worker_ = start_engine_thread([this] { run(); });
+  }
+  if (wait && queue_.empty() && !input_done_ && !token_->cancelled()) {
+    // The local part is empty: held_ counts the shared part alone.
+    lock.unlock();
+    spin_until([this] { return held_.load() > 0 || token_->cancelled(); });
+    lock.lock();
   }
   if (wait && queue_.empty() && !input_done_ && !token_->cancelled()) {
     consumer_waiting_ = true;
@@ -167,6 +201,13 @@ void BackgroundPuller::run() {
     const int64_t t0 = now_ns();
     const auto may_pull = [this] { return token_->cancelled() || (!paused_ && has_room()); };
     // Raised only when it is about to sleep: the wait tests may_pull() again after it.
+    if (!may_pull()) {
+      // The capacity as of now (resize() changes it under the lock): for the spin only.
+      const size_t capacity = o_.capacity;
+      lock.unlock();
+      spin_until([&] { return held_.load() < capacity || token_->cancelled(); });
+      lock.lock();
+    }
     if (!may_pull()) {
       worker_waiting_ = true;
       worker_cv_.wait(lock, may_pull);
