@@ -227,8 +227,14 @@ PyPipeline::~PyPipeline() {
 }
 
 bool PyPipeline::next_inline(bool watch_sigint, std::optional<Example>& element) {
+  // A next() inside a watched one (a Python map function of the outer pipeline iterating
+  // another on the main thread) runs unwatched: the outer watch covers it, and installing
+  // the handler again would chain it to itself.
+  static bool watching = false;  // read and written with the GIL held
+  watch_sigint = watch_sigint && !watching;
   struct sigaction ours = {}, seen = {};
   if (watch_sigint) {
+    watching = true;
     start_sigint_watcher();
     ::sigaction(SIGINT, nullptr, &g_python_sigint);
     ours = g_python_sigint;
@@ -248,6 +254,7 @@ bool PyPipeline::next_inline(bool watch_sigint, std::optional<Example>& element)
     }
   }
   if (!watch_sigint) return true;
+  watching = false;
   // Python's handler back, unless the call replaced ours (a Python map function's
   // signal.signal()): that one stays.
   ::sigaction(SIGINT, &g_python_sigint, &seen);

@@ -206,3 +206,26 @@ def test_torch_dataloader_workers_share_the_files_without_duplicates(shards):
         assert sorted(ids) == alone, f"{workers} workers"
         first = next(iter(loader))
         assert first["image"].shape[0] == 10 and first["__echo__"].tolist() == [0] * 10
+
+
+def test_a_pipeline_iterated_inside_another_ones_python_function():
+    """A next() inside a watched next() (on the main thread) runs unwatched; Ctrl-C
+    afterwards is still Python's, and no handler is left chained to itself."""
+    script = textwrap.dedent("""
+        import os, signal, time, sys
+        import dataecho as de
+        def inner_sum(fields):
+            fields["inner"] = sum(int(b["value"]) for b in de.range(5).build())
+            return fields
+        got = [int(b["inner"]) for b in de.range(3).map(inner_sum).build()]
+        assert got == [10, 10, 10], got
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            pass
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
