@@ -116,3 +116,55 @@ calibrate() {
     RATE="$(awk -v rate="$RATE" -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { printf "%d", rate * r / t }')"
   done
 }
+
+# search_bandwidth GOAL FIRST_RATE HISTORY FOLDER LABEL: the bandwidth search of
+# experiments/protocol/calibrate.py (each bandwidth measured 3 times and its median R
+# used, a bracket that is never left, a clear message where the medians contradict each
+# other: a machine too loaded to calibrate). Serves FOLDER at each bandwidth it asks for
+# and measures R with the caller's `measure_r URL`; HISTORY gets one "RATE R" line per
+# measurement, LABEL follows the bandwidth in the progress lines. Sets RATE, R_CAL and
+# URL; returns 1 with the search's message in CAL_FAIL when no bandwidth qualifies (RATE
+# and R_CAL are then the closest).
+search_bandwidth() {
+  local goal=$1 history=$3 folder=$4 label=$5 served="" verb a b rest r
+  RATE=$2
+  : >"$history"
+  while :; do
+    read -r verb a b rest < <(/usr/bin/python3 experiments/protocol/calibrate.py next "$goal" "$history" "$RATE")
+    case "$verb" in
+      measure)
+        [[ "$a" == "$served" ]] || { start_server "$a" "$folder"; served="$a"; }
+        URL="$BASE_URL"
+        r="$(measure_r "$URL" | awk '{ printf "%.2f", $1 }')"
+        echo "$a $r" >>"$history"
+        echo "   $a bytes/s$label: R = $r (goal $goal)" ;;
+      done)
+        RATE="$a" R_CAL="$b"
+        return 0 ;;
+      fail)
+        RATE="$a" R_CAL="$b" CAL_FAIL="$rest"
+        return 1 ;;
+      *) echo "calibrate.py said '$verb $a $b $rest'" >&2; exit 1 ;;
+    esac
+  done
+}
+
+# write_calibration FILE METHOD [LINE...]: the calibration's record, read back by the
+# runs and the reports: RATE, R_CAL, FACTOR, URL, BASE_LR and where it ran, with each
+# extra LINE before the method.
+write_calibration() {
+  local file=$1 method=$2 line
+  shift 2
+  {
+    echo "date: $(date -Is)"
+    echo "commit: $DATAECHO_COMMIT"
+    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "rate: $RATE"
+    echo "R: $R_CAL"
+    echo "factor: $FACTOR"
+    echo "url: $URL"
+    echo "baseline lr: $BASE_LR"
+    for line in "$@"; do echo "$line"; done
+    echo "method: $method"
+  } >"$file"
+}

@@ -45,38 +45,10 @@ else
   ENTRIES_ALL="$(sed -n '/"train"/,/}/s/.*"entries": *\([0-9]*\).*/\1/p' "$OUT/gcide/split.json")"
   RATE="$(awk -v b="$BYTES" -v n="$ENTRIES_ALL" -v f="$FRESH_PER_STEP" -v s="$STEP_S" -v r="$R_GOAL" \
     'BEGIN { printf "%d", b / n * f / (r * s) }')"
-  HIST="$EXP/calibration_runs.txt"
-  : >"$HIST"
-  SERVED=
-  while :; do
-    read -r verb a b rest < <(/usr/bin/python3 experiments/protocol/calibrate.py next "$R_GOAL" "$HIST" "$RATE")
-    case "$verb" in
-      measure)
-        [[ "$a" == "$SERVED" ]] || { start_server "$a" "$OUT/gcide"; SERVED="$a"; }
-        r="$(measure_r "$BASE_URL" | awk '{ printf "%.2f", $1 }')"
-        echo "$a $r" >>"$HIST"
-        echo "   $a bytes/s: R = $r (goal $R_GOAL)" ;;
-      done)
-        RATE="$a" R_CAL="$b"
-        break ;;
-      fail)
-        echo "lm: $rest" >&2
-        exit 1 ;;
-      *) echo "lm: calibrate.py said '$verb $a $b $rest'" >&2; exit 1 ;;
-    esac
-  done
+  search_bandwidth "$R_GOAL" "$RATE" "$EXP/calibration_runs.txt" "$OUT/gcide" "" ||
+    { echo "lm: $CAL_FAIL" >&2; exit 1; }
   FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
-  {
-    echo "date: $(date -Is)"
-    echo "commit: $DATAECHO_COMMIT"
-    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "rate: $RATE"
-    echo "R: $R_CAL"
-    echo "factor: $FACTOR"
-    echo "url: $BASE_URL"
-    echo "baseline lr: $BASE_LR"
-    echo "method: $CAL_STEPS-step baseline training runs reading the throttled file (one connection), trainer and pipeline on the same $(nproc) cores; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
-  } >"$CAL"
+  write_calibration "$CAL" "$CAL_STEPS-step baseline training runs reading the throttled file (one connection), trainer and pipeline on the same $(nproc) cores; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
 fi
 FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
 [[ -n "$(chosen_lr "before_pack-e$FACTOR-sb100")" ]] ||

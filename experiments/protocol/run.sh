@@ -242,47 +242,17 @@ else
   BYTES="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
   # 4 connections (the interleave cycle); a batch of 128 must take R steps to arrive
   RATE="$(awk -v b="$BYTES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / 50000 * 128 / (r * s) / 4 }')"
-  # The search (experiments/protocol/calibrate.py): each bandwidth measured 3 times and
-  # its median R used, a bracket that is never left, and a clear message where the
-  # medians contradict each other (a machine too loaded to calibrate).
-  HIST="$EXP/calibration_runs.txt"
-  : >"$HIST"
-  SERVED=
-  while :; do
-    read -r verb a b rest < <(/usr/bin/python3 experiments/protocol/calibrate.py next "$R_GOAL" "$HIST" "$RATE")
-    case "$verb" in
-      measure)
-        [[ "$a" == "$SERVED" ]] || { start_server "$a"; SERVED="$a"; }
-        URL="$BASE_URL"
-        r="$(measure_r "$URL" | awk '{ printf "%.2f", $1 }')"
-        echo "$a $r" >>"$HIST"
-        echo "   $a bytes/s per connection x 4: R = $r (goal $R_GOAL)" ;;
-      done)
-        RATE="$a" R_CAL="$b"
-        break ;;
-      fail)
-        RATE="$a" R_CAL="$b"
-        # The experiment needs its R; the demo goes on at the closest, and says so.
-        [[ "$PART" == demo ]] || { echo "protocol: $rest" >&2; exit 1; }
-        echo "demo: $rest: going on at $RATE bytes/s per connection, R = $R_CAL"
-        break ;;
-      *) echo "protocol: calibrate.py said '$verb $a $b $rest'" >&2; exit 1 ;;
-    esac
-  done
+  if ! search_bandwidth "$R_GOAL" "$RATE" "$EXP/calibration_runs.txt" "$OUT/shards" " per connection x 4"; then
+    # The experiment needs its R; the demo goes on at the closest, and says so.
+    [[ "$PART" == demo ]] || { echo "protocol: $CAL_FAIL" >&2; exit 1; }
+    echo "demo: $CAL_FAIL: going on at $RATE bytes/s per connection, R = $R_CAL"
+  fi
   FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
-  {
-    echo "date: $(date -Is)"
-    echo "commit: $DATAECHO_COMMIT"
-    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "rate: $RATE"
-    echo "R: $R_CAL"
-    echo "factor: $FACTOR"
-    echo "url: $URL"
-    echo "baseline lr: $BASE_LR"
-    [[ "$CPU_SPLIT" == 0 ]] || echo "cpu split: $CPU_SPLIT"
-    if [[ "$CPU_SPLIT" == 0 ]]; then where="trainer and pipeline on the same $(nproc) cores"; else where="the train step on $CPU_SPLIT CPU(s) of its own, the pipeline on the rest"; fi
-    echo "method: $CAL_STEPS-step baseline training runs over the throttled shards, $where; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
-  } >"$CAL"
+  if [[ "$CPU_SPLIT" == 0 ]]; then where="trainer and pipeline on the same $(nproc) cores"; else where="the train step on $CPU_SPLIT CPU(s) of its own, the pipeline on the rest"; fi
+  extra=()
+  [[ "$CPU_SPLIT" == 0 ]] || extra=("cpu split: $CPU_SPLIT")
+  write_calibration "$CAL" "$CAL_STEPS-step baseline training runs over the throttled shards, $where; the median of 3 at each bandwidth (calibration_runs.txt has every run)" \
+    "${extra[@]}"
 fi
 FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
 start_server "$RATE"
