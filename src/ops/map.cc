@@ -398,14 +398,10 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         size_t bytes = 0;
         for (size_t i = 0; i < taken.size() && !token_->cancelled(); ++i) {
           Result res;
-          // What the element holds on either side of the function: the buffer's size
-          // follows the larger (a cheap map of large records to small results is not
-          // given room for many large records).
-          const size_t in_bytes = taken[i].nbytes();
           try {
             res.value = apply(ds_->o_, mc, std::move(taken[i]), label(), placer_.get(),
                               first_seq + static_cast<int64_t>(i));
-            bytes += std::max(in_bytes, res.value->nbytes());
+            bytes += res.value->nbytes();
           } catch (...) {
             res.error = std::current_exception();
           }
