@@ -286,16 +286,8 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // follows (p + buffer, or p + max(16, p) by default).
     void set_parallelism(int p) {
       active_ = std::max(1, p);
-      size_buffer();
-    }
-    // With the lock held: the capacity for the parallelism and, with the default buffer,
-    // for what the elements measured (map_cheap_buffer).
-    void size_buffer() {
-      size_t buffer = static_cast<size_t>(ds_->o_.buffer);
-      if (buffer == 0)
-        buffer = std::max({size_t{16}, static_cast<size_t>(active_),
-                           map_cheap_buffer(mean_apply_ns_, mean_bytes_)});
-      capacity_ = static_cast<size_t>(active_) + buffer;
+      capacity_ = static_cast<size_t>(active_) +
+                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : std::max(16, active_));
       wake_batch_ = std::max<size_t>(1, capacity_ / 2);
     }
 
@@ -395,13 +387,11 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         lock.unlock();
         const int64_t c0 = cpu ? thread_cpu_ns() : 0;
         results.clear();
-        size_t bytes = 0;
         for (size_t i = 0; i < taken.size() && !token_->cancelled(); ++i) {
           Result res;
           try {
             res.value = apply(ds_->o_, mc, std::move(taken[i]), label(), placer_.get(),
                               first_seq + static_cast<int64_t>(i));
-            bytes += res.value->nbytes();
           } catch (...) {
             res.error = std::current_exception();
           }
@@ -412,13 +402,8 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         if (cpu) cpu->fetch_add(thread_cpu_ns() - c0, std::memory_order_relaxed);
         lock.lock();
         if (!results.empty()) {
-          const auto n = static_cast<double>(results.size());
-          const double per = static_cast<double>(t3 - t2) / n;
-          const double per_bytes = static_cast<double>(bytes) / n;
-          const bool first = mean_apply_ns_ <= 0;
-          mean_apply_ns_ = first ? per : 0.875 * mean_apply_ns_ + 0.125 * per;
-          mean_bytes_ = first ? per_bytes : 0.875 * mean_bytes_ + 0.125 * per_bytes;
-          if (ds_->o_.buffer == 0) size_buffer();
+          const double per = static_cast<double>(t3 - t2) / static_cast<double>(results.size());
+          mean_apply_ns_ = mean_apply_ns_ <= 0 ? per : 0.875 * mean_apply_ns_ + 0.125 * per;
         }
         for (size_t i = 0; i < results.size(); ++i)
           file(first_seq + static_cast<int64_t>(i), std::move(results[i]));
@@ -463,7 +448,6 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // in ready_): what the capacity bounds.
     std::atomic<size_t> in_flight_{0};
     double mean_apply_ns_ = 0;  // per element, recent claims weighted most
-    double mean_bytes_ = 0;     // of a result, weighted as mean_apply_ns_
     int64_t next_seq_ = 0;      // sequence number of the next input element
     int64_t emit_seq_ = 0;      // results moved to ready_
     int64_t end_seq_ = -1;      // once the input ended: the number of elements in all

@@ -26,19 +26,4 @@ inline size_t map_claim_size(double mean_apply_ns, size_t capacity, size_t activ
   return std::max<size_t>(1, std::min({wanted, most, room}));
 }
 
-// The default buffer (MapOptions::buffer 0) for a function that costs `mean_apply_ns` per
-// element and makes elements of `mean_bytes` (both measured; 0: not yet): normally
-// max(16, parallelism), the caller's part; for cheap elements, enough that the consumer,
-// woken once half the buffer is ready, takes about 2 x kMapClaimNs of work per wake-up
-// (text lines through tokenize: a few hundred), but never more than kCheapBufferMost
-// elements or kCheapBufferBytes of them. 0 where the function is not cheap.
-inline constexpr size_t kCheapBufferMost = 1024;
-inline constexpr double kCheapBufferBytes = 1 << 20;
-inline size_t map_cheap_buffer(double mean_apply_ns, double mean_bytes) {
-  if (mean_apply_ns <= 0) return 0;
-  const double by_work = 4 * kMapClaimNs / mean_apply_ns;
-  const double by_bytes = kCheapBufferBytes / std::max(1.0, mean_bytes);
-  return static_cast<size_t>(std::min({by_work, by_bytes, static_cast<double>(kCheapBufferMost)}));
-}
-
 }  // namespace dataecho
