@@ -31,3 +31,9 @@ collect_runs() {
   done
   echo "$(basename "$(dirname "$dest")"): $(find "$dest" -name result.json | wc -l) runs in $dest"
 }
+#
+# calibration_value FILE KEY: one line's value from a network part's calibration.txt
+# (experiments/network_lib.sh write_calibration: "KEY: value").
+calibration_value() {
+  sed -n "s/^$2: //p" "$1"
+}

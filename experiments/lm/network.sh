@@ -1,6 +1,6 @@
 # The network part of experiments/lm/run.sh (sourced by it: BIN, OUT, CFG, ROUT, render,
-# json_number and the calibration's search come from there and from
-# experiments/network_lib.sh). docs/lm_protocol.md section 6 and change 2.
+# render_network and calibration_value come from there, json_number and the calibration's
+# search from experiments/network_lib.sh). docs/lm_protocol.md section 6 and change 2.
 R_GOAL="${1:-}"
 shift || true
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 2 ]] || { echo "lm: network takes R (an integer >= 2, the protocol's 4)" >&2; exit 2; }
@@ -32,8 +32,8 @@ measure_r() {
   json_number r_estimate "$EXP/calibrate/summary.json"
 }
 if [[ -f "$CAL" ]]; then
-  RATE="$(sed -n 's/^rate: //p' "$CAL")"
-  R_CAL="$(sed -n 's/^R: //p' "$CAL")"
+  RATE="$(calibration_value "$CAL" rate)"
+  R_CAL="$(calibration_value "$CAL" R)"
   echo "== calibration from $CAL: $RATE bytes/s, R $R_CAL"
 else
   echo "== calibrating: a baseline step with the local file (no throttle)"
@@ -50,15 +50,14 @@ else
   FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
   write_calibration "$CAL" "$CAL_STEPS-step baseline training runs reading the throttled file (one connection), trainer and pipeline on the same $(nproc) cores; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
 fi
-FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
+FACTOR="$(calibration_value "$CAL" factor)"
 [[ -n "$(chosen_lr "before_pack-e$FACTOR-sb100")" ]] ||
   { echo "lm: the sweep has not chosen before_pack-e$FACTOR-sb100's learning rate yet (the a-priori e = $FACTOR)" >&2; exit 1; }
 start_server "$RATE" "$OUT/gcide"
 URL="$BASE_URL"
-if [[ "$URL" != "$(sed -n 's/^url: //p' "$CAL")" ]]; then
+if [[ "$URL" != "$(calibration_value "$CAL" url)" ]]; then
   echo "lm: port $PREFERRED_PORT is taken: serving at $URL, so runs recorded with the old URL start over" >&2
 fi
-render "$CFG/config-r$R_GOAL" "$URL" 500 \
-  "-e s#@R_GOAL@#$R_GOAL#g -e s#@FACTOR@#$FACTOR#g -e s#@MAX_FACTOR@#$((FACTOR + 1))#g"
+render_network "$R_GOAL" "$FACTOR" "$URL"
 echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s"
 "$BIN" experiment "$CFG/config-r$R_GOAL/network.json" --progress lines "$@"

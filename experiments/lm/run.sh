@@ -55,6 +55,12 @@ render() {
   done
 }
 render "$CFG/config" ../gcide 10000
+# render_network R FACTOR URL: the network runs' configs in $CFG/config-rR/ (the training
+# file at URL, the entry shuffle of one pass: change 2, a-priori e = FACTOR).
+render_network() {
+  render "$CFG/config-r$1" "$3" 500 \
+    "-e s#@R_GOAL@#$1#g -e s#@FACTOR@#$2#g -e s#@MAX_FACTOR@#$(($2 + 1))#g"
+}
 
 if [[ "$PART" == collect ]]; then
   for exp in "$OUT"/sweep "$OUT"/network-r*; do
@@ -72,8 +78,8 @@ if [[ "$PART" == report ]]; then
   for dir in "$ROUT"/network-r*; do
     [[ -f "$dir/calibration.txt" ]] || continue
     r="${dir##*-r}"
-    render "$CFG/config-r$r" "$(sed -n 's/^url: //p' "$dir/calibration.txt")" 500 \
-      "-e s#@R_GOAL@#$r#g -e s#@FACTOR@#$(sed -n 's/^factor: //p' "$dir/calibration.txt")#g -e s#@MAX_FACTOR@#$(($(sed -n 's/^factor: //p' "$dir/calibration.txt") + 1))#g"
+    render_network "$r" "$(calibration_value "$dir/calibration.txt" factor)" \
+      "$(calibration_value "$dir/calibration.txt" url)"
     "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
   done
   exit 0

@@ -139,9 +139,9 @@ if [[ "$PART" == report ]]; then
   for dir in "$ROUT"/network-r* "$ROUT"/network-split-r*; do
     [[ -d "$dir" ]] || continue
     r="${dir##*-r}"
-    split="$(sed -n 's/^cpu split: //p' "$dir/calibration.txt")"
+    split="$(calibration_value "$dir/calibration.txt" "cpu split")"
     split="${split:-0}"
-    render_network "$r" "$(sed -n 's/^factor: //p' "$dir/calibration.txt")" "$(sed -n 's/^url: //p' "$dir/calibration.txt")" "$split"
+    render_network "$r" "$(calibration_value "$dir/calibration.txt" factor)" "$(calibration_value "$dir/calibration.txt" url)" "$split"
     "$BIN" experiment "$NETWORK_CFG" --report-only "$@" | tee "$dir/table.txt"
   done
   for part in controls retune; do
@@ -153,7 +153,7 @@ if [[ "$PART" == report ]]; then
   if [[ -f results/demo/calibration.txt ]]; then
     cal=results/demo/calibration.txt
     DEMO_TARGET="$(sed -n 's/.*"target_accuracy": *\([0-9.]*\).*/\1/p' results/demo/cells/baseline/seed-1/result.json | head -1)"
-    render_demo "$(sed -n 's/^factor: //p' "$cal")" "$(sed -n 's/^url: //p' "$cal")" results
+    render_demo "$(calibration_value "$cal" factor)" "$(calibration_value "$cal" url)" results
     "$BIN" experiment "$CFG/config-demo/demo.json" --report-only "$@" | tee results/demo/table.txt
   fi
   # Against the target, under the first touch and the rule of docs/protocol.md change 8
@@ -232,8 +232,8 @@ BASE_LR="${BASE_LR:-$("$BIN" experiment "$CFG/config/sweep.json" --report-only -
   sed -n '/"cell": "baseline",/,/"lr"/s/.*"lr": *\([0-9.eE+-]*\).*/\1/p' | head -1)}"
 [[ -n "$BASE_LR" ]] || { echo "protocol: the sweep has not chosen the baseline's learning rate yet" >&2; exit 1; }
 if [[ -f "$CAL" ]]; then
-  RATE="$(sed -n 's/^rate: //p' "$CAL")"
-  R_CAL="$(sed -n 's/^R: //p' "$CAL")"
+  RATE="$(calibration_value "$CAL" rate)"
+  R_CAL="$(calibration_value "$CAL" R)"
   echo "== calibration from $CAL: $RATE bytes/s per connection, R $R_CAL"
 else
   echo "== calibrating: a baseline step with local shards (no throttle)"
@@ -254,10 +254,10 @@ else
   write_calibration "$CAL" "$CAL_STEPS-step baseline training runs over the throttled shards, $where; the median of 3 at each bandwidth (calibration_runs.txt has every run)" \
     "${extra[@]}"
 fi
-FACTOR="$(sed -n 's/^factor: //p' "$CAL")"
+FACTOR="$(calibration_value "$CAL" factor)"
 start_server "$RATE"
 URL="$BASE_URL"
-if [[ "$URL" != "$(sed -n 's/^url: //p' "$CAL")" ]]; then
+if [[ "$URL" != "$(calibration_value "$CAL" url)" ]]; then
   echo "protocol: port $PREFERRED_PORT is taken: serving at $URL, so runs recorded with the old URL start over" >&2
 fi
 if [[ "$PART" == demo ]]; then
