@@ -21,7 +21,7 @@
 // Before either side sleeps it spins for up to kSpinNs, watching the queue's count: when
 // the other side is about to put an element down or take one, neither sleeps nor wakes.
 // With elements of tens of bytes and a queue of a few, that is the whole cost of the
-// hand-over (ops_bench on a 2-core VM: BM_Prefetch/4 148k -> 778k elements/s). A wait
+// hand-over (ops_bench on a 2-core VM: BM_Prefetch/4 143k -> 626k elements/s). A wait
 // for a slow element costs at most kSpinNs of CPU more. Not where the process may run on
 // one CPU only: there the spinner would hold the CPU the other side needs.
 // Thread-safety: one consumer thread calls take(), save() and restore().

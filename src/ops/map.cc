@@ -244,8 +244,15 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         if (token_->cancelled()) throw_error(ErrorCode::kCancelled, label(), "pipeline cancelled");
         if (take_done() > 0) return true;
         if (end_seq_ >= 0 && emit_seq_ >= end_seq_) return false;
+        // Never sleep while a worker waits for room that there is: the consumer wakes a
+        // worker only once there is room for wake_batch_ elements, and a claim taken when
+        // the buffer was larger may hold more than capacity_ - wake_batch_.
+        if (workers_waiting_.load() > 0 && in_flight_.load() < capacity_) worker_cv_.notify_one();
         consumer_waiting_ = true;
-        consumer_cv_.wait(lock);
+        // Timed: a worker that files results short of a wake batch and then spends long on
+        // its next claim (a stalled read, a slow record) leaves them ready but unannounced;
+        // the consumer looks again after kMapLookAgain.
+        consumer_cv_.wait_for(lock, kMapLookAgain);
         consumer_waiting_ = false;
       }
     }
@@ -286,8 +293,16 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // follows (p + buffer, or p + max(16, p) by default).
     void set_parallelism(int p) {
       active_ = std::max(1, p);
-      capacity_ = static_cast<size_t>(active_) +
-                  static_cast<size_t>(ds_->o_.buffer > 0 ? ds_->o_.buffer : std::max(16, active_));
+      size_buffer();
+    }
+    // With the lock held: the capacity for the parallelism and, with the default buffer,
+    // for what the elements measured (map_cheap_buffer).
+    void size_buffer() {
+      size_t buffer = static_cast<size_t>(ds_->o_.buffer);
+      if (buffer == 0)
+        buffer = std::max({size_t{16}, static_cast<size_t>(active_),
+                           map_cheap_buffer(mean_apply_ns_, mean_bytes_)});
+      capacity_ = static_cast<size_t>(active_) + buffer;
       wake_batch_ = std::max<size_t>(1, capacity_ / 2);
     }
 
@@ -336,6 +351,10 @@ class MapDataset : public Dataset, public RowPlacingDataset {
                  (!paused_ && !input_busy_ && in_flight_.load() < capacity_);
         };
         if (!may_take()) {  // counted only when about to sleep: the wait tests again after
+          // Never sleep while the consumer waits for results it could take: filed
+          // results wake it only once wake_batch_ are done, and a claim held by a slow
+          // element (taken when the buffer was larger) may keep them from ever being so.
+          if (consumer_waiting_ && ready_to_emit() > 0) consumer_cv_.notify_one();
           ++workers_waiting_;
           worker_cv_.wait(lock, may_take);
           --workers_waiting_;
@@ -387,11 +406,17 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         lock.unlock();
         const int64_t c0 = cpu ? thread_cpu_ns() : 0;
         results.clear();
+        size_t bytes = 0;
         for (size_t i = 0; i < taken.size() && !token_->cancelled(); ++i) {
           Result res;
+          // What the element holds on either side of the function: the buffer's size
+          // follows the larger (a cheap map of large records to small results is not
+          // given room for many large records).
+          const size_t in_bytes = taken[i].nbytes();
           try {
             res.value = apply(ds_->o_, mc, std::move(taken[i]), label(), placer_.get(),
                               first_seq + static_cast<int64_t>(i));
+            bytes += std::max(in_bytes, res.value->nbytes());
           } catch (...) {
             res.error = std::current_exception();
           }
@@ -402,8 +427,13 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         if (cpu) cpu->fetch_add(thread_cpu_ns() - c0, std::memory_order_relaxed);
         lock.lock();
         if (!results.empty()) {
-          const double per = static_cast<double>(t3 - t2) / static_cast<double>(results.size());
-          mean_apply_ns_ = mean_apply_ns_ <= 0 ? per : 0.875 * mean_apply_ns_ + 0.125 * per;
+          const auto n = static_cast<double>(results.size());
+          const double per = static_cast<double>(t3 - t2) / n;
+          const double per_bytes = static_cast<double>(bytes) / n;
+          const bool first = mean_apply_ns_ <= 0;
+          mean_apply_ns_ = first ? per : 0.875 * mean_apply_ns_ + 0.125 * per;
+          mean_bytes_ = first ? per_bytes : 0.875 * mean_bytes_ + 0.125 * per_bytes;
+          if (ds_->o_.buffer == 0) size_buffer();
         }
         for (size_t i = 0; i < results.size(); ++i)
           file(first_seq + static_cast<int64_t>(i), std::move(results[i]));
@@ -448,6 +478,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // in ready_): what the capacity bounds.
     std::atomic<size_t> in_flight_{0};
     double mean_apply_ns_ = 0;  // per element, recent claims weighted most
+    double mean_bytes_ = 0;     // of a result, weighted as mean_apply_ns_
     int64_t next_seq_ = 0;      // sequence number of the next input element
     int64_t emit_seq_ = 0;      // results moved to ready_
     int64_t end_seq_ = -1;      // once the input ended: the number of elements in all

@@ -29,7 +29,8 @@ TEST(Cancellation, DestroyWhileProducersBlockOnFullBuffers) {
 }
 
 // The map's consumer is woken in batches; results done but waiting behind an element
-// still being made (id 3, sleeping) wake it too, so element 0 comes out; then the
+// still being made (id 3, sleeping) wake it too, or it finds them when it looks again
+// (src/ops/map_claim.h kMapLookAgain), so element 0 comes out; then the
 // pipeline goes while a worker sleeps on id 3. (Elements 1 and 2 may share id 3's claim,
 // whose results are put down together, and a prefetch after the map holds what it
 // pulled while its next pull waits: they would wait for the sleep. docs/performance.md)

@@ -149,5 +149,15 @@ TEST(MapClaim, OneElementATimeUnlessTheFunctionIsCheap) {
   EXPECT_EQ(map_claim_size(1e3, 3, 2, 0), 1u);     // a tiny capacity
 }
 
+TEST(MapClaim, TheDefaultBufferGrowsOnlyForCheapSmallElements) {
+  EXPECT_EQ(map_cheap_buffer(0, 0), 0u);         // not measured yet: the usual 16
+  EXPECT_EQ(map_cheap_buffer(1e6, 100), 0u);     // 1 ms a decoded image: none
+  EXPECT_EQ(map_cheap_buffer(25e3, 100), 16u);   // 25 us: 400 us of work in 16
+  EXPECT_EQ(map_cheap_buffer(1e3, 600), 400u);   // a tokenized line: 400 us of work
+  EXPECT_EQ(map_cheap_buffer(1e3, 4096), 256u);  // 4 KiB results: 1 MiB of them
+  EXPECT_EQ(map_cheap_buffer(50, 8), 1024u);     // scalars: at most 1,024
+  EXPECT_EQ(map_cheap_buffer(50, 1 << 22), 0u);  // a cheap map of 4 MiB tensors: none
+}
+
 }  // namespace
 }  // namespace dataecho

@@ -150,6 +150,31 @@ TEST(Handoff, DestroyedOrCancelledMidStreamDoesNotHang) {
   }
 }
 
+// Every element but the first blocks until the pipeline is cancelled: the worker that
+// made element 0 files it alone (short of a wake batch) and both workers then sit in
+// blocked elements, so no worker will wake the consumer. It finds element 0 itself
+// (src/ops/map_claim.h kMapLookAgain) instead of waiting for the blocked ones.
+TEST(Handoff, AResultIsNotStrandedWhileEveryWorkerIsInASlowElement) {
+  MapOptions o;
+  o.name = "stall";
+  o.parallelism = 2;
+  o.fn = [](Example e, const MapContext& ctx) {
+    if (e.id() != 0 && !ctx.cancel->sleep_for(std::chrono::seconds(60)))
+      throw_error(ErrorCode::kCancelled, "", "cancelled");
+    return e;
+  };
+  for (int round = 0; round < 3; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      Pipeline p(make_map(make_range({100'000}), o), {});
+      auto e = p.next();
+      ASSERT_TRUE(e);
+      EXPECT_EQ(e->id(), 0);
+    }  // destroyed with both workers in blocked elements
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  }
+}
+
 // The consumer's buffer counts against the bound: with the consumer holding its
 // buffer and not taking, the input is never read more than the bound ahead.
 TEST(Handoff, TheConsumersBufferCountsAgainstTheBound) {
