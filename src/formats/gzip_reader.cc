@@ -8,12 +8,15 @@ namespace dataecho {
 
 namespace {
 constexpr size_t kGzipChunk = 256 << 10;
-}
+// The first read, which tells gzip from plain data: as large as a local file's read that
+// bypasses its read-ahead buffer (src/io/local_file_stream.cc), so that sniffing does not
+// make the stream allocate that buffer.
+constexpr size_t kSniffBytes = 64 << 10;
+}  // namespace
 
 GzipSniffingReader::GzipSniffingReader(std::unique_ptr<ByteStream> stream)
     : stream_(std::move(stream)) {
-  in_.reserve(kGzipChunk);
-  fill();
+  fill(kSniffBytes);
   gzip_ = in_.size() >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
   if (gzip_) {
     if (inflateInit2(&z_, 15 + 16) != Z_OK) {
@@ -27,9 +30,9 @@ GzipSniffingReader::~GzipSniffingReader() {
   if (z_init_) inflateEnd(&z_);
 }
 
-bool GzipSniffingReader::fill() {
-  in_.resize(kGzipChunk);
-  size_t got = stream_->read_fully(in_.data(), kGzipChunk);
+bool GzipSniffingReader::fill(size_t bytes) {
+  in_.resize(bytes);
+  size_t got = stream_->read_fully(in_.data(), bytes);
   in_.resize(got);
   in_pos_ = 0;
   return got > 0;
@@ -44,14 +47,20 @@ size_t GzipSniffingReader::read(void* dst, size_t n) {
 size_t GzipSniffingReader::read_some(void* dst, size_t n) {
   if (n == 0) return 0;
   if (!gzip_) {
-    if (in_pos_ == in_.size() && !fill()) return 0;
+    // Plain data: the sniffed bytes, then straight from the stream into the caller's
+    // memory (no copy, no chunk held).
+    if (in_pos_ == in_.size()) {
+      if (in_.capacity() > 0) std::vector<unsigned char>().swap(in_);
+      in_pos_ = 0;
+      return stream_->read(dst, n);
+    }
     size_t k = std::min(n, in_.size() - in_pos_);
     std::memcpy(dst, in_.data() + in_pos_, k);
     in_pos_ += k;
     return k;
   }
   for (;;) {
-    if (in_pos_ == in_.size() && !fill()) {
+    if (in_pos_ == in_.size() && !fill(kGzipChunk)) {
       if (!member_done_) {
         throw Error(ErrorCode::kDataLoss, "gzip",
                     "truncated gzip data (ends inside a compressed block)",

@@ -1,7 +1,8 @@
 // GzipSniffingReader: the bytes of a ByteStream, inflated when they start with the gzip
 // magic (1f 8b), passed through otherwise. Concatenated gzip members are read one after
-// another, as gzip(1) does. Buffers one 256 KiB input chunk. Errors: a dataecho::Error
-// (stage "gzip", kDataLoss) naming the stream's URI and the compressed byte offset.
+// another, as gzip(1) does. Buffers one 256 KiB input chunk of gzip data; plain data is
+// read straight into the caller's memory after the first 64 KiB (the sniff). Errors: a
+// dataecho::Error (stage "gzip", kDataLoss) naming the stream's URI and the compressed byte offset.
 // A ByteStream itself (position() counts decompressed bytes) that cannot seek.
 // Not thread-safe.
 #pragma once
@@ -33,7 +34,7 @@ class GzipSniffingReader : public ByteStream {
   uint64_t compressed_position() const { return stream_->position() - (in_.size() - in_pos_); }
 
  private:
-  bool fill();
+  bool fill(size_t bytes);  // the next `bytes` of the stream into in_; false at its end
   size_t read_some(void* dst, size_t n);
   uint64_t position_ = 0;
   std::unique_ptr<ByteStream> stream_;

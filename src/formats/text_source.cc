@@ -55,7 +55,7 @@ bool valid_utf8(std::string_view s, size_t* error_at) {
 
 namespace {
 
-constexpr size_t kTextChunk = 256 << 10;
+constexpr size_t kTextChunk = 64 << 10;
 
 // The records of one stream, split by a separator. A record longer than `max` is
 // reported as kTooLong and skipped without being held.

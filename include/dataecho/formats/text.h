@@ -20,7 +20,8 @@
 // record that is not a JSON object, lacks a field or holds a value of another kind.
 // An empty file gives no elements. Errors name the file, the record's index (from 0)
 // and byte offset, its line (from 1) when the separator is "\n", and the reason.
-// Holds a read chunk of 256 KiB and one record of at most `max_bytes`; no threads.
+// Holds a read chunk of 64 KiB (and a gzip file's 256 KiB input chunk and inflate
+// window) and one record of at most `max_bytes`; no threads.
 // Save/restore: the file, the byte offset of the next record and the bad-record
 // policy's state; an uncompressed file is sought to the offset, a compressed one read
 // up to it again.
