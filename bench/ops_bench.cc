@@ -162,6 +162,7 @@ BENCHMARK(BM_TextLines)
     ->Args({0, 0, 4})
     ->Args({0, 0, 256})
     ->Args({2, 0, 4})
+    ->Args({2, 0, 256})
     ->Args({2, 256, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
