@@ -7,7 +7,20 @@ source "$(dirname "${BASH_SOURCE[0]}")/commit_state.sh"
 # sets CFG, where the rendered configs go, and ROUT, the experiments' output folder the
 # configs name (@OUT@): $OUT for both, except that a report reads the committed run files
 # (ROUT=RESULTS) with its configs in $OUT/report.
+#
+# A copy of the trainer named by DATAECHO_BIN was built from some earlier commit, not
+# from the checkout's: its runs record the commit in "$DATAECHO_BIN.commit" (written
+# beside the copy when it is made, e.g. `commit_state . src include experiments >
+# out/bin/dataecho-train-abc1234.commit`), or DATAECHO_COMMIT when set. Without either,
+# runs with such a copy are refused.
 experiment_setup() {
+  if [[ -z "${DATAECHO_COMMIT:-}" && -n "${DATAECHO_BIN:-}" && "$1" != report ]]; then
+    if [[ ! -f "$DATAECHO_BIN.commit" ]]; then
+      echo "$1: DATAECHO_BIN=$DATAECHO_BIN has no $DATAECHO_BIN.commit naming the commit it was built from (write it, or set DATAECHO_COMMIT)" >&2
+      return 1
+    fi
+    DATAECHO_COMMIT=$(<"$DATAECHO_BIN.commit")
+  fi
   export DATAECHO_COMMIT="${DATAECHO_COMMIT:-$(commit_state . src include experiments)}"
   CFG="$OUT"
   ROUT="$OUT"

@@ -22,7 +22,8 @@
 #       adaptive, 5 seeds each, at the sweep's chosen rates. Needs those rates (the sweep's
 #       baseline and before_pack-e<round(R)>-sb100 tuned). Resumable like the sweep.
 # DATAECHO_BIN: the binary, by default build/bin/dataecho (copy build/bin/dataecho-train
-# for a long run, as experiments/protocol/run.sh says). LM_OUT: default out/lm. The
+# for a long run, as experiments/protocol/run.sh says, with the commit it was built from
+# in DATAECHO_BIN.commit: scripts/run_files.sh experiment_setup). LM_OUT: default out/lm. The
 # corpus split (scripts/gcide_split.py) goes to $LM_OUT/gcide; the configs name it
 # relative to their folder (../gcide), so a run's recorded config does not depend on
 # where the checkout is.

@@ -54,7 +54,9 @@
 #       experiments/protocol/swing.py and targets.py, python3 with numpy).
 # DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
 # from seeing rebuilds, copy build/bin/dataecho-train (it has every command; a copy of
-# dataecho alone cannot find dataecho-train for its training commands) and name it here.
+# dataecho alone cannot find dataecho-train for its training commands) and name it here,
+# with the commit it was built from in DATAECHO_BIN.commit (the runs record it:
+# scripts/run_files.sh experiment_setup).
 # Output: out/protocol/ (PROTOCOL_OUT): shards/, config/, sweep/ (cells/<id>/[tune/lr-*/]
 # seed-*/{result.json,summary.json,evals.jsonl}, results.csv, results.json, plots/).
 # The shards are named relative to the config folder (../shards), so a run's recorded
