@@ -2,8 +2,8 @@
 // magic (1f 8b), passed through otherwise. Concatenated gzip members are read one after
 // another, as gzip(1) does. Buffers one 256 KiB input chunk of gzip data; plain data is
 // read straight into the caller's memory after the first 64 KiB (the sniff). Errors: a
-// dataecho::Error (stage "gzip", kDataLoss) naming the stream's URI and the compressed byte offset.
-// A ByteStream itself (position() counts decompressed bytes) that cannot seek.
+// dataecho::Error (stage "gzip", kDataLoss) naming the stream's URI and the compressed
+// byte offset. A ByteStream itself (position() counts decompressed bytes) that cannot seek.
 // Not thread-safe.
 #pragma once
 

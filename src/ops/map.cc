@@ -478,7 +478,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
     // in ready_): what the capacity bounds.
     std::atomic<size_t> in_flight_{0};
     double mean_apply_ns_ = 0;  // per element, recent claims weighted most
-    double mean_bytes_ = 0;     // of a result, weighted as mean_apply_ns_
+    double mean_bytes_ = 0;     // per element, the larger of its input and result, weighted alike
     int64_t next_seq_ = 0;      // sequence number of the next input element
     int64_t emit_seq_ = 0;      // results moved to ready_
     int64_t end_seq_ = -1;      // once the input ended: the number of elements in all
