@@ -83,7 +83,7 @@ inline constexpr int kAutotune = -1;
 struct MapStageOptions {
   int parallelism = 1;                               // or kAutotune
   std::optional<bool> deterministic = std::nullopt;  // default: the pipeline's
-  std::optional<int64_t> buffer = std::nullopt;      // default: max(16, parallelism)
+  std::optional<int64_t> buffer = std::nullopt;      // default: ops/map.h MapOptions::buffer
 };
 struct ShuffleStageOptions {
   int64_t buffer = 0;  // required, >= 1
