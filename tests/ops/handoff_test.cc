@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -196,6 +197,38 @@ TEST(Handoff, TheConsumersBufferCountsAgainstTheBound) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_LE(src->pulled(), 3 + 3 + 29);
+  }
+}
+
+// The default buffer grows for a cheap function, but never past 1 MiB of elements
+// (src/ops/map_claim.h map_cheap_buffer), each counted at the larger of its input and
+// its result: an identity map of 8 KiB elements holds at most 128 of them (without the
+// bound in bytes, 1,024 here), one of scalars at most 1,024. What the consumer has not
+// taken is bounded by that whatever the function's measured cost.
+TEST(Handoff, TheGrownBufferHoldsAtMostAMebibyteOfElements) {
+  for (const int64_t element_bytes : {int64_t{8} << 10, int64_t{0}}) {
+    auto src = std::make_shared<CountingSource>(100'000);
+    const int64_t n = std::max<int64_t>(element_bytes, 1);
+    const Tensor blob = Tensor::make(
+        DType::kUInt8, {n}, [n](std::byte* out) { std::memset(out, 1, static_cast<size_t>(n)); });
+    MapOptions attach;  // inline: runs as the parallel map's workers take their input
+    attach.name = "attach";
+    attach.fn = [blob, element_bytes](Example e, const MapContext&) {
+      if (element_bytes > 0) e.set("blob", blob);
+      return e;
+    };
+    MapOptions identity;
+    identity.name = "identity";
+    identity.parallelism = 2;
+    identity.fn = [](Example e, const MapContext&) { return e; };
+    auto it = make_map(make_map(src, attach), identity)->make_iterator({});
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(it->next());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Taken (3), in the workers' hands or filed (parallelism + buffer).
+    const int64_t buffer = element_bytes > 0 ? (int64_t{1} << 20) / element_bytes : 1024;
+    EXPECT_LE(src->pulled(), 3 + 2 + buffer) << element_bytes;
   }
 }
 
