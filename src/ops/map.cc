@@ -306,9 +306,6 @@ class MapDataset : public Dataset, public RowPlacingDataset {
       wake_batch_ = std::max<size_t>(1, capacity_ / 2);
     }
 
-    // Results the consumer can take now without waiting, counted up to wake_batch_.
-    size_t ready_to_emit() const { return done_.ready(wake_batch_); }
-
     // How many input elements a worker takes at once (map_claim.h). Called with the lock
     // held.
     size_t claim_size() const {
@@ -354,7 +351,7 @@ class MapDataset : public Dataset, public RowPlacingDataset {
           // Never sleep while the consumer waits for results it could take: filed
           // results wake it only once wake_batch_ are done, and a claim held by a slow
           // element (taken when the buffer was larger) may keep them from ever being so.
-          if (consumer_waiting_ && ready_to_emit() > 0) consumer_cv_.notify_one();
+          if (consumer_waiting_ && done_.front_filled()) consumer_cv_.notify_one();
           ++workers_waiting_;
           worker_cv_.wait(lock, may_take);
           --workers_waiting_;
@@ -441,10 +438,10 @@ class MapDataset : public Dataset, public RowPlacingDataset {
         // Wake the consumer when it can take a few results at once (a wake-up costs
         // several microseconds on a VM) or the input has ended, or when save() waits for the
         // workers to put their elements down. Also when a few results are done but wait
-        // behind one still being made (a slow element): it takes those it may emit now.
-        // (ready_to_emit() >= wake_batch_ implies both of the last two.)
+        // behind one still being made (a slow element): it takes those it may emit now
+        // (done_'s front is filled: the consumer can emit at least one now).
         if (paused_ || (consumer_waiting_ &&
-                        (end_seq_ >= 0 || (done_.filled() >= wake_batch_ && ready_to_emit() > 0))))
+                        (end_seq_ >= 0 || (done_.filled() >= wake_batch_ && done_.front_filled()))))
           consumer_cv_.notify_one();  // one thread waits there: the consumer's
         if (ended || err || token_->cancelled()) return;
       }
