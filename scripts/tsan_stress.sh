@@ -6,6 +6,13 @@
 #   scripts/tsan_stress.sh [N] [LOG_DIR]     (default 50, results/tsan_stress_<date>)
 # One line per run ("run 7: passed in 251 s, load 4.1"), then a summary line; LOG_DIR
 # gets every run's ctest output and summary.txt.
+#
+# Resumable, also on another machine: run it again with the same LOG_DIR (committed) and
+# it goes on from the next run, as long as the code under test is the same. That is
+# named in summary.txt's first line as "code <commit>", the last commit that changed
+# src, include, tests, cmake or CMakeLists.txt, and a tree with uncommitted changes there
+# is refused. A LOG_DIR whose streak ended in a failure is not resumed: start a new one.
+# Each resumed part adds a line with its date, commit and machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-50}
@@ -18,16 +25,35 @@ command -v stress-ng >/dev/null || {
   echo "tsan_stress: stress-ng is missing (apt-get install stress-ng)" >&2
   exit 1
 }
+UNDER_TEST=(src include tests cmake CMakeLists.txt)
+git diff --quiet HEAD -- "${UNDER_TEST[@]}" || {
+  echo "tsan_stress: uncommitted changes under ${UNDER_TEST[*]}: commit them first" >&2
+  exit 1
+}
+code=$(git log -1 --format=%h -- "${UNDER_TEST[@]}")
+machine="$(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 mkdir -p "$LOG"
+passed=0
+if [[ -f $LOG/summary.txt ]]; then
+  recorded=$(sed -n '1s/.*, code \([0-9a-f]*\).*/\1/p' "$LOG/summary.txt")
+  [[ -n $recorded && $recorded == "$code" ]] || {
+    echo "tsan_stress: $LOG was run on code ${recorded:-(not recorded)}, this tree's is $code: start a new LOG_DIR" >&2
+    exit 1
+  }
+  ! grep -q FAILED "$LOG/summary.txt" || {
+    echo "tsan_stress: $LOG's streak ended in a failure: start a new LOG_DIR" >&2
+    exit 1
+  }
+  passed=$(grep -c '^run [0-9]*: passed' "$LOG/summary.txt" || true)
+  sed -i '/^tsan_stress: /d' "$LOG/summary.txt"
+  echo "# resumed after run $passed, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), $machine" >>"$LOG/summary.txt"
+else
+  echo "# scripts/tsan_stress.sh $N, commit $(git rev-parse --short HEAD), code $code, $(date -u +%FT%TZ), $machine, stress-ng --cpu 2" >"$LOG/summary.txt"
+fi
 stress-ng --cpu 2 --timeout 0 --quiet &
 STRESS=$!
 trap 'kill "$STRESS" 2>/dev/null || true' EXIT
-commit=$(git rev-parse --short HEAD)
-{
-  echo "# scripts/tsan_stress.sh $N, commit $commit$(git diff --quiet HEAD -- src include tests || echo -dirty), $(date -u +%FT%TZ), $(nproc) CPUs, stress-ng --cpu 2"
-} >"$LOG/summary.txt"
-passed=0
-for i in $(seq 1 "$N"); do
+for i in $(seq $((passed + 1)) "$N"); do
   began=$SECONDS
   if TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan -j"$(nproc)" -L engine --timeout 900 >"$LOG/run-$i.log" 2>&1; then
