@@ -236,6 +236,15 @@ void reset_jpeg_huffman_self_test() {
 }
 }  // namespace detail
 
+// State holds the anonymous namespace's ErrorManager. g++ warns of that
+// (-Wsubobject-linkage) when this file is compiled inside a unity batch, where it is no
+// longer the main file; it is still one translation unit's definition, so nothing can
+// differ between units. ErrorManager stays where it is: its name is part of the mangled
+// names that src/python/function_order.txt lists.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsubobject-linkage"
+#endif
 struct JpegRegionDecoder::State {
   jpeg_decompress_struct cinfo;
   ErrorManager err;
@@ -260,6 +269,9 @@ struct JpegRegionDecoder::State {
   void configure();
   void restart_with_libjpeg(int y);
 };
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 JpegRegionDecoder::JpegRegionDecoder() : s_(new State) {
   std::memset(&s_->cinfo, 0, sizeof(s_->cinfo));

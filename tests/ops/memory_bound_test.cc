@@ -15,7 +15,9 @@ namespace {
 // The peak RSS while `spec` runs to its end, in KiB above `base_kib`. After the first
 // batch the consumer pauses, as a long training step would, long enough for every
 // buffer to fill (the pipeline makes a batch in about 10 ms), then takes the rest.
-int64_t peak_above_kib(const std::string& spec, int64_t base_kib, int64_t* batches) {
+// Both helpers are unused where the test is skipped at compile time (sanitizers).
+[[maybe_unused]] int64_t peak_above_kib(const std::string& spec, int64_t base_kib,
+                                        int64_t* batches) {
   auto p = build(spec);
   EXPECT_TRUE(reset_peak_rss());
   *batches = 0;
@@ -25,7 +27,7 @@ int64_t peak_above_kib(const std::string& spec, int64_t base_kib, int64_t* batch
   return process_status_kib("VmHWM:") - base_kib;
 }
 
-std::string spec(int prefetch) {
+[[maybe_unused]] std::string spec(int prefetch) {
   // 4 MiB elements (a million floats), map capacity 2 + 2, batches of 4 (16 MiB, from
   // the block cache), `prefetch` batches ahead.
   return R"({"seed": 1, "source": {"kind": "range", "count": 64}, "stages": [
