@@ -33,6 +33,23 @@ void write_json_file(const std::string& path, const nlohmann::json& j);  // via 
 // an evaluation is skipped, and the first such line is described in *error (file and line number)
 // when error is given.
 std::vector<std::vector<double>> read_evals(const std::string& dir, std::string* error = nullptr);
+// The same evaluations as their JSON objects, every field kept (step, train_seconds, ...).
+std::vector<nlohmann::json> read_eval_objects(const std::string& dir, std::string* error = nullptr);
+
+// How an experiment reads "reaching the target" (TuningSpec::reading, or that of the
+// experiment its rates come from): the first touch, or "held" with its margin.
+struct TargetReading {
+  bool held = false;
+  double margin = 0;
+};
+TargetReading target_reading(const ExperimentSpec& spec);
+// A finished run's summary as the experiment reads it. The first touch: the summary as it
+// is. "held": reached_target says whether the run holds the cell's target, and the
+// *_to_target fields (fresh, steps, seconds, wall seconds, raw reads) are those of the
+// evaluation from which it does, absent when it never does. Throws (naming the file) when
+// the run's evaluations cannot be read.
+nlohmann::json summary_as_read(const ExperimentSpec& spec, const ExperimentCell& cell,
+                               uint64_t seed, const nlohmann::json& summary);
 
 // The winner of a tuning group whose members `ids` have the tuning `states` (in the same
 // order; null: none): the member whose chosen rate has the fewest median fresh examples,

@@ -139,8 +139,16 @@ nlohmann::json CellResult::to_json() const {
     j["adaptive_placement"] = variant_name(cell.adaptive_placement);
   j["lr"] = cell.lr ? nlohmann::json(*cell.lr) : nlohmann::json(nullptr);
   if (tuning) j["tuning"] = tuning->to_json();
+  if (first_touch) j["first_touch"] = first_touch->to_json();
   if (!cell.overrides.is_null()) j["overrides"] = cell.overrides;
   return j;
+}
+
+nlohmann::json CellResult::FirstTouch::to_json() const {
+  auto est = [](const auto& e) { return e ? e->to_json() : nlohmann::json(nullptr); };
+  return {{"reached", reached},
+          {"fresh_to_target", fresh.to_json()},
+          {"estimates", {{"fresh_reduction", est(fresh_reduction)}, {"speedup", est(speedup)}}}};
 }
 
 static std::string ratio_text(const std::optional<RatioEstimate>& e) {
@@ -186,6 +194,24 @@ std::string ExperimentReport::to_text() const {
         << ratio_text(c.fresh_reduction_estimate) << ")\n";
     }
   }
+  if (reading == "held") {
+    std::snprintf(line, sizeof line,
+                  "read by the first touch instead (the first evaluation at the target; the "
+                  "figures above read \"held\", margin %g): reached, fresh to target, fresh/, "
+                  "speedup:\n",
+                  margin);
+    o << line;
+    for (const auto& c : cells) {
+      if (!c.first_touch) continue;
+      const auto& f = *c.first_touch;
+      const std::string reached =
+          std::to_string(f.reached) + "/" + std::to_string(c.cell.seeds.size());
+      std::snprintf(line, sizeof line, "  %-32s %-7s %-26s %-20s %s\n", c.cell.id.c_str(),
+                    reached.c_str(), spread_text(f.fresh, "%.0f").c_str(),
+                    ratio_text(f.fresh_reduction).c_str(), ratio_text(f.speedup).c_str());
+      o << line;
+    }
+  }
   const TuningState* tuned = nullptr;
   for (const auto& c : cells)
     if (c.tuning && !tuned) tuned = &*c.tuning;
@@ -211,6 +237,9 @@ std::string ExperimentReport::to_text() const {
       o << "\n";
     }
   }
+  if (reading == "held")
+    o << "(reached = holds the target: from the first evaluation at the target after which "
+         "none is more than the margin on the wrong side of it)\n";
   o << "(median [min-max] over the seeds that reached the target; fresh/ = baseline fresh "
        "over this cell's; speedup = baseline wall-clock time to target over this cell's "
        "(from building the pipeline; with eval_mode snapshots evaluations are off the "
@@ -230,18 +259,38 @@ struct RunValues {
   std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
 };
 
+// Adds a run's figure to target to `obs`, or (censored) its figure at the end of the run
+// when it did not reach the target; nothing when the summary has no such figure.
+void observe(const nlohmann::json& s, const char* to_target, const char* total,
+             std::vector<Observation>& obs) {
+  const bool hit = s.value("reached_target", false);
+  if (auto x = opt_number(s, hit ? to_target : total)) obs.push_back({*x, !hit});
+}
+
+// The same runs read by their first touch (their summaries as the trainer wrote them).
+CellResult::FirstTouch first_touch_of(const std::vector<nlohmann::json>& runs) {
+  CellResult::FirstTouch f;
+  std::vector<double> fresh;
+  for (const auto& run : runs) {
+    const nlohmann::json& s = run["summary"];
+    observe(s, "fresh_to_target", "fresh", f.fresh_observations);
+    observe(s, "wall_seconds_to_target", "wall_seconds", f.wall_observations);
+    if (!s.value("reached_target", false)) continue;
+    ++f.reached;
+    if (auto x = opt_number(s, "fresh_to_target")) fresh.push_back(*x);
+  }
+  f.fresh = spread_of(fresh);
+  return f;
+}
+
 // Adds one finished run's summary to the cell's values.
 void add_run(const nlohmann::json& s, CellResult& c, RunValues& v) {
   if (auto x = opt_number(s, "achieved_echo")) v.echo.push_back(*x);
   if (auto x = opt_number(s, "r_estimate")) v.r.push_back(*x);
   if (auto x = opt_number(s, "steps_per_second")) v.rate.push_back(*x);
-  const bool hit = s.value("reached_target", false);
-  auto observe = [&](std::vector<Observation>& obs, const char* to_target, const char* total) {
-    if (auto x = opt_number(s, hit ? to_target : total)) obs.push_back({*x, !hit});
-  };
-  observe(v.fresh_obs, "fresh_to_target", "fresh");
-  observe(v.wall_obs, "wall_seconds_to_target", "wall_seconds");
-  if (!hit) return;
+  observe(s, "fresh_to_target", "fresh", v.fresh_obs);
+  observe(s, "wall_seconds_to_target", "wall_seconds", v.wall_obs);
+  if (!s.value("reached_target", false)) return;
   if (auto x = opt_number(s, "raw_reads_to_target")) v.raw.push_back(*x);
   ++c.reached;
   if (auto x = opt_number(s, "fresh_to_target")) v.fresh.push_back(*x);
@@ -269,8 +318,9 @@ CellResult cell_result(const ExperimentSpec& spec, const ExperimentCell& spec_ce
     const nlohmann::json s = finished_summary(spec, cell, seed);
     if (!s.is_object()) continue;
     c.runs.push_back({{"seed", seed}, {"summary", s}});
-    add_run(s, c, v);
+    add_run(summary_as_read(spec, cell, seed, s), c, v);
   }
+  if (target_reading(spec).held) c.first_touch = first_touch_of(c.runs);
   c.fresh = spread_of(v.fresh);
   c.steps = spread_of(v.steps);
   c.seconds = spread_of(v.secs);
@@ -332,6 +382,12 @@ void compare_cells(std::vector<CellResult>& cells) {
       c.cpu_cap = *c.steps_per_second.median / *b->steps_per_second.median;
     c.fresh_reduction_estimate = estimate_ratio(b->fresh_observations, c.fresh_observations);
     c.speedup_estimate = estimate_ratio(b->wall_observations, c.wall_observations);
+    if (c.first_touch && b->first_touch) {
+      c.first_touch->fresh_reduction =
+          estimate_ratio(b->first_touch->fresh_observations, c.first_touch->fresh_observations);
+      c.first_touch->speedup =
+          estimate_ratio(b->first_touch->wall_observations, c.first_touch->wall_observations);
+    }
   }
   for (auto& c : cells) {
     const CellResult* k = control_for(cells, c);
@@ -380,6 +436,8 @@ void write_json(const ExperimentSpec& spec, const ExperimentOptions& options,
   for (const auto& c : report.cells) cells.push_back(c.to_json());
   nlohmann::json doc = {
       {"name", spec.name},
+      {"reading", report.reading},
+      {"margin", report.margin},
       {"out", spec.out},
       {"target_accuracy", spec.base_config.value("target_accuracy", nlohmann::json())},
       {"target_loss", spec.base_config.value("target_loss", nlohmann::json())},
@@ -406,6 +464,9 @@ ExperimentReport collect(const ExperimentSpec& spec, const ExperimentOptions& op
                          const std::map<std::string, std::vector<std::string>>& errors,
                          ExperimentReport report) {
   report.cells.clear();
+  const TargetReading reading = target_reading(spec);
+  report.reading = reading.held ? "held" : "first_touch";
+  report.margin = reading.margin;
   for (const auto& spec_cell : spec.cells)
     report.cells.push_back(cell_result(spec, spec_cell, errors));
   mark_not_chosen(spec, report.cells);

@@ -46,18 +46,17 @@ Observation fresh_observation(const nlohmann::json& summary) {
   return {v, !hit};
 }
 
-std::vector<std::vector<double>> read_evals(const std::string& dir, std::string* error) {
-  std::vector<std::vector<double>> rows;
+std::vector<nlohmann::json> read_eval_objects(const std::string& dir, std::string* error) {
+  std::vector<nlohmann::json> rows;
   const fs::path path = fs::path(dir) / "evals.jsonl";
   std::ifstream in(path);
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     try {
       auto j = nlohmann::json::parse(line);
-      const double loss = j.contains("loss") && j["loss"].is_number()
-                              ? j["loss"].get<double>()
-                              : std::numeric_limits<double>::quiet_NaN();
-      rows.push_back({j.at("fresh").get<double>(), j.at("accuracy").get<double>(), loss});
+      // An evaluation has at least its fresh examples and its accuracy.
+      static_cast<void>(j.at("fresh").get<double>() + j.at("accuracy").get<double>());
+      rows.push_back(std::move(j));
     } catch (const std::exception& e) {
       if (error && error->empty())
         *error = path.string() + ", line " + std::to_string(n) + ": not an evaluation (" +
@@ -65,6 +64,60 @@ std::vector<std::vector<double>> read_evals(const std::string& dir, std::string*
     }
   }
   return rows;
+}
+
+std::vector<std::vector<double>> read_evals(const std::string& dir, std::string* error) {
+  std::vector<std::vector<double>> rows;
+  for (const auto& j : read_eval_objects(dir, error)) {
+    const double loss = j.contains("loss") && j["loss"].is_number()
+                            ? j["loss"].get<double>()
+                            : std::numeric_limits<double>::quiet_NaN();
+    rows.push_back({j["fresh"].get<double>(), j["accuracy"].get<double>(), loss});
+  }
+  return rows;
+}
+
+TargetReading target_reading(const ExperimentSpec& spec) {
+  const TuningSpec& t = spec.tuning.from ? spec.tuning.from->tuning : spec.tuning;
+  return {t.reading == "held", t.margin};
+}
+
+nlohmann::json summary_as_read(const ExperimentSpec& spec, const ExperimentCell& cell,
+                               uint64_t seed, const nlohmann::json& summary) {
+  const TargetReading reading = target_reading(spec);
+  if (!reading.held) return summary;
+  const std::string dir = run_dir(spec, cell, seed);
+  std::string error;
+  const std::vector<nlohmann::json> evals = read_eval_objects(dir, &error);
+  if (!error.empty() || evals.empty())
+    experiment_error("the \"held\" reading reads every evaluation of a run: " +
+                     (error.empty() ? "no evaluations in " + dir + "/evals.jsonl" : error));
+  // The target held: the cell's (its overrides may set one), its accuracy target, or else
+  // its loss target.
+  const TrainConfig c = cell_config(spec, cell, seed, ExperimentOptions{}, nullptr);
+  const bool loss = !c.target_accuracy;
+  std::vector<double> metric;
+  for (const auto& e : evals) {
+    const nlohmann::json& v = e[loss ? "loss" : "accuracy"];
+    metric.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
+  }
+  const std::optional<size_t> i =
+      loss ? held_index_of_loss(metric, c.target_loss.value_or(0), reading.margin)
+           : held_index(metric, *c.target_accuracy, reading.margin);
+  nlohmann::json s = summary;
+  s["reached_target"] = i.has_value();
+  // The to-target figures are those of the evaluation from which the run holds it.
+  static constexpr std::pair<const char*, const char*> kAt[] = {
+      {"fresh_to_target", "fresh"},
+      {"steps_to_target", "step"},
+      {"seconds_to_target", "train_seconds"},
+      {"wall_seconds_to_target", "wall_seconds"},
+      {"raw_reads_to_target", "raw_reads"}};
+  for (const auto& [to_target, at] : kAt) {
+    s.erase(to_target);
+    if (i && evals[*i].contains(at)) s[to_target] = evals[*i][at];
+  }
+  return s;
 }
 
 }  // namespace detail
@@ -95,31 +148,11 @@ std::optional<size_t> held_index_of_loss(const std::vector<double>& loss, double
 
 namespace {
 
-// The target a "held" reading holds: the cell's accuracy or loss target.
-struct HeldTarget {
-  double value = 0;
-  bool loss = false;  // a loss (lower is better), else an accuracy
-};
-
-// A tuning run's fresh examples to target, read as the spec's tuning says: the summary's
-// first touch, or (reading "held") the evaluation from which the run holds `target`,
-// censored at the run's fresh examples when it never does.
+// A tuning run's fresh examples to target, read as the spec's tuning says (the first touch
+// or "held"), censored at the run's fresh examples when it never reaches the target.
 Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell& tc, uint64_t seed,
-                               const nlohmann::json& summary, HeldTarget target) {
-  if (spec.tuning.reading != "held") return detail::fresh_observation(summary);
-  const std::string dir = detail::run_dir(spec, tc, seed);
-  std::string error;
-  const std::vector<std::vector<double>> evals = detail::read_evals(dir, &error);
-  if (!error.empty() || evals.empty())
-    detail::experiment_error("tuning reads \"held\" from every evaluation of a run: " +
-                             (error.empty() ? "no evaluations in " + dir + "/evals.jsonl" : error));
-  std::vector<double> metric;
-  for (const auto& e : evals) metric.push_back(e[target.loss ? 2 : 1]);
-  const std::optional<size_t> i = target.loss
-                                      ? held_index_of_loss(metric, target.value, spec.tuning.margin)
-                                      : held_index(metric, target.value, spec.tuning.margin);
-  if (i) return {evals[*i][0], false};
-  return {summary.value("fresh", 0.0), true};
+                               const nlohmann::json& summary) {
+  return detail::fresh_observation(detail::summary_as_read(spec, tc, seed, summary));
 }
 
 // Whether trial a beats trial b: fewer median fresh examples to target (a censored run
@@ -152,8 +185,7 @@ nlohmann::json TuningState::to_json() const {
 namespace {
 
 // One rate's tuning runs of a cell, as far as they are on disk.
-LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr,
-                 HeldTarget target) {
+LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr) {
   BootstrapOptions few;  // the tuning's medians: the interval is only informative
   few.resamples = 2000;
   LrTrial t;
@@ -164,7 +196,7 @@ LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double 
     nlohmann::json s = detail::finished_summary(spec, tc, seed);
     if (!s.is_object()) continue;
     ++t.runs;
-    obs.push_back(tuning_observation(spec, tc, seed, s, target));
+    obs.push_back(tuning_observation(spec, tc, seed, s));
     t.reached += obs.back().censored ? 0 : 1;
   }
   t.fresh = estimate_median(obs, few);
@@ -202,23 +234,12 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
   if (spec.tuning.from) return tuning_state_from(spec, cell);
   if (!spec.tuning.enabled()) return st;
   st.reading = spec.tuning.reading;
-  // The target the "held" reading holds: the cell's (its overrides may set one), its
-  // accuracy target, or else its loss target.
-  HeldTarget target;
-  if (st.reading == "held") {
-    const TrainConfig c =
-        detail::cell_config(spec, cell, spec.tuning.seeds.front(), ExperimentOptions{}, nullptr);
-    if (c.target_accuracy)
-      target.value = *c.target_accuracy;
-    else
-      target = {c.target_loss.value_or(0), true};
-  }
   std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
   for (int64_t widened = 0;; ++widened) {
     st.trials.clear();
     st.pending.clear();
     for (double lr : lrs) {
-      st.trials.push_back(lr_trial(spec, cell, lr, target));
+      st.trials.push_back(lr_trial(spec, cell, lr));
       if (st.trials.back().runs < static_cast<int64_t>(spec.tuning.seeds.size()))
         st.pending.push_back(lr);
     }

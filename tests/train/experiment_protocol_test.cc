@@ -302,17 +302,23 @@ TEST(ExperimentProtocol, ALossIsHeldBelowItsTarget) {
   EXPECT_EQ(held_index_of_loss({}, 2.0, 0.05), std::nullopt);
 }
 
-// The evaluations of a run (evals.jsonl), one per 100 fresh examples from 100 on.
+// The evaluations of a run (evals.jsonl), one per 100 fresh examples from 100 on, at
+// step fresh / 10, fresh / 100 seconds of training and fresh / 100 + 1 on the wall clock.
 // With `loss`, each evaluation's loss is the given value and its accuracy 0.
 void write_evals(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
                  const std::vector<double>& values, bool loss = false) {
   std::ofstream out(detail::run_dir(spec, cell, seed) + "/evals.jsonl");
-  for (size_t i = 0; i < values.size(); ++i)
-    out << json{{"fresh", 100 * (i + 1)},
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double fresh = 100.0 * static_cast<double>(i + 1);
+    out << json{{"fresh", fresh},
                 {"accuracy", loss ? 0.0 : values[i]},
-                {"loss", loss ? values[i] : 1.0}}
+                {"loss", loss ? values[i] : 1.0},
+                {"step", fresh / 10},
+                {"train_seconds", fresh / 100},
+                {"wall_seconds", fresh / 100 + 1}}
                .dump()
         << "\n";
+  }
 }
 
 json snapshots_base() {
@@ -360,7 +366,7 @@ TEST(ExperimentProtocol, TuningCanChooseByTheHeldReading) {
   // A run without its evaluations cannot be read: the error names the file.
   fs::remove(detail::run_dir(spec, detail::tuning_cell(base, 0.4), 101) + "/evals.jsonl");
   EXPECT_CONTAINS(testing::error_of([&] { tuning_state(spec, base); }),
-                  ("tuning reads \"held\" from every evaluation of a run: no evaluations in"));
+                  ("the \"held\" reading reads every evaluation of a run: no evaluations in"));
   EXPECT_CONTAINS(testing::error_of([&] { tuning_state(spec, base); }),
                   ("tune/lr-0.4/seed-101/evals.jsonl"));
 
@@ -374,6 +380,104 @@ TEST(ExperimentProtocol, TuningCanChooseByTheHeldReading) {
   j["tuning"]["margin"] = 0.01;
   EXPECT_CONTAINS(testing::error_of([&] { experiment_spec_from_json(j, ""); }),
                   ("$.tuning.margin: a margin is for \"reading\": \"held\""));
+}
+
+TEST(ExperimentProtocol, AHeldReadingReadsTheFinalRunsTooWithTheFirstTouchBeside) {
+  // Where the experiment reads "held", so does its report: every figure to target is the
+  // evaluation's from which the run holds the target, a run that never holds it counts at
+  // its budget, and the first touch is given beside.
+  const std::string out = testing::temp_dir() + "/held-report";
+  json j = {
+      {"name", "held-report"},
+      {"base", snapshots_base()},
+      {"out", out},
+      {"tuning",
+       {{"lr", {0.05, 0.1, 0.2}}, {"seeds", {101}}, {"reading", "held"}, {"margin", 0.01}}},
+      {"grid", {{"variants", {"baseline"}}, {"seeds", {1, 2}}}},
+      {"cells", {{{"id", "echo"}, {"variant", "example_before"}, {"factor", 2}, {"lr", 0.1}}}}};
+  ExperimentSpec spec = experiment_spec_from_json(j, "");
+  ASSERT_EQ(spec.cells.size(), 2u);
+  // The baseline's tuning: 0.1 holds the target from 500, the others never reach it.
+  for (double lr : {0.05, 0.1, 0.2}) {
+    const ExperimentCell tc = detail::tuning_cell(spec.cells[0], lr);
+    if (lr == 0.1) {
+      write_run(spec, tc, 101, 500, 5);
+      write_evals(spec, tc, 101, {0.5, 0.6, 0.7, 0.8, 0.9, 0.91});
+    } else {
+      write_run(spec, tc, 101, 600, 6, /*hit=*/false);
+      write_evals(spec, tc, 101, {0.5, 0.6, 0.7, 0.8, 0.85, 0.86});
+    }
+  }
+  ExperimentCell baseline = spec.cells[0], echo = spec.cells[1];
+  baseline.lr = 0.1;
+  // Baseline seed 1 touches 0.9 at 300, dips below the floor, holds from 600; seed 2
+  // holds from its first touch at 500.
+  write_run(spec, baseline, 1, 300, 4);
+  write_evals(spec, baseline, 1, {0.8, 0.85, 0.9, 0.88, 0.89, 0.9, 0.91, 0.9});
+  write_run(spec, baseline, 2, 500, 6);
+  write_evals(spec, baseline, 2, {0.6, 0.7, 0.8, 0.85, 0.9, 0.91, 0.9, 0.9});
+  // Echo seed 1 holds from 200; seed 2 touches at 300 but its last evaluation falls below
+  // the floor: it never holds, and counts at its 800 fresh examples.
+  write_run(spec, echo, 1, 200, 3);
+  write_evals(spec, echo, 1, {0.8, 0.9, 0.9, 0.91, 0.9, 0.9, 0.91, 0.92});
+  write_run(spec, echo, 2, 300, 4);
+  write_evals(spec, echo, 2, {0.8, 0.85, 0.9, 0.9, 0.91, 0.9, 0.9, 0.85});
+  // write_run's budget for a run that reached the target is fresh + 100; the runs above
+  // go on to 800 fresh examples.
+  using Run = std::pair<ExperimentCell, uint64_t>;
+  for (const auto& [cell, seed] :
+       std::vector<Run>{{baseline, 1}, {baseline, 2}, {echo, 1}, {echo, 2}}) {
+    const std::string path = detail::run_dir(spec, cell, seed) + "/result.json";
+    json r = detail::read_json_file(path);
+    r["summary"]["fresh"] = 800;
+    r["summary"]["wall_seconds"] = 9;
+    detail::write_json_file(path, r);
+  }
+  ExperimentOptions o;
+  o.plots = false;
+  o.log = [](const std::string&) {};
+  ExperimentReport r = report_experiment(spec, o);
+  EXPECT_EQ(r.reading, "held");
+  const CellResult& b = r.cells[0];
+  const CellResult& e = r.cells[1];
+  EXPECT_EQ(b.reached, 2);
+  EXPECT_EQ(b.fresh.median, 550) << "held from 600 and 500";
+  EXPECT_EQ(b.steps.median, 55);
+  EXPECT_EQ(b.wall_seconds.median, 6.5) << "the held evaluations' wall clock";
+  EXPECT_EQ(e.reached, 1);
+  EXPECT_EQ(e.fresh.median, 200);
+  ASSERT_EQ(e.fresh_observations.size(), 2u);
+  EXPECT_TRUE(e.fresh_observations[1].censored);
+  EXPECT_EQ(e.fresh_observations[1].value, 800) << "never held: counted at its budget";
+  // Beside: the first touch, as the trainer recorded it.
+  ASSERT_TRUE(b.first_touch && e.first_touch);
+  EXPECT_EQ(b.first_touch->reached, 2);
+  EXPECT_EQ(b.first_touch->fresh.median, 400) << "first touches at 300 and 500";
+  EXPECT_EQ(e.first_touch->reached, 2);
+  EXPECT_EQ(e.first_touch->fresh.median, 250);
+  ASSERT_TRUE(e.first_touch->fresh_reduction);
+  EXPECT_EQ(e.first_touch->fresh_reduction->ratio, 1.6) << "400 / 250";
+  const std::string text = r.to_text();
+  EXPECT_CONTAINS(text, "read by the first touch instead");
+  EXPECT_CONTAINS(text, "margin 0.01");
+  EXPECT_CONTAINS(text, "reached = holds the target");
+  const json doc = detail::read_json_file(out + "/results.json");
+  EXPECT_EQ(doc["reading"], "held");
+  EXPECT_EQ(doc["cells"][1]["first_touch"]["reached"], 2);
+
+  // Read by the first touch, the report is as the trainer recorded it, with nothing beside.
+  j["tuning"].erase("reading");
+  j["tuning"].erase("margin");
+  ExperimentReport first = report_experiment(experiment_spec_from_json(j, ""), o);
+  EXPECT_EQ(first.reading, "first_touch");
+  EXPECT_EQ(first.cells[1].reached, 2);
+  EXPECT_FALSE(first.cells[1].first_touch);
+  EXPECT_EQ(first.to_text().find("read by the first touch instead"), std::string::npos);
+
+  // A final run without its evaluations cannot be read by the rule: the error names it.
+  fs::remove(detail::run_dir(spec, echo, 2) + "/evals.jsonl");
+  EXPECT_CONTAINS(testing::error_of([&] { report_experiment(spec, o); }),
+                  ("echo/seed-2/evals.jsonl"));
 }
 
 TEST(ExperimentProtocol, TuningHoldsALossTargetFromBelow) {

@@ -209,6 +209,16 @@ struct CellResult {
   std::optional<RatioEstimate> fresh_reduction_vs_control;
   std::vector<Observation> fresh_observations, wall_observations;  // one per run
   std::optional<TuningState> tuning;                               // when the experiment tunes
+  // Where the experiment reads "held" (TuningSpec::reading), every figure above is read by
+  // that rule, and the same runs read by their first touch are given beside them.
+  struct FirstTouch {
+    int64_t reached = 0;
+    Spread fresh;
+    std::vector<Observation> fresh_observations, wall_observations;
+    std::optional<RatioEstimate> fresh_reduction, speedup;  // against the baseline's
+    nlohmann::json to_json() const;
+  };
+  std::optional<FirstTouch> first_touch;
   nlohmann::json to_json() const;
 };
 
@@ -229,7 +239,11 @@ struct ExperimentReport {
   std::string csv_path, json_path;
   std::vector<std::string> plots;  // files written
   std::string plot_note;           // why plots were not drawn, if they were not
-  std::string to_text() const;     // the results table, for a terminal
+  // How the figures read "reaching the target" (TuningSpec::reading): "first_touch" or
+  // "held" (with its margin; the first touch is then given beside).
+  std::string reading = "first_touch";
+  double margin = 0;
+  std::string to_text() const;  // the results table, for a terminal
 };
 
 // Runs every cell x seed not already done (out/cells/<cell>/seed-<s>/result.json with the
