@@ -117,6 +117,8 @@ nlohmann::json CellResult::to_json() const {
                       {"r_estimate", r.to_json()},
                       {"raw_reads_to_target", raw_reads.to_json()},
                       {"steps_per_second", steps_per_second.to_json()},
+                      {"final_accuracy", final_accuracy.to_json()},
+                      {"final_loss", final_loss.to_json()},
                       {"cpu_cap", opt_json(cpu_cap)},
                       {"fresh_reduction", opt_json(fresh_reduction)},
                       {"speedup", opt_json(speedup)},
@@ -212,6 +214,14 @@ std::string ExperimentReport::to_text() const {
       o << line;
     }
   }
+  o << "at the budget (the final evaluation): validation accuracy, loss:\n";
+  for (const auto& c : cells) {
+    if (c.runs.empty()) continue;
+    std::snprintf(line, sizeof line, "  %-32s %-26s %s\n", c.cell.id.c_str(),
+                  spread_text(c.final_accuracy, "%.4f").c_str(),
+                  spread_text(c.final_loss, "%.4f").c_str());
+    o << line;
+  }
   const TuningState* tuned = nullptr;
   for (const auto& c : cells)
     if (c.tuning && !tuned) tuned = &*c.tuning;
@@ -255,7 +265,7 @@ namespace {
 
 // The values of one cell's finished runs, each list over the seeds that have it.
 struct RunValues {
-  std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate;
+  std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate, final_accuracy, final_loss;
   std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
 };
 
@@ -288,6 +298,8 @@ void add_run(const nlohmann::json& s, CellResult& c, RunValues& v) {
   if (auto x = opt_number(s, "achieved_echo")) v.echo.push_back(*x);
   if (auto x = opt_number(s, "r_estimate")) v.r.push_back(*x);
   if (auto x = opt_number(s, "steps_per_second")) v.rate.push_back(*x);
+  if (auto x = opt_number(s, "final_accuracy")) v.final_accuracy.push_back(*x);
+  if (auto x = opt_number(s, "final_loss")) v.final_loss.push_back(*x);
   observe(s, "fresh_to_target", "fresh", v.fresh_obs);
   observe(s, "wall_seconds_to_target", "wall_seconds", v.wall_obs);
   if (!s.value("reached_target", false)) return;
@@ -329,6 +341,8 @@ CellResult cell_result(const ExperimentSpec& spec, const ExperimentCell& spec_ce
   c.r = spread_of(v.r);
   c.raw_reads = spread_of(v.raw);
   c.steps_per_second = spread_of(v.rate);
+  c.final_accuracy = spread_of(v.final_accuracy);
+  c.final_loss = spread_of(v.final_loss);
   c.fresh_estimate = estimate_median(v.fresh_obs);
   c.wall_estimate = estimate_median(v.wall_obs);
   c.fresh_observations = std::move(v.fresh_obs);

@@ -423,7 +423,7 @@ TEST(ExperimentProtocol, AHeldReadingReadsTheFinalRunsTooWithTheFirstTouchBeside
   write_run(spec, echo, 2, 300, 4);
   write_evals(spec, echo, 2, {0.8, 0.85, 0.9, 0.9, 0.91, 0.9, 0.9, 0.85});
   // write_run's budget for a run that reached the target is fresh + 100; the runs above
-  // go on to 800 fresh examples.
+  // go on to 800 fresh examples, and end at 0.91 (seed 1) and 0.92 (seed 2) accuracy.
   using Run = std::pair<ExperimentCell, uint64_t>;
   for (const auto& [cell, seed] :
        std::vector<Run>{{baseline, 1}, {baseline, 2}, {echo, 1}, {echo, 2}}) {
@@ -431,6 +431,8 @@ TEST(ExperimentProtocol, AHeldReadingReadsTheFinalRunsTooWithTheFirstTouchBeside
     json r = detail::read_json_file(path);
     r["summary"]["fresh"] = 800;
     r["summary"]["wall_seconds"] = 9;
+    r["summary"]["final_accuracy"] = 0.9 + 0.01 * static_cast<double>(seed);
+    r["summary"]["final_loss"] = 0.3;
     detail::write_json_file(path, r);
   }
   ExperimentOptions o;
@@ -461,6 +463,11 @@ TEST(ExperimentProtocol, AHeldReadingReadsTheFinalRunsTooWithTheFirstTouchBeside
   EXPECT_CONTAINS(text, "read by the first touch instead");
   EXPECT_CONTAINS(text, "margin 0.01");
   EXPECT_CONTAINS(text, "reached = holds the target");
+  // The final evaluation at the budget, beside the figures to target.
+  EXPECT_CONTAINS(text, "at the budget (the final evaluation): validation accuracy, loss:");
+  EXPECT_DOUBLE_EQ(*b.final_accuracy.median, 0.915);
+  EXPECT_EQ(b.final_loss.median, 0.3);
+  EXPECT_CONTAINS(text, "0.9150 [0.9100-0.9200]");
   const json doc = detail::read_json_file(out + "/results.json");
   EXPECT_EQ(doc["reading"], "held");
   EXPECT_EQ(doc["cells"][1]["first_touch"]["reached"], 2);

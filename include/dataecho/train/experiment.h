@@ -190,6 +190,8 @@ struct CellResult {
   Spread fresh, steps, seconds, wall_seconds, achieved_echo, r;
   Spread raw_reads;         // the source's reads to target (read-ahead included)
   Spread steps_per_second;  // training steps per second (start-up included)
+  // The final evaluation's validation accuracy and loss, at the run's budget.
+  Spread final_accuracy, final_loss;
   // C (docs/protocol.md, change 2): this cell's median steps per second over its
   // baseline's, in the same (unthrottled) sweep: below 1, the CPU holds the cell back.
   std::optional<double> cpu_cap;
