@@ -20,7 +20,7 @@ set ylabel "evaluation loss (nats per token, the target's set)"
 set xrange [0:*]
 set yrange [*:*]
 plot "loss_vs_fresh.dat" index 0 using 1:3 with linespoints title "baseline (seed 1)", \
-  "loss_vs_fresh.dat" index 1 using 1:3 with linespoints title "before_pack-e2-sb100 (seed 1)", \
+  "loss_vs_fresh.dat" index 1 using 1:3 with linespoints title "before_pack-e4-sb100 (seed 5)", \
   1.75 with lines dt 2 lc rgb "gray" title "target"
 set output "speedup_vs_factor.".fmt
 set title "lm".": wall-clock speedup to target vs echo factor"
