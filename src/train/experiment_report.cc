@@ -161,6 +161,89 @@ static std::string ratio_text(const std::optional<RatioEstimate>& e) {
   return b;
 }
 
+namespace {
+
+// The table's blocks below the main one (ExperimentReport::to_text).
+
+// Each example-echo cell against its control (change 7), where the experiment has one.
+void write_controls(std::ostream& o, const std::vector<CellResult>& cells) {
+  bool controlled = false;
+  for (const auto& c : cells) controlled = controlled || !c.control.empty();
+  if (!controlled) return;
+  o << "against the control (docs/protocol.md change 7, added after the results it checks): "
+       "control fresh / this cell's, median ratio [95% interval]:\n";
+  for (const auto& c : cells) {
+    if (c.control.empty()) continue;
+    o << "  " << c.cell.id << " vs " << c.control << ": "
+      << ratio_text(c.fresh_reduction_vs_control) << " (vs baseline "
+      << ratio_text(c.fresh_reduction_estimate) << ")\n";
+  }
+}
+
+// Under the "held" reading, the same runs read by their first touch.
+void write_first_touch(std::ostream& o, const std::vector<CellResult>& cells, double margin) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "read by the first touch instead (the first evaluation at the target; the "
+                "figures above read \"held\", margin %g): reached, fresh to target, fresh/, "
+                "speedup:\n",
+                margin);
+  o << line;
+  for (const auto& c : cells) {
+    if (!c.first_touch) continue;
+    const auto& f = *c.first_touch;
+    const std::string reached =
+        std::to_string(f.reached) + "/" + std::to_string(c.cell.seeds.size());
+    std::snprintf(line, sizeof line, "  %-32s %-7s %-26s %-20s %s\n", c.cell.id.c_str(),
+                  reached.c_str(), spread_text(f.fresh, "%.0f").c_str(),
+                  ratio_text(f.fresh_reduction).c_str(), ratio_text(f.speedup).c_str());
+    o << line;
+  }
+}
+
+// Each cell's final evaluation, at its budget.
+void write_final_evaluations(std::ostream& o, const std::vector<CellResult>& cells) {
+  o << "at the budget (the final evaluation): validation accuracy, loss:\n";
+  for (const auto& c : cells) {
+    if (c.runs.empty()) continue;
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-32s %-26s %s\n", c.cell.id.c_str(),
+                  spread_text(c.final_accuracy, "%.4f").c_str(),
+                  spread_text(c.final_loss, "%.4f").c_str());
+    o << line;
+  }
+}
+
+// Each tuned cell's rates: median fresh examples to target, runs at the target, the choice.
+void write_tuning(std::ostream& o, const std::vector<CellResult>& cells) {
+  const TuningState* tuned = nullptr;
+  for (const auto& c : cells)
+    if (c.tuning && !tuned) tuned = &*c.tuning;
+  if (!tuned) return;
+  o << "learning-rate tuning (median fresh examples to "
+    << (tuned->reading == "held" ? "hold the target" : "target")
+    << " over the tuning seeds, reached/runs; * chosen):\n";
+  for (const auto& c : cells) {
+    if (!c.tuning) continue;
+    o << "  " << c.cell.id << ":";
+    for (const auto& t : c.tuning->trials) {
+      char b[128];
+      std::snprintf(b, sizeof b, " %g%s %s (%lld/%lld)", t.lr,
+                    c.tuning->chosen && *c.tuning->chosen == t.lr ? "*" : "",
+                    t.fresh ? (std::string(t.fresh->median_censored ? ">=" : "") +
+                               fmt(t.fresh->median, "%.0f"))
+                                  .c_str()
+                            : "-",
+                    static_cast<long long>(t.reached), static_cast<long long>(t.runs));
+      o << b;
+    }
+    if (!c.tuning->note.empty()) o << " | " << c.tuning->note;
+    o << "\n";
+  }
+}
+
+}  // namespace
+
 std::string ExperimentReport::to_text() const {
   std::ostringstream o;
   char line[1024];
@@ -184,69 +267,10 @@ std::string ExperimentReport::to_text() const {
     o << line;
     for (const auto& e : c.errors) o << "    error: " << e << "\n";
   }
-  bool controlled = false;
-  for (const auto& c : cells) controlled = controlled || !c.control.empty();
-  if (controlled) {
-    o << "against the control (docs/protocol.md change 7, added after the results it checks): "
-         "control fresh / this cell's, median ratio [95% interval]:\n";
-    for (const auto& c : cells) {
-      if (c.control.empty()) continue;
-      o << "  " << c.cell.id << " vs " << c.control << ": "
-        << ratio_text(c.fresh_reduction_vs_control) << " (vs baseline "
-        << ratio_text(c.fresh_reduction_estimate) << ")\n";
-    }
-  }
-  if (reading == "held") {
-    std::snprintf(line, sizeof line,
-                  "read by the first touch instead (the first evaluation at the target; the "
-                  "figures above read \"held\", margin %g): reached, fresh to target, fresh/, "
-                  "speedup:\n",
-                  margin);
-    o << line;
-    for (const auto& c : cells) {
-      if (!c.first_touch) continue;
-      const auto& f = *c.first_touch;
-      const std::string reached =
-          std::to_string(f.reached) + "/" + std::to_string(c.cell.seeds.size());
-      std::snprintf(line, sizeof line, "  %-32s %-7s %-26s %-20s %s\n", c.cell.id.c_str(),
-                    reached.c_str(), spread_text(f.fresh, "%.0f").c_str(),
-                    ratio_text(f.fresh_reduction).c_str(), ratio_text(f.speedup).c_str());
-      o << line;
-    }
-  }
-  o << "at the budget (the final evaluation): validation accuracy, loss:\n";
-  for (const auto& c : cells) {
-    if (c.runs.empty()) continue;
-    std::snprintf(line, sizeof line, "  %-32s %-26s %s\n", c.cell.id.c_str(),
-                  spread_text(c.final_accuracy, "%.4f").c_str(),
-                  spread_text(c.final_loss, "%.4f").c_str());
-    o << line;
-  }
-  const TuningState* tuned = nullptr;
-  for (const auto& c : cells)
-    if (c.tuning && !tuned) tuned = &*c.tuning;
-  if (tuned) {
-    o << "learning-rate tuning (median fresh examples to "
-      << (tuned->reading == "held" ? "hold the target" : "target")
-      << " over the tuning seeds, reached/runs; * chosen):\n";
-    for (const auto& c : cells) {
-      if (!c.tuning) continue;
-      o << "  " << c.cell.id << ":";
-      for (const auto& t : c.tuning->trials) {
-        char b[128];
-        std::snprintf(b, sizeof b, " %g%s %s (%lld/%lld)", t.lr,
-                      c.tuning->chosen && *c.tuning->chosen == t.lr ? "*" : "",
-                      t.fresh ? (std::string(t.fresh->median_censored ? ">=" : "") +
-                                 fmt(t.fresh->median, "%.0f"))
-                                    .c_str()
-                              : "-",
-                      static_cast<long long>(t.reached), static_cast<long long>(t.runs));
-        o << b;
-      }
-      if (!c.tuning->note.empty()) o << " | " << c.tuning->note;
-      o << "\n";
-    }
-  }
+  write_controls(o, cells);
+  if (reading == "held") write_first_touch(o, cells, margin);
+  write_final_evaluations(o, cells);
+  write_tuning(o, cells);
   if (reading == "held")
     o << "(reached = holds the target: from the first evaluation at the target after which "
          "none is more than the margin on the wrong side of it)\n";
