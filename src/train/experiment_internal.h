@@ -43,13 +43,23 @@ struct TargetReading {
   double margin = 0;
 };
 TargetReading target_reading(const ExperimentSpec& spec);
-// A finished run's summary as the experiment reads it. The first touch: the summary as it
-// is. "held": reached_target says whether the run holds the cell's target, and the
-// *_to_target fields (fresh, steps, seconds, wall seconds, raw reads) are those of the
-// evaluation from which it does, absent when it never does. Throws (naming the file) when
-// the run's evaluations cannot be read.
-nlohmann::json summary_as_read(const ExperimentSpec& spec, const ExperimentCell& cell,
-                               uint64_t seed, const nlohmann::json& summary);
+// What a "held" reading holds for a cell's runs: the cell's accuracy target (its
+// overrides may set one), or else its loss target, with the experiment's margin. nullopt
+// where the experiment reads the first touch. Computed once per cell: it derives the
+// cell's config.
+struct HeldTarget {
+  double value = 0;
+  bool loss = false;  // a loss (lower is better), else an accuracy
+  double margin = 0;
+};
+std::optional<HeldTarget> held_target(const ExperimentSpec& spec, const ExperimentCell& cell);
+// A finished run's summary (the run in `dir`) as the experiment reads it. The first touch
+// (no `held`): the summary as it is. "held": reached_target says whether the run holds the
+// target, and the *_to_target fields (fresh, steps, seconds, wall seconds, raw reads) are
+// those of the evaluation from which it does, absent when it never does. Throws (naming
+// the file) when the run's evaluations cannot be read.
+nlohmann::json summary_as_read(const std::string& dir, const nlohmann::json& summary,
+                               const std::optional<HeldTarget>& held);
 
 // The winner of a tuning group whose members `ids` have the tuning `states` (in the same
 // order; null: none): the member whose chosen rate has the fewest median fresh examples,

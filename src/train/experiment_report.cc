@@ -29,6 +29,12 @@ nlohmann::json opt_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// An estimate's JSON (MedianEstimate, RatioEstimate), or null.
+template <typename Estimate>
+nlohmann::json opt_estimate_json(const std::optional<Estimate>& e) {
+  return e ? e->to_json() : nlohmann::json(nullptr);
+}
+
 std::string fmt(const std::optional<double>& v, const char* f = "%.4g") {
   if (!v) return "";
   char b[64];
@@ -124,18 +130,17 @@ nlohmann::json CellResult::to_json() const {
                       {"speedup", opt_json(speedup)},
                       {"ideal_speedup", opt_json(ideal_speedup)},
                       {"errors", errors}};
-  auto est = [](const auto& e) { return e ? e->to_json() : nlohmann::json(nullptr); };
-  j["estimates"] = {{"fresh_to_target", est(fresh_estimate)},
-                    {"wall_seconds_to_target", est(wall_estimate)},
-                    {"fresh_reduction", est(fresh_reduction_estimate)},
-                    {"speedup", est(speedup_estimate)},
+  j["estimates"] = {{"fresh_to_target", opt_estimate_json(fresh_estimate)},
+                    {"wall_seconds_to_target", opt_estimate_json(wall_estimate)},
+                    {"fresh_reduction", opt_estimate_json(fresh_reduction_estimate)},
+                    {"speedup", opt_estimate_json(speedup_estimate)},
                     {"method",
                      "median over seeds; runs that never reached the target count at their "
                      "budget (censored); 95% percentile bootstrap, 10,000 resamples, fixed "
                      "seed; ratios resample baseline and cell independently"}};
   if (!control.empty()) {  // only where a control exists: other reports are unchanged
     j["control"] = control;
-    j["estimates"]["fresh_reduction_vs_control"] = est(fresh_reduction_vs_control);
+    j["estimates"]["fresh_reduction_vs_control"] = opt_estimate_json(fresh_reduction_vs_control);
   }
   if (cell.variant == EchoVariant::kAdaptive)
     j["adaptive_placement"] = variant_name(cell.adaptive_placement);
@@ -147,10 +152,11 @@ nlohmann::json CellResult::to_json() const {
 }
 
 nlohmann::json CellResult::FirstTouch::to_json() const {
-  auto est = [](const auto& e) { return e ? e->to_json() : nlohmann::json(nullptr); };
   return {{"reached", reached},
           {"fresh_to_target", fresh.to_json()},
-          {"estimates", {{"fresh_reduction", est(fresh_reduction)}, {"speedup", est(speedup)}}}};
+          {"estimates",
+           {{"fresh_reduction", opt_estimate_json(fresh_reduction)},
+            {"speedup", opt_estimate_json(speedup)}}}};
 }
 
 static std::string ratio_text(const std::optional<RatioEstimate>& e) {
@@ -289,6 +295,7 @@ namespace {
 
 // The values of one cell's finished runs, each list over the seeds that have it.
 struct RunValues {
+  int64_t reached = 0;
   std::vector<double> fresh, steps, secs, wall, echo, r, raw, rate, final_accuracy, final_loss;
   std::vector<Observation> fresh_obs, wall_obs;  // every run, censored at its budget
 };
@@ -301,24 +308,8 @@ void observe(const nlohmann::json& s, const char* to_target, const char* total,
   if (auto x = opt_number(s, hit ? to_target : total)) obs.push_back({*x, !hit});
 }
 
-// The same runs read by their first touch (their summaries as the trainer wrote them).
-CellResult::FirstTouch first_touch_of(const std::vector<nlohmann::json>& runs) {
-  CellResult::FirstTouch f;
-  std::vector<double> fresh;
-  for (const auto& run : runs) {
-    const nlohmann::json& s = run["summary"];
-    observe(s, "fresh_to_target", "fresh", f.fresh_observations);
-    observe(s, "wall_seconds_to_target", "wall_seconds", f.wall_observations);
-    if (!s.value("reached_target", false)) continue;
-    ++f.reached;
-    if (auto x = opt_number(s, "fresh_to_target")) fresh.push_back(*x);
-  }
-  f.fresh = spread_of(fresh);
-  return f;
-}
-
 // Adds one finished run's summary to the cell's values.
-void add_run(const nlohmann::json& s, CellResult& c, RunValues& v) {
+void add_run(const nlohmann::json& s, RunValues& v) {
   if (auto x = opt_number(s, "achieved_echo")) v.echo.push_back(*x);
   if (auto x = opt_number(s, "r_estimate")) v.r.push_back(*x);
   if (auto x = opt_number(s, "steps_per_second")) v.rate.push_back(*x);
@@ -328,7 +319,7 @@ void add_run(const nlohmann::json& s, CellResult& c, RunValues& v) {
   observe(s, "wall_seconds_to_target", "wall_seconds", v.wall_obs);
   if (!s.value("reached_target", false)) return;
   if (auto x = opt_number(s, "raw_reads_to_target")) v.raw.push_back(*x);
-  ++c.reached;
+  ++v.reached;
   if (auto x = opt_number(s, "fresh_to_target")) v.fresh.push_back(*x);
   if (auto x = opt_number(s, "steps_to_target")) v.steps.push_back(*x);
   if (auto x = opt_number(s, "seconds_to_target")) v.secs.push_back(*x);
@@ -348,15 +339,28 @@ CellResult cell_result(const ExperimentSpec& spec, const ExperimentCell& spec_ce
   c.cell = cell;
   auto it = errors.find(cell.id);
   if (it != errors.end()) c.errors = it->second;
-  RunValues v;
+  // Under "held", `first` has the same runs read by their first touch (their summaries as
+  // the trainer wrote them), given beside.
+  RunValues v, first;
+  const bool reads_held = target_reading(spec).held;
+  std::optional<HeldTarget> held;  // at the first finished run (it derives the cell's config)
   for (uint64_t seed : cell.seeds) {
     // Only results of this cell's current config count.
     const nlohmann::json s = finished_summary(spec, cell, seed);
     if (!s.is_object()) continue;
     c.runs.push_back({{"seed", seed}, {"summary", s}});
-    add_run(summary_as_read(spec, cell, seed, s), c, v);
+    if (reads_held && !held) held = held_target(spec, cell);
+    add_run(summary_as_read(run_dir(spec, cell, seed), s, held), v);
+    if (reads_held) add_run(s, first);
   }
-  if (target_reading(spec).held) c.first_touch = first_touch_of(c.runs);
+  if (reads_held) {
+    auto& f = c.first_touch.emplace();
+    f.reached = first.reached;
+    f.fresh = spread_of(first.fresh);
+    f.fresh_observations = std::move(first.fresh_obs);
+    f.wall_observations = std::move(first.wall_obs);
+  }
+  c.reached = v.reached;
   c.fresh = spread_of(v.fresh);
   c.steps = spread_of(v.steps);
   c.seconds = spread_of(v.secs);

@@ -82,28 +82,30 @@ TargetReading target_reading(const ExperimentSpec& spec) {
   return {t.reading == "held", t.margin};
 }
 
-nlohmann::json summary_as_read(const ExperimentSpec& spec, const ExperimentCell& cell,
-                               uint64_t seed, const nlohmann::json& summary) {
+std::optional<HeldTarget> held_target(const ExperimentSpec& spec, const ExperimentCell& cell) {
   const TargetReading reading = target_reading(spec);
-  if (!reading.held) return summary;
-  const std::string dir = run_dir(spec, cell, seed);
+  if (!reading.held) return std::nullopt;
+  const uint64_t seed = cell.seeds.empty() ? 1 : cell.seeds.front();  // any: same target
+  const TrainConfig c = cell_config(spec, cell, seed, ExperimentOptions{}, nullptr);
+  if (c.target_accuracy) return HeldTarget{*c.target_accuracy, false, reading.margin};
+  return HeldTarget{c.target_loss.value_or(0), true, reading.margin};
+}
+
+nlohmann::json summary_as_read(const std::string& dir, const nlohmann::json& summary,
+                               const std::optional<HeldTarget>& held) {
+  if (!held) return summary;
   std::string error;
   const std::vector<nlohmann::json> evals = read_eval_objects(dir, &error);
   if (!error.empty() || evals.empty())
     experiment_error("the \"held\" reading reads every evaluation of a run: " +
                      (error.empty() ? "no evaluations in " + dir + "/evals.jsonl" : error));
-  // The target held: the cell's (its overrides may set one), its accuracy target, or else
-  // its loss target.
-  const TrainConfig c = cell_config(spec, cell, seed, ExperimentOptions{}, nullptr);
-  const bool loss = !c.target_accuracy;
   std::vector<double> metric;
   for (const auto& e : evals) {
-    const nlohmann::json& v = e[loss ? "loss" : "accuracy"];
+    const nlohmann::json& v = e[held->loss ? "loss" : "accuracy"];
     metric.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
   }
-  const std::optional<size_t> i =
-      loss ? held_index_of_loss(metric, c.target_loss.value_or(0), reading.margin)
-           : held_index(metric, *c.target_accuracy, reading.margin);
+  const std::optional<size_t> i = held->loss ? held_index_of_loss(metric, held->value, held->margin)
+                                             : held_index(metric, held->value, held->margin);
   nlohmann::json s = summary;
   s["reached_target"] = i.has_value();
   // The to-target figures are those of the evaluation from which the run holds it.
@@ -148,13 +150,6 @@ std::optional<size_t> held_index_of_loss(const std::vector<double>& loss, double
 
 namespace {
 
-// A tuning run's fresh examples to target, read as the spec's tuning says (the first touch
-// or "held"), censored at the run's fresh examples when it never reaches the target.
-Observation tuning_observation(const ExperimentSpec& spec, const ExperimentCell& tc, uint64_t seed,
-                               const nlohmann::json& summary) {
-  return detail::fresh_observation(detail::summary_as_read(spec, tc, seed, summary));
-}
-
 // Whether trial a beats trial b: fewer median fresh examples to target (a censored run
 // counted at its budget), then more runs at the target. The rates of a cell and the
 // members of a tuning group are ranked by it.
@@ -185,7 +180,9 @@ nlohmann::json TuningState::to_json() const {
 namespace {
 
 // One rate's tuning runs of a cell, as far as they are on disk.
-LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr) {
+// `held`: the cell's held target (detail::held_target), nullopt for the first touch.
+LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double lr,
+                 const std::optional<detail::HeldTarget>& held) {
   BootstrapOptions few;  // the tuning's medians: the interval is only informative
   few.resamples = 2000;
   LrTrial t;
@@ -196,7 +193,10 @@ LrTrial lr_trial(const ExperimentSpec& spec, const ExperimentCell& cell, double 
     nlohmann::json s = detail::finished_summary(spec, tc, seed);
     if (!s.is_object()) continue;
     ++t.runs;
-    obs.push_back(tuning_observation(spec, tc, seed, s));
+    // Fresh examples to target as the tuning reads them, censored at the run's fresh
+    // examples when it never reaches the target.
+    obs.push_back(detail::fresh_observation(
+        detail::summary_as_read(detail::run_dir(spec, tc, seed), s, held)));
     t.reached += obs.back().censored ? 0 : 1;
   }
   t.fresh = estimate_median(obs, few);
@@ -234,12 +234,13 @@ TuningState tuning_state(const ExperimentSpec& spec, const ExperimentCell& cell)
   if (spec.tuning.from) return tuning_state_from(spec, cell);
   if (!spec.tuning.enabled()) return st;
   st.reading = spec.tuning.reading;
+  const std::optional<detail::HeldTarget> held = detail::held_target(spec, cell);
   std::vector<double> lrs = cell.tuning_lrs.empty() ? spec.tuning.lrs : cell.tuning_lrs;
   for (int64_t widened = 0;; ++widened) {
     st.trials.clear();
     st.pending.clear();
     for (double lr : lrs) {
-      st.trials.push_back(lr_trial(spec, cell, lr));
+      st.trials.push_back(lr_trial(spec, cell, lr, held));
       if (st.trials.back().runs < static_cast<int64_t>(spec.tuning.seeds.size()))
         st.pending.push_back(lr);
     }
