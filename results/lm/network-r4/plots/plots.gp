@@ -10,13 +10,13 @@ set ylabel "fresh examples to target (median, 95% bootstrap CI over seeds)"
 set xrange [0.5:4.5]
 set yrange [0:*]
 plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
-  3641 with lines dt 2 lc rgb "black" title "baseline (median)"
+  3602 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "loss_vs_fresh.".fmt
 set title "lm-network-r4".": loss on the evaluation set vs fresh examples read"
 set xlabel "fresh examples read"
 set ylabel "evaluation loss (nats per token, the target's set)"
 set xrange [0:*]
 set yrange [*:*]
-plot "loss_vs_fresh.dat" index 0 using 1:3 with linespoints title "baseline (seed 1)", \
+plot "loss_vs_fresh.dat" index 0 using 1:3 with linespoints title "baseline (seed 3)", \
   1.75 with lines dt 2 lc rgb "gray" title "target"
 }
