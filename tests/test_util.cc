@@ -128,7 +128,7 @@ void expect_save_restore_identical(const std::string& json_text,
   }
 }
 
-std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip) {
+std::string gzip_bytes(const std::string& bytes, bool dictzip) {
   z_stream z{};
   EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
   gz_header h{};
@@ -146,7 +146,11 @@ std::string write_gzip(const std::string& path, const std::string& bytes, bool d
   EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
   out.resize(z.total_out);
   deflateEnd(&z);
-  std::ofstream(path, std::ios::binary) << out;
+  return out;
+}
+
+std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip) {
+  std::ofstream(path, std::ios::binary) << gzip_bytes(bytes, dictzip);
   return path;
 }
 

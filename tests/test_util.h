@@ -38,8 +38,11 @@ std::string error_of(const std::function<void()>& fn);
 // A fresh temporary directory, removed at exit of the test program.
 std::string temp_dir();
 
-// Writes `bytes` gzip-compressed to `path` (with an FEXTRA field "RA", as dictzip
-// writes its chunk index, when `dictzip`); returns `path`.
+// `bytes` gzip-compressed (with an FEXTRA field "RA", as dictzip writes its chunk index,
+// when `dictzip`).
+std::string gzip_bytes(const std::string& bytes, bool dictzip = false);
+
+// Writes gzip_bytes(bytes, dictzip) to `path`; returns `path`.
 std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip = false);
 
 // Saves after k elements, restores into a fresh pipeline from the same spec, and checks

@@ -7,17 +7,20 @@
 namespace dataecho {
 
 namespace {
+// The most one read of the stream asks for: the stream answers with what it has (a
+// network stream with what has arrived), and that is inflated at once.
 constexpr size_t kGzipChunk = 256 << 10;
-// The first read, which tells gzip from plain data: as large as a local file's read that
-// bypasses its read-ahead buffer (src/io/local_file_stream.cc), so that sniffing does not
-// make the stream allocate that buffer.
+// The first read, which tells gzip from plain data: up to as many bytes as a local file's
+// read that bypasses its read-ahead buffer (src/io/local_file_stream.cc), so that sniffing
+// does not make the stream allocate that buffer. It waits only for the 2 magic bytes.
 constexpr size_t kSniffBytes = 64 << 10;
+constexpr size_t kMagicBytes = 2;
 }  // namespace
 
 GzipSniffingReader::GzipSniffingReader(std::unique_ptr<ByteStream> stream)
     : stream_(std::move(stream)) {
-  fill(kSniffBytes);
-  gzip_ = in_.size() >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+  fill(kSniffBytes, kMagicBytes);
+  gzip_ = in_.size() >= kMagicBytes && in_[0] == 0x1f && in_[1] == 0x8b;
   if (gzip_) {
     if (inflateInit2(&z_, 15 + 16) != Z_OK) {
       throw Error(ErrorCode::kInternal, "gzip", "inflateInit2 failed", uri());
@@ -30,9 +33,20 @@ GzipSniffingReader::~GzipSniffingReader() {
   if (z_init_) inflateEnd(&z_);
 }
 
-bool GzipSniffingReader::fill(size_t bytes) {
+bool GzipSniffingReader::fill(size_t bytes, size_t at_least) {
   in_.resize(bytes);
-  size_t got = stream_->read_fully(in_.data(), bytes);
+  size_t got = 0;
+  try {
+    do {
+      const size_t k = stream_->read(in_.data() + got, bytes - got);
+      if (k == 0) break;
+      got += k;
+    } while (got < at_least);
+  } catch (...) {  // keep what was read, so that a later read goes on from there
+    in_.resize(got);
+    in_pos_ = 0;
+    throw;
+  }
   in_.resize(got);
   in_pos_ = 0;
   return got > 0;

@@ -1,10 +1,12 @@
 // GzipSniffingReader: the bytes of a ByteStream, inflated when they start with the gzip
 // magic (1f 8b), passed through otherwise. Concatenated gzip members are read one after
-// another, as gzip(1) does. Buffers one 256 KiB input chunk of gzip data; plain data is
-// read straight into the caller's memory after the first 64 KiB (the sniff). Errors: a
-// dataecho::Error (stage "gzip", kDataLoss) naming the stream's URI and the compressed
-// byte offset. A ByteStream itself (position() counts decompressed bytes) that cannot seek.
-// Not thread-safe.
+// another, as gzip(1) does. Each read of the stream asks for up to 256 KiB and inflates
+// what the stream returns, so over a slow link bytes are decoded as they arrive (the
+// sniff waits only for the 2 magic bytes), not once a whole chunk is in. Buffers one such
+// chunk of gzip data; plain data is read straight into the caller's memory after the
+// sniffed bytes (at most 64 KiB). Errors: a dataecho::Error (stage "gzip", kDataLoss)
+// naming the stream's URI and the compressed byte offset. A ByteStream itself
+// (position() counts decompressed bytes) that cannot seek. Not thread-safe.
 #pragma once
 
 #include <zlib.h>
@@ -34,7 +36,9 @@ class GzipSniffingReader : public ByteStream {
   uint64_t compressed_position() const { return stream_->position() - (in_.size() - in_pos_); }
 
  private:
-  bool fill(size_t bytes);  // the next `bytes` of the stream into in_; false at its end
+  // Up to `bytes` of the stream into in_, as many as it returns once it has returned
+  // `at_least` (or ended); false at its end.
+  bool fill(size_t bytes, size_t at_least = 1);
   size_t read_some(void* dst, size_t n);
   uint64_t position_ = 0;
   std::unique_ptr<ByteStream> stream_;
