@@ -124,11 +124,16 @@ calibrate() {
 # and measures R with the caller's `measure_r URL`; HISTORY gets one "RATE R" line per
 # measurement, LABEL follows the bandwidth in the progress lines. Sets RATE, R_CAL and
 # URL; returns 1 with the search's message in CAL_FAIL when no bandwidth qualifies (RATE
-# and R_CAL are then the closest).
+# and R_CAL are then the closest). The search's next step is a function of HISTORY, so an
+# interrupted calibration goes on from the measurements it recorded (delete HISTORY to
+# start over).
 search_bandwidth() {
   local goal=$1 history=$3 folder=$4 label=$5 served="" verb a b rest r
   RATE=$2
-  : >"$history"
+  if [[ -s "$history" ]]; then
+    echo "   going on from the $(wc -l <"$history") measurements in $history (delete it to start over)"
+  fi
+  touch "$history"
   while :; do
     read -r verb a b rest < <(/usr/bin/python3 experiments/protocol/calibrate.py next "$goal" "$history" "$RATE")
     case "$verb" in

@@ -4,7 +4,10 @@
 R_GOAL="${1:-}"
 shift || true
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 2 ]] || { echo "lm: network takes R (an integer >= 2, the protocol's 4)" >&2; exit 2; }
-EXP="$OUT/network-r$R_GOAL"
+SETUP="${LM_SETUP:-}"
+[[ "$SETUP" =~ ^[a-z0-9]*$ ]] || { echo "lm: LM_SETUP takes lowercase letters and digits" >&2; exit 2; }
+NAME="network${SETUP:+-$SETUP}-r$R_GOAL"
+EXP="$OUT/$NAME"
 mkdir -p "$EXP"
 CAL="$EXP/calibration.txt"
 # A port of its own that stays the same from one invocation to the next when it is free
@@ -25,9 +28,9 @@ BASE_LR="${BASE_LR:-$(chosen_lr baseline)}"
 # training file from FOLDER (../gcide or the served URL), beside the train step as in the
 # runs.
 measure_r() {
-  render "$CFG/config-calibrate-r$R_GOAL" "$1" 500
+  render "$CFG/config-calibrate-$NAME" "$1" 500
   rm -rf "$EXP/calibrate"
-  "$BIN" train --config "$CFG/config-calibrate-r$R_GOAL/protocol.json" --max-steps "$CAL_STEPS" \
+  "$BIN" train --config "$CFG/config-calibrate-$NAME/protocol.json" --max-steps "$CAL_STEPS" \
     --eval-every 0 --eval-every-fresh 0 --lr "$BASE_LR" --progress off --out "$EXP/calibrate" >/dev/null
   json_number r_estimate "$EXP/calibrate/summary.json"
 }
@@ -58,6 +61,6 @@ URL="$BASE_URL"
 if [[ "$URL" != "$(calibration_value "$CAL" url)" ]]; then
   echo "lm: port $PREFERRED_PORT is taken: serving at $URL, so runs recorded with the old URL start over" >&2
 fi
-render_network "$R_GOAL" "$FACTOR" "$URL"
+render_network "$NAME" "$R_GOAL" "$FACTOR" "$URL"
 echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s"
-"$BIN" experiment "$CFG/config-r$R_GOAL/network.json" --progress lines "$@"
+"$BIN" experiment "$CFG/config-$NAME/network.json" --progress lines "$@"

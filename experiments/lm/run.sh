@@ -21,6 +21,9 @@
 #       network.json: the baseline, example echoing before pack at e = round(R) and
 #       adaptive, 5 seeds each, at the sweep's chosen rates. Needs those rates (the sweep's
 #       baseline and before_pack-e<round(R)>-sb100 tuned). Resumable like the sweep.
+#       Output network-rR; with LM_SETUP=NAME (lowercase letters and digits), a setup of
+#       its own registered as a protocol change (its trainer in DATAECHO_BIN), calibrated
+#       and run in network-NAME-rR: LM_SETUP=stream is change 3's.
 # DATAECHO_BIN: the binary, by default build/bin/dataecho (copy build/bin/dataecho-train
 # for a long run, as experiments/protocol/run.sh says, with the commit it was built from
 # in DATAECHO_BIN.commit: scripts/run_files.sh experiment_setup). LM_OUT: default out/lm. The
@@ -56,15 +59,16 @@ render() {
   done
 }
 render "$CFG/config" ../gcide 10000
-# render_network R FACTOR URL: the network runs' configs in $CFG/config-rR/ (the training
-# file at URL, the entry shuffle of one pass: change 2, a-priori e = FACTOR).
+# render_network NAME R FACTOR URL: the configs of the network runs NAME (network-rR, or
+# network-SETUP-rR) in $CFG/config-NAME/ (the training file at URL, the entry shuffle of
+# one pass: change 2, a-priori e = FACTOR).
 render_network() {
-  render "$CFG/config-r$1" "$3" 500 \
-    "-e s#@R_GOAL@#$1#g -e s#@FACTOR@#$2#g -e s#@MAX_FACTOR@#$(($2 + 1))#g"
+  render "$CFG/config-$1" "$4" 500 \
+    "-e s#@NAME@#$1#g -e s#@R_GOAL@#$2#g -e s#@FACTOR@#$3#g -e s#@MAX_FACTOR@#$(($3 + 1))#g"
 }
 
 if [[ "$PART" == collect ]]; then
-  for exp in "$OUT"/sweep "$OUT"/network-r*; do
+  for exp in "$OUT"/sweep "$OUT"/network-*; do
     [[ -d "$exp/cells" ]] || continue
     collect_runs "$exp" "results/lm/$(basename "$exp")"
     for f in calibration.txt calibration_runs.txt; do
@@ -76,12 +80,12 @@ fi
 if [[ "$PART" == report ]]; then
   mkdir -p "$ROUT/sweep"
   "$BIN" experiment "$CFG/config/sweep.json" --report-only "$@" | tee "$ROUT/sweep/table.txt"
-  for dir in "$ROUT"/network-r*; do
+  for dir in "$ROUT"/network-*; do
     [[ -f "$dir/calibration.txt" ]] || continue
-    r="${dir##*-r}"
-    render_network "$r" "$(calibration_value "$dir/calibration.txt" factor)" \
+    name="$(basename "$dir")"
+    render_network "$name" "${name##*-r}" "$(calibration_value "$dir/calibration.txt" factor)" \
       "$(calibration_value "$dir/calibration.txt" url)"
-    "$BIN" experiment "$CFG/config-r$r/network.json" --report-only "$@" | tee "$dir/table.txt"
+    "$BIN" experiment "$CFG/config-$name/network.json" --report-only "$@" | tee "$dir/table.txt"
   done
   exit 0
 fi
