@@ -147,7 +147,7 @@ search_bandwidth() {
         RATE="$a" R_CAL="$b"
         return 0 ;;
       fail)
-        RATE="$a" R_CAL="$b" CAL_FAIL="$rest"
+        RATE="$a" R_CAL="$b" CAL_FAIL="$rest (every measurement is in $history: delete it to measure again)"
         return 1 ;;
       *) echo "calibrate.py said '$verb $a $b $rest'" >&2; exit 1 ;;
     esac
