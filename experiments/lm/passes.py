@@ -54,7 +54,7 @@ def calibration(exp):
     return out
 
 
-def run_row(summary_path, rate):
+def run_row(summary_path):
     with open(summary_path) as f:
         s = json.load(f)
     if not s.get("reached_target"):
@@ -84,7 +84,7 @@ def report(exp, pass_bytes):
     lines.append(f"{'cell':<24}{'seeds':>6}  " + "".join(f"{c:<20}" for c in cols) +
                  "link+train          max(link,train)")
     for cell in sorted(glob.glob(os.path.join(exp, "cells", "*"))):
-        rows = [r for r in (run_row(p, rate) for p in
+        rows = [r for r in (run_row(p) for p in
                             sorted(glob.glob(os.path.join(cell, "seed-*", "summary.json")))) if r]
         if not rows:
             continue
