@@ -35,20 +35,17 @@ GzipSniffingReader::~GzipSniffingReader() {
 
 bool GzipSniffingReader::fill(size_t bytes, size_t at_least) {
   in_.resize(bytes);
+  in_pos_ = 0;
   size_t got = 0;
   try {
-    do {
-      const size_t k = stream_->read(in_.data() + got, bytes - got);
-      if (k == 0) break;
-      got += k;
-    } while (got < at_least);
-  } catch (...) {  // keep what was read, so that a later read goes on from there
-    in_.resize(got);
-    in_pos_ = 0;
+    got = stream_->read_at_least(in_.data(), bytes, at_least);
+  } catch (...) {
+    // A refill asks for one read, so nothing was taken from the stream and a later read
+    // goes on from where it stood; the sniff's throw leaves the constructor.
+    in_.clear();
     throw;
   }
   in_.resize(got);
-  in_pos_ = 0;
   return got > 0;
 }
 

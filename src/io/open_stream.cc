@@ -79,10 +79,10 @@ std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOpti
   return open_local_stream(uri, options);
 }
 
-size_t ByteStream::read_fully(void* dst, size_t n) {
+size_t ByteStream::read_at_least(void* dst, size_t n, size_t at_least) {
   auto* p = static_cast<char*>(dst);
   size_t done = 0;
-  while (done < n) {
+  while (done < at_least && done < n) {
     size_t got = read(p + done, n - done);
     if (got == 0) break;
     done += got;

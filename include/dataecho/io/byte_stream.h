@@ -28,8 +28,12 @@ class ByteStream {
   virtual int64_t size() const = 0;
   virtual const std::string& uri() const = 0;
 
+  // Reads up to `n` bytes, returning once at least `at_least` have arrived (or the data
+  // ended): as much as the stream has, without waiting for more. Returns how many. When a
+  // read throws, the bytes of earlier reads in this call are in `dst` but not counted.
+  size_t read_at_least(void* dst, size_t n, size_t at_least);
   // Reads exactly `n` bytes unless the data ends first; returns how many were read.
-  size_t read_fully(void* dst, size_t n);
+  size_t read_fully(void* dst, size_t n) { return read_at_least(dst, n, n); }
 };
 
 struct StreamOptions {
