@@ -9,8 +9,9 @@ set xlabel "echo factor (adaptive: achieved)"
 set ylabel "fresh examples to target (median, 95% bootstrap CI over seeds)"
 set xrange [0.5:4.5]
 set yrange [0:*]
-plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
-  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
+plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 100", \
+  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
+  "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
   3602 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "loss_vs_fresh.".fmt
 set title "lm-network-stream-r4".": loss on the evaluation set vs fresh examples read"
@@ -19,7 +20,7 @@ set ylabel "evaluation loss (nats per token, the target's set)"
 set xrange [0:*]
 set yrange [*:*]
 plot "loss_vs_fresh.dat" index 0 using 1:3 with linespoints title "baseline (seed 3)", \
-  "loss_vs_fresh.dat" index 1 using 1:3 with linespoints title "before_pack-e4-sb100 (seed 1)", \
+  "loss_vs_fresh.dat" index 1 using 1:3 with linespoints title "adaptive-m5-sb100 (seed 1)", \
   1.75 with lines dt 2 lc rgb "gray" title "target"
 set output "speedup_vs_factor.".fmt
 set title "lm-network-stream-r4".": wall-clock speedup to target vs echo factor"
@@ -29,7 +30,8 @@ set xrange [1:4.5]
 set yrange [0:*]
 R = 3.33788
 ideal(x) = x < R ? x : R
-plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
+plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 100", \
+  "speedup_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
   ideal(x) with lines dt 2 lc rgb "black" title "ideal min(e, R), R = 3.34 (baseline)", \
   1 with lines lc rgb "gray" notitle
 }
