@@ -10,8 +10,9 @@ set ylabel "fresh examples to target (median, 95% bootstrap CI over seeds)"
 set xrange [0.5:4.5]
 set yrange [0:*]
 plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
-  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation", \
-  "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
+  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example after augmentation", \
+  "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation", \
+  "fresh_vs_factor.dat" index 3 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
   3682 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "loss_vs_fresh.".fmt
 set title "lm".": loss on the evaluation set vs fresh examples read"
@@ -30,8 +31,9 @@ set xrange [1:4.5]
 set yrange [0:*]
 R = 1.00034
 ideal(x) = x < R ? x : R
-plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "example before augmentation", \
-  "speedup_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
+plot "speedup_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "example after augmentation", \
+  "speedup_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation", \
+  "speedup_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 100", \
   ideal(x) with lines dt 2 lc rgb "black" title "ideal min(e, R), R = 1.00 (baseline)", \
   1 with lines lc rgb "gray" notitle
 }
