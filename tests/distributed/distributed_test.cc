@@ -215,6 +215,52 @@ TEST_F(DistributedTest, ResumeEqualsAnUninterruptedRunAndRanksStayIdentical) {
       << three.output;
 }
 
+TEST(DistributedLanguageModelTest, TwoRanksCountEachLineOnceAndResumeExactly) {
+  // The language model on 2 ranks: each rank takes every other line of the text (the
+  // shard stage goes before tokenize and pack), echoes it twice before pack, and the
+  // copies each rank consumed come back with its checkpoint.
+  const fs::path dir = dataecho::testing::temp_dir();
+  std::string text;
+  const char* words[] = {"apple", "banana", "cherry", "dates", "elder", "figs", "grape"};
+  for (int i = 0; i < 400; ++i) {
+    for (int w = 0; w < 3 + i % 5; ++w) text += std::string(w ? " " : "") + words[(i + w * 3) % 7];
+    text += "\n";
+  }
+  std::ofstream(dir / "train.txt") << text;
+  const json stages = json::array(
+      {{{"op", "repeat"}, {"count", -1}},
+       {{"op", "map"}, {"fn", "tokenize"}, {"args", {{"tokenizer", "bytes"}}}},
+       {{"op", "echo"}, {"factor", 2}},
+       {{"op", "pack"}, {"length", 33}, {"epochs_field", "epochs"}, {"echoes_field", "echoes"}},
+       {{"op", "padded_batch"}, {"size", 8}, {"lengths", false}}});
+  std::ofstream(dir / "train.json") << json{
+      {"seed", 3},
+      {"source", {{"kind", "text"}, {"uri", (dir / "train.txt").string()}}},
+      {"stages", stages}}.dump(1);
+  const std::string common = kBin + " train --progress off --eval-every 0 --train-spec " +
+                             (dir / "train.json").string() +
+                             " --model transformer --depth 2 --width 32 --heads 4 --context 32"
+                             " --optimizer adamw --lr 0.01 --seed 7 --threads 1"
+                             " --decay-steps 20 --nproc 2 --out ";
+  Ran whole = sh(common + (dir / "whole").string() + " --max-steps 20");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  ASSERT_EQ(sh(common + (dir / "parts").string() + " --max-steps 9").status, 0);
+  Ran rest = sh(common + (dir / "parts").string() + " --max-steps 20 --resume");
+  ASSERT_EQ(rest.status, 0) << rest.output;
+
+  const json s = summary(dir / "whole");
+  EXPECT_EQ(s["world_size"], 2);
+  EXPECT_EQ(s["ranks_identical"], true);
+  // 20 steps x 2 ranks x 8 blocks of 33 tokens: the lines they hold pieces of, about
+  // half of them fresh (a line's tokens with its end-of-sequence token: its bytes).
+  const double lines = 20.0 * 2 * 8 * 33 / (static_cast<double>(text.size()) / 400);
+  EXPECT_NEAR(s["achieved_echo"].get<double>(), 2.0, 0.1);
+  EXPECT_NEAR(s["fresh"].get<double>(), lines / 2, 0.15 * lines / 2);
+  EXPECT_EQ(losses(dir / "whole"), losses(dir / "parts"));
+  EXPECT_EQ(summary(dir / "parts")["fresh"], s["fresh"]);
+  EXPECT_EQ(summary(dir / "parts")["echoed"], s["echoed"]);
+}
+
 // The launcher's children: pids of the processes whose parent is `parent`.
 std::vector<pid_t> children_of(pid_t parent) {
   std::vector<pid_t> out;
