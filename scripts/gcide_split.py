@@ -3,13 +3,17 @@
 into train, validation and test sets by dictionary entry, deterministically.
 
   scripts/gcide_split.py --out data/gcide            (apt-get install dict-gcide first)
+  scripts/gcide_split.py --out data/gcide --shards 8 (and each split as 8 TFRecord shards)
 
 Reads the dictd index (/usr/share/dictd/gcide.index: headword, offset, length in dictd's
 base64) and the data file (gcide.dict.dz: dictzip, which is gzip), and writes
   OUT/train.jsonl.gz, OUT/valid.jsonl.gz, OUT/test.jsonl.gz: one entry per line, as
       {"text": "<the entry's text>"} (UTF-8 kept as is; trailing blank lines dropped),
       read with the text source's "format": "jsonl" (docs/train.md, "The language model");
-  OUT/split.json: entries and bytes per split, the rule, and the input files' SHA-256.
+  OUT/split.json: entries and bytes per split, the rule, and the input files' SHA-256;
+  with --shards N, OUT/shards/<split>-0000i-of-0000N.tfrecord too: each split converted by
+      `dataecho convert --text OUT/<split>.jsonl.gz --jsonl --to tfrecord` (docs/text.md),
+      records in the same order, one bytes feature `text`; split.json lists them.
 
 An entry is a distinct (offset, length) range of the index (several headwords may point to
 one entry); the 00-database-* entries (the database's own description) are left out. Its
@@ -28,6 +32,7 @@ import gzip
 import hashlib
 import json
 import os
+import subprocess
 import sys
 
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -110,6 +115,20 @@ def write_split(path, rows):
     return size
 
 
+def convert_to_shards(tool, jsonl, shards, out, name):
+    """Writes `jsonl` as `shards` TFRecord shards with the dataecho tool: their paths."""
+    cmd = [tool, "convert", "--text", jsonl, "--jsonl", "--to", "tfrecord", "--shards", str(shards),
+           "--out", out, "--name", name]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"gcide_split: {' '.join(cmd)} failed: {r.stderr.strip() or r.stdout.strip()}")
+    files = [os.path.join(out, f"{name}-{i:05d}-of-{shards:05d}.tfrecord") for i in range(shards)]
+    missing = [f for f in files if not os.path.exists(f)]
+    if missing:
+        sys.exit(f"gcide_split: {' '.join(cmd)} did not write {missing[0]}")
+    return files
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dict", default="/usr/share/dictd/gcide.dict.dz")
@@ -117,9 +136,19 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--valid", type=int, default=5, help="percent of headwords (default 5)")
     ap.add_argument("--test", type=int, default=5, help="percent of headwords (default 5)")
+    ap.add_argument("--shards", type=int, default=0,
+                    help="also write each split as this many TFRecord shards under OUT/shards")
+    ap.add_argument("--dataecho", default=os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "bin", "dataecho"),
+                    help="the dataecho tool that converts to shards (default build/bin/dataecho)")
     a = ap.parse_args()
     if a.valid < 0 or a.test < 0 or a.valid + a.test >= 100:
         sys.exit("gcide_split: --valid and --test must be >= 0 and sum below 100")
+    if a.shards < 0:
+        sys.exit(f"gcide_split: --shards {a.shards}: must be >= 0")
+    if a.shards and not os.access(a.dataecho, os.X_OK):
+        sys.exit(f"gcide_split: --shards needs the dataecho tool, and {a.dataecho} is not an "
+                 "executable (build it, or name it with --dataecho)")
     for p in (a.dict, a.index):
         if not os.path.exists(p):
             sys.exit(f"gcide_split: {p}: not found (apt-get install dict-gcide)")
@@ -134,9 +163,14 @@ def main():
                "read_as_windows_1252": recoded, "splits": {}}
     for name, rows in splits.items():
         count = len(rows)
-        tokens = write_split(os.path.join(a.out, name + ".jsonl.gz"), rows)
+        path = os.path.join(a.out, name + ".jsonl.gz")
+        tokens = write_split(path, rows)
         summary["splits"][name] = {"entries": count, "byte_tokens": tokens}
         print(f"gcide_split: {name}: {count} entries, {tokens} byte tokens")
+        if a.shards:
+            files = convert_to_shards(a.dataecho, path, a.shards, os.path.join(a.out, "shards"), name)
+            summary["splits"][name]["shards"] = [os.path.relpath(f, a.out) for f in files]
+            print(f"gcide_split: {name}: {a.shards} shards in {os.path.join(a.out, 'shards')}")
     with open(os.path.join(a.out, "split.json"), "w") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
