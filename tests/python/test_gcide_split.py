@@ -1,8 +1,8 @@
-"""scripts/gcide_split.py on a small dictd database the test writes itself (the real
-dict-gcide takes seconds, but is not a test fixture): the split is by headword and deterministic, the
-database's own entries are left out, a Windows-1252 entry is recoded, and --shards writes
-TFRecord shards that read back, through `import dataecho`, as the JSON Lines entries in
-the same order. Bad inputs stop it with a message naming the file."""
+"""scripts/gcide_split.py on a small dictd database the test writes itself, so that it
+runs without dict-gcide: the split is by headword and deterministic, the database's own
+entries are left out, a Windows-1252 entry is recoded, and --shards writes TFRecord
+shards that read back, through `import dataecho`, as the JSON Lines entries in the same
+order. Bad inputs stop it with a message naming the file."""
 
 import gzip
 import hashlib
