@@ -19,7 +19,7 @@ the first ``--eval-blocks`` blocks of the validation split is measured (nats per
 byte, and bits per byte = loss / ln 2), off the training clock. The run stops at
 ``--target-loss`` or ``--max-steps`` and writes a JSON summary to ``--out``.
 
-    scripts/gcide_split.py --out out/gcide                # once, about a minute
+    scripts/gcide_split.py --out out/gcide                # once, a few seconds
     PYTHONPATH=build/python /usr/bin/python3 examples/python/train_text.py --echo 2
 
 A demonstration, not evidence: one seed, one machine (issue #47 has the protocol).
