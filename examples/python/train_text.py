@@ -22,7 +22,8 @@ byte, and bits per byte = loss / ln 2), off the training clock. The run stops at
     scripts/gcide_split.py --out out/gcide                # once, a few seconds
     PYTHONPATH=build/python /usr/bin/python3 examples/python/train_text.py --echo 2
 
-A demonstration, not evidence: one seed, one machine (issue #47 has the protocol).
+A demonstration, not evidence: one seed, one machine (the evidence: docs/lm_protocol.md,
+its results in docs/results.md, "The language model").
 """
 
 from __future__ import annotations
