@@ -30,10 +30,10 @@ def b64(n: int) -> str:
             return s
 
 
-def write_database(d: Path) -> Tuple[Path, Path, int]:
+def write_database(d: Path) -> int:
     """A dictd .index and gzip .dict: 120 words, every tenth with a second entry (a verb)
     under the same headword, one entry that two headwords share, one in Windows-1252 and
-    the database's own description. Returns the paths and the entries a split should hold."""
+    the database's own description. Returns the entries the splits should hold in all."""
     entries: List[Tuple[List[str], bytes]] = [(["00-database-info"], b"A test database.\n")]
     for i in range(120):
         word = f"Word{i:03d}"
@@ -50,7 +50,7 @@ def write_database(d: Path) -> Tuple[Path, Path, int]:
     (d / "test.index").write_text("".join(sorted(index)))
     with gzip.open(d / "test.dict.dz", "wb") as f:
         f.write(data)
-    return d / "test.dict.dz", d / "test.index", len(entries) - 1
+    return len(entries) - 1
 
 
 def split(d: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -71,7 +71,7 @@ def headword(text: str) -> str:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory, dataecho_bin: str) -> Dict[str, object]:
     d = tmp_path_factory.mktemp("gcide")
-    _, _, count = write_database(d)
+    count = write_database(d)
     runs = []
     for out in ("a", "b"):
         r = split(d, d / out, "--valid", "15", "--test", "15", "--shards", "2",
