@@ -5,6 +5,7 @@ trajectories with known answers, and the statistics against the committed tables
 import importlib.util
 import math
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,37 @@ def test_control_c_takes_each_cells_best_budget_where_3_of_5_hold(tmp_path):
     assert c["baseline"]["complete"] and c["e4"]["complete"]
     assert c["reduction"]["ratio"] == pytest.approx(15360 / 1920)
     assert c["verdict"] == "refutes C"  # the whole interval (8x, every seed alike) above 4
+
+
+def test_controls_b_and_a2_read_the_group_winners_and_batch_augmentation(tmp_path):
+    # Change 9's B: e = 4's reduction over the re-tuned baseline, each variant's tuning
+    # group winner being the one cell with final seeds (the others hold tuning runs only);
+    # refutes B when the interval lies wholly above 4. A2: batch augmentation (128 fresh
+    # a step) against the batch-128 baseline of network-r5; supports A when above 1.
+    held_at = lambda i, n: [0.85] * i + [0.905] * (n - i)  # noqa: E731
+    assert targets.retune_section(str(tmp_path)) is None  # nothing has run
+    # Tuning runs only: the losing members and the unfinished cells have no seeds.
+    (tmp_path / "retune" / "cells" / "baseline" / "tune" / "lr-0.05" / "seed-101").mkdir(parents=True)
+    _write_cell(tmp_path, "network-r5", "baseline", [held_at(6, 10)] * 10, 128)
+    # Seeds 1-5 of the winners: read as partial (seeds 1-5) while 6-10 run.
+    _write_cell(tmp_path, "retune", "baseline-wd1e-3", [held_at(6, 10)] * 5, 128)
+    _write_cell(tmp_path, "retune", "before_aug-e4-sb1000", [held_at(4, 10)] * 5, 32)
+    b = targets.retune_section(str(tmp_path))["B"]
+    assert b["seeds"] == [1, 2, 3, 4, 5]
+    assert b["baseline_cell"] == "baseline-wd1e-3" and b["e4_cell"] == "before_aug-e4-sb1000"
+    # Held from the 7th evaluation (step 140) and the 5th (step 100).
+    assert b["figures"]["fresh_reduction"]["ratio"] == pytest.approx(140 * 128 / (100 * 32))
+    assert b["verdict"] == "refutes B"
+    # All 10 seeds, e = 4 now holding later: 5.6x becomes 140 x 128 / (200 x 32) = 2.8x.
+    for cell in ("baseline-wd1e-3", "before_aug-e4-sb1000"):
+        shutil.rmtree(tmp_path / "retune" / "cells" / cell)
+    _write_cell(tmp_path, "retune", "baseline-wd1e-3", [held_at(6, 10)] * 10, 128)
+    _write_cell(tmp_path, "retune", "before_aug-e4-sb1000", [held_at(9, 10)] * 10, 32)
+    _write_cell(tmp_path, "retune", "batchaug-e2-bs256", [held_at(3, 10)] * 10, 128)
+    r = targets.retune_section(str(tmp_path))
+    assert r["B"]["seeds"] == list(range(1, 11))
+    assert r["B"]["figures"]["fresh_reduction"]["ratio"] == pytest.approx(2.8)
+    assert r["B"]["verdict"] == "supports B"
+    assert r["A2"]["seeds"] == list(range(1, 11))
+    assert r["A2"]["figures"]["fresh_reduction"]["ratio"] == pytest.approx(140 / 80)
+    assert r["A2"]["supports_A"]
