@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 
 #include <zlib.h>
 
@@ -77,6 +78,20 @@ std::string error_of(const std::function<void()>& fn) {
   }
   ADD_FAILURE() << "expected a dataecho::Error";
   return "";
+}
+
+std::string word_lines(int lines, uint32_t seed) {
+  static const char* kWords[] = {"apple", "banana", "cherry", "dates",  "elder",
+                                 "figs",  "grape",  "honey",  "kiwi",   "lemon",
+                                 "mango", "nectar", "olive",  "papaya", "quince"};
+  std::mt19937 rng(seed);
+  std::string text;
+  for (int i = 0; i < lines; ++i) {
+    const int n = 3 + static_cast<int>(rng() % 6);
+    for (int w = 0; w < n; ++w) text += std::string(w ? " " : "") + kWords[rng() % 15];
+    text += "\n";
+  }
+  return text;
 }
 
 std::string temp_dir() {

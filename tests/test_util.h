@@ -38,6 +38,11 @@ std::string error_of(const std::function<void()>& fn);
 // A fresh temporary directory, removed at exit of the test program.
 std::string temp_dir();
 
+// `lines` lines of 3 to 8 words drawn from a small vocabulary, each ending in "\n": text
+// for the language model's tests, where the next byte is well predicted from the word so
+// far, so a model that uses its context goes well below the text's unigram entropy.
+std::string word_lines(int lines, uint32_t seed);
+
 // `bytes` gzip-compressed (with an FEXTRA field "RA", as dictzip writes its chunk index,
 // when `dictzip`).
 std::string gzip_bytes(const std::string& bytes, bool dictzip = false);

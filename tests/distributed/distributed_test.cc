@@ -220,12 +220,7 @@ TEST(DistributedLanguageModelTest, TwoRanksCountEachLineOnceAndResumeExactly) {
   // shard stage goes before tokenize and pack), echoes it twice before pack, and the
   // copies each rank consumed come back with its checkpoint.
   const fs::path dir = dataecho::testing::temp_dir();
-  std::string text;
-  const char* words[] = {"apple", "banana", "cherry", "dates", "elder", "figs", "grape"};
-  for (int i = 0; i < 400; ++i) {
-    for (int w = 0; w < 3 + i % 5; ++w) text += std::string(w ? " " : "") + words[(i + w * 3) % 7];
-    text += "\n";
-  }
+  const std::string text = dataecho::testing::word_lines(400, 1);
   std::ofstream(dir / "train.txt") << text;
   const json stages = json::array(
       {{{"op", "repeat"}, {"count", -1}},

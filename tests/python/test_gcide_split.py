@@ -6,11 +6,13 @@ order. Bad inputs stop it with a message naming the file."""
 
 import gzip
 import hashlib
+import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import pytest
 
@@ -18,13 +20,17 @@ import dataecho as de
 from conftest import ROOT
 
 SCRIPT = str(ROOT / "scripts" / "gcide_split.py")
-B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_spec = importlib.util.spec_from_file_location("gcide_split", SCRIPT)
+assert _spec and _spec.loader
+gcide_split = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gcide_split)
 
 
 def b64(n: int) -> str:
+    """n in dictd's base64, as the script's b64_number reads it."""
     s = ""
     while True:
-        s = B64[n % 64] + s
+        s = gcide_split.B64[n % 64] + s
         n //= 64
         if n == 0:
             return s
@@ -64,36 +70,41 @@ def read_jsonl(path: Path) -> List[str]:
         return [json.loads(line)["text"] for line in f]
 
 
-def headword(text: str) -> str:
-    return text.split("\n", 1)[0].split(" \\", 1)[0].strip().lower()
+headword = gcide_split.headword
+
+
+@dataclass
+class Made:
+    dir: Path  # the database
+    a: Path  # one split of it
+    b: Path  # a second, from the same input
+    count: int  # the entries the splits hold in all
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory, dataecho_bin: str) -> Dict[str, object]:
+def made(tmp_path_factory: pytest.TempPathFactory, dataecho_bin: str) -> Made:
     d = tmp_path_factory.mktemp("gcide")
     count = write_database(d)
-    runs = []
     for out in ("a", "b"):
         r = split(d, d / out, "--valid", "15", "--test", "15", "--shards", "2",
                   "--dataecho", dataecho_bin)
         assert r.returncode == 0, r.stderr
-        runs.append(d / out)
-    return {"dir": d, "a": runs[0], "b": runs[1], "count": count}
+    return Made(d, d / "a", d / "b", count)
 
 
-def test_the_same_input_gives_the_same_bytes(made: Dict[str, object]) -> None:
-    a, b = Path(str(made["a"])), Path(str(made["b"]))
+def test_the_same_input_gives_the_same_bytes(made: Made) -> None:
+    a, b = made.a, made.b
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert len([f for f in files if f.suffix == ".tfrecord"]) == 6
     for f in files:
         assert (a / f).read_bytes() == (b / f).read_bytes(), f
 
 
-def test_every_entry_lands_in_one_split_with_all_of_its_headword(made: Dict[str, object]) -> None:
-    a = Path(str(made["a"]))
+def test_every_entry_lands_in_one_split_with_all_of_its_headword(made: Made) -> None:
+    a = made.a
     splits = {name: read_jsonl(a / f"{name}.jsonl.gz") for name in ("train", "valid", "test")}
     texts = [t for s in splits.values() for t in s]
-    assert len(texts) == made["count"] and len(set(texts)) == len(texts)
+    assert len(texts) == made.count and len(set(texts)) == len(texts)
     assert not any("test database" in t for t in texts), "the database's own entry is left out"
     where = {}
     for name, rows in splits.items():
@@ -112,8 +123,8 @@ def test_every_entry_lands_in_one_split_with_all_of_its_headword(made: Dict[str,
         assert info["shards"] == [f"shards/{name}-0000{i}-of-00002.tfrecord" for i in range(2)]
 
 
-def test_shards_read_back_as_the_entries_in_order(made: Dict[str, object]) -> None:
-    a = Path(str(made["a"]))
+def test_shards_read_back_as_the_entries_in_order(made: Made) -> None:
+    a = made.a
     for name in ("train", "valid", "test"):
         shards = [str(a / f) for f in json.loads((a / "split.json").read_text())["splits"][name]["shards"]]
         got = [bytes(x["text"]).decode() for x in
@@ -121,8 +132,8 @@ def test_shards_read_back_as_the_entries_in_order(made: Dict[str, object]) -> No
         assert got == read_jsonl(a / f"{name}.jsonl.gz"), name
 
 
-def test_bad_inputs_stop_it_with_a_message_naming_the_file(made: Dict[str, object], tmp_path: Path) -> None:
-    d = Path(str(made["dir"]))
+def test_bad_inputs_stop_it_with_a_message_naming_the_file(made: Made, tmp_path: Path) -> None:
+    d = made.dir
     r = subprocess.run([sys.executable, SCRIPT, "--dict", str(tmp_path / "none.dict.dz"), "--index",
                         str(d / "test.index"), "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert r.returncode != 0 and "none.dict.dz: not found" in r.stderr

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -16,23 +15,6 @@ namespace dataecho::train {
 namespace {
 
 using nlohmann::json;
-
-// `lines` lines of 3 to 8 words drawn from a small vocabulary: the next byte is well
-// predicted from the word so far, so a model that uses its context goes well below the
-// text's unigram entropy.
-std::string make_text(int lines, uint32_t seed) {
-  static const char* kWords[] = {"apple", "banana", "cherry", "dates",  "elder",
-                                 "figs",  "grape",  "honey",  "kiwi",   "lemon",
-                                 "mango", "nectar", "olive",  "papaya", "quince"};
-  std::mt19937 rng(seed);
-  std::string text;
-  for (int i = 0; i < lines; ++i) {
-    const int n = 3 + static_cast<int>(rng() % 6);
-    for (int w = 0; w < n; ++w) text += std::string(w ? " " : "") + kWords[rng() % 15];
-    text += "\n";
-  }
-  return text;
-}
 
 // The unigram entropy in nats of the byte tokens of `text`: its bytes, with each line's
 // newline as tokenize's end-of-sequence token.
@@ -99,9 +81,9 @@ class LanguageModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = dataecho::testing::temp_dir();
-    train_text_ = make_text(400, 1);
+    train_text_ = dataecho::testing::word_lines(400, 1);
     train_ = write(dir_, "train.txt", train_text_);
-    valid_ = write(dir_, "valid.txt", make_text(40, 2));
+    valid_ = write(dir_, "valid.txt", dataecho::testing::word_lines(40, 2));
   }
   std::string dir_, train_text_, train_, valid_;
 };
