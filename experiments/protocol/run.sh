@@ -11,10 +11,12 @@
 #       calibrates the bandwidth with short baseline training runs over it (the
 #       pipeline beside the train step, as in the real runs) until their R is within 10%
 #       of R, then runs network.json: baseline, before augmentation at the a-priori
-#       e = round(R) and at 2 and 4, batch echoing at 2, adaptive, 5 seeds each, at the
-#       sweep's tuned rates (so after the sweep). Resumable like the sweep, as long as
+#       e = round(R) and at 2 and 4, batch echoing at 2, adaptive, 5 seeds each (the
+#       baseline, e = 4 and the a-priori e on NETWORK_SEEDS: change 9 adds seeds 6-10), at
+#       the sweep's tuned rates (so after the sweep). Resumable like the sweep, as long as
 #       the calibration lands on the same bandwidth (it is kept in calibration.txt and
-#       reused; delete that file to calibrate again).
+#       reused; delete that file to calibrate again); the committed runs of
+#       results/protocol/network-rR join first, with their calibration.
 #   CPU_SPLIT=1 experiments/protocol/run.sh network R [flags]
 #       the same with the train step on a core of its own and the pipeline's threads on
 #       the other (`dataecho train --cpu-split 1`), calibration included, in
@@ -68,6 +70,9 @@ shift || true
 OUT="${PROTOCOL_OUT:-out/protocol}"
 BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 FASHION=/usr/share/datasets/fashion-mnist
+# The final seeds of the network runs' baseline, e = 4 and a-priori cells in the shared
+# setup (render_network): section 6's 1-5; change 9 adds 6-10, set here when they start.
+NETWORK_SEEDS="1, 2, 3, 4, 5"
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
   sweep | collect | report | network | demo | controls | retune) ;;
@@ -107,19 +112,25 @@ setup_of() { [[ "${1:-0}" == 0 ]] || echo -split; }
 # with SPLIT N (the train step on N CPUs of its own: change 10) in $CFG/config-split-rR/;
 # NETWORK_CFG names the rendered network.json.
 render_network() {
-  local setup overrides="" factors
+  local setup overrides=""
   setup="$(setup_of "${4:-0}")"
   # The train step's LibTorch threads: as many as its CPUs (change 10: "with LibTorch's 1
   # thread"); the base config's 2 threads on 1 CPU made each step 10 times slower.
   [[ -z "$setup" ]] || overrides=", \"cpu_split\": $4, \"threads\": $4"
   local dir="$CFG/config$setup-r$1"
   NETWORK_CFG="$dir/network.json"
-  factors="$2"
-  for f in 2 4; do [[ $f == "$2" ]] || factors="$factors, $f"; done
+  # The grid: the baseline, the a-priori e and e = 4, on NETWORK_SEEDS in the shared setup
+  # (change 9's seeds 6-10) and on 1-5 with the split; e = 2, when it is not the a-priori
+  # e, is a cell of its own on seeds 1-5 (as are batch echoing and adaptive).
+  local factors="$2" cells="" seeds="$NETWORK_SEEDS"
+  [[ $2 == 4 ]] || factors="$factors, 4"
+  [[ $2 == 2 ]] || cells="{\"variant\": \"example_before_augmentation\", \"factor\": 2, \"shuffle_after_echo\": 1000, \"seeds\": [1, 2, 3, 4, 5]},"
+  [[ -z "$setup" ]] || seeds="1, 2, 3, 4, 5"
   render_train "$dir" "$3"
   sed -e "s#@R_GOAL@#$1#g" -e "s#@FACTOR@#$2#g" -e "s#@MAX_FACTOR@#$(($2 + 1))#g" \
-    -e "s#@FACTORS@#$factors#g" -e "s#@OUT@#$ROUT#g" -e "s#@SETUP@#$setup#g" \
-    -e "s#@OVERRIDES@#$overrides#g" experiments/protocol/network.json >"$dir/network.json"
+    -e "s#@FACTORS@#$factors#g" -e "s#@SEEDS@#$seeds#g" -e "s#@OUT@#$ROUT#g" -e "s#@SETUP@#$setup#g" \
+    -e "s#@OVERRIDES@#$overrides#g" -e "s#@CELLS@#$cells#g" \
+    experiments/protocol/network.json >"$dir/network.json"
 }
 mkdir -p "$CFG/config"
 for f in experiments/protocol/*.json; do
@@ -213,6 +224,15 @@ else
 fi
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 1 ]] || { echo "protocol: network takes R (an integer, 5 or 2)" >&2; exit 2; }
 mkdir -p "$EXP"
+if [[ "$PART" == network ]]; then
+  # The committed runs join, with their calibration (bandwidth, URL, a-priori e), so that
+  # seeds added later run where the first ones did (their own R is in their summaries).
+  join_committed "$(basename "$EXP")"
+  for f in calibration.txt calibration_runs.txt; do
+    src="results/protocol/$(basename "$EXP")/$f"
+    [[ -f "$EXP/$f" || ! -f "$src" ]] || cp "$src" "$EXP/$f"
+  done
+fi
 CAL="$EXP/calibration.txt"
 # shellcheck source=../network_lib.sh
 source experiments/network_lib.sh
