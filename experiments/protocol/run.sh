@@ -71,8 +71,10 @@ OUT="${PROTOCOL_OUT:-out/protocol}"
 BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 FASHION=/usr/share/datasets/fashion-mnist
 # The final seeds of the network runs' baseline, e = 4 and a-priori cells in the shared
-# setup (render_network): section 6's 1-5; change 9 adds 6-10, set here when they start.
-NETWORK_SEEDS="1, 2, 3, 4, 5"
+# setup (render_network): section 6's 1-5 (FIVE_SEEDS, every other network cell's); change 9
+# adds 6-10, set here when they start.
+FIVE_SEEDS="1, 2, 3, 4, 5"
+NETWORK_SEEDS="$FIVE_SEEDS"
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
   sweep | collect | report | network | demo | controls | retune) ;;
@@ -124,11 +126,11 @@ render_network() {
   # e, is a cell of its own on seeds 1-5 (as are batch echoing and adaptive).
   local factors="$2" cells="" seeds="$NETWORK_SEEDS"
   [[ $2 == 4 ]] || factors="$factors, 4"
-  [[ $2 == 2 ]] || cells="{\"variant\": \"example_before_augmentation\", \"factor\": 2, \"shuffle_after_echo\": 1000, \"seeds\": [1, 2, 3, 4, 5]},"
-  [[ -z "$setup" ]] || seeds="1, 2, 3, 4, 5"
+  [[ $2 == 2 ]] || cells="{\"variant\": \"example_before_augmentation\", \"factor\": 2, \"shuffle_after_echo\": 1000, \"seeds\": [$FIVE_SEEDS]},"
+  [[ -z "$setup" ]] || seeds="$FIVE_SEEDS"
   render_train "$dir" "$3"
   sed -e "s#@R_GOAL@#$1#g" -e "s#@FACTOR@#$2#g" -e "s#@MAX_FACTOR@#$(($2 + 1))#g" \
-    -e "s#@FACTORS@#$factors#g" -e "s#@SEEDS@#$seeds#g" -e "s#@OUT@#$ROUT#g" -e "s#@SETUP@#$setup#g" \
+    -e "s#@FACTORS@#$factors#g" -e "s#@SEEDS@#$seeds#g" -e "s#@FIVE_SEEDS@#$FIVE_SEEDS#g" -e "s#@OUT@#$ROUT#g" -e "s#@SETUP@#$setup#g" \
     -e "s#@OVERRIDES@#$overrides#g" -e "s#@CELLS@#$cells#g" \
     experiments/protocol/network.json >"$dir/network.json"
 }
@@ -188,11 +190,17 @@ fi
 # files join the output folder unless a run of the same name is there already. The network
 # runs and the demo take their learning rates from them (on a machine without the sweep's
 # own output they found none: "the sweep has not chosen the baseline's learning rate").
-# join_committed EXP: the committed runs of results/protocol/EXP join $OUT/EXP.
+# join_committed EXP: the committed runs of results/protocol/EXP join $OUT/EXP, with a
+# network part's calibration (bandwidth, URL, a-priori e) where $OUT/EXP has none, so that
+# seeds added later run where the first ones did.
 join_committed() {
-  if [[ -d "results/protocol/$1/cells" ]]; then
+  local from="results/protocol/$1" f
+  if [[ -d "$from/cells" ]]; then
     mkdir -p "$OUT/$1"
-    cp -rn "results/protocol/$1/cells" "$OUT/$1/"
+    cp -rn "$from/cells" "$OUT/$1/"
+    for f in calibration.txt calibration_runs.txt; do
+      [[ -f "$OUT/$1/$f" || ! -f "$from/$f" ]] || cp "$from/$f" "$OUT/$1/$f"
+    done
   fi
 }
 [[ ! "$PART" =~ ^(sweep|demo|network|controls|retune)$ ]] || join_committed sweep
@@ -224,15 +232,8 @@ else
 fi
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 1 ]] || { echo "protocol: network takes R (an integer, 5 or 2)" >&2; exit 2; }
 mkdir -p "$EXP"
-if [[ "$PART" == network ]]; then
-  # The committed runs join, with their calibration (bandwidth, URL, a-priori e), so that
-  # seeds added later run where the first ones did (their own R is in their summaries).
-  join_committed "$(basename "$EXP")"
-  for f in calibration.txt calibration_runs.txt; do
-    src="results/protocol/$(basename "$EXP")/$f"
-    [[ -f "$EXP/$f" || ! -f "$src" ]] || cp "$src" "$EXP/$f"
-  done
-fi
+# The added seeds' own R in training is in their summaries.
+[[ "$PART" != network ]] || join_committed "$(basename "$EXP")"
 CAL="$EXP/calibration.txt"
 # shellcheck source=../network_lib.sh
 source experiments/network_lib.sh
