@@ -238,6 +238,22 @@ def load_runs(exp_dir, seeds=SEEDS):
     return cells
 
 
+def final_and_swing(runs, late_from):
+    """A cell's final validation accuracy (median and by seed) and its late swing: change
+    8's statistic over the differences of consecutive evaluations from step `late_from`
+    on, per evaluation and thinned to one per THIN_STEPS steps, in points."""
+    def sigma(pairs):
+        d = [y["accuracy"] - x["accuracy"] for x, y in pairs if x["step"] >= late_from]
+        return float(np.std(d, ddof=1) / math.sqrt(2) * 100)
+    fin = [r["summary"]["final_accuracy"] for r in runs]
+    return {"final_accuracy_median": float(np.median(fin)), "final_accuracy_by_seed": fin,
+            "sigma_late_points": sigma(p for r in runs
+                                       for p in zip(r["evals"], r["evals"][1:])),
+            "sigma_late_thinned_points": sigma(p for r in runs
+                                               for p in zip(thin(r["evals"]),
+                                                            thin(r["evals"])[1:]))}
+
+
 # --- the controls of change 9 (issue #42) -----------------------------------------------
 CONTROL_SEEDS_A1 = list(range(1, 11))
 BUDGETS_C = [1950, 2925, 3900, 5850]
@@ -264,7 +280,9 @@ def controls_section(root):
             f = figures(base, ctl[cell], 9000, "held", with_wall=False)
             red = f["fresh_reduction"]
             a1[cell] = {"factor": e, "seeds": seeds, "figures": f,
-                        "refutes_A": bool(red and red["ci95"][0] > e)}
+                        "refutes_A": bool(red and red["ci95"][0] > e),
+                        "final": final_and_swing(ctl[cell], 1950),
+                        "baseline_final": final_and_swing(base, 1950)}
     out["A1"] = a1
     # C: each cell's smallest median fresh examples to hold 90% over the budgets at which
     # at least 3 of 5 seeds hold it; the reduction between the two cells' best budgets.
@@ -279,10 +297,12 @@ def controls_section(root):
                 continue
             obs = [observe(r, 9000, "held") for r in runs]
             per[S] = {"runs": runs, "held": sum(1 for o in obs if not o["censored"]),
-                      "fresh": estimate_median([(o["fresh"], o["censored"]) for o in obs])}
+                      "fresh": estimate_median([(o["fresh"], o["censored"]) for o in obs]),
+                      "final": final_and_swing(runs, S // 2)}
         eligible = [S for S, v in per.items() if v["held"] >= 3]
         best = min(eligible, key=lambda S: per[S]["fresh"]["median"]) if eligible else None
-        c_out[cell] = {"budgets": {str(S): {"held": v["held"], "fresh": v["fresh"]}
+        c_out[cell] = {"budgets": {str(S): {"held": v["held"], "fresh": v["fresh"],
+                                            "final": v["final"]}
                                    for S, v in per.items()},
                        "complete": len(per) == len(BUDGETS_C), "best_budget": best}
         if best:
@@ -321,11 +341,15 @@ def retune_section(root):
             red = f["fresh_reduction"]
             out["B"] = {"seeds": seeds, "baseline_cell": winners["baseline"],
                         "e4_cell": winners["before_aug-e4-sb1000"], "figures": f,
+                        "final": {c: final_and_swing(runs[c], 1950)
+                                  for c in winners.values()},
                         "verdict": "refutes B" if red and red["ci95"][0] > 4 else "supports B"}
         if "A2" not in out and "batchaug-e2-bs256" in runs and base_net:
             f = figures(base_net, runs["batchaug-e2-bs256"], 9000, "held", with_wall=False)
             red = f["fresh_reduction"]
             out["A2"] = {"seeds": seeds, "figures": f,
+                         "final": final_and_swing(runs["batchaug-e2-bs256"], 1950),
+                         "baseline_final": final_and_swing(base_net, 1950),
                          "supports_A": bool(red and red["ci95"][0] > 1)}
     return out
 
@@ -587,16 +611,8 @@ def main(argv=None):
             # Final accuracy and late swing per cell (issue #42's "beside the baseline's").
             e["final"] = {}
             for cell, cr in runs.items():
-                fin = [r["summary"]["final_accuracy"] for r in cr]
-                d = [y["accuracy"] - x["accuracy"] for r in cr
-                     for x, y in zip(r["evals"], r["evals"][1:]) if x["step"] >= 1950]
-                dt = [y["accuracy"] - x["accuracy"] for r in cr
-                      for x, y in zip(thin(r["evals"]), thin(r["evals"])[1:]) if x["step"] >= 1950]
                 e["final"][cell] = {
-                    "final_accuracy_median": float(np.median(fin)),
-                    "final_accuracy_by_seed": fin,
-                    "sigma_late_points": float(np.std(d, ddof=1) / math.sqrt(2) * 100),
-                    "sigma_late_thinned_points": float(np.std(dt, ddof=1) / math.sqrt(2) * 100),
+                    **final_and_swing(cr, 1950),
                     "test_accuracy_at_first_touch_90_median":
                         float(np.median([r["summary"].get("test_accuracy", float("nan"))
                                          for r in cr])),
@@ -770,6 +786,9 @@ def main(argv=None):
             L(f"  {a_['cell']}: speedup (held, 90%) {ratio_text(a_['speedup_held_90'])} against "
               f"min(e, R) = {a_['ideal']:.2f} (R {a_['r_train']:.2f} in training): interval "
               f"{'wholly above' if a_['interval_wholly_above_ideal'] else 'not wholly above'}")
+    def final_text(v):
+        return (f"final {100 * v['final_accuracy_median']:.2f}%, late swing "
+                f"{v['sigma_late_points']:.3f} / thinned {v['sigma_late_thinned_points']:.3f}")
     if controls or retune:
         L("")
         L("== controls of change 9 (issue #42), 90% held; a control added after the results "
@@ -781,6 +800,7 @@ def main(argv=None):
               f"{ratio_text(f['fresh_reduction'])}, held {f['reached']}/{f['runs']}: "
               + ("interval wholly above e: refutes A as the whole explanation"
                  if v["refutes_A"] else "interval not wholly above e"))
+            L(f"     {final_text(v['final'])}; baseline {final_text(v['baseline_final'])}")
         for cell in ("baseline", "e4"):
             v = controls["C"][cell]
             L(f"  C {cell}: " + ", ".join(
@@ -788,6 +808,8 @@ def main(argv=None):
                 f"{b['fresh']['median']:.0f}" for S, b in v["budgets"].items())
               + f"; best budget {v['best_budget']}"
               + ("" if v["complete"] else " (not every budget has run)"))
+            for S, b in v["budgets"].items():
+                L(f"     S={S}: {final_text(b['final'])} (swing from step {int(S) // 2})")
         if "reduction" in controls["C"]:
             L(f"  C: baseline / e = 4 at their best budgets {ratio_text(controls['C']['reduction'])}"
               f": {controls['C']['verdict']}")
@@ -796,11 +818,14 @@ def main(argv=None):
             b = retune["B"]
             L(f"  B (seeds {b['seeds'][0]}-{b['seeds'][-1]}): {b['baseline_cell']} / {b['e4_cell']} "
               f"{ratio_text(b['figures']['fresh_reduction'])}: {b['verdict']}")
+            for c, v in b["final"].items():
+                L(f"     {c}: {final_text(v)}")
         if "A2" in retune:
             a2 = retune["A2"]
             L(f"  A2 batch augmentation (seeds {a2['seeds'][0]}-{a2['seeds'][-1]}): baseline / "
               f"batchaug-e2-bs256 {ratio_text(a2['figures']['fresh_reduction'])}: " +
               ("supports A" if a2["supports_A"] else "interval reaches 1 or lies below"))
+            L(f"     {final_text(a2['final'])}; baseline {final_text(a2['baseline_final'])}")
     L("")
     L("== demo reference (results/protocol/targets/demo_reference.json): network-r5, seeds "
       "1-5, cut at step 2,600, target 89% ==")
