@@ -241,10 +241,11 @@ def load_runs(exp_dir, seeds=SEEDS):
 def final_and_swing(runs, late_from):
     """A cell's final validation accuracy (median and by seed) and its late swing: change
     8's statistic over the differences of consecutive evaluations from step `late_from`
-    on, per evaluation and thinned to one per THIN_STEPS steps, in points."""
+    on, per evaluation and thinned to one per THIN_STEPS steps, in points (None with fewer
+    than two differences)."""
     def sigma(pairs):
         d = [y["accuracy"] - x["accuracy"] for x, y in pairs if x["step"] >= late_from]
-        return float(np.std(d, ddof=1) / math.sqrt(2) * 100)
+        return float(np.std(d, ddof=1) / math.sqrt(2) * 100) if len(d) >= 2 else None
     fin = [r["summary"]["final_accuracy"] for r in runs]
     return {"final_accuracy_median": float(np.median(fin)), "final_accuracy_by_seed": fin,
             "sigma_late_points": sigma(p for r in runs
@@ -787,8 +788,10 @@ def main(argv=None):
               f"min(e, R) = {a_['ideal']:.2f} (R {a_['r_train']:.2f} in training): interval "
               f"{'wholly above' if a_['interval_wholly_above_ideal'] else 'not wholly above'}")
     def final_text(v):
-        return (f"final {100 * v['final_accuracy_median']:.2f}%, late swing "
-                f"{v['sigma_late_points']:.3f} / thinned {v['sigma_late_thinned_points']:.3f}")
+        sw = [f"{x:.3f}" if x is not None else "-"
+              for x in (v["sigma_late_points"], v["sigma_late_thinned_points"])]
+        return (f"final {100 * v['final_accuracy_median']:.2f}%, late swing {sw[0]} / "
+                f"thinned {sw[1]}")
     if controls or retune:
         L("")
         L("== controls of change 9 (issue #42), 90% held; a control added after the results "

@@ -35,7 +35,7 @@ def run(accs, steps_apart=20, fresh_per_step=128):
     last = ev[-1]
     return {"seed": 1, "evals": ev,
             "summary": {"fresh": last["fresh"], "wall_seconds": last["wall_seconds"] + 1,
-                        "steps": last["step"]}}
+                        "steps": last["step"], "final_accuracy": last["accuracy"]}}
 
 
 T = 9000  # 90.00% in basis points; the margin is 104 (1.04 points)
@@ -103,6 +103,29 @@ def test_the_swing_of_a_trend_plus_known_noise():
     # A smooth trend alone has (almost) no swing.
     est, _ = swing.swing([[0.85 + 0.0001 * i for i in range(100)]])
     assert est < 1e-9
+
+
+def test_final_accuracy_and_late_swing_count_only_the_differences_from_late_on():
+    # Evaluations every 20 steps; from step 100 on they alternate 0.90 / 0.91, so every
+    # late difference is +-0.01: sample std 0.01 x sqrt(n / (n - 1)), over sqrt(2).
+    early = [0.5, 0.6, 0.7, 0.8]  # steps 20-80: large differences, before late_from
+    late = [0.90, 0.91] * 5       # steps 100-280
+    runs = [run(early + late), run(early + late[:-1])]
+    f = targets.final_and_swing(runs, 100)
+    assert f["final_accuracy_by_seed"] == [0.91, 0.90]
+    assert f["final_accuracy_median"] == pytest.approx(0.905)
+    d = [0.01, -0.01] * 4 + [0.01] + [0.01, -0.01] * 4
+    mean = sum(d) / len(d)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+    assert f["sigma_late_points"] == pytest.approx(sd / math.sqrt(2) * 100)
+    # Thinned to one per 100 steps: steps 100 (0.90) and 200 (0.91), and each run's last
+    # (step 280 at 0.91, step 260 at 0.90).
+    dt = [0.01, 0.0, 0.01, -0.01]
+    mean = sum(dt) / len(dt)
+    sdt = math.sqrt(sum((x - mean) ** 2 for x in dt) / (len(dt) - 1))
+    assert f["sigma_late_thinned_points"] == pytest.approx(sdt / math.sqrt(2) * 100)
+    # Nothing late enough: no swing rather than a NaN.
+    assert targets.final_and_swing(runs, 10_000)["sigma_late_points"] is None
 
 
 def test_the_censored_median_marks_a_median_that_falls_on_a_censored_run():
