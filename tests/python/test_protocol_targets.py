@@ -107,7 +107,7 @@ def test_the_swing_of_a_trend_plus_known_noise():
 
 def test_final_accuracy_and_late_swing_count_only_the_differences_from_late_on():
     # Evaluations every 20 steps; from step 100 on they alternate 0.90 / 0.91, so every
-    # late difference is +-0.01: sample std 0.01 x sqrt(n / (n - 1)), over sqrt(2).
+    # late difference is +-0.01 (the swing: their sample std over sqrt(2), in points).
     early = [0.5, 0.6, 0.7, 0.8]  # steps 20-80: large differences, before late_from
     late = [0.90, 0.91] * 5       # steps 100-280
     runs = [run(early + late), run(early + late[:-1])]
