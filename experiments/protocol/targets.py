@@ -243,16 +243,14 @@ def final_and_swing(runs, late_from):
     8's statistic over the differences of consecutive evaluations from step `late_from`
     on, per evaluation and thinned to one per THIN_STEPS steps, in points (None with fewer
     than two differences)."""
-    def sigma(pairs):
-        d = [y["accuracy"] - x["accuracy"] for x, y in pairs if x["step"] >= late_from]
+    def sigma(series):
+        d = [y["accuracy"] - x["accuracy"] for ev in series
+             for x, y in zip(ev, ev[1:]) if x["step"] >= late_from]
         return float(np.std(d, ddof=1) / math.sqrt(2) * 100) if len(d) >= 2 else None
     fin = [r["summary"]["final_accuracy"] for r in runs]
     return {"final_accuracy_median": float(np.median(fin)), "final_accuracy_by_seed": fin,
-            "sigma_late_points": sigma(p for r in runs
-                                       for p in zip(r["evals"], r["evals"][1:])),
-            "sigma_late_thinned_points": sigma(p for r in runs
-                                               for p in zip(thin(r["evals"]),
-                                                            thin(r["evals"])[1:]))}
+            "sigma_late_points": sigma([r["evals"] for r in runs]),
+            "sigma_late_thinned_points": sigma([thin(r["evals"]) for r in runs])}
 
 
 # --- the controls of change 9 (issue #42) -----------------------------------------------
