@@ -74,7 +74,7 @@ FASHION=/usr/share/datasets/fashion-mnist
 # setup (render_network): section 6's 1-5 (FIVE_SEEDS, every other network cell's); change 9
 # adds 6-10, set here when they start.
 FIVE_SEEDS="1, 2, 3, 4, 5"
-NETWORK_SEEDS="$FIVE_SEEDS"
+NETWORK_SEEDS="1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
   sweep | collect | report | network | demo | controls | retune) ;;
