@@ -238,6 +238,72 @@ def load_runs(exp_dir, seeds=SEEDS, only=None):
     return cells
 
 
+def load_all_seeds(exp_dir):
+    """{cell: [run]}: each cell on every final seed it has (seed-N folders with a
+    summary), in seed order. Change 12: the network runs' baseline, a-priori e and e = 4
+    have seeds 1-10, their other cells 1-5; each is read on all of its seeds."""
+    cdir = os.path.join(exp_dir, "cells")
+    cells = {}
+    for cell in sorted(os.listdir(cdir)):
+        seeds = sorted(int(d[5:]) for d in os.listdir(os.path.join(cdir, cell))
+                       if d.startswith("seed-")
+                       and os.path.exists(os.path.join(cdir, cell, d, "summary.json")))
+        if seeds:
+            cells.update(load_runs(exp_dir, seeds, only=cell))
+    return cells
+
+
+def seeds_text(runs):
+    """'1-10', '1-5', or the seeds listed where they are not a range."""
+    s = [r["seed"] for r in runs]
+    if s == list(range(s[0], s[0] + len(s))):
+        return f"{s[0]}-{s[-1]}" if len(s) > 1 else str(s[0])
+    return ",".join(str(x) for x in s)
+
+
+# --- change 12: the network runs' seeds from two machines ------------------------------
+# Seeds 1-5 ran on 2026-12-01's machine, 6-10 (change 9) on 2026-12-05's, whose train step
+# is about 20% faster, at the same bandwidth.
+MACHINES = {"seeds 1-5 (2026-12-01)": list(range(1, 6)),
+            "seeds 6-10 (2026-12-05)": list(range(6, 11))}
+
+
+def factor_of(cell):
+    return int(cell.split("-e")[1].split("-")[0])
+
+
+def machines_section(runs, apriori):
+    """Change 12's wall-clock reading at 90%: for the a-priori cell and e = 4 (the cells
+    with seeds on both machines), the speedup and reduction under both readings on seeds
+    1-10 and on each machine's seeds alone, each beside its baseline's median R in
+    training and the ideal min(e, R); and whether the two machines' intervals of the
+    a-priori cell's held speedup overlap (if not, the pooled figure is not the headline).
+    None before the baseline has seeds on both machines."""
+    base = runs.get("baseline", [])
+    sets = {"seeds 1-10 (both machines)": sorted({r["seed"] for r in base}), **MACHINES}
+    if any(not set(s) <= {r["seed"] for r in base} for s in MACHINES.values()):
+        return None
+    out = {"registered": "docs/protocol.md change 12", "target": 90.0, "cells": {}}
+    for cell in dict.fromkeys([apriori, "before_aug-e4-sb1000"]):
+        if cell not in runs or len(runs[cell]) < len(base):
+            continue
+        e = factor_of(cell)
+        by = {}
+        for name, seeds in sets.items():
+            b = [r for r in base if r["seed"] in seeds]
+            c = [r for r in runs[cell] if r["seed"] in seeds]
+            r_train = float(np.median([r["summary"]["r_estimate"] for r in b]))
+            by[name] = {"seeds": seeds, "r_train_baseline": r_train, "ideal": min(e, r_train),
+                        **{reading: figures(b, c, 9000, reading)
+                           for reading in ("held", "first_touch")}}
+        a, b_ = (by[m]["held"]["speedup"]["ci95"] for m in MACHINES)
+        out["cells"][cell] = {"factor": e, "by_seeds": by,
+                              "held_speedup_intervals_overlap": a[0] <= b_[1] and b_[0] <= a[1]}
+    if apriori in out["cells"]:
+        out["pooled_is_headline"] = out["cells"][apriori]["held_speedup_intervals_overlap"]
+    return out
+
+
 def final_and_swing(runs, late_from):
     """A cell's final validation accuracy (median and by seed) and its late swing: change
     8's statistic over the differences of consecutive evaluations from step `late_from`
@@ -403,19 +469,12 @@ def pct(t_bp):
 
 
 # --- the check against the committed tables -------------------------------------------
-def check_against_committed(exp_dir):
-    """The 90% first-touch figures of results.json, recomputed: (checked, mismatches)."""
+def check_against_committed(exp_dir, runs):
+    """The 90% first-touch figures of results.json, recomputed from `runs` (each cell on
+    every final seed it has, as the runner reads them): (checked, mismatches)."""
     with open(os.path.join(exp_dir, "results.json")) as f:
         doc = json.load(f)
     checked, bad = 0, []
-    # The runner reads each cell on every final seed it has run (1-10 where change 9 added
-    # seeds, 1-5 elsewhere), and so does the check.
-    cdir = os.path.join(exp_dir, "cells")
-    runs = {}
-    for cell in sorted(os.listdir(cdir)):
-        seeds = sorted(int(d[5:]) for d in os.listdir(os.path.join(cdir, cell))
-                       if d.startswith("seed-"))
-        runs.update(load_runs(exp_dir, seeds, only=cell))
     base = runs.get("baseline")
     for c in doc["cells"]:
         if c["cell"] not in runs or c["cell"] == "baseline" or base is None:
@@ -475,7 +534,7 @@ def write_plots(out_dir, doc, draw=True):
                         series.append(cell)
                 gp.append(f"set output \"{name}.\".fmt")
                 gp.append(f"set title \"{exp}: {metric.replace('_', ' ')} vs target, "
-                          f"{READING_LABEL[reading]}; median over seeds 1-5, 95% bootstrap "
+                          f"{READING_LABEL[reading]}; median over each cell's seeds (table.txt), 95% bootstrap "
                           "CI; censored medians (~) in table.txt\"")
                 gp.append("set xlabel \"target validation accuracy (%)\"")
                 gp.append(f"set ylabel \"{ylabel}\"")
@@ -514,7 +573,7 @@ def write_plots(out_dir, doc, draw=True):
         gp.append(f"set output \"{name}.\".fmt")
         gp.append("set key below")
         gp.append(f"set title \"{exp}: headline cells vs target, both readings "
-                  "(median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)\"")
+                  "(median over each cell's seeds, 95% bootstrap CI; dashed black: 3x)\"")
         gp.append("set xlabel \"target validation accuracy (%)\"")
         gp.append("set ylabel \"baseline / cell (fresh examples, or wall-clock time)\"")
         gp.append("set xrange [86.9:90.6]\nset yrange [0:*]")
@@ -555,7 +614,9 @@ def main(argv=None):
     doc = {"rule": {"reading": "held", "margin_points": MARGIN_BP / 100,
                     "sigma_points": SIGMA_BP / 100, "k": 2, "thin_steps": THIN_STEPS,
                     "registered": "docs/protocol.md change 8"},
-           "method": "median over seeds 1-5; a run that does not reach (first touch) or "
+           "method": "median over each cell's final seeds (change 12: the network runs' "
+                     "baseline, a-priori e and e = 4 on seeds 1-10, the other cells on 1-5, "
+                     "the split setup and the sweep on 1-5); a run that does not reach (first touch) or "
                      "hold the target counts at its budget (censored; ~ when a median is); "
                      "95% percentile bootstrap, 10,000 resamples, seed 20190715, "
                      "ratios resample baseline and cell independently (section 5)",
@@ -569,7 +630,7 @@ def main(argv=None):
     for exp in NETWORK_EXPS + ["sweep"]:
         d = os.path.join(a.root, exp)
         if os.path.isdir(os.path.join(d, "cells")):
-            exps[exp] = load_runs(d)
+            exps[exp] = load_all_seeds(d)
 
     # The grid of targets: from 87.00% to the baseline's best evaluation (network runs).
     best_bp = max(bp(e["accuracy"]) for r in exps["network-r5"]["baseline"] for e in r["evals"])
@@ -638,8 +699,12 @@ def main(argv=None):
                         [r["summary"]["cpu_seconds"] for r in cr]))
                     e["final"][cell]["cpu_seconds_by_seed"] = [r["summary"]["cpu_seconds"]
                                                               for r in cr]
+            if e.get("apriori"):
+                m = machines_section(runs, e["apriori"])
+                if m:
+                    e["machines"] = m
         doc["experiments"][exp] = e
-        checked, bad = check_against_committed(os.path.join(a.root, exp))
+        checked, bad = check_against_committed(os.path.join(a.root, exp), runs)
         doc["checks"][exp] = {"figures_checked": checked, "mismatches": bad}
 
     # Change 10/11: the split setup beside the shared one at 90%, and change 10's
@@ -686,7 +751,7 @@ def main(argv=None):
     # The issue's table (R about 5, first touch, and held with a margin of 0.3 points):
     # recomputed as a check on the trajectories, not a registered reading.
     issue = []
-    r5 = exps["network-r5"]
+    r5 = {c: [r for r in v if r["seed"] in SEEDS] for c, v in exps["network-r5"].items()}
     for t in (8800, 8900, 8950, 9000):
         row = {"target": t / 100}
         for cell, key in (("before_aug-e2-sb1000", "e2_first_touch"),
@@ -703,8 +768,11 @@ def main(argv=None):
         issue.append(row)
     doc["issue_41_table_check"] = issue
 
-    # The demo's reference (change 8): network runs at R about 5, cut at step 2,600, 89%.
-    demo = {"source": "results/protocol/network-r5, seeds 1-5, trajectories cut at step 2,600",
+    # The demo's reference (change 8): network runs at R about 5, cut at step 2,600, 89%;
+    # every seed each cell has (change 12).
+    r5 = exps["network-r5"]
+    demo_seeds = ", ".join(f"{c} seeds {seeds_text(r5[c])}" for c in DEMO["cells"] if c in r5)
+    demo = {"source": f"results/protocol/network-r5 ({demo_seeds}), trajectories cut at step 2,600",
             "target": DEMO["target_bp"] / 100, "stop_step": DEMO["stop_step"],
             "note": "runs that do not reach (first touch) or hold (change 8) the target by "
                     "step 2,600 are censored at their last evaluation at or before it",
@@ -718,18 +786,24 @@ def main(argv=None):
                         stop_step=DEMO["stop_step"])
             demo["readings"][reading][cell] = f
     # Lines the demo can print beside its own seed.
-    demo["print"] = [f"reference: network runs at R about 5, seeds 1-5, cut at step "
+    demo["print"] = [f"reference: network runs at R about 5 ({demo_seeds}), cut at step "
                      f"{DEMO['stop_step']:,}, target {DEMO['target_bp'] / 100:.0f}% (median "
                      "[95% interval]; ~ a censored median: a bound)"]
     for reading, cells in demo["readings"].items():
         for c, f in cells.items():
             if c == "baseline":
                 demo["print"].append(f"  {READING_LABEL[reading]}: baseline reaches/holds it in "
-                                     f"{f['reached']}/5")
+                                     f"{f['reached']}/{f['runs']}")
                 continue
-            demo["print"].append(f"  {READING_LABEL[reading]}: {c} {f['reached']}/5, fresh/ "
+            demo["print"].append(f"  {READING_LABEL[reading]}: {c} {f['reached']}/{f['runs']}, fresh/ "
                                  f"{ratio_text(f['fresh_reduction'])}, speedup "
                                  f"{ratio_text(f['speedup'])}")
+    e5 = {r: demo["readings"][r].get(DEMO["cells"][1]) for r in ("first_touch", "held")}
+    if all(e5.values()):
+        demo["print"].append(
+            f"One seed varies more than these medians: {e5['held']['runs'] - e5['held']['reached']}"
+            f" of {e5['held']['runs']} e = 5 seeds did not hold 89% by step 2,600, and "
+            f"{e5['first_touch']['runs'] - e5['first_touch']['reached']} never reached it.")
     with open(os.path.join(out_dir, "demo_reference.json"), "w") as f:
         json.dump(demo, f, indent=1)
         f.write("\n")
@@ -740,12 +814,15 @@ def main(argv=None):
     L(f"held: the first evaluation >= T from which no later one falls below T - {MARGIN_BP / 100:.2f} "
       f"points (2 sigma, sigma = {SIGMA_BP / 100:.3f} points); thinned: the same on one "
       f"evaluation per {THIN_STEPS} steps; first touch: section 3's reading (old).")
-    L("median over seeds 1-5, baseline / cell, [95% bootstrap interval], ~ = a censored median; "
-      "reached = runs that reach (first touch) or hold the target.")
+    L("median over each cell's final seeds (listed per experiment; change 12), baseline / cell, "
+      "[95% bootstrap interval], ~ = a censored median; reached = runs that reach (first "
+      "touch) or hold the target, of the cell's runs.")
     L(f"baseline's best single evaluation: {best_bp / 100:.2f}%")
     for exp, e in doc["experiments"].items():
         L("")
         L(f"== {exp} ==" + (f" (a-priori cell: {e['apriori']})" if e.get("apriori") else ""))
+        L("seeds: " + ", ".join(f"{c} {seeds_text(r)}" for c, r in exps[exp].items()
+                                if "bs1024" not in c))
         for metric in (["fresh_reduction", "speedup"] if exp != "sweep" else ["fresh_reduction"]):
             for reading in e["readings"]:
                 L(f"-- {metric.replace('_', ' ')}, {READING_LABEL[reading]}")
@@ -755,11 +832,12 @@ def main(argv=None):
                     row = f"{t:<8.2f}"
                     for c in cells:
                         f = e["cells"][c][i][reading]
-                        row += f"{ratio_text(f.get(metric)) + ' ' + str(f['reached']) + '/5':<28}"
+                        row += f"{ratio_text(f.get(metric)) + ' ' + str(f['reached']) + '/' + str(f['runs']):<28}"
                     L(row)
                 base_rows = e["cells"]["baseline"]
                 L("   baseline reached: " + " ".join(
-                    f"{r['target']:.2f}:{r[reading]['reached']}/5" for r in base_rows))
+                    f"{r['target']:.2f}:{r[reading]['reached']}/{r[reading]['runs']}"
+                    for r in base_rows))
         if "final" in e:
             L(f"-- final validation accuracy (median over seeds, at step 3,900), late swing "
               f"(step >= 1,950; per evaluation, and thinned to one per {THIN_STEPS} steps), "
@@ -774,6 +852,22 @@ def main(argv=None):
                 cpu = v.get("cpu_seconds_median")
                 L(f"  {c:<24} {v['compute_ms_per_step_median']:.1f} ms/step  R "
                   f"{v['r_estimate_median']:.2f}  CPU {'-' if cpu is None else f'{cpu:.0f} s'}")
+        if "machines" in e:
+            m = e["machines"]
+            L("-- change 12: 90%, on seeds 1-10 and on each machine's seeds; R = the baseline's "
+              "median R in training, ideal min(e, R)")
+            for cell, v in m["cells"].items():
+                for name, by in v["by_seeds"].items():
+                    L(f"  {cell:<22} {name:<28} R {by['r_train_baseline']:.2f} ideal "
+                      f"{by['ideal']:.2f}: speedup held {ratio_text(by['held']['speedup'])}, "
+                      f"first touch {ratio_text(by['first_touch']['speedup'])}; fresh/ held "
+                      f"{ratio_text(by['held']['fresh_reduction'])}, first touch "
+                      f"{ratio_text(by['first_touch']['fresh_reduction'])}")
+                L(f"  {cell:<22} the two machines' intervals of the held speedup "
+                  + ("overlap" if v["held_speedup_intervals_overlap"] else "do not overlap"))
+            if "pooled_is_headline" in m:
+                L("  headline (change 12): " + ("the pooled seeds 1-10" if m["pooled_is_headline"]
+                                                else "each machine's figure, the lower first"))
     for key, st in doc["setups"].items():
         L("")
         L(f"== the two setups at R about {key[1:]}, 90%: shared cores (section 6) / the train "
@@ -836,11 +930,11 @@ def main(argv=None):
               ("supports A" if a2["supports_A"] else "interval reaches 1 or lies below"))
             L(f"     {final_text(a2['final'])}; baseline {final_text(a2['baseline_final'])}")
     L("")
-    L("== demo reference (results/protocol/targets/demo_reference.json): network-r5, seeds "
-      "1-5, cut at step 2,600, target 89% ==")
+    L(f"== demo reference (results/protocol/targets/demo_reference.json): network-r5 "
+      f"({demo_seeds}), cut at step 2,600, target 89% ==")
     for reading, cells in demo["readings"].items():
         for c, f in cells.items():
-            L(f"  {READING_LABEL[reading]:<32} {c:<22} reached {f['reached']}/5  fresh "
+            L(f"  {READING_LABEL[reading]:<32} {c:<22} reached {f['reached']}/{f['runs']}  fresh "
               f"{'~' if f['fresh']['median_censored'] else ''}{f['fresh']['median']:.0f} "
               f"[{f['fresh']['ci95'][0]:.0f}-{f['fresh']['ci95'][1]:.0f}]  fresh/ "
               f"{ratio_text(f['fresh_reduction']) if c != 'baseline' else '-'}  speedup "

@@ -3,6 +3,7 @@
 trajectories with known answers, and the statistics against the committed tables."""
 
 import importlib.util
+import json
 import math
 import random
 import shutil
@@ -142,13 +143,12 @@ def test_the_censored_median_marks_a_median_that_falls_on_a_censored_run():
 def test_the_statistics_reproduce_the_committed_tables():
     for exp in ("network-r5", "sweep"):
         d = ROOT / "results" / "protocol" / exp
-        checked, bad = targets.check_against_committed(str(d))
+        checked, bad = targets.check_against_committed(str(d), targets.load_all_seeds(str(d)))
         assert checked >= 10 and bad == []
 
 
-def _write_cell(root, exp, cell, accs_by_seed, fresh_per_step):
-    import json
-    for seed, accs in enumerate(accs_by_seed, start=1):
+def _write_cell(root, exp, cell, accs_by_seed, fresh_per_step, first_seed=1):
+    for seed, accs in enumerate(accs_by_seed, start=first_seed):
         r = run(accs, fresh_per_step=fresh_per_step)
         d = Path(root) / exp / "cells" / cell / f"seed-{seed}"
         d.mkdir(parents=True)
@@ -214,3 +214,55 @@ def test_controls_b_and_a2_read_the_group_winners_and_batch_augmentation(tmp_pat
     assert r["A2"]["seeds"] == list(range(1, 11))
     assert r["A2"]["figures"]["fresh_reduction"]["ratio"] == pytest.approx(140 / 80)
     assert r["A2"]["supports_A"]
+
+
+def _set_machine(root, exp, cell, seeds, r_estimate, wall_scale):
+    """Give a cell's seeds an R in training and scale their clock (the other machine)."""
+    for seed in seeds:
+        d = Path(root) / exp / "cells" / cell / f"seed-{seed}"
+        summ = json.loads((d / "summary.json").read_text())
+        summ["r_estimate"] = r_estimate
+        summ["wall_seconds"] *= wall_scale
+        (d / "summary.json").write_text(json.dumps(summ))
+        evals = [json.loads(x) for x in (d / "evals.jsonl").read_text().splitlines()]
+        for e in evals:
+            e["wall_seconds"] *= wall_scale
+        (d / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+
+
+def test_change_12_reads_seeds_1_10_pooled_and_per_machine(tmp_path):
+    # The baseline and e = 5 on seeds 1-10, e = 4 on 1-5 only. Every seed holds 90% from
+    # the same evaluation (baseline the 7th, step 140; e = 5 the 5th, step 100), so each
+    # reading's interval is a point. On seeds 6-10 e = 5's clock runs twice as fast.
+    held_at = lambda i, n: [0.85] * i + [0.905] * (n - i)  # noqa: E731
+    exp = tmp_path / "network-r5"
+    _write_cell(tmp_path, "network-r5", "baseline", [held_at(6, 10)] * 5, 128)
+    _write_cell(tmp_path, "network-r5", "before_aug-e5-sb1000", [held_at(4, 10)] * 5, 128 // 5)
+    _set_machine(tmp_path, "network-r5", "baseline", range(1, 6), 4.8, 1.0)
+    _set_machine(tmp_path, "network-r5", "before_aug-e5-sb1000", range(1, 6), 5.3, 1.0)
+    runs = targets.load_all_seeds(str(exp))
+    assert targets.seeds_text(runs["baseline"]) == "1-5"
+    assert targets.machines_section(runs, "before_aug-e5-sb1000") is None  # one machine only
+    for cell, per_step, at, r, scale in (("baseline", 128, 6, 6.0, 1.0),
+                                          ("before_aug-e5-sb1000", 128 // 5, 4, 6.5, 0.5)):
+        _write_cell(tmp_path, "network-r5", cell, [held_at(at, 10)] * 5, per_step, first_seed=6)
+        _set_machine(tmp_path, "network-r5", cell, range(6, 11), r, scale)
+    _write_cell(tmp_path, "network-r5", "before_aug-e4-sb1000", [held_at(5, 10)] * 5, 32)
+    runs = targets.load_all_seeds(str(exp))
+    assert [r["seed"] for r in runs["baseline"]] == list(range(1, 11))
+    assert targets.seeds_text(runs["before_aug-e4-sb1000"]) == "1-5"
+    m = targets.machines_section(runs, "before_aug-e5-sb1000")
+    assert list(m["cells"]) == ["before_aug-e5-sb1000"]  # e = 4 lacks seeds 6-10
+    by = m["cells"]["before_aug-e5-sb1000"]["by_seeds"]
+    old, new = by["seeds 1-5 (2026-12-01)"], by["seeds 6-10 (2026-12-05)"]
+    assert old["held"]["speedup"]["ratio"] == pytest.approx(140 / 100)
+    assert new["held"]["speedup"]["ratio"] == pytest.approx(140 / 50)
+    assert old["r_train_baseline"] == pytest.approx(4.8) and old["ideal"] == pytest.approx(4.8)
+    assert new["r_train_baseline"] == pytest.approx(6.0) and new["ideal"] == 5
+    # Fresh examples do not depend on the clock: the same reduction on both machines.
+    for b in by.values():
+        assert b["held"]["fresh_reduction"]["ratio"] == pytest.approx(140 * 128 / (100 * 25))
+    pooled = by["seeds 1-10 (both machines)"]
+    assert pooled["seeds"] == list(range(1, 11)) and pooled["held"]["runs"] == 10
+    assert not m["cells"]["before_aug-e5-sb1000"]["held_speedup_intervals_overlap"]
+    assert m["pooled_is_headline"] is False
