@@ -4,7 +4,7 @@ set grid
 do for [fmt in "png svg"] {
 if (fmt eq "png") { set terminal pngcairo size 1000,600 noenhanced font "sans,10" } else { set terminal svg size 1000,600 noenhanced font "sans,10" dynamic }
 set output "fresh_reduction_network-r5_first_touch.".fmt
-set title "network-r5: fresh reduction vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r5: fresh reduction vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -18,7 +18,7 @@ plot "fresh_reduction_network-r5_first_touch.dat" index 0 using 1:2:3:4 with yer
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-r5_held.".fmt
-set title "network-r5: fresh reduction vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r5: fresh reduction vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -32,7 +32,7 @@ plot "fresh_reduction_network-r5_held.dat" index 0 using 1:2:3:4 with yerrorline
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-r5_held_thinned.".fmt
-set title "network-r5: fresh reduction vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r5: fresh reduction vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -46,7 +46,7 @@ plot "fresh_reduction_network-r5_held_thinned.dat" index 0 using 1:2:3:4 with ye
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-r5_first_touch.".fmt
-set title "network-r5: speedup vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r5: speedup vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -60,7 +60,7 @@ plot "speedup_network-r5_first_touch.dat" index 0 using 1:2:3:4 with yerrorlines
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-r5_held.".fmt
-set title "network-r5: speedup vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r5: speedup vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -74,7 +74,7 @@ plot "speedup_network-r5_held.dat" index 0 using 1:2:3:4 with yerrorlines lc 1 t
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-r5_held_thinned.".fmt
-set title "network-r5: speedup vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r5: speedup vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -89,7 +89,7 @@ plot "speedup_network-r5_held_thinned.dat" index 0 using 1:2:3:4 with yerrorline
   5 with lines dt 2 lc rgb "black" notitle
 set output "headline_network-r5.".fmt
 set key below
-set title "network-r5: headline cells vs target, both readings (median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)"
+set title "network-r5: headline cells vs target, both readings (median over each cell's seeds, 95% bootstrap CI; dashed black: 3x)"
 set xlabel "target validation accuracy (%)"
 set ylabel "baseline / cell (fresh examples, or wall-clock time)"
 set xrange [86.9:90.6]
@@ -105,7 +105,7 @@ plot "headline_network-r5.dat" index 0 using ($1+-0.03):2:3:4 with yerrorlines d
   3 with lines dt 2 lc rgb "black" notitle
 set key outside right top
 set output "fresh_reduction_network-r2_first_touch.".fmt
-set title "network-r2: fresh reduction vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r2: fresh reduction vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -118,7 +118,7 @@ plot "fresh_reduction_network-r2_first_touch.dat" index 0 using 1:2:3:4 with yer
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-r2_held.".fmt
-set title "network-r2: fresh reduction vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r2: fresh reduction vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -131,7 +131,7 @@ plot "fresh_reduction_network-r2_held.dat" index 0 using 1:2:3:4 with yerrorline
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-r2_held_thinned.".fmt
-set title "network-r2: fresh reduction vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r2: fresh reduction vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -144,7 +144,7 @@ plot "fresh_reduction_network-r2_held_thinned.dat" index 0 using 1:2:3:4 with ye
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-r2_first_touch.".fmt
-set title "network-r2: speedup vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r2: speedup vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -157,7 +157,7 @@ plot "speedup_network-r2_first_touch.dat" index 0 using 1:2:3:4 with yerrorlines
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-r2_held.".fmt
-set title "network-r2: speedup vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r2: speedup vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -170,7 +170,7 @@ plot "speedup_network-r2_held.dat" index 0 using 1:2:3:4 with yerrorlines lc 1 t
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-r2_held_thinned.".fmt
-set title "network-r2: speedup vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-r2: speedup vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -184,7 +184,7 @@ plot "speedup_network-r2_held_thinned.dat" index 0 using 1:2:3:4 with yerrorline
   5 with lines dt 2 lc rgb "black" notitle
 set output "headline_network-r2.".fmt
 set key below
-set title "network-r2: headline cells vs target, both readings (median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)"
+set title "network-r2: headline cells vs target, both readings (median over each cell's seeds, 95% bootstrap CI; dashed black: 3x)"
 set xlabel "target validation accuracy (%)"
 set ylabel "baseline / cell (fresh examples, or wall-clock time)"
 set xrange [86.9:90.6]
@@ -200,7 +200,7 @@ plot "headline_network-r2.dat" index 0 using ($1+-0.03):2:3:4 with yerrorlines d
   3 with lines dt 2 lc rgb "black" notitle
 set key outside right top
 set output "fresh_reduction_network-split-r5_first_touch.".fmt
-set title "network-split-r5: fresh reduction vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r5: fresh reduction vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -214,7 +214,7 @@ plot "fresh_reduction_network-split-r5_first_touch.dat" index 0 using 1:2:3:4 wi
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-split-r5_held.".fmt
-set title "network-split-r5: fresh reduction vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r5: fresh reduction vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -228,7 +228,7 @@ plot "fresh_reduction_network-split-r5_held.dat" index 0 using 1:2:3:4 with yerr
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-split-r5_held_thinned.".fmt
-set title "network-split-r5: fresh reduction vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r5: fresh reduction vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -242,7 +242,7 @@ plot "fresh_reduction_network-split-r5_held_thinned.dat" index 0 using 1:2:3:4 w
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-split-r5_first_touch.".fmt
-set title "network-split-r5: speedup vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r5: speedup vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -256,7 +256,7 @@ plot "speedup_network-split-r5_first_touch.dat" index 0 using 1:2:3:4 with yerro
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-split-r5_held.".fmt
-set title "network-split-r5: speedup vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r5: speedup vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -270,7 +270,7 @@ plot "speedup_network-split-r5_held.dat" index 0 using 1:2:3:4 with yerrorlines 
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-split-r5_held_thinned.".fmt
-set title "network-split-r5: speedup vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r5: speedup vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -285,7 +285,7 @@ plot "speedup_network-split-r5_held_thinned.dat" index 0 using 1:2:3:4 with yerr
   5 with lines dt 2 lc rgb "black" notitle
 set output "headline_network-split-r5.".fmt
 set key below
-set title "network-split-r5: headline cells vs target, both readings (median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)"
+set title "network-split-r5: headline cells vs target, both readings (median over each cell's seeds, 95% bootstrap CI; dashed black: 3x)"
 set xlabel "target validation accuracy (%)"
 set ylabel "baseline / cell (fresh examples, or wall-clock time)"
 set xrange [86.9:90.6]
@@ -301,7 +301,7 @@ plot "headline_network-split-r5.dat" index 0 using ($1+-0.03):2:3:4 with yerrorl
   3 with lines dt 2 lc rgb "black" notitle
 set key outside right top
 set output "fresh_reduction_network-split-r2_first_touch.".fmt
-set title "network-split-r2: fresh reduction vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r2: fresh reduction vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -314,7 +314,7 @@ plot "fresh_reduction_network-split-r2_first_touch.dat" index 0 using 1:2:3:4 wi
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-split-r2_held.".fmt
-set title "network-split-r2: fresh reduction vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r2: fresh reduction vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -327,7 +327,7 @@ plot "fresh_reduction_network-split-r2_held.dat" index 0 using 1:2:3:4 with yerr
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "fresh_reduction_network-split-r2_held_thinned.".fmt
-set title "network-split-r2: fresh reduction vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r2: fresh reduction vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "fresh-example reduction (baseline / cell)"
 set xrange [86.9:90.6]
@@ -340,7 +340,7 @@ plot "fresh_reduction_network-split-r2_held_thinned.dat" index 0 using 1:2:3:4 w
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-split-r2_first_touch.".fmt
-set title "network-split-r2: speedup vs target, first touch (old reading); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r2: speedup vs target, first touch (old reading); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -353,7 +353,7 @@ plot "speedup_network-split-r2_first_touch.dat" index 0 using 1:2:3:4 with yerro
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-split-r2_held.".fmt
-set title "network-split-r2: speedup vs target, held (change 8); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r2: speedup vs target, held (change 8); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -366,7 +366,7 @@ plot "speedup_network-split-r2_held.dat" index 0 using 1:2:3:4 with yerrorlines 
   4 with lines dt 2 lc rgb "black" notitle, \
   5 with lines dt 2 lc rgb "black" notitle
 set output "speedup_network-split-r2_held_thinned.".fmt
-set title "network-split-r2: speedup vs target, held, thinned (change 8 check); median over seeds 1-5, 95% bootstrap CI; censored medians (~) in table.txt"
+set title "network-split-r2: speedup vs target, held, thinned (change 8 check); median over each cell's seeds (table.txt), 95% bootstrap CI; censored medians (~) in table.txt"
 set xlabel "target validation accuracy (%)"
 set ylabel "wall-clock speedup (baseline / cell)"
 set xrange [86.9:90.6]
@@ -380,7 +380,7 @@ plot "speedup_network-split-r2_held_thinned.dat" index 0 using 1:2:3:4 with yerr
   5 with lines dt 2 lc rgb "black" notitle
 set output "headline_network-split-r2.".fmt
 set key below
-set title "network-split-r2: headline cells vs target, both readings (median over seeds 1-5, 95% bootstrap CI; dashed black: 3x)"
+set title "network-split-r2: headline cells vs target, both readings (median over each cell's seeds, 95% bootstrap CI; dashed black: 3x)"
 set xlabel "target validation accuracy (%)"
 set ylabel "baseline / cell (fresh examples, or wall-clock time)"
 set xrange [86.9:90.6]
