@@ -1,0 +1,23 @@
+# Written by dataecho experiment; run `gnuplot plots.gp` in this folder.
+set key outside right top
+set grid
+do for [fmt in "png svg"] {
+if (fmt eq "png") { set terminal pngcairo size 1000,600 noenhanced font "sans,10" } else { set terminal svg size 1000,600 noenhanced font "sans,10" dynamic }
+set output "fresh_vs_factor.".fmt
+set title "protocol-retune".": fresh examples to target vs echo factor"
+set xlabel "echo factor (adaptive: achieved)"
+set ylabel "fresh examples to target (median, 95% bootstrap CI over seeds)"
+set xrange [0.5:4.5]
+set yrange [0:*]
+plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline, baseline-wd2.5e-4", \
+  "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines title "example before augmentation, batch 256", \
+  "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000, before aug-e4-sb1000-wd2.5e-4"
+set output "accuracy_vs_fresh.".fmt
+set title "protocol-retune".": accuracy on the evaluation set vs fresh examples read"
+set xlabel "fresh examples read"
+set ylabel "evaluation accuracy (the target's set)"
+set xrange [0:*]
+set yrange [*:*]
+plot "accuracy_vs_fresh.dat" index 0 using 1:2 with linespoints title "before_aug-e4-sb1000-wd2.5e-4 (seed 3)", \
+  0.9 with lines dt 2 lc rgb "gray" title "target"
+}
