@@ -304,6 +304,25 @@ def machines_section(runs, apriori):
     return out
 
 
+def machines_text(m):
+    """table.txt's lines for machines_section's result."""
+    out = ["-- change 12: 90%, on seeds 1-10 and on each machine's seeds; R = the baseline's "
+           "median R in training, ideal min(e, R)"]
+    for cell, v in m["cells"].items():
+        for name, by in v["by_seeds"].items():
+            out.append(f"  {cell:<22} {name:<28} R {by['r_train_baseline']:.2f} ideal "
+                       f"{by['ideal']:.2f}: speedup held {ratio_text(by['held']['speedup'])}, "
+                       f"first touch {ratio_text(by['first_touch']['speedup'])}; fresh/ held "
+                       f"{ratio_text(by['held']['fresh_reduction'])}, first touch "
+                       f"{ratio_text(by['first_touch']['fresh_reduction'])}")
+        out.append(f"  {cell:<22} the two machines' intervals of the held speedup "
+                   + ("overlap" if v["held_speedup_intervals_overlap"] else "do not overlap"))
+    if "pooled_is_headline" in m:
+        out.append("  headline (change 12): " + ("the pooled seeds 1-10" if m["pooled_is_headline"]
+                                                 else "each machine's figure, the lower first"))
+    return out
+
+
 def final_and_swing(runs, late_from):
     """A cell's final validation accuracy (median and by seed) and its late swing: change
     8's statistic over the differences of consecutive evaluations from step `late_from`
@@ -853,21 +872,7 @@ def main(argv=None):
                 L(f"  {c:<24} {v['compute_ms_per_step_median']:.1f} ms/step  R "
                   f"{v['r_estimate_median']:.2f}  CPU {'-' if cpu is None else f'{cpu:.0f} s'}")
         if "machines" in e:
-            m = e["machines"]
-            L("-- change 12: 90%, on seeds 1-10 and on each machine's seeds; R = the baseline's "
-              "median R in training, ideal min(e, R)")
-            for cell, v in m["cells"].items():
-                for name, by in v["by_seeds"].items():
-                    L(f"  {cell:<22} {name:<28} R {by['r_train_baseline']:.2f} ideal "
-                      f"{by['ideal']:.2f}: speedup held {ratio_text(by['held']['speedup'])}, "
-                      f"first touch {ratio_text(by['first_touch']['speedup'])}; fresh/ held "
-                      f"{ratio_text(by['held']['fresh_reduction'])}, first touch "
-                      f"{ratio_text(by['first_touch']['fresh_reduction'])}")
-                L(f"  {cell:<22} the two machines' intervals of the held speedup "
-                  + ("overlap" if v["held_speedup_intervals_overlap"] else "do not overlap"))
-            if "pooled_is_headline" in m:
-                L("  headline (change 12): " + ("the pooled seeds 1-10" if m["pooled_is_headline"]
-                                                else "each machine's figure, the lower first"))
+            lines.extend(machines_text(e["machines"]))
     for key, st in doc["setups"].items():
         L("")
         L(f"== the two setups at R about {key[1:]}, 90%: shared cores (section 6) / the train "
