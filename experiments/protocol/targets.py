@@ -620,122 +620,85 @@ def write_plots(out_dir, doc, draw=True):
     return f"{2 * len(names)} plots in {pdir}"
 
 
-# --- main -----------------------------------------------------------------------------
-def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--root", default="results/protocol")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--no-plots", action="store_true")
-    a = ap.parse_args(argv)
-    out_dir = a.out or os.path.join(a.root, "targets")
-    os.makedirs(out_dir, exist_ok=True)
-
-    doc = {"rule": {"reading": "held", "margin_points": MARGIN_BP / 100,
-                    "sigma_points": SIGMA_BP / 100, "k": 2, "thin_steps": THIN_STEPS,
-                    "registered": "docs/protocol.md change 8"},
-           "method": "median over each cell's final seeds (change 12: the network runs' "
-                     "baseline, a-priori e and e = 4 on seeds 1-10, the other cells on 1-5, "
-                     "the split setup and the sweep on 1-5); a run that does not reach (first touch) or "
-                     "hold the target counts at its budget (censored; ~ when a median is); "
-                     "95% percentile bootstrap, 10,000 resamples, seed 20190715, "
-                     "ratios resample baseline and cell independently (section 5)",
-           "experiments": {}, "checks": {}}
-    lines = []
-    csv_rows = ["experiment,cell,target,reading,reached,runs,fresh_median,fresh_median_censored,"
-                "fresh_reduction,fresh_reduction_lo,fresh_reduction_hi,fresh_reduction_censored,"
-                "wall_median,speedup,speedup_lo,speedup_hi,speedup_censored"]
-
-    exps = {}
-    for exp in NETWORK_EXPS + ["sweep"]:
-        d = os.path.join(a.root, exp)
-        if os.path.isdir(os.path.join(d, "cells")):
-            exps[exp] = load_all_seeds(d)
-
-    # The grid of targets: from 87.00% to the baseline's best evaluation (network runs).
-    best_bp = max(bp(e["accuracy"]) for r in exps["network-r5"]["baseline"] for e in r["evals"])
-    top_bp = best_bp // TARGET_STEP_BP * TARGET_STEP_BP
-    net_targets = list(range(TARGET_FROM_BP, top_bp + 1, TARGET_STEP_BP))
-    sweep_targets = list(range(TARGET_FROM_BP, 9000 + 1, TARGET_STEP_BP))
-    doc["targets"] = {"network": [t / 100 for t in net_targets],
-                      "sweep": [t / 100 for t in sweep_targets],
-                      "baseline_best_evaluation": best_bp / 100}
-
-    for exp, runs in exps.items():
-        network = exp.startswith("network")
-        targets = net_targets if network else sweep_targets
-        readings = READINGS if network else ["first_touch"]
-        base = runs["baseline"]
-        cells = {}
+# --- the sections of targets.json and table.txt ---------------------------------------
+def experiment_section(root, exp, runs, targets, csv_rows):
+    """One experiment's figures at every target and reading (rows appended to
+    csv_rows); for the network runs also the a-priori cell, each cell's final accuracy,
+    late swing, step compute and R, and change 12's per-machine reading."""
+    network = exp.startswith("network")
+    readings = READINGS if network else ["first_touch"]
+    base = runs["baseline"]
+    cells = {}
+    for cell, cr in runs.items():
+        if "bs1024" in cell:
+            continue
+        rows = []
+        for t in targets:
+            row = {"target_bp": t, "target": t / 100}
+            for reading in readings:
+                row[reading] = figures(base, cr, t, reading, with_wall=network)
+                f = row[reading]
+                fr, sp = f.get("fresh_reduction"), f.get("speedup")
+                csv_rows.append(",".join(str(x) for x in [
+                    exp, cell, f"{t / 100:.2f}", reading, f["reached"], f["runs"],
+                    f"{f['fresh']['median']:.6g}", int(f["fresh"]["median_censored"]),
+                    *(["", "", "", ""] if cell == "baseline" or fr is None else
+                      [f"{fr['ratio']:.4g}", f"{fr['ci95'][0]:.4g}", f"{fr['ci95'][1]:.4g}",
+                       int(fr["censored"])]),
+                    f"{f['wall']['median']:.6g}" if "wall" in f else "",
+                    *(["", "", "", ""] if cell == "baseline" or sp is None else
+                      [f"{sp['ratio']:.4g}", f"{sp['ci95'][0]:.4g}", f"{sp['ci95'][1]:.4g}",
+                       int(sp["censored"])])]))
+            rows.append(row)
+        cells[cell] = rows
+    e = {"cells": cells, "readings": readings}
+    if network:
+        cal = os.path.join(root, exp, "calibration.txt")
+        if os.path.exists(cal):
+            for line in open(cal):
+                if line.startswith("factor:"):
+                    e["apriori"] = f"before_aug-e{int(line.split()[1])}-sb1000"
+        # Final accuracy and late swing per cell (issue #42's "beside the baseline's").
+        e["final"] = {}
         for cell, cr in runs.items():
-            if "bs1024" in cell:
-                continue
-            rows = []
-            for t in targets:
-                row = {"target_bp": t, "target": t / 100}
-                for reading in readings:
-                    row[reading] = figures(base, cr, t, reading, with_wall=network)
-                    f = row[reading]
-                    fr, sp = f.get("fresh_reduction"), f.get("speedup")
-                    csv_rows.append(",".join(str(x) for x in [
-                        exp, cell, f"{t / 100:.2f}", reading, f["reached"], f["runs"],
-                        f"{f['fresh']['median']:.6g}", int(f["fresh"]["median_censored"]),
-                        *(["", "", "", ""] if cell == "baseline" or fr is None else
-                          [f"{fr['ratio']:.4g}", f"{fr['ci95'][0]:.4g}", f"{fr['ci95'][1]:.4g}",
-                           int(fr["censored"])]),
-                        f"{f['wall']['median']:.6g}" if "wall" in f else "",
-                        *(["", "", "", ""] if cell == "baseline" or sp is None else
-                          [f"{sp['ratio']:.4g}", f"{sp['ci95'][0]:.4g}", f"{sp['ci95'][1]:.4g}",
-                           int(sp["censored"])])]))
-                rows.append(row)
-            cells[cell] = rows
-        e = {"cells": cells, "readings": readings}
-        if network:
-            cal = os.path.join(a.root, exp, "calibration.txt")
-            if os.path.exists(cal):
-                for line in open(cal):
-                    if line.startswith("factor:"):
-                        e["apriori"] = f"before_aug-e{int(line.split()[1])}-sb1000"
-            # Final accuracy and late swing per cell (issue #42's "beside the baseline's").
-            e["final"] = {}
-            for cell, cr in runs.items():
-                e["final"][cell] = {
-                    **final_and_swing(cr, 1950),
-                    "test_accuracy_at_first_touch_90_median":
-                        float(np.median([r["summary"].get("test_accuracy", float("nan"))
-                                         for r in cr])),
-                    # Change 10's prediction: each cell's step compute within 5% of the
-                    # baseline's; R in training (r_estimate) beside it.
-                    "compute_ms_per_step_median": float(np.median(
-                        [1000 * r["summary"]["compute_seconds"] / r["summary"]["steps"]
-                         for r in cr])),
-                    "r_estimate_median": float(np.median([r["summary"]["r_estimate"]
-                                                          for r in cr])),
-                }
-                # The process's CPU time over training (snapshots evaluated after it),
-                # recorded by trainers from commit 53ff043 on: every run goes to 3,900 steps.
-                if all("cpu_seconds" in r["summary"] for r in cr):
-                    e["final"][cell]["cpu_seconds_median"] = float(np.median(
-                        [r["summary"]["cpu_seconds"] for r in cr]))
-                    e["final"][cell]["cpu_seconds_by_seed"] = [r["summary"]["cpu_seconds"]
-                                                              for r in cr]
-            if e.get("apriori"):
-                m = machines_section(runs, e["apriori"])
-                if m:
-                    e["machines"] = m
-        doc["experiments"][exp] = e
-        checked, bad = check_against_committed(os.path.join(a.root, exp), runs)
-        doc["checks"][exp] = {"figures_checked": checked, "mismatches": bad}
+            e["final"][cell] = {
+                **final_and_swing(cr, 1950),
+                "test_accuracy_at_first_touch_90_median":
+                    float(np.median([r["summary"].get("test_accuracy", float("nan"))
+                                     for r in cr])),
+                # Change 10's prediction: each cell's step compute within 5% of the
+                # baseline's; R in training (r_estimate) beside it.
+                "compute_ms_per_step_median": float(np.median(
+                    [1000 * r["summary"]["compute_seconds"] / r["summary"]["steps"]
+                     for r in cr])),
+                "r_estimate_median": float(np.median([r["summary"]["r_estimate"]
+                                                      for r in cr])),
+            }
+            # The process's CPU time over training (snapshots evaluated after it),
+            # recorded by trainers from commit 53ff043 on: every run goes to 3,900 steps.
+            if all("cpu_seconds" in r["summary"] for r in cr):
+                e["final"][cell]["cpu_seconds_median"] = float(np.median(
+                    [r["summary"]["cpu_seconds"] for r in cr]))
+                e["final"][cell]["cpu_seconds_by_seed"] = [r["summary"]["cpu_seconds"]
+                                                          for r in cr]
+        if e.get("apriori"):
+            m = machines_section(runs, e["apriori"])
+            if m:
+                e["machines"] = m
+    return e
 
+
+def setups_section(experiments, net_targets):
     # Change 10/11: the split setup beside the shared one at 90%, and change 10's
     # predictions (step compute within 5% of the baseline's; the a-priori cell's speedup at
     # or below min(e, R) with R the split baseline's in training).
-    doc["setups"] = {}
+    setups = {}
     i90 = net_targets.index(9000) if 9000 in net_targets else None
     for r in ("5", "2"):
         sh, sp = f"network-r{r}", f"network-split-r{r}"
-        if i90 is None or sp not in doc["experiments"]:
+        if i90 is None or sp not in experiments:
             continue
-        ep, es = doc["experiments"][sp], doc["experiments"].get(sh, {"cells": {}})
+        ep, es = experiments[sp], experiments.get(sh, {"cells": {}})
         side = {}
         for cell, rows in ep["cells"].items():
             if cell == "baseline":
@@ -758,19 +721,15 @@ def main(argv=None):
             pred["apriori"] = {"cell": ap, "ideal": min(factor, r_train), "r_train": r_train,
                                "speedup_held_90": sp_est,
                                "interval_wholly_above_ideal": sp_est["ci95"][0] > min(factor, r_train)}
-        doc["setups"][f"r{r}"] = {"cells": side, "predictions": pred}
+        setups[f"r{r}"] = {"cells": side, "predictions": pred}
+    return setups
 
-    controls = controls_section(a.root)
-    if controls:
-        doc["controls"] = controls
-    retune = retune_section(a.root)
-    if retune:
-        doc["retune"] = retune
 
+def issue_41_table(network_r5):
     # The issue's table (R about 5, first touch, and held with a margin of 0.3 points):
     # recomputed as a check on the trajectories, not a registered reading.
     issue = []
-    r5 = {c: [r for r in v if r["seed"] in SEEDS] for c, v in exps["network-r5"].items()}
+    r5 = {c: [r for r in v if r["seed"] in SEEDS] for c, v in network_r5.items()}
     for t in (8800, 8900, 8950, 9000):
         row = {"target": t / 100}
         for cell, key in (("before_aug-e2-sb1000", "e2_first_touch"),
@@ -785,13 +744,15 @@ def main(argv=None):
               for r, i in zip(r5["before_aug-e4-sb1000"], c)]
         row["e4_held_0.3"] = float(np.median(bf) / np.median(cf))
         issue.append(row)
-    doc["issue_41_table_check"] = issue
+    return issue
 
+
+def demo_reference(r5):
     # The demo's reference (change 8): network runs at R about 5, cut at step 2,600, 89%;
     # every seed each cell has (change 12).
-    r5 = exps["network-r5"]
     demo_seeds = ", ".join(f"{c} seeds {seeds_text(r5[c])}" for c in DEMO["cells"] if c in r5)
     demo = {"source": f"results/protocol/network-r5 ({demo_seeds}), trajectories cut at step 2,600",
+            "seeds": demo_seeds,
             "target": DEMO["target_bp"] / 100, "stop_step": DEMO["stop_step"],
             "note": "runs that do not reach (first touch) or hold (change 8) the target by "
                     "step 2,600 are censored at their last evaluation at or before it",
@@ -823,11 +784,13 @@ def main(argv=None):
             f"One seed varies more than these medians: {e5['held']['runs'] - e5['held']['reached']}"
             f" of {e5['held']['runs']} e = 5 seeds did not hold 89% by step 2,600, and "
             f"{e5['first_touch']['runs'] - e5['first_touch']['reached']} never reached it.")
-    with open(os.path.join(out_dir, "demo_reference.json"), "w") as f:
-        json.dump(demo, f, indent=1)
-        f.write("\n")
+    return demo
 
-    # --- text ---
+
+def experiment_lines(doc, exps, best_bp):
+    """table.txt's header and each experiment's tables, final accuracy, step compute
+    and change 12's lines."""
+    lines = []
     L = lines.append
     L("Reduction and speedup against the target, two readings (docs/protocol.md change 8)")
     L(f"held: the first evaluation >= T from which no later one falls below T - {MARGIN_BP / 100:.2f} "
@@ -873,7 +836,14 @@ def main(argv=None):
                   f"{v['r_estimate_median']:.2f}  CPU {'-' if cpu is None else f'{cpu:.0f} s'}")
         if "machines" in e:
             lines.extend(machines_text(e["machines"]))
-    for key, st in doc["setups"].items():
+    return lines
+
+
+def setups_lines(setups):
+    """table.txt's lines for the two setups (changes 10 and 11)."""
+    lines = []
+    L = lines.append
+    for key, st in setups.items():
         L("")
         L(f"== the two setups at R about {key[1:]}, 90%: shared cores (section 6) / the train "
           "step on a core of its own (change 10); each setup's own baseline ==")
@@ -892,11 +862,20 @@ def main(argv=None):
             L(f"  {a_['cell']}: speedup (held, 90%) {ratio_text(a_['speedup_held_90'])} against "
               f"min(e, R) = {a_['ideal']:.2f} (R {a_['r_train']:.2f} in training): interval "
               f"{'wholly above' if a_['interval_wholly_above_ideal'] else 'not wholly above'}")
-    def final_text(v):
-        sw = [f"{x:.3f}" if x is not None else "-"
-              for x in (v["sigma_late_points"], v["sigma_late_thinned_points"])]
-        return (f"final {100 * v['final_accuracy_median']:.2f}%, late swing {sw[0]} / "
-                f"thinned {sw[1]}")
+    return lines
+
+
+def final_text(v):
+    sw = [f"{x:.3f}" if x is not None else "-"
+          for x in (v["sigma_late_points"], v["sigma_late_thinned_points"])]
+    return (f"final {100 * v['final_accuracy_median']:.2f}%, late swing {sw[0]} / "
+            f"thinned {sw[1]}")
+
+
+def controls_lines(controls, retune):
+    """table.txt's lines for the controls of change 9 (A1, C, B, A2)."""
+    lines = []
+    L = lines.append
     if controls or retune:
         L("")
         L("== controls of change 9 (issue #42), 90% held; a control added after the results "
@@ -934,9 +913,16 @@ def main(argv=None):
               f"batchaug-e2-bs256 {ratio_text(a2['figures']['fresh_reduction'])}: " +
               ("supports A" if a2["supports_A"] else "interval reaches 1 or lies below"))
             L(f"     {final_text(a2['final'])}; baseline {final_text(a2['baseline_final'])}")
+    return lines
+
+
+def demo_and_check_lines(doc, demo, issue):
+    """table.txt's lines for the demo's reference and the checks."""
+    lines = []
+    L = lines.append
     L("")
     L(f"== demo reference (results/protocol/targets/demo_reference.json): network-r5 "
-      f"({demo_seeds}), cut at step 2,600, target 89% ==")
+      f"({demo['seeds']}), cut at step 2,600, target 89% ==")
     for reading, cells in demo["readings"].items():
         for c, f in cells.items():
             L(f"  {READING_LABEL[reading]:<32} {c:<22} reached {f['reached']}/{f['runs']}  fresh "
@@ -958,8 +944,72 @@ def main(argv=None):
     L("CPU-seconds: in the run files of trainers from commit 53ff043 on (the split setup); "
       "the older runs record train-step compute and wait time only. Test accuracy: only at "
       "the first touch of 90%.")
+    return lines
+
+
+# --- main -----------------------------------------------------------------------------
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default="results/protocol")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--no-plots", action="store_true")
+    a = ap.parse_args(argv)
+    out_dir = a.out or os.path.join(a.root, "targets")
+    os.makedirs(out_dir, exist_ok=True)
+
+    doc = {"rule": {"reading": "held", "margin_points": MARGIN_BP / 100,
+                    "sigma_points": SIGMA_BP / 100, "k": 2, "thin_steps": THIN_STEPS,
+                    "registered": "docs/protocol.md change 8"},
+           "method": "median over each cell's final seeds (change 12: the network runs' "
+                     "baseline, a-priori e and e = 4 on seeds 1-10, the other cells on 1-5, "
+                     "the split setup and the sweep on 1-5); a run that does not reach (first touch) or "
+                     "hold the target counts at its budget (censored; ~ when a median is); "
+                     "95% percentile bootstrap, 10,000 resamples, seed 20190715, "
+                     "ratios resample baseline and cell independently (section 5)",
+           "experiments": {}, "checks": {}}
+    csv_rows = ["experiment,cell,target,reading,reached,runs,fresh_median,fresh_median_censored,"
+                "fresh_reduction,fresh_reduction_lo,fresh_reduction_hi,fresh_reduction_censored,"
+                "wall_median,speedup,speedup_lo,speedup_hi,speedup_censored"]
+
+    exps = {}
+    for exp in NETWORK_EXPS + ["sweep"]:
+        d = os.path.join(a.root, exp)
+        if os.path.isdir(os.path.join(d, "cells")):
+            exps[exp] = load_all_seeds(d)
+
+    # The grid of targets: from 87.00% to the baseline's best evaluation (network runs).
+    best_bp = max(bp(e["accuracy"]) for r in exps["network-r5"]["baseline"] for e in r["evals"])
+    top_bp = best_bp // TARGET_STEP_BP * TARGET_STEP_BP
+    net_targets = list(range(TARGET_FROM_BP, top_bp + 1, TARGET_STEP_BP))
+    sweep_targets = list(range(TARGET_FROM_BP, 9000 + 1, TARGET_STEP_BP))
+    doc["targets"] = {"network": [t / 100 for t in net_targets],
+                      "sweep": [t / 100 for t in sweep_targets],
+                      "baseline_best_evaluation": best_bp / 100}
+
+    for exp, runs in exps.items():
+        targets = net_targets if exp.startswith("network") else sweep_targets
+        doc["experiments"][exp] = experiment_section(a.root, exp, runs, targets, csv_rows)
+        checked, bad = check_against_committed(os.path.join(a.root, exp), runs)
+        doc["checks"][exp] = {"figures_checked": checked, "mismatches": bad}
+    doc["setups"] = setups_section(doc["experiments"], net_targets)
+
+    controls = controls_section(a.root)
+    if controls:
+        doc["controls"] = controls
+    retune = retune_section(a.root)
+    if retune:
+        doc["retune"] = retune
+    issue = issue_41_table(exps["network-r5"])
+    doc["issue_41_table_check"] = issue
+    demo = demo_reference(exps["network-r5"])
+    with open(os.path.join(out_dir, "demo_reference.json"), "w") as f:
+        json.dump(demo, f, indent=1)
+        f.write("\n")
+
+    lines = (experiment_lines(doc, exps, best_bp) + setups_lines(doc["setups"])
+             + controls_lines(controls, retune) + demo_and_check_lines(doc, demo, issue))
     doc["plots"] = write_plots(out_dir, doc, draw=not a.no_plots)
-    L(f"plots: {doc['plots']}")
+    lines.append(f"plots: {doc['plots']}")
 
     with open(os.path.join(out_dir, "table.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
