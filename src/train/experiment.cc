@@ -327,7 +327,10 @@ class Sweep {
   Sweep(ExperimentSpec& spec, const ExperimentOptions& options,
         std::function<void(const std::string&)> log)
       : spec_(spec), options_(options), log_(std::move(log)) {
-    for (const auto& c : spec_.cells) final_left_ += static_cast<int64_t>(c.seeds.size());
+    for (size_t i = 0; i < spec_.cells.size(); ++i) {
+      pending_.push_back(expected_pending(i));
+      final_left_ += pending_.back();
+    }
     total_ = final_run_count(spec_);
   }
 
@@ -336,7 +339,7 @@ class Sweep {
       const bool untunable = !tune(i) || !chosen_in_group(i);
       if (report_.interrupted) break;
       if (untunable) {
-        final_left_ -= static_cast<int64_t>(spec_.cells[i].seeds.size());
+        final_left_ -= pending_[i];
         continue;
       }
       run_final(i);
@@ -355,6 +358,40 @@ class Sweep {
   }
 
  private:
+  // The final runs of cell i that this sweep expects to train, before it trains any: the
+  // seeds without a finished run at the rate the cell's tuning has chosen (all of them while
+  // it has not chosen one); 0 for a member of a tuning group that another member has won,
+  // and a group still tuning counts its runs once, at its first member. run_final corrects
+  // the figure when it reaches the cell, so the progress line counts only the runs left.
+  int64_t expected_pending(size_t i) const {
+    const ExperimentCell& cell = spec_.cells[i];
+    const auto all = static_cast<int64_t>(cell.seeds.size());
+    const std::string group = tuning_group_of(spec_, cell.id);
+    if (!group.empty()) {
+      const std::optional<std::string> winner = tuning_group_winner(spec_, group);
+      if (winner && *winner != cell.id) return 0;
+      if (!winner) {
+        for (size_t j = 0; j < i; ++j)
+          if (tuning_group_of(spec_, spec_.cells[j].id) == group) return 0;
+        int64_t most = 0;
+        for (const auto& c : spec_.cells)
+          if (tuning_group_of(spec_, c.id) == group)
+            most = std::max(most, static_cast<int64_t>(c.seeds.size()));
+        return most;
+      }
+    }
+    ExperimentCell at = cell;
+    if (spec_.tuning.enabled() || spec_.tuning.from) {
+      const TuningState st = tuning_state(spec_, cell);
+      if (!st.chosen) return all;
+      at.lr = *st.chosen;
+    }
+    int64_t left = 0;
+    for (uint64_t seed : at.seeds)
+      left += detail::finished_summary(spec_, at, seed).is_object() ? 0 : 1;
+    return left;
+  }
+
   std::string eta(int64_t left) const {
     if (trained_ == 0) return "ETA ?";
     return "ETA " + fmt_duration(trained_seconds_ / static_cast<double>(trained_) *
@@ -456,12 +493,15 @@ class Sweep {
   // Cell i's final runs, one per seed.
   void run_final(size_t i) {
     const ExperimentCell& cell = spec_.cells[i];
+    std::vector<uint64_t> to_run;
     for (uint64_t seed : cell.seeds) {
-      if (detail::finished_summary(spec_, cell, seed).is_object()) {
+      if (detail::finished_summary(spec_, cell, seed).is_object())
         ++skipped_;
-        --final_left_;
-        continue;
-      }
+      else
+        to_run.push_back(seed);
+    }
+    final_left_ += static_cast<int64_t>(to_run.size()) - pending_[i];
+    for (uint64_t seed : to_run) {
       if (stop_requested()) break;
       ++final_index_;
       // This sweep's final runs: those run so far, this one and those left after it.
@@ -486,6 +526,7 @@ class Sweep {
   double trained_seconds_ = 0;
   int64_t total_ = 0, trained_ = 0, failed_ = 0, skipped_ = 0;
   int64_t final_left_ = 0, final_index_ = 0;
+  std::vector<int64_t> pending_;  // expected_pending of each cell
 };
 
 }  // namespace

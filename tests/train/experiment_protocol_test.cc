@@ -621,6 +621,18 @@ TEST(ExperimentProtocol, ATuningGroupRunsOnlyItsWinnersFinalSeeds) {
                        std::string::npos;
   EXPECT_TRUE(said);
 
+  // With the winner's seed 2 gone, the progress counts that one run: the member that lost
+  // and the finished runs of the later cell are not runs left.
+  fs::remove_all(detail::run_dir(spec, winner, 2));
+  o.dry_run = true;
+  log.clear();
+  run_experiment(spec, o);
+  std::vector<std::string> heads;
+  for (const auto& line : log)
+    if (line.rfind("[cell ", 0) == 0) heads.push_back(line.substr(0, line.find(" | ETA")));
+  EXPECT_EQ(heads,
+            std::vector<std::string>{"[cell 2/3] baseline-wd1e-3 seed 2 | run 1/1 of this sweep"});
+
   // Groups name cells that exist, once each, none with its own rate.
   auto refused = [&](json groups) {
     json k = j;

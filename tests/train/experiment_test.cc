@@ -371,6 +371,22 @@ TEST(Experiment, TinySweepWritesTableAndPlotsResumesAndReportsABrokenCell) {
   ExperimentReport dry = run_experiment(changed, options);
   EXPECT_EQ(dry.runs_skipped, 1);  // the baseline
   EXPECT_EQ(dry.runs_trained, 0);
+
+  // A second seed: the progress counts only the runs left, although the finished seed 1
+  // of the second cell comes after the pending seed 2 of the first.
+  spec_json["grid"]["factors"] = {2};
+  spec_json["grid"]["seeds"] = {1, 2};
+  ExperimentSpec more = experiment_spec_from_json(spec_json, "");
+  more.cells.pop_back();
+  lines.clear();
+  ExperimentReport two = run_experiment(more, options);
+  EXPECT_EQ(two.runs_skipped, 2);
+  std::vector<std::string> heads;
+  for (const auto& l : lines)
+    if (l.rfind("[cell ", 0) == 0) heads.push_back(l.substr(0, l.find(" | ETA")));
+  EXPECT_EQ(heads, (std::vector<std::string>{
+                       "[cell 1/2] baseline seed 2 | run 1/2 of this sweep",
+                       "[cell 2/2] before_aug-e2-sb200 seed 2 | run 2/2 of this sweep"}));
 }
 
 }  // namespace
