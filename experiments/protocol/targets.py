@@ -269,6 +269,7 @@ MACHINES = {"seeds 1-5 (2026-12-01)": list(range(1, 6)),
 
 
 def factor_of(cell):
+    """The echo factor a cell's id names: before_aug-e5-sb1000 -> 5."""
     return int(cell.split("-e")[1].split("-")[0])
 
 
@@ -728,12 +729,12 @@ def setups_section(experiments, net_targets):
                                      for c, v in fin.items() if c != "baseline" and base_ms}}
         ap = ep.get("apriori")
         if ap in ep["cells"] and "baseline" in fin:
-            factor = int(ap.split("-e")[1].split("-")[0])
             r_train = fin["baseline"]["r_estimate_median"]
+            ideal = min(factor_of(ap), r_train)
             sp_est = ep["cells"][ap][i90]["held"]["speedup"]
-            pred["apriori"] = {"cell": ap, "ideal": min(factor, r_train), "r_train": r_train,
+            pred["apriori"] = {"cell": ap, "ideal": ideal, "r_train": r_train,
                                "speedup_held_90": sp_est,
-                               "interval_wholly_above_ideal": sp_est["ci95"][0] > min(factor, r_train)}
+                               "interval_wholly_above_ideal": sp_est["ci95"][0] > ideal}
         setups[f"r{r}"] = {"cells": side, "predictions": pred}
     return setups
 
