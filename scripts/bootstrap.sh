@@ -4,6 +4,7 @@
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
 #   scripts/bootstrap.sh --bench-deps   also matplotlib's sample photograph and FFCV (bench/dataloader_compare.sh), then build
+#   scripts/bootstrap.sh --list-packages   the package list (both), one a line
 #   scripts/bootstrap.sh --python   install + build, then install the Python package into
 #                                   /usr/bin/python3's site folder (import dataecho from anywhere);
 #                                   a virtual environment uses pip instead (docs/python.md)
@@ -14,7 +15,10 @@ PACKAGES=(
   # toolchain (clang's sanitizer and libFuzzer runtimes are a separate package on Debian 12:
   # without libclang-rt-14-dev, scripts/fuzz.sh cannot link; scripts/fresh_check.sh checks
   # this whole list on a minimal Debian root)
-  g++ cmake ninja-build pkg-config clang libclang-rt-14-dev time curl tar
+  g++ cmake ninja-build pkg-config clang libclang-rt-14-dev time curl tar git
+  # scripts/function_size.sh (clang-tidy) and scripts/check_commands.py (shfmt parses the
+  # scripts to list the programs they call)
+  clang-tidy shfmt
   # engine
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libarchive-dev
   libprotobuf-dev protobuf-compiler libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev zlib1g-dev
@@ -39,11 +43,19 @@ PACKAGES=(
 )
 
 # Only for the side-by-side benchmark against PyTorch's DataLoader.
-if [ "${1:-}" = "--bench-deps" ]; then
-  PACKAGES+=(python-matplotlib-data)  # its sample photograph: bench/make_photos.py
+BENCH_PACKAGES=(
+  python-matplotlib-data  # its sample photograph: bench/make_photos.py
   # the FFCV side (bench/ffcv_side.py): python3-ffcv 0.0.3 imports cv2 and numba, which
   # its package does not depend on
-  PACKAGES+=(python3-ffcv python3-opencv python3-numba)
+  python3-ffcv python3-opencv python3-numba
+)
+# Every package, one a line (scripts/check_commands.py reads it).
+if [ "${1:-}" = "--list-packages" ]; then
+  printf '%s\n' "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
+  exit 0
+fi
+if [ "${1:-}" = "--bench-deps" ]; then
+  PACKAGES+=("${BENCH_PACKAGES[@]}")
   shift
 fi
 INSTALL_PYTHON=0

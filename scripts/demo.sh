@@ -21,10 +21,21 @@
 # (demo/table.txt, demo/results.csv, demo/results.json, demo/plots/*.png|svg, each run's
 # files under demo/cells/). Rerunning skips the finished runs; rm -rf out/demo to start
 # over. Environment: DEMO_R (default 5), DEMO_TARGET (default 0.89), DEMO_OUT (default
-# out/demo), DATAECHO_BIN (use this binary, build nothing).
+# out/demo), DATAECHO_BIN (use this binary, build nothing; its runs record the commit in
+# DATAECHO_BIN.commit or DATAECHO_COMMIT: scripts/run_files.sh).
+#
+#   scripts/demo.sh --smoke   every step above on tiny budgets (4,096 images, one short
+#                             calibration run, 60 steps a run, target 70%), in a minute
+#                             or two, into out/demo-smoke: CI runs it
+#                             (tests/cli/demo_smoke_test.sh); its figures mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+case "${1:-}" in
+  "") ;;
+  --smoke) export DEMO_SMOKE=1 DEMO_OUT="${DEMO_OUT:-out/demo-smoke}" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
+esac
 
 scripts/bootstrap.sh --deps
 BIN="${DATAECHO_BIN:-}"  # a dataecho binary to use instead of building build/
@@ -34,12 +45,13 @@ if [[ -z "$BIN" ]] && { [[ ! -x build/bin/dataecho ]] || ! build/bin/dataecho ex
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   ninja -C build -j"$(nproc)" dataecho_cli
 fi
-BIN="${BIN:-$PWD/build/bin/dataecho}"
-"$BIN" experiment --help >/dev/null 2>&1 || {
+"${BIN:-build/bin/dataecho}" experiment --help >/dev/null 2>&1 || {
   echo "demo: this build has no trainer (libtorch-dev missing?): dataecho experiment is not there" >&2
   exit 1
 }
 status=0
-PROTOCOL_OUT="${DEMO_OUT:-out/demo}" DATAECHO_BIN="$BIN" experiments/protocol/run.sh demo || status=$?
+# Without DATAECHO_BIN the runs use build/bin/dataecho, built from this checkout, and
+# record the checkout's commit; a binary of the user's is passed on with its commit.
+PROTOCOL_OUT="${DEMO_OUT:-out/demo}" experiments/protocol/run.sh demo || status=$?
 echo "   done in $(($(date +%s) - start)) s"
 exit "$status"

@@ -16,12 +16,17 @@
 # hour or more on 2 cores), so CI never runs it.
 #
 #   scripts/fresh_check.sh [--root DIR] [--keep] [--only demo|test|wheel] [--wheel FILE]
+#                          [--base FILE] [--new-base]
 #     --root DIR   where the root goes (default /var/tmp/dataecho-fresh); an old root
 #                  there from an earlier check is removed first
 #     --keep       leave the root in place afterwards (to look around with chroot)
 #     --only X     run just one of the three checks (--only wheel --wheel FILE: about 4
 #                  minutes; building the wheel first adds a build of the engine)
 #     --wheel FILE check this wheel instead of building one from the commit
+#     --base FILE  the minimal root's packages as a debootstrap tarball, made on the
+#                  first run and unpacked anew each run (default
+#                  /var/tmp/dataecho-fresh-bookworm-minbase.tgz)
+#     --new-base   download them again (a new tarball)
 # Logs: DIR.logs/{debootstrap,wheel-build,wheel,demo,test}.log (outside the root, so
 # they survive it).
 #
@@ -31,6 +36,8 @@
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=/var/tmp/dataecho-fresh
+BASE=/var/tmp/dataecho-fresh-bookworm-minbase.tgz
+NEW_BASE=0
 KEEP=0
 ONLY=""
 WHEEL=""
@@ -40,7 +47,9 @@ while [[ $# -gt 0 ]]; do
     --keep) KEEP=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
     --wheel) WHEEL=$(realpath "$2"); shift 2 ;;
-    *) sed -n '2,26p' "$0" >&2; exit 2 ;;
+    --base) BASE=$(realpath -m "$2"); shift 2 ;;
+    --new-base) NEW_BASE=1; shift ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
   esac
 done
 [[ -z "$ONLY" || "$ONLY" == demo || "$ONLY" == test || "$ONLY" == wheel ]] || { echo "fresh_check: --only takes demo, test or wheel" >&2; exit 2; }
@@ -97,6 +106,7 @@ if [[ -e "$ROOT" ]]; then
   remove_root
 fi
 mkdir -p "$LOGS"
+[[ $NEW_BASE -eq 0 ]] || rm -f "$BASE"
 t0=$(date +%s)
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD)  # once: HEAD may move while the check runs
 RUN_WHEEL=0
@@ -112,8 +122,19 @@ if [[ $RUN_WHEEL -eq 1 && -z "$WHEEL" ]]; then
   WHEEL=$(ls "$LOGS"/wheel-dist/dataecho-*.whl)
   echo "   $(($(date +%s) - t0)) s: $WHEEL"
 fi
-echo "== debootstrap --variant=minbase bookworm $ROOT $mirror (log: $LOGS/debootstrap.log)"
-debootstrap --variant=minbase bookworm "$ROOT" "$mirror" >"$LOGS/debootstrap.log" 2>&1 || {
+# The minimal root's own packages, downloaded once into a tarball (debootstrap
+# --make-tarball) and installed from it anew each run (--unpack-tarball): the root is
+# as pristine as a downloaded one, without the download.
+if [[ ! -s "$BASE" ]]; then
+  echo "== debootstrap --make-tarball $BASE (the minimal root's packages, once; log: $LOGS/debootstrap-tarball.log)"
+  rm -rf "$BASE.work"
+  debootstrap --variant=minbase --make-tarball="$BASE.tmp" bookworm "$BASE.work" "$mirror" >"$LOGS/debootstrap-tarball.log" 2>&1 || {
+    tail -20 "$LOGS/debootstrap-tarball.log"; rm -rf "$BASE.work" "$BASE.tmp"; echo "fresh_check: debootstrap --make-tarball failed" >&2; exit 1; }
+  rm -rf "$BASE.work"
+  mv "$BASE.tmp" "$BASE"
+fi
+echo "== debootstrap --variant=minbase --unpack-tarball $BASE bookworm $ROOT (log: $LOGS/debootstrap.log)"
+debootstrap --variant=minbase --unpack-tarball="$BASE" bookworm "$ROOT" "$mirror" >"$LOGS/debootstrap.log" 2>&1 || {
   tail -20 "$LOGS/debootstrap.log"; echo "fresh_check: debootstrap failed" >&2; exit 1; }
 echo "   $(($(date +%s) - t0)) s"
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test.
-#   1. release build (with the trainer, without the benchmarks): all CTest tests (unit,
-#      CLI, install, HTTP, trainer, Python) but the namespace tests (label `netns`)
-#   2. ASan + UBSan build of the engine: the engine's unit tests
-#   3. TSan build of the engine: the engine tests (threads everywhere; about a minute)
-#   4. function size: clang-tidy's readability-function-size at 80 lines over src/
+#   1. installed programs: every program the scripts call comes from a package
+#      scripts/bootstrap.sh installs (scripts/check_commands.py)
+#   2. release build (with the trainer, without the benchmarks): all CTest tests (unit,
+#      CLI, install, HTTP, trainer, Python, the demo on tiny budgets) but the namespace
+#      tests (label `netns`)
+#   3. ASan + UBSan build of the engine: the engine's unit tests
+#   4. TSan build of the engine: the engine tests (threads everywhere; about a minute)
+#   5. function size: clang-tidy's readability-function-size at 80 lines over src/
 #      (scripts/function_size.sh, on the release build's compile_commands.json)
-#   5. the fuzz targets, each for a bounded time
+#   6. the fuzz targets, each for a bounded time
 # Ends with one line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +85,10 @@ ctest_retry() {
   echo "after the retry: $(( (total - bad) * 100 / (total > 0 ? total : 1) ))% tests passed, $bad tests failed out of $total"
   [ "$bad" -eq 0 ]
 }
+
+# Every program the scripts call comes from a package scripts/bootstrap.sh installs
+# (seconds): a machine with more installed by hand would hide a missing one.
+step "installed programs (scripts/check_commands.py)" /usr/bin/python3 scripts/check_commands.py
 
 # Not the namespace tests (label `netns`, scripts/netns_faults.sh): CI time is at its
 # limit; they are run by hand for every change to the distributed or HTTP code.

@@ -20,11 +20,14 @@ which prints one line: "measure RATE" (measure RATE again or for the first time)
 "done RATE R" (the median R at RATE is within the tolerance) or "fail RATE R MESSAGE"
 (no bandwidth qualifies; RATE and R are the closest median, MESSAGE says why).
 """
+import os
 import statistics
 import sys
 
-ATTEMPTS = 3
-TOLERANCE = 0.10
+# The demo's smoke mode (scripts/demo.sh --smoke) measures once and takes what it gets:
+# CALIBRATE_ATTEMPTS=1 CALIBRATE_TOLERANCE=100.
+ATTEMPTS = int(os.environ.get("CALIBRATE_ATTEMPTS", "3"))
+TOLERANCE = float(os.environ.get("CALIBRATE_TOLERANCE", "0.10"))
 MAX_RATES = 6
 # A higher bandwidth whose median R is above a lower bandwidth's by more than this
 # share contradicts R's fall with bandwidth: the measurements are noise.

@@ -29,6 +29,11 @@
 #       $PROTOCOL_OUT/sweep) tuned for each, on the experiment's schedule (decay to 0 at
 #       step 3,900) but stopped at a demo budget of 2,600 steps, to a demo target of 89%
 #       validation accuracy (DEMO_TARGET; the experiment's is 90%).
+#   DEMO_SMOKE=1 experiments/protocol/run.sh demo   (scripts/demo.sh --smoke)
+#       every step of the demo on tiny budgets, in a minute or two, for CI: 4,096 training
+#       images, one 20-step calibration run at the first bandwidth (taken whatever its R),
+#       the three runs stopped at step 60 (decay to 0 there), a target of 70%
+#       (tests/cli/demo_smoke_test.sh). Its figures mean nothing.
 #   experiments/protocol/run.sh demo --dry-run
 #       renders the demo's configs for e = DEMO_FACTOR (default 5) and checks them with
 #       `dataecho experiment --dry-run` (the learning rates it would take, the stages):
@@ -94,6 +99,16 @@ render_train() {
 
 DRY=0
 [[ "$PART" == demo && "${1:-}" == --dry-run ]] && DRY=1
+SMOKE="${DEMO_SMOKE:-0}"
+[[ "$SMOKE" == 0 || "$PART" == demo ]] || { echo "protocol: DEMO_SMOKE is for the demo" >&2; exit 2; }
+# The demo's budget and schedule (demo.json's @STOP@ and @DECAY@), its target and its
+# training images; the smoke mode's are tiny.
+if [[ "$SMOKE" == 1 ]]; then
+  DEMO_STOP=60 DEMO_DECAY=60 TRAIN_IMAGES=4096 DEMO_TARGET="${DEMO_TARGET:-0.7}" CAL_STEPS="${CAL_STEPS:-20}"
+  export CALIBRATE_ATTEMPTS=1 CALIBRATE_TOLERANCE=100
+else
+  DEMO_STOP=2600 DEMO_DECAY=3900 TRAIN_IMAGES=50000
+fi
 DEMO_TARGET="${DEMO_TARGET:-0.89}"
 # The train step on CPU_SPLIT CPUs of its own, the pipeline on the rest (change 10); 0: shared.
 CPU_SPLIT="${CPU_SPLIT:-0}"
@@ -105,6 +120,7 @@ CPU_SPLIT="${CPU_SPLIT:-0}"
 render_demo() {
   render_train "$CFG/config-demo" "$2"
   sed -e "s#@FACTOR@#$1#g" -e "s#@MAX_FACTOR@#$(($1 + 1))#g" -e "s#@TARGET@#$DEMO_TARGET#g" \
+    -e "s#@STOP@#$DEMO_STOP#g" -e "s#@DECAY@#$DEMO_DECAY#g" \
     -e "s#@OUT@#${3:-$OUT}#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
 }
 
@@ -178,13 +194,16 @@ if [[ "$PART" == report ]]; then
   exit 0
 fi
 
-# The first 50,000 training images as 8 PNG TFRecord shards; the last 10,000 are the
-# validation split (validation.json reads them from the IDX file).
-if [[ $DRY == 0 && ! -f "$OUT/shards/.done" ]]; then
+# The first 50,000 training images (the smoke demo's first 4,096) as 8 PNG TFRecord
+# shards; the last 10,000 are the validation split (validation.json reads them from the
+# IDX file). .done holds the number of images (empty in folders of the 50,000 from
+# before it did).
+shards_done="$( [[ -f "$OUT/shards/.done" ]] && cat "$OUT/shards/.done" || echo none)"
+if [[ $DRY == 0 && "${shards_done:-50000}" != "$TRAIN_IMAGES" ]]; then
   rm -rf "$OUT/shards"
   "$BIN" convert --images "$FASHION/train-images-idx3-ubyte.gz" --labels "$FASHION/train-labels-idx1-ubyte.gz" \
-    --to tfrecord --out "$OUT/shards" --name train --shards 8 --encode png --limit 50000
-  touch "$OUT/shards/.done"
+    --to tfrecord --out "$OUT/shards" --name train --shards 8 --encode png --limit "$TRAIN_IMAGES"
+  echo "$TRAIN_IMAGES" >"$OUT/shards/.done"
 fi
 # Runs finished on another machine and committed (run.sh collect) are not redone: their
 # files join the output folder unless a run of the same name is there already. The network
@@ -264,7 +283,7 @@ else
   STEP_S="$(awk -v c="$(json_number compute_seconds "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
   BYTES="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
   # 4 connections (the interleave cycle); a batch of 128 must take R steps to arrive
-  RATE="$(awk -v b="$BYTES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / 50000 * 128 / (r * s) / 4 }')"
+  RATE="$(awk -v b="$BYTES" -v n="$TRAIN_IMAGES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / n * 128 / (r * s) / 4 }')"
   if ! search_bandwidth "$R_GOAL" "$RATE" "$EXP/calibration_runs.txt" "$OUT/shards" " per connection x 4"; then
     # The experiment needs its R; the demo goes on at the closest, and says so.
     [[ "$PART" == demo ]] || { echo "protocol: $CAL_FAIL" >&2; exit 1; }
@@ -274,7 +293,7 @@ else
   if [[ "$CPU_SPLIT" == 0 ]]; then where="trainer and pipeline on the same $(nproc) cores"; else where="the train step on $CPU_SPLIT CPU(s) of its own, the pipeline on the rest"; fi
   extra=()
   [[ "$CPU_SPLIT" == 0 ]] || extra=("cpu split: $CPU_SPLIT")
-  write_calibration "$CAL" "$CAL_STEPS-step baseline training runs over the throttled shards, $where; the median of 3 at each bandwidth (calibration_runs.txt has every run)" \
+  write_calibration "$CAL" "$CAL_STEPS-step baseline training runs over the throttled shards, $where; the median of ${CALIBRATE_ATTEMPTS:-3} at each bandwidth (calibration_runs.txt has every run)" \
     "${extra[@]}"
 fi
 FACTOR="$(calibration_value "$CAL" factor)"
@@ -295,13 +314,13 @@ if [[ "$PART" == demo ]]; then
   "$BIN" experiment "$CFG/config-demo/demo.json" --progress lines "$@" | tee "$EXP/table.txt" || status=$?
   cat <<EOF
 
-== data echoing over a throttled network: Fashion-MNIST, the protocol's CNN, one seed
+== data echoing over a throttled network: Fashion-MNIST, the protocol's CNN, one seed$([[ "$SMOKE" == 0 ]] || printf '\n   SMOKE MODE: %s training images, every step on tiny budgets; the figures mean nothing' "$TRAIN_IMAGES")
    A demonstration, not the experiment: 1 seed, and a demo target of $(awk -v t="$DEMO_TARGET" 'BEGIN { printf "%g", t * 100 }')% validation
    accuracy (the experiment's: 90%). The runs use the experiment's settings (its tuned
    learning rates: the baseline's, e = $FACTOR's, also for adaptive; its schedule, decaying
    to 0 at step $DECAY) but stop at step $STOP. The experiment, 5 seeds per cell with 95%
    intervals: docs/results.md.
-   Bandwidth $RATE bytes/s per connection x 4; R in 200-step calibration runs (median of 3): $R_CAL.
+   Bandwidth $RATE bytes/s per connection x 4; R in $CAL_STEPS-step calibration runs (median of ${CALIBRATE_ATTEMPTS:-3}): $R_CAL.
    Speedup = the baseline's wall-clock time to the target over the run's, from building
    the pipeline; the snapshots were evaluated after training, off the clock.
    ideal = min(achieved echo factor, the baseline's R in training).

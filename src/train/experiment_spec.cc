@@ -226,6 +226,20 @@ Grid read_grid(SpecObject& top) {
   return g;
 }
 
+// $.tuning.reading and .margin: how reaching the target is read (TuningSpec::reading).
+void read_reading(SpecObject& t, ExperimentSpec& spec) {
+  spec.tuning.reading_given = t.has("reading");
+  spec.tuning.reading = t.get_string("reading", "first_touch", {"first_touch", "held"});
+  spec.tuning.margin = t.get_number("margin", 0.0, 0.0, 1.0);
+  if (t.has("margin") && spec.tuning.reading != "held")
+    throw_spec_error("$.tuning.margin", "a margin is for \"reading\": \"held\"");
+  if (spec.tuning.reading == "held" &&
+      spec.base_config.value("eval_mode", std::string("inline")) != "snapshots")
+    throw_spec_error("$.tuning.reading",
+                     "\"held\" reads every evaluation of a run, so its runs must go on past "
+                     "the target: set \"eval_mode\": \"snapshots\" in the base config");
+}
+
 // $.tuning: the learning-rate sweep, or the rates of another experiment's sweep ("from").
 void read_tuning(SpecObject& top, ExperimentSpec& spec, const std::string& base_dir,
                  const std::vector<int64_t>& final_seeds) {
@@ -246,6 +260,7 @@ void read_tuning(SpecObject& top, ExperimentSpec& spec, const std::string& base_
         spec.tuning.map[k] = v.get<std::string>();
       }
     }
+    read_reading(t, spec);
     t.finish();
   } else if (tuning_json) {
     SpecObject t = top.get_object("tuning", true);
@@ -262,15 +277,7 @@ void read_tuning(SpecObject& top, ExperimentSpec& spec, const std::string& base_
     if (ts.empty()) throw_spec_error("$.tuning.seeds", "expected at least one tuning seed");
     spec.tuning.seeds.assign(ts.begin(), ts.end());
     spec.tuning.widen = t.get_int("widen", 2, 0);
-    spec.tuning.reading = t.get_string("reading", "first_touch", {"first_touch", "held"});
-    spec.tuning.margin = t.get_number("margin", 0.0, 0.0, 1.0);
-    if (t.has("margin") && spec.tuning.reading != "held")
-      throw_spec_error("$.tuning.margin", "a margin is for \"reading\": \"held\"");
-    if (spec.tuning.reading == "held" &&
-        spec.base_config.value("eval_mode", std::string("inline")) != "snapshots")
-      throw_spec_error("$.tuning.reading",
-                       "\"held\" reads every evaluation of a run, so its runs must go on past "
-                       "the target: set \"eval_mode\": \"snapshots\" in the base config");
+    read_reading(t, spec);
     if (const nlohmann::json* g = t.raw("groups")) {
       if (!g->is_object())
         throw_spec_error("$.tuning.groups", "expected an object: {\"group\": [cell ids]}");

@@ -78,7 +78,8 @@ std::vector<std::vector<double>> read_evals(const std::string& dir, std::string*
 }
 
 TargetReading target_reading(const ExperimentSpec& spec) {
-  const TuningSpec& t = spec.tuning.from ? spec.tuning.from->tuning : spec.tuning;
+  const TuningSpec& t =
+      spec.tuning.from && !spec.tuning.reading_given ? spec.tuning.from->tuning : spec.tuning;
   return {t.reading == "held", t.margin};
 }
 

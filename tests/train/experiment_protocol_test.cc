@@ -30,6 +30,12 @@ json base_config() {
           {"progress", "off"}};
 }
 
+json snapshots_base() {
+  json b = base_config();
+  b["eval_mode"] = "snapshots";
+  return b;
+}
+
 // Writes the result file of a finished run: fresh (and wall seconds) to target, or a
 // run that missed the target (`hit` false) at its budget.
 void write_run(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed, double fresh,
@@ -250,6 +256,19 @@ TEST(ExperimentProtocol, TuningChoosesTheInteriorRateWithTheFewestFreshExamples)
   ASSERT_NE(e2, nullptr);
   EXPECT_NE(tuning_state(n, *e2).note.find("no cell before_aug-e2"), std::string::npos)
       << tuning_state(n, *e2).note;
+
+  // A reading of its own beside "from" reads this experiment's figures (the demo reads
+  // its runs as held); the rates still come from the sweep as it chose them.
+  EXPECT_EQ(report_experiment(n, o).reading, "first_touch");
+  net["tuning"]["reading"] = "held";
+  net["tuning"]["margin"] = 0.01;
+  EXPECT_CONTAINS(testing::error_of([&] { experiment_spec_from_json(net, ""); }),
+                  ("set \"eval_mode\": \"snapshots\""));
+  net["base"] = snapshots_base();
+  const ExperimentSpec held = experiment_spec_from_json(net, "");
+  EXPECT_EQ(tuning_state(held, held.cells[0]).chosen, 0.2);
+  EXPECT_EQ(report_experiment(held, o).reading, "held");
+  EXPECT_DOUBLE_EQ(report_experiment(held, o).margin, 0.01);
 }
 
 TEST(ExperimentProtocol, TuningStopsWideningAndSaysSo) {
@@ -319,12 +338,6 @@ void write_evals(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_
                .dump()
         << "\n";
   }
-}
-
-json snapshots_base() {
-  json b = base_config();
-  b["eval_mode"] = "snapshots";
-  return b;
 }
 
 TEST(ExperimentProtocol, TuningCanChooseByTheHeldReading) {

@@ -86,8 +86,11 @@ struct TuningSpec {
   // rises above target + margin. "held" reads every
   // evaluation (evals.jsonl), so the runs must go on past the target: the base config's
   // eval_mode must be "snapshots".
+  // With "from", a reading given here reads this experiment's own figures (the rates
+  // still come from the other experiment, chosen its way); without one, the other's.
   std::string reading = "first_touch";
-  double margin = 0;  // "held" only: accuracy as a fraction (0.0104: 1.04 points), or nats
+  double margin = 0;           // "held" only: accuracy as a fraction (0.0104: 1.04 points), or nats
+  bool reading_given = false;  // "reading" was in the spec
   // Groups of cells that choose together ("groups": {"name": [cell ids]}), such as one
   // variant under several weight decays: each member tunes its rate as above, the member
   // whose chosen rate has the smallest median wins (ties: more runs at the target, then

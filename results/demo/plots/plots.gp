@@ -12,7 +12,7 @@ set yrange [0:*]
 plot "fresh_vs_factor.dat" index 0 using 1:2:3:4 with yerrorlines title "adaptive, shuffle 1000", \
   "fresh_vs_factor.dat" index 1 using 1:2:3:4 with yerrorlines pt 7 ps 2 lc rgb "black" title "baseline", \
   "fresh_vs_factor.dat" index 2 using 1:2:3:4 with yerrorlines title "example before augmentation, shuffle 1000", \
-  162560 with lines dt 2 lc rgb "black" title "baseline (median)"
+  315008 with lines dt 2 lc rgb "black" title "baseline (median)"
 set output "accuracy_vs_fresh.".fmt
 set title "demo".": accuracy on the evaluation set vs fresh examples read"
 set xlabel "fresh examples read"
@@ -20,7 +20,7 @@ set ylabel "evaluation accuracy (the target's set)"
 set xrange [0:*]
 set yrange [*:*]
 plot "accuracy_vs_fresh.dat" index 0 using 1:2 with linespoints title "baseline (seed 1)", \
-  "accuracy_vs_fresh.dat" index 1 using 1:2 with linespoints title "before_aug-e5-sb1000 (seed 1)", \
+  "accuracy_vs_fresh.dat" index 1 using 1:2 with linespoints title "adaptive-m6-sb1000 (seed 1)", \
   0.89 with lines dt 2 lc rgb "gray" title "target"
 set output "speedup_vs_factor.".fmt
 set title "demo".": wall-clock speedup to target vs echo factor"
