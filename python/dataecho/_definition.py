@@ -16,6 +16,7 @@ from ._core import SpecError
 from ._pipeline import Pipeline
 
 Uris = Union[str, Sequence[str]]
+_EPOCH_SALT = 0x65706F6368  # "epoch": mixed into the seed with the epoch (for_epoch)
 MapFunction = Callable[[Dict[str, Any]], Mapping[str, Any]]
 
 
@@ -347,6 +348,16 @@ class PipelineDef:
         """The seed mixed with each salt in turn (a run's seed, a rank), as in C++."""
         return self._derive(self._d.with_mixed_seed(list(salts)))
 
+    def for_epoch(self, epoch: int) -> "PipelineDef":
+        """The definition of pass ``epoch`` over the data: epoch 0 is this definition,
+        epoch k > 0 its seed mixed with k, so that every stage that draws from the
+        pipeline's seed (shuffles, augmentations, echo) draws anew each epoch, and the
+        same (seed, epoch) draws the same in any process. A stage given a ``seed=`` of
+        its own draws the same in every epoch."""
+        if epoch < 0:
+            raise SpecError(f"epoch: expected an epoch >= 0, got {epoch}")
+        return self if epoch == 0 else self.with_mixed_seed(_EPOCH_SALT, epoch)
+
     def without(self, op: str) -> "PipelineDef":
         """Without the stages of this op (``without("echo")``: what ``profile`` runs)."""
         return self._derive(self._d.without(op))
@@ -381,12 +392,15 @@ class PipelineDef:
         return list(self._d.stages)
 
     # ------------------------------------------------------------------ building
-    def build(self, seed: Optional[int] = None, *, as_numpy: bool = False, base_dir: Optional[str] = None,
-              fusion: bool = True, share_buffers: bool = False) -> Pipeline:
-        """Starts the pipeline. ``seed`` overrides the definition's; ``as_numpy`` yields
+    def build(self, seed: Optional[int] = None, *, epoch: int = 0, as_numpy: bool = False,
+              base_dir: Optional[str] = None, fusion: bool = True, share_buffers: bool = False) -> Pipeline:
+        """Starts the pipeline at the beginning of ``epoch`` (``for_epoch``). ``seed``
+        overrides the definition's (without one: seed 0, so that two runs are the same:
+        pass a seed of the run's to vary them); ``as_numpy`` yields
         numpy arrays instead of torch tensors; ``base_dir`` is where relative paths are
         found (default: the spec file's folder, or the current directory); ``fusion=False``
-        turns off the map-and-batch fusion (only to measure it).
+        turns off the map-and-batch fusion (only to measure it). Iterating the pipeline
+        again once it is exhausted starts the next epoch (``Pipeline.set_epoch``).
 
         ``share_buffers=True`` hands a buffer the engine shares (an echoed batch or
         example) over without the copy the default makes: numpy arrays come read-only,
@@ -397,7 +411,8 @@ class PipelineDef:
         raises ``SpecError`` naming the echo stage. See docs/python.md, "Sharing".
         """
         d = self if seed is None else self.seed(seed)
-        return Pipeline(d, as_numpy=as_numpy, base_dir=base_dir, fusion=fusion, share_buffers=share_buffers)
+        return Pipeline(d, as_numpy=as_numpy, base_dir=base_dir, fusion=fusion, share_buffers=share_buffers,
+                        epoch=epoch)
 
     def __repr__(self) -> str:
         return f"PipelineDef({json.dumps(self._d.to_json())})"

@@ -81,21 +81,48 @@ class Pipeline:
     batch fresh from ``batch`` is handed over as is (no copy), a buffer the engine shares
     (batch echoing, an echoed example) is copied first, so ``x.sub_(mean)`` on one batch
     never changes its repeats. ``build(share_buffers=True)`` skips that copy.
+
+    Epochs: a pipeline is one pass over its data (``repeat`` aside). Once it is
+    exhausted, iterating it again (``for b in p:`` a second time) starts the next epoch,
+    whose shuffles and augmentations draw anew from (seed, epoch)
+    (``PipelineDef.for_epoch``); ``set_epoch(k)`` starts epoch k. The epoch is part of
+    ``state_dict()``.
     """
 
     def __init__(self, definition: "PipelineDef", *, as_numpy: bool = False, base_dir: Optional[str] = None,
-                 fusion: bool = True, share_buffers: bool = False):
+                 fusion: bool = True, share_buffers: bool = False, epoch: int = 0):
         self._def = definition
         self._as_numpy = as_numpy
         self._base_dir = definition._base_dir if base_dir is None else base_dir
         self._fusion = fusion
         self._share = share_buffers
         self._from_dlpack: Optional[Callable[[Any], Any]] = None
+        self._epoch = epoch
+        self._exhausted = False
         self._p = self._start()
         _live.add(self)
 
     def _start(self) -> _core.Pipeline:
-        return self._def._d.build(self._base_dir, self._fusion, self._as_numpy, self._share)
+        d = self._def.for_epoch(self._epoch)
+        return d._d.build(self._base_dir, self._fusion, self._as_numpy, self._share)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch this pipeline is in (0 first)."""
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch ``epoch`` from its beginning (as ``DistributedSampler.set_epoch``
+        does for a sampler): a no-op at the start of that epoch, else the pipeline is
+        rebuilt."""
+        if epoch < 0:
+            raise SpecError(f"set_epoch: expected an epoch >= 0, got {epoch}")
+        if epoch == self._epoch and not self._exhausted and self._p.elements_returned() == 0 and not self._p.closed:
+            return
+        self._p.close()
+        self._epoch = epoch
+        self._exhausted = False
+        self._p = self._start()
 
     @classmethod
     def from_spec(cls, spec: Union[str, "os.PathLike[str]", Mapping[str, Any]], *, seed: Optional[int] = None,
@@ -115,11 +142,16 @@ class Pipeline:
         return self._def.to_spec()
 
     def __iter__(self) -> Iterator[Batch]:
+        if self._exhausted:
+            self.set_epoch(self._epoch + 1)
         return self
 
     def __next__(self) -> Batch:
+        if self._exhausted:
+            raise StopIteration
         r = self._p.next()
         if r is None:
+            self._exhausted = not self._p.closed
             raise StopIteration
         fields, ids, echo, epochs, addresses = r
         b = Batch()
@@ -174,14 +206,21 @@ class Pipeline:
             local = _ProcessLocalState(raw)
             local.names = ", ".join(repr(c.name) for c in self._def._callables)
             state = local
-        return {"format": "dataecho.state/1", "elements": self.elements_returned, "state": state}
+        return {"format": "dataecho.state/1", "elements": self.elements_returned, "epoch": self._epoch,
+                "state": state}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continues from a ``state_dict()``: the next element is the one that followed."""
+        """Continues from a ``state_dict()``: the same epoch, and the next element is the
+        one that followed."""
         if state.get("format") != "dataecho.state/1" or not isinstance(state.get("state"), (bytes, bytearray)):
             raise SpecError("load_state_dict: not a dataecho state (expected the dict state_dict() returns)")
-        if self._p.elements_returned() > 0 or self._p.closed:
+        epoch = state.get("epoch", 0)  # states saved before epochs were in them: epoch 0
+        if not isinstance(epoch, int) or epoch < 0:
+            raise SpecError(f"load_state_dict: 'epoch' is {epoch!r}, expected an integer >= 0")
+        if self._p.elements_returned() > 0 or self._p.closed or epoch != self._epoch or self._exhausted:
             self._p.close()
+            self._epoch = epoch
+            self._exhausted = False
             self._p = self._start()
         self._p.restore(bytes(state["state"]))
 
