@@ -147,10 +147,32 @@ Fields field_args(SpecObject& a) {
   return f;
 }
 
+// A tar source without "fields" names each file of a sample by its extension: the
+// element's image file's extension, or "".
+std::string image_extension_field(const Example& e) {
+  for (const char* ext : {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp"})
+    if (e.find(ext) != nullptr) return ext;
+  return "";
+}
+
 // The field the function reads. Missing while the element has the tf.Example key that
-// the tfrecord source names so by default, the error says how to name it.
+// the tfrecord source names so by default, or a tar sample's image file named by its
+// extension, the error says how to name it.
 const Tensor& input_field(const Example& e, const std::string& name) {
   if (const Tensor* t = e.find(name)) return *t;
+  if (const std::string ext = image_extension_field(e); !ext.empty() && name == "image") {
+    try {
+      return e.get(name);
+    } catch (const Error& err) {
+      const std::string label = e.find("cls") ? ", \"label\": \"cls\"" : "";
+      throw Error(err.code(), err.stage(),
+                  err.message() + "; a tar source names each file by its extension: read the " +
+                      "shards with \"fields\": {\"image\": \"" + ext + "\"" + label +
+                      "} (Python: de.tar(..., fields={\"image\": \"" + ext + "\"" + label +
+                      "})) or give this function \"field\": \"" + ext + "\"",
+                  err.input());
+    }
+  }
   const std::string key = name == "label" ? "image/class/label" : "image/encoded";
   if (e.find(key) == nullptr) return e.get(name);  // the plain error, listing the fields
   try {
