@@ -90,9 +90,9 @@ class PipelineDef:
     Made by a source function (``de.tfrecord(...)``, ``de.range(...)``) or from a spec
     (``PipelineDef.from_spec``). Every stage method returns a new definition. The names
     and options are those of the C++ builder (dataecho/spec/pipeline_def.h), which this
-    class wraps, and of the JSON spec (docs/spec.md); every option is checked when the
-    pipeline is built, and a wrong one raises ``SpecError`` naming its JSON path
-    (``$.stages[2].size``).
+    class wraps, and of the JSON spec (README.md, "Sources and operators"; docs/api.md,
+    "JSON"); every option is checked when the pipeline is built, and a wrong one raises
+    ``SpecError`` naming its JSON path (``$.stages[2].size``).
     """
 
     __slots__ = ("_d", "_callables", "_base_dir")
@@ -318,6 +318,16 @@ class PipelineDef:
         from the spec's values and its tuner's warm-up."""
         return self._derive(self._d.autotune(cpu_budget, ram_budget_mb, remember))
 
+    def memory_check(self, *, share: Optional[float] = None, limit_mb: Optional[float] = None,
+                     action: str = "warn") -> "PipelineDef":
+        """The check of the buffers against memory: a stage that holds many elements (a
+        shuffle, a prefetch, a map's buffer) projected at its capacity from its elements'
+        size, known from the spec (``decode_augment``'s crop) or measured on the first
+        ones, over ``share`` of the machine's memory (default 1/8) or ``limit_mb`` MiB is
+        reported once: ``action="warn"`` (the default, on standard error), ``"error"``
+        (the pipeline stops with an error naming the stage) or ``"off"``."""
+        return self._derive(self._d.memory_check(share, limit_mb, action))
+
     # ------------------------------------------------------------------ edits
     def distributed(self, rank: Optional[int] = None, world_size: Optional[int] = None) -> "PipelineDef":
         """This process's share for data-parallel training with PyTorch's own DDP.
@@ -408,7 +418,8 @@ class PipelineDef:
         would change its echoed repeats; ``x = x - m`` is fine). With
         ``DATAECHO_CHECK_SHARED=1`` in the environment, each shared buffer's checksum is
         taken when it is handed out and checked when its repeat is: a write in between
-        raises ``SpecError`` naming the echo stage. See docs/python.md, "Sharing".
+        raises ``SpecError`` naming the echo stage. See docs/python.md, "Shared buffers,
+        opt in".
         """
         d = self if seed is None else self.seed(seed)
         return Pipeline(d, as_numpy=as_numpy, base_dir=base_dir, fusion=fusion, share_buffers=share_buffers,
@@ -468,19 +479,23 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *, uri: Optiona
     an ImageFolder tree (``root``: a folder per class, classes numbered as torchvision's
     ``ImageFolder`` numbers them: ``class_to_idx(root)``), a glob or brace pattern
     (``uri``), or a CSV or TSV list of path, label and further columns (``list``); local
-    or http(s). Options as the spec's (docs/formats.md): ``reads_in_flight``,
-    ``extensions``, ``base``, ``delimiter``, ``header``, ``on_error``, ``http``..."""
+    or http(s). ``path=True`` adds each file's path as field "path" (bytes: relative to
+    ``root``, or as the list or pattern gives it). Options as the spec's
+    (docs/formats.md): ``reads_in_flight``, ``extensions``, ``base``, ``delimiter``,
+    ``header``, ``on_error``, ``http``..."""
     return PipelineDef("files", root=None if root is None else os.fspath(root),
                        uri=None if uri is None else _uri(uri), list=list, **options)
 
 
 def sample(inputs: Sequence[PipelineDef], weights: Sequence[float], *, stop: Optional[str] = None,
-           seed: Optional[int] = None) -> PipelineDef:
+           seed: Optional[int] = None, input_field: Optional[str] = None) -> PipelineDef:
     """Several pipelines interleaved by ``weights``, deterministic with ``seed``;
-    ``stop``: "first" (when the first input ends), "all" or "never" (docs/formats.md).
-    Each input is a definition with a JSON form (no Python callables)."""
+    ``stop``: "first" (when the first input ends), "all" or "never" (docs/formats.md);
+    ``input_field``: a field to add, the index of the input each element came from.
+    Each input is a definition with a JSON form (no Python callables), and all give the
+    same fields (one may give extra fields)."""
     return PipelineDef("sample", inputs=[d.to_spec() for d in inputs], weights=[float(w) for w in weights],
-                       stop=stop, seed=seed)
+                       stop=stop, seed=seed, input_field=input_field)
 
 
 def class_to_idx(root: Union[str, "os.PathLike[str]"]) -> Dict[str, int]:

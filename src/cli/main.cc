@@ -4,6 +4,7 @@
 // commands by executing dataecho-train from its own folder with the same arguments.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "dataecho/core/allocator.h"
 #include "dataecho/core/error.h"
+#include "dataecho/spec/spec_reader.h"
 
 namespace {
 
@@ -35,6 +37,28 @@ namespace {
   std::exit(1);
 }
 #endif
+
+// The command word at argv[at] (a subcommand of `app`) when it names none: a clear error
+// with the commands there are and the closest of them, instead of CLI11's "A
+// subcommand is required". Returns the exit status, or -1 when the word is fine.
+int check_command(CLI::App& app, int argc, char** argv, int at, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+    names.push_back(c->get_name());
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  if (argc <= at) {
+    std::cerr << "dataecho: " << prefix << "a command is required (" << list << "); " << prefix
+              << "--help says what each does\n";
+    return 2;
+  }
+  const std::string word = argv[at];
+  if (word.empty() || word[0] == '-' || std::find(names.begin(), names.end(), word) != names.end())
+    return -1;
+  std::cerr << "dataecho: " << prefix << "unknown command \"" << word << "\""
+            << dataecho::did_you_mean(word, names) << " (commands: " << list << ")\n";
+  return 2;
+}
 
 }  // namespace
 
@@ -63,10 +87,14 @@ int main(int argc, char** argv) {
   app.add_subcommand("profile", dataecho::cli::kProfileDescription);
   app.add_subcommand("experiment", dataecho::cli::kExperimentDescription);
 #endif
-  CLI::App* bench = app.add_subcommand("bench", "measure throughput (see README, Performance)");
+  CLI::App* bench =
+      app.add_subcommand("bench", "measure throughput (docs/performance.md has every benchmark)");
   bench->require_subcommand(1);
   dataecho::cli::add_bench_echo_command(*bench);
   dataecho::cli::add_bench_read_command(*bench);
+  if (const int rc = check_command(app, argc, argv, 1, ""); rc >= 0) return rc;
+  if (std::string(argv[1]) == "bench")
+    if (const int rc = check_command(*bench, argc, argv, 2, "bench "); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/memory_watch.h"
 
 namespace dataecho {
 
@@ -35,9 +36,12 @@ std::optional<Example> Iterator::next() {
   }
   account();
   if (out) {
-    stats_->elements.fetch_add(1, std::memory_order_relaxed);
+    const int64_t n = stats_->elements.fetch_add(1, std::memory_order_relaxed) + 1;
     stats_->rows.fetch_add(static_cast<int64_t>(out->num_rows()), std::memory_order_relaxed);
-    stats_->bytes.fetch_add(static_cast<int64_t>(out->nbytes()), std::memory_order_relaxed);
+    const auto bytes = static_cast<int64_t>(out->nbytes());
+    const int64_t total = stats_->bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (!stats_->watches.empty() && (n & (n - 1)) == 0)
+      for (const auto& w : stats_->watches) w->observe(n, total);
   }
   return out;
 }

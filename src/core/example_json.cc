@@ -13,7 +13,42 @@ nlohmann::json values_of(const Tensor& t) {
   return a;
 }
 
+// Whether bytes read as text: valid UTF-8 without control characters but tab and line
+// breaks (a text source's "text", a list's string column; not an image's bytes).
+bool is_text(const uint8_t* p, int64_t n) {
+  for (int64_t i = 0; i < n;) {
+    const uint8_t c = p[i];
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+      if (c == 0x7f) return false;
+      ++i;
+      continue;
+    }
+    const int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    const uint32_t lead = c & (0x7f >> len);
+    uint32_t cp = lead;
+    for (int k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3f);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+      return false;
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<std::string> tensor_text(const Tensor& t) {
+  if (t.dtype() != DType::kUInt8 || t.rank() != 1) return std::nullopt;
+  const auto* p = t.data<uint8_t>();
+  if (!is_text(p, t.num_elements())) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(t.num_elements()));
+}
 
 nlohmann::json tensor_values_json(const Tensor& t) {
   switch (t.dtype()) {
@@ -50,7 +85,13 @@ nlohmann::ordered_json example_to_json(const Example& e, bool with_values) {
     nlohmann::ordered_json f;
     f["dtype"] = dtype_name(t.dtype());
     f["shape"] = t.shape();
-    if (with_values) f["values"] = tensor_values_json(t);
+    if (with_values) {
+      if (auto text = tensor_text(t)) {
+        f["text"] = *text;
+      } else {
+        f["values"] = tensor_values_json(t);
+      }
+    }
     fields[name] = std::move(f);
   }
   j["fields"] = std::move(fields);

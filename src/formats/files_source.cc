@@ -23,6 +23,7 @@ struct FilesShared {
   OnError on_error = OnError::kFail;
   StreamOptions stream;
   int64_t reads_in_flight = 8;
+  bool path_field = false;
 };
 
 // Positions start, start + stride, ... of the listing.
@@ -304,6 +305,7 @@ Example FilesDataset::It::make_example(uint64_t i, std::shared_ptr<Buffer> bytes
   const int64_t n = static_cast<int64_t>(bytes->size());
   e.set("image", Tensor(DType::kUInt8, {n}, std::move(bytes)));
   if (l.has_labels()) e.set("label", Tensor::scalar<int64_t>(l.label(i)));
+  if (ds_->sh_->path_field) e.set("path", Tensor::from_bytes(std::string(l.path(i))));
   for (size_t c = 0; c < l.columns().size(); ++c)
     e.set(l.columns()[c], Tensor::from_bytes(l.cell(i, c)));
   return e;
@@ -323,7 +325,13 @@ DatasetPtr make_files_source(const FilesOptions& o) {
                   "a further column of the list is named '" + c +
                       "': the names image and label are the file's bytes and its label",
                   o.list);
+    if (c == "path" && o.path_field)
+      throw_error(ErrorCode::kInvalidArgument, "files",
+                  "a further column of the list is named 'path', the name \"path\": true gives "
+                  "the file's path: rename the column or leave \"path\" out",
+                  o.list);
   }
+  sh->path_field = o.path_field;
   sh->on_error = o.on_error;
   sh->stream = o.stream;
   sh->stream.buffer_bytes = std::min<size_t>(sh->stream.buffer_bytes, 256 << 10);

@@ -1,5 +1,10 @@
 #include "dataecho/ops/sample.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "dataecho/core/rng.h"
 
 namespace dataecho {
@@ -81,6 +86,7 @@ class SampleDataset : public Dataset {
       bool done = false;
       int64_t epoch = 0;
       std::atomic<int64_t>* counter = nullptr;
+      bool checked = false;  // its first element's fields were compared
     };
 
     // The input to read next, by weight among those not done; in_.size() when none is left.
@@ -109,7 +115,40 @@ class SampleDataset : public Dataset {
         if (!in_[i].counter) in_[i].counter = &stats()->counter("from_input_" + std::to_string(i));
         *in_[i].counter += 1;
       }
+      if (!in_[i].checked) check_fields(i, e);
+      if (!ds_->o_.input_field.empty())
+        e.set(ds_->o_.input_field, Tensor::scalar<int64_t>(static_cast<int64_t>(i)));
       return e;
+    }
+
+    // The inputs must give the same fields, or what follows (a batch) would fail on a
+    // mix it cannot name: the first element of each input is compared with the first
+    // one's, and fields that differ other than by extra fields of one of them (a list's
+    // further columns) are an error naming both inputs.
+    void check_fields(size_t i, const Example& e) {
+      in_[i].checked = true;
+      std::vector<std::string> names;
+      for (const auto& f : e.fields()) names.push_back(f.first);
+      std::sort(names.begin(), names.end());
+      if (first_input_ == SIZE_MAX) {
+        first_input_ = i;
+        first_fields_ = names;
+        return;
+      }
+      if (std::includes(names.begin(), names.end(), first_fields_.begin(), first_fields_.end()) ||
+          std::includes(first_fields_.begin(), first_fields_.end(), names.begin(), names.end()))
+        return;
+      auto list = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+        return s;
+      };
+      throw_error(ErrorCode::kNotFound, label(),
+                  "input " + std::to_string(i) + " gives fields (" + list(names) + ") but input " +
+                      std::to_string(first_input_) + " gives (" + list(first_fields_) +
+                      "): the inputs of a sample must give the same fields (name them alike: a "
+                      "tfrecord source's \"features\", a tar source's \"fields\", a map)",
+                  e.describe());
     }
 
     const SampleDataset* ds_;
@@ -117,6 +156,8 @@ class SampleDataset : public Dataset {
     Rng rng_;
     std::vector<Input> in_;
     bool finished_ = false;
+    size_t first_input_ = SIZE_MAX;          // the input whose fields the others must give
+    std::vector<std::string> first_fields_;  // sorted
   };
 
   std::vector<DatasetPtr> inputs_;

@@ -279,6 +279,16 @@ void bind_stages_and_settings(py::class_<PipelineDef>& c) {
       },
       py::arg("cpu_budget") = py::none(), py::arg("ram_budget_mb") = py::none(),
       py::arg("remember") = true);
+  c.def(
+      "memory_check",
+      [](const PipelineDef& d, std::optional<double> share, std::optional<double> limit_mb,
+         std::optional<std::string> action) {
+        return copy_with(d, [&](PipelineDef& o) {
+          o.memory_check({.share = share, .limit_mb = limit_mb, .action = action});
+        });
+      },
+      py::arg("share") = py::none(), py::arg("limit_mb") = py::none(),
+      py::arg("action") = py::none());
 }
 
 // padded_batch, unbatch, pack, bucket (ops/padded_batch.h, pack.h, bucket.h).

@@ -20,8 +20,7 @@ auto function_builder(SpecObject& st, const std::map<std::string, Builder>& know
   std::string name = st.get_string("fn");
   auto it = known.find(name);
   if (it == known.end()) {
-    throw_spec_error(st.field_path("fn"), std::string("unknown ") + what + " \"" + name +
-                                              "\" (known: " + known_names(known) + ")");
+    throw_spec_error(st.field_path("fn"), unknown_name(what, name, known));
   }
   SpecObject args = st.get_object("args");
   auto fn = it->second(args);
@@ -92,6 +91,7 @@ DatasetPtr build_sample(SpecObject& s, BuildContext& ctx) {
            : stop == "never" ? SampleOptions::Stop::kNever
                              : SampleOptions::Stop::kAll;
   o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
+  o.input_field = s.get_string("input_field", "");
   std::vector<DatasetPtr> ds;
   for (size_t i = 0; i < inputs->size(); ++i)
     ds.push_back(build_sample_input((*inputs)[i], path + "[" + std::to_string(i) + "]", i, ctx));

@@ -77,6 +77,50 @@ void add_recommendations(EchoAdvice& a, const PipelineDef* def, double upstream_
   prefetch();
 }
 
+// decode_augment's args that decode (the rest augment).
+bool decodes(const std::string& arg) {
+  return arg == "channels" || arg == "strict" || arg == "fast_huffman" || arg == "decoder_scale";
+}
+
+// The spec with stage `at`, a decode_augment map, split into decode_image, an echo of
+// `factor` and augment with the same augmentation: echo before augmentation, where the
+// fused stage left room only for echoing after it.
+nlohmann::json split_decode_augment(const PipelineDef& def, size_t at, double factor) {
+  nlohmann::json spec = def.to_json();
+  const nlohmann::json fused = spec["stages"][at];
+  nlohmann::json decode = fused, augment = fused;
+  decode["fn"] = "decode_image";
+  augment["fn"] = "augment";
+  nlohmann::json dargs = nlohmann::json::object(), aargs = nlohmann::json::object();
+  const nlohmann::json args = fused.value("args", nlohmann::json::object());
+  for (const auto& [k, v] : args.items()) {
+    if (k == "decoder_scale") continue;  // a decode_augment crop's shortcut
+    if (k == "field") {
+      dargs[k] = v;
+      aargs[k] = v;
+    } else {
+      (decodes(k) ? dargs : aargs)[k] = v;
+    }
+  }
+  if (aargs.contains("output") && dargs.contains("field")) aargs["field"] = dargs["field"];
+  decode["args"] = dargs;
+  augment["args"] = aargs;
+  PipelineDef echo;
+  echo.echo({.factor = factor});
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t i = 0; i < spec["stages"].size(); ++i) {
+    if (i != at) {
+      stages.push_back(spec["stages"][i]);
+      continue;
+    }
+    stages.push_back(decode);
+    stages.push_back(echo.stages()[0].to_json());
+    stages.push_back(augment);
+  }
+  spec["stages"] = stages;
+  return spec;
+}
+
 // The echo's factor and placement, and the recommendation that says them (a.r is above
 // kEchoAboveR).
 void add_echo(EchoAdvice& a, const PipelineDef* def, double upstream_ms, double downstream_ms) {
@@ -86,6 +130,7 @@ void add_echo(EchoAdvice& a, const PipelineDef* def, double upstream_ms, double 
   // Is the slowest stage at or after the batch stage?
   bool after_batch = false;
   bool augment_after = false;
+  bool split = false;
   if (has_stages) {
     const auto& stages = def->stages();
     const size_t slowest = static_cast<size_t>(a.slowest_stage_index);
@@ -99,9 +144,19 @@ void add_echo(EchoAdvice& a, const PipelineDef* def, double upstream_ms, double 
     PipelineDef echo;
     echo.echo({.factor = a.recommended_factor});
     a.recommended_spec = def->inserting(std::min(slowest, stages.size()), echo.stages()).to_json();
+    // The slowest stage decodes and augments in one: echo goes between the two halves.
+    split = !after_batch && slowest >= 1 && slowest <= stages.size() &&
+            stages[slowest - 1].op == "map" && stages[slowest - 1].fn() == "decode_augment";
+    if (split) a.recommended_spec = split_decode_augment(*def, slowest - 1, a.recommended_factor);
   }
   std::string where = "right after " + a.slowest_stage;
-  if (after_batch) {
+  if (split) {
+    a.placement = "split " + a.slowest_stage +
+                  " (decode_augment) into decode_image and augment with the same augmentation "
+                  "and echo between them (example echoing before augmentation: each copy gets "
+                  "its own augmentation; after decode_augment every copy would be the same; a "
+                  "shuffle after the echo keeps copies out of the same batch)";
+  } else if (after_batch) {
     a.placement = where + " (batch echoing)";
   } else if (augment_after) {
     a.placement = where +
@@ -113,8 +168,8 @@ void add_echo(EchoAdvice& a, const PipelineDef* def, double upstream_ms, double 
   }
   const double max_factor = std::min(kLargestFactorShown, std::ceil(a.r));
   a.placement +=
-      "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" + num(max_factor, 0) +
-      "} there";
+      "; or {\"op\":\"echo\",\"factor\":\"adaptive\",\"max_factor\":" + num(max_factor, 0) + "} " +
+      (split ? "between them" : "there");
   const std::string ratio =
       "R = " + num(upstream_ms, 2) + " / " + num(downstream_ms, 2) + " ms per batch";
   if (a.factor_capped) {

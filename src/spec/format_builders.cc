@@ -184,6 +184,7 @@ DatasetPtr build_files(SpecObject& s, BuildContext& ctx) {
         ex->is_array() && ex->empty() ? std::vector<std::string>{} : s.get_strings("extensions");
   o.allow_empty = s.get_bool("allow_empty", false);
   o.reads_in_flight = s.get_int("reads_in_flight", o.reads_in_flight, 1, 1024);
+  o.path_field = s.get_bool("path", false);
   o.on_error = read_on_error(s);
   o.stream = read_stream_options(s, ctx.base_dir);
   if (o.root.empty() + o.uris.empty() + o.list.empty() != 2)

@@ -8,6 +8,7 @@
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/fusion.h"
 #include "dataecho/ops/pack.h"
+#include "dataecho/spec/memory_check.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
 
@@ -186,6 +187,20 @@ PipelineDef& PipelineDef::deterministic(bool on) {
   deterministic_ = on;
   return *this;
 }
+PipelineDef& PipelineDef::memory_check(MemoryCheckOptions options) {
+  if (options.action && *options.action != "warn" && *options.action != "error" &&
+      *options.action != "off")
+    throw_spec_error(
+        "$.memory_check.action",
+        "expected one of \"warn\", \"error\", \"off\", got \"" + *options.action + "\"");
+  if (options.share && !(*options.share > 0 && *options.share <= 1))
+    throw_spec_error("$.memory_check.share", "expected a share of memory in (0, 1]");
+  if (options.limit_mb && !(*options.limit_mb > 0))
+    throw_spec_error("$.memory_check.limit_mb", "expected a number of MiB > 0");
+  memory_check_ = std::move(options);
+  return *this;
+}
+
 PipelineDef& PipelineDef::autotune(AutotuneOptions options) {
   autotune_ = options;
   return *this;
@@ -305,6 +320,15 @@ PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
     if (at.has("remember")) d.autotune_.remember = at.get_bool("remember", true);
     at.finish();
   }
+  if (top.has("memory_check")) {
+    SpecObject mc = top.get_object("memory_check");
+    MemoryCheckOptions o;
+    if (mc.has("share")) o.share = mc.get_number("share", 0, 1e-6, 1);
+    if (mc.has("limit_mb")) o.limit_mb = mc.get_number("limit_mb", 0, 1e-6);
+    if (mc.has("action")) o.action = mc.get_string("action", "warn", {"warn", "error", "off"});
+    mc.finish();
+    d.memory_check_ = o;
+  }
   for (const char* key : {"name", "comment"}) {
     if (const nlohmann::json* v = top.raw(key)) d.extra_[key] = *v;
   }
@@ -330,6 +354,9 @@ nlohmann::json PipelineDef::to_json() const {
   if (autotune_.cpu_budget) j["autotune"]["cpu_budget"] = *autotune_.cpu_budget;
   if (autotune_.ram_budget_mb) j["autotune"]["ram_budget_mb"] = *autotune_.ram_budget_mb;
   if (!autotune_.remember) j["autotune"]["remember"] = false;
+  if (memory_check_.share) j["memory_check"]["share"] = *memory_check_.share;
+  if (memory_check_.limit_mb) j["memory_check"]["limit_mb"] = *memory_check_.limit_mb;
+  if (memory_check_.action) j["memory_check"]["action"] = *memory_check_.action;
   j["source"] = with_field(source_options_, "kind", source_kind_);
   if (lists_stages()) j["stages"] = stages_to_json();
   return j;
@@ -352,6 +379,7 @@ nlohmann::json PipelineDef::canonical_json() const {
     // The budgets change how fast the pipeline runs, never what it produces: a state
     // saved under one budget restores under another.
     canonical.erase("autotune");
+    canonical.erase("memory_check");  // nor does the memory check
   }
   return canonical;
 }
@@ -381,21 +409,21 @@ DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::stri
     std::string kind = src.get_string("kind");
     auto sb = reg.sources.find(kind);
     if (sb == reg.sources.end())
-      throw_spec_error(src.field_path("kind"), "unknown source kind \"" + kind +
-                                                   "\" (known: " + known_names(reg.sources) + ")");
+      throw_spec_error(src.field_path("kind"), unknown_name("source kind", kind, reg.sources));
     ctx.node_index = 0;
     ds = sb->second(src, ctx);
     src.finish();
   }
   attach(ds, label_prefix, 0, nodes);
 
+  KnownSize known;  // the elements' least size, where the spec fixes it
   for (size_t i = 0; i < stages_json.size(); ++i) {
+    const DatasetPtr in = ds;
     SpecObject st(stages_json[i], "$.stages[" + std::to_string(i) + "]");
     std::string op = st.get_string("op");
     auto b = reg.stages.find(op);
     if (b == reg.stages.end())
-      throw_spec_error(st.field_path("op"),
-                       "unknown op \"" + op + "\" (known: " + known_names(reg.stages) + ")");
+      throw_spec_error(st.field_path("op"), unknown_name("op", op, reg.stages));
     ctx.node_index = static_cast<int64_t>(i) + 1;
     try {
       ds = b->second(st, ds, ctx);
@@ -407,13 +435,18 @@ DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::stri
     // Rewrites: a batch right after an ordered map becomes the fused batch node.
     if (options.map_and_batch_fusion && op == "batch") ds = fuse_map_and_batch(ds);
     attach(ds, label_prefix, ctx.node_index, nodes);
+    arm_memory_watch(stages_json[i], in, ds, options.memory_check, known);
   }
   return ds;
 }
 
-std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& options) const {
+std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& given) const {
   std::vector<DatasetPtr> nodes;
   const nlohmann::json canonical = canonical_json();
+  BuildOptions options = given;
+  if (memory_check_.share) options.memory_check.share = memory_check_.share;
+  if (memory_check_.limit_mb) options.memory_check.limit_mb = memory_check_.limit_mb;
+  if (memory_check_.action) options.memory_check.action = memory_check_.action;
   DatasetPtr ds = build_nodes(options, "", nodes, canonical);
   // The state fingerprint: a fixed hash (64-bit FNV-1a) of the canonical JSON, which does
   // not depend on the compiler's std::hash; beside it the first format's (std::hash of
@@ -467,10 +500,10 @@ std::string spec_fingerprint(const std::string& canonical_text) {
 
 bool operator==(const PipelineDef& a, const PipelineDef& b) {
   return a.seed_ == b.seed_ && a.deterministic_ == b.deterministic_ && a.autotune_ == b.autotune_ &&
-         a.has_stages_ == b.has_stages_ && a.source_kind_ == b.source_kind_ &&
-         a.source_options_ == b.source_options_ && a.source_dataset_ == b.source_dataset_ &&
-         a.source_fingerprint_ == b.source_fingerprint_ && a.stages_ == b.stages_ &&
-         a.extra_ == b.extra_;
+         a.memory_check_ == b.memory_check_ && a.has_stages_ == b.has_stages_ &&
+         a.source_kind_ == b.source_kind_ && a.source_options_ == b.source_options_ &&
+         a.source_dataset_ == b.source_dataset_ && a.source_fingerprint_ == b.source_fingerprint_ &&
+         a.stages_ == b.stages_ && a.extra_ == b.extra_;
 }
 
 namespace {

@@ -1,6 +1,9 @@
 #include "dataecho/spec/spec_reader.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 namespace dataecho {
 namespace {
@@ -16,7 +19,44 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// Edits between a and b, a transposition of neighbours counting as one (optimal string
+// alignment).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t sub = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + sub});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The closest of `known` to `name` when it is close enough to be a misspelling.
+std::optional<std::string> closest(const std::string& name, const std::vector<std::string>& known) {
+  const size_t most = name.size() <= 3 ? 1 : name.size() <= 6 ? 2 : 3;
+  std::optional<std::string> best;
+  size_t best_d = most + 1;
+  for (const auto& k : known) {
+    const size_t d = edit_distance(name, k);
+    if (d < best_d && d > 0) {
+      best_d = d;
+      best = k;
+    }
+  }
+  return best;
+}
+
 }  // namespace
+
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& known) {
+  const std::optional<std::string> c = closest(name, known);
+  return c ? "; did you mean \"" + *c + "\"?" : "";
+}
 
 std::string describe_json(const nlohmann::json& j) {
   std::string s = j.dump();
@@ -55,7 +95,7 @@ int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallb
     expected += " >= " + std::to_string(min);
   if (!j) {
     if (fallback) return *fallback;
-    throw_spec_error(field_path(key), "missing; expected " + expected);
+    missing(key, expected);
   }
   int64_t v;
   if (j->is_number_integer()) {
@@ -80,7 +120,7 @@ double SpecObject::get_number(const std::string& key, std::optional<double> fall
     expected += " >= " + std::to_string(min);
   if (!j) {
     if (fallback) return *fallback;
-    throw_spec_error(field_path(key), "missing; expected " + expected);
+    missing(key, expected);
   }
   if (!j->is_number()) fail(key, expected, *j);
   double v = j->get<double>();
@@ -92,7 +132,7 @@ bool SpecObject::get_bool(const std::string& key, std::optional<bool> fallback) 
   const nlohmann::json* j = raw(key);
   if (!j) {
     if (fallback) return *fallback;
-    throw_spec_error(field_path(key), "missing; expected true or false");
+    missing(key, "true or false");
   }
   if (!j->is_boolean()) fail(key, "true or false", *j);
   return j->get<bool>();
@@ -104,7 +144,7 @@ std::string SpecObject::get_string(const std::string& key, std::optional<std::st
   std::string expected = allowed.empty() ? "a string" : "one of " + join(allowed);
   if (!j) {
     if (fallback) return *fallback;
-    throw_spec_error(field_path(key), "missing; expected " + expected);
+    missing(key, expected);
   }
   if (!j->is_string()) fail(key, expected, *j);
   std::string v = j->get<std::string>();
@@ -118,7 +158,7 @@ std::string SpecObject::get_string(const std::string& key, std::optional<std::st
 
 std::vector<std::string> SpecObject::get_strings(const std::string& key) {
   const nlohmann::json* j = raw(key);
-  if (!j) throw_spec_error(field_path(key), "missing; expected a string or a list of strings");
+  if (!j) missing(key, "a string or a list of strings");
   std::vector<std::string> out;
   if (j->is_string()) {
     out.push_back(j->get<std::string>());
@@ -138,18 +178,33 @@ std::vector<std::string> SpecObject::get_strings(const std::string& key) {
 SpecObject SpecObject::get_object(const std::string& key, bool required) {
   const nlohmann::json* j = raw(key);
   if (!j) {
-    if (required) throw_spec_error(field_path(key), "missing; expected an object");
+    if (required) missing(key, "an object");
     return SpecObject(empty_object(), field_path(key));
   }
   return SpecObject(*j, field_path(key));
 }
 
+void SpecObject::missing(const std::string& key, const std::string& expected) const {
+  std::vector<std::string> unread;
+  for (auto it = json_.begin(); it != json_.end(); ++it)
+    if (!used_.count(it.key()) && !asked_.count(it.key())) unread.push_back(it.key());
+  std::string hint;
+  for (const auto& u : unread)
+    if (closest(u, {key}))
+      hint = " (this object has \"" + u + "\": a misspelling of \"" + key + "\"?)";
+  throw_spec_error(field_path(key), "missing; expected " + expected + hint);
+}
+
 void SpecObject::finish() const {
+  std::set<std::string> known_set = used_;
+  known_set.insert(asked_.begin(), asked_.end());
+  const std::vector<std::string> known(known_set.begin(), known_set.end());
   for (auto it = json_.begin(); it != json_.end(); ++it) {
     if (!used_.count(it.key())) {
-      std::string known;
-      for (const auto& u : used_) known += (known.empty() ? "" : ", ") + u;
-      throw_spec_error(field_path(it.key()), "unknown field (known here: " + known + ")");
+      std::string names;
+      for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+      throw_spec_error(field_path(it.key()), "unknown field" + did_you_mean(it.key(), known) +
+                                                 " (known here: " + names + ")");
     }
   }
 }

@@ -14,6 +14,7 @@
 #include "dataecho/train/model.h"
 #include "dataecho/train/optimizer.h"
 #include "dataecho/train/torch_batch.h"
+#include "task.h"
 
 namespace dataecho::train {
 namespace {
@@ -133,14 +134,14 @@ std::optional<PipelineDef> profiled_def(const ProfileOptions& o, ProfileReport& 
 
 // Upstream: the pipeline alone, pulled as fast as it goes. Returns its first batch (the
 // shape of the synthetic ones) and its stats; fills rep's pipeline figures.
-std::pair<Example, PipelineStats> measure_upstream(const ProfileOptions& o,
+std::pair<Example, PipelineStats> measure_upstream(const ProfileOptions& o, const Task& task,
                                                    std::unique_ptr<Pipeline> pipeline,
                                                    ProfileReport& rep) {
   int64_t t_start = now_ns();
   std::optional<Example> first = pipeline->next();
   if (!first)
     throw Error(ErrorCode::kInvalidArgument, "profile", "training pipeline: yielded no batch");
-  rep.input = inspect_batch(*first, o.input, "training pipeline").describe();
+  rep.input = task.inspect(*first, "training pipeline").describe();
   int64_t t_first = now_ns();
   int64_t batches = 1, timed = 0;
   int64_t t_end = t_first;
@@ -167,13 +168,18 @@ void say(const ProfileOptions& o, const std::string& line) {
 
 // Downstream: the train step on synthetic batches of the shape of `first`: fills rep's
 // downstream_ms_per_batch and train_steps_timed. Bounded by o.step_seconds.
-void measure_downstream(const ProfileOptions& o, const Example& first, ProfileReport& rep) {
-  const InputSignature sig = inspect_batch(first, o.input, "training pipeline");
+void measure_downstream(const ProfileOptions& o, const Task& task, const Example& first,
+                        ProfileReport& rep) {
+  const InputSignature sig = task.inspect(first, "training pipeline");
   torch::manual_seed(o.seed);
-  Classifier model = make_model(o.model, sig.channels, sig.height, sig.width);
+  Classifier model = task.make_model(sig);
   auto optimizer = make_optimizer(model->parameters(), o.optimizer);
   model->train();
-  Example synth = synthetic_batch(first, o.input, o.model.num_classes, o.seed);
+  // Images: random values of the first batch's shape, labels within the model's classes;
+  // a language model's token blocks: the first batch itself.
+  const Example synth = o.model.language_model()
+                            ? first
+                            : synthetic_batch(first, o.input, o.model.num_classes, o.seed);
   const double bound_s = o.step_seconds >= 0 ? o.step_seconds : o.pipeline_seconds;
   const int64_t steps = std::max<int64_t>(1, o.train_steps);
   say(o, "timing the train step (" + o.model.kind + ", " + std::to_string(o.warmup_steps) +
@@ -184,9 +190,9 @@ void measure_downstream(const ProfileOptions& o, const Example& first, ProfileRe
   int64_t last_said = t0;
   auto step = [&](const std::string& what) {
     const int64_t s0 = now_ns();
-    TorchBatch tb = batch_to_torch(synth, o.input, sig);
+    TorchBatch tb = task.to_torch(synth, sig);
     optimizer->zero_grad();
-    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(tb.images), tb.labels);
+    torch::Tensor loss = task.loss(*model, tb);
     loss.backward();
     optimizer->step();
     (void)loss.item<float>();
@@ -223,6 +229,12 @@ void measure_downstream(const ProfileOptions& o, const Example& first, ProfileRe
 ProfileReport run_profile(const ProfileOptions& o) {
   ProfileReport rep;
   torch::set_num_threads(o.threads);
+  // What is trained: images classified, or a language model over token blocks.
+  TrainConfig task_config;
+  task_config.model = o.model;
+  task_config.input = o.input;
+  task_config.optimizer = o.optimizer;
+  const std::unique_ptr<Task> task = make_task(task_config);
   const std::optional<PipelineDef> def = profiled_def(o, rep);
   std::unique_ptr<Pipeline> pipeline;
   if (o.train_pipeline) {
@@ -236,11 +248,11 @@ ProfileReport run_profile(const ProfileOptions& o) {
              (o.pipeline_batches > 0 ? " or " + std::to_string(o.pipeline_batches) + " batches"
                                      : std::string()));
   // The pipeline is gone before the train steps run (measure_upstream owns it).
-  auto [first, stats] = measure_upstream(o, std::move(pipeline), rep);
+  auto [first, stats] = measure_upstream(o, *task, std::move(pipeline), rep);
   say(o, "pipeline alone: " + std::to_string(rep.batches) + " batches in " +
              fmt(rep.pipeline_seconds) + " s (" + fmt(rep.upstream_ms_per_batch, 2) +
              " ms per batch)");
-  measure_downstream(o, first, rep);
+  measure_downstream(o, *task, first, rep);
 
   // ---- recommendation ----
   EchoAdvice advice = advise_echo(stats.to_json(), def, rep.batches, rep.upstream_ms_per_batch,

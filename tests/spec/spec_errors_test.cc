@@ -23,6 +23,43 @@ TEST(SpecErrors, UnknownOp) {
       {"$.stages[1].op", "unknown op \"shufle\"", "shuffle"});
 }
 
+// Every unknown name is refused with the names there are and, when it is a few edits
+// from one of them, that one.
+TEST(SpecErrors, DidYouMean) {
+  const std::string range = R"({"source": {"kind": "range", "count": 3}, "stages": [)";
+  expect_contains(spec_error(range + R"({"op": "shufle", "buffer": 3}]})"),
+                  {"unknown op \"shufle\"; did you mean \"shuffle\"?", "(known: "});
+  expect_contains(spec_error(R"({"source": {"kind": "tfrecrod", "uri": "x"}})"),
+                  {"unknown source kind \"tfrecrod\"; did you mean \"tfrecord\"?"});
+  expect_contains(spec_error(range + R"({"op": "map", "fn": "nromalize"}]})"),
+                  {"unknown map function \"nromalize\"; did you mean \"normalize\"?"});
+  expect_contains(spec_error(range + R"({"op": "batch", "size": 2, "drop_remaindr": true}]})"),
+                  {"unknown field; did you mean \"drop_remainder\"?"});
+  expect_contains(
+      spec_error(range + R"({"op": "map", "fn": "augment", "args": {"flipp": true}}]})"),
+      {"$.stages[0].args.flipp", "did you mean \"flip\"?"});
+  // Nothing close: the list alone.
+  const std::string far = spec_error(range + R"({"op": "zzzzzz"}]})");
+  expect_contains(far, {"unknown op \"zzzzzz\" (known: "});
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
+// A misspelt required option is named beside the missing one.
+TEST(SpecErrors, AMissingOptionNamesItsMisspelling) {
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shuffle", "bufer": 4}]})"),
+      {"$.stages[0].buffer: missing", "this object has \"bufer\": a misspelling of \"buffer\"?"});
+}
+
+// The known fields include the optional ones a builder only looks for (shuffle's seed).
+TEST(SpecErrors, KnownFieldsIncludeOptionalOnes) {
+  expect_contains(
+      spec_error(
+          R"({"source": {"kind": "range", "count": 3}, "stages": [{"op": "shuffle", "buffer": 4, "x": 1}]})"),
+      {"$.stages[0].x", "unknown field", "seed", "buffer", "reshuffle_each_iteration"});
+}
+
 TEST(SpecErrors, WrongType) {
   expect_contains(
       spec_error(

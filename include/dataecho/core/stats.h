@@ -14,6 +14,8 @@
 
 namespace dataecho {
 
+class MemoryWatch;
+
 struct NodeStats {
   explicit NodeStats(std::string node_name, bool owns_threads = false)
       : name(std::move(node_name)), async(owns_threads) {}
@@ -30,6 +32,11 @@ struct NodeStats {
   std::atomic<int64_t> busy_ns{0};         // async nodes: workers' time doing the node's work
   std::atomic<int64_t> wait_input_ns{0};   // async nodes: workers' time waiting for the input
   std::atomic<int64_t> wait_output_ns{0};  // time blocked waiting for room downstream
+
+  // The memory check's watches on this node's elements (core/memory_watch.h), told the
+  // count and bytes so far at counts 1, 2, 4, ...; set while the pipeline is built,
+  // before any iterator runs.
+  std::vector<std::shared_ptr<const MemoryWatch>> watches;
 
   // A named counter owned by the node ("fresh", "echoed", "skipped"); the reference
   // stays valid for the life of this object.

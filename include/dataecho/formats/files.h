@@ -67,6 +67,9 @@ struct FilesOptions {
   int64_t reads_in_flight = 8;
   OnError on_error = OnError::kFail;
   StreamOptions stream;  // for http(s) files and lists
+  // Also each file's path as field "path" (uint8 bytes): relative to the root, or as
+  // the list or pattern gives it.
+  bool path_field = false;
 };
 
 // The listing of FilesOptions (see above). Immutable once made.

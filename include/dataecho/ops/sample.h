@@ -21,6 +21,9 @@ struct SampleOptions {
   std::vector<double> weights;  // one per input, each >= 0, some > 0; empty: equal
   enum class Stop { kFirst, kAll, kNever } stop = Stop::kAll;
   uint64_t seed = 0;
+  // When not empty: each element gets this int64 field, the index of the input it came
+  // from (the spec's "input_field").
+  std::string input_field;
 };
 
 DatasetPtr make_sample(std::vector<DatasetPtr> inputs, SampleOptions options);

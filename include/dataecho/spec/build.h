@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/core/memory_watch.h"
 #include "dataecho/pipeline.h"
 
 namespace dataecho {
@@ -19,6 +20,9 @@ struct BuildOptions {
   // The tuner of "auto" settings (core/tuner.h): its windows and intervals, and budgets
   // that the spec's "autotune" object overrides.
   TunerOptions tuning = {};
+  // The check of the buffers against memory (core/memory_watch.h), which the spec's
+  // "memory_check" object overrides.
+  MemoryCheckOptions memory_check = {};
 };
 
 std::unique_ptr<Pipeline> build_pipeline(const nlohmann::json& spec,

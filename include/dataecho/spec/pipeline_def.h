@@ -192,11 +192,15 @@ class PipelineDef {
   PipelineDef& seed(uint64_t seed);
   PipelineDef& deterministic(bool on);
   PipelineDef& autotune(AutotuneOptions options);
+  // The check of the buffers against the machine's memory (core/memory_watch.h; the
+  // spec's "memory_check"): {.share = 0.25}, {.limit_mb = 512}, {.action = "error"}.
+  PipelineDef& memory_check(MemoryCheckOptions options);
 
   // ---- reading and editing (the typed transformations of the experiment runner) ----
   uint64_t seed() const { return seed_.value_or(0); }
   bool deterministic() const { return deterministic_.value_or(true); }
   const AutotuneOptions& autotune() const { return autotune_; }
+  const MemoryCheckOptions& memory_check() const { return memory_check_; }
   const std::string& source_kind() const { return source_kind_; }
   const nlohmann::json& source_options() const { return source_options_; }
   const std::vector<StageDef>& stages() const { return stages_; }
@@ -288,6 +292,7 @@ class PipelineDef {
   std::optional<uint64_t> seed_;
   std::optional<bool> deterministic_;
   AutotuneOptions autotune_;
+  MemoryCheckOptions memory_check_;
   bool has_stages_ = false;  // a "stages" list was given (possibly empty)
   std::string source_kind_;
   nlohmann::json source_options_ = nlohmann::json::object();

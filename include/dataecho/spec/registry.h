@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,15 @@ std::string known_names(const Map& map) {
   std::string s;
   for (const auto& [k, v] : map) s += (s.empty() ? "" : ", ") + k;
   return s;
+}
+
+// `unknown WHAT "name"; did you mean "x"? (known: a, b, c)`.
+template <class Map>
+std::string unknown_name(const std::string& what, const std::string& name, const Map& map) {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : map) names.push_back(k);
+  return "unknown " + what + " \"" + name + "\"" + did_you_mean(name, names) +
+         " (known: " + known_names(map) + ")";
 }
 
 // Extension points: a map function, filter predicate, stage op or source kind of one's

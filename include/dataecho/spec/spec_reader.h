@@ -27,7 +27,10 @@ class SpecObject {
 
   const std::string& path() const { return path_; }
   std::string field_path(const std::string& key) const { return path_ + "." + key; }
-  bool has(const std::string& key) const { return json_.contains(key); }
+  bool has(const std::string& key) const {
+    asked_.insert(key);
+    return json_.contains(key);
+  }
   const nlohmann::json* raw(const std::string& key);  // marks the field used; null if absent
 
   int64_t get_int(const std::string& key, std::optional<int64_t> fallback = std::nullopt,
@@ -42,15 +45,24 @@ class SpecObject {
   // A nested object (or an empty one when absent and optional).
   SpecObject get_object(const std::string& key, bool required = false);
 
-  // Throws for the first field not read by any getter above.
+  // Throws for the first field not read by any getter above, naming the fields known
+  // here (every field a getter, raw() or has() asked for) and the closest of them.
   void finish() const;
 
  private:
   [[noreturn]] void fail(const std::string& key, const std::string& expected,
                          const nlohmann::json& got) const;
+  // "missing; expected ...", naming a field of the object that looks like a misspelling
+  // of `key`.
+  [[noreturn]] void missing(const std::string& key, const std::string& expected) const;
   const nlohmann::json& json_;
   std::string path_;
   std::set<std::string> used_;
+  mutable std::set<std::string> asked_;  // has() too: optional fields read only when there
 };
+
+// "; did you mean \"x\"?" when `name` looks like a misspelling of one of `known` (a few
+// edits away, a transposition counting as one), else "".
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
 
 }  // namespace dataecho

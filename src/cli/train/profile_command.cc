@@ -18,7 +18,9 @@ void add_profile_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("profile", kProfileDescription);
   cmd->add_option("spec", a->spec, "training pipeline spec (JSON file)")->required();
-  cmd->add_option("--model", a->model, "mlp | cnn | resnet (default mlp)");
+  cmd->add_option("--model", a->model,
+                  "mlp | cnn | resnet | transformer (default mlp; transformer: a spec of token "
+                  "blocks from pack)");
   cmd->add_option("--depth", a->depth, "model depth (0: the model's default)");
   cmd->add_option("--width", a->width, "model width (0: the model's default)");
   cmd->add_option("--num-classes", a->num_classes, "classes (default 10)");

@@ -115,7 +115,9 @@ void bind_config_flags(ConfigFlags& f) {
                  DATAECHO_FIELD(optimizer.weight_decay));
   f.bind<int64_t>("--warmup-steps", "linear warm-up steps (default 0)",
                   DATAECHO_FIELD(optimizer.warmup_steps));
-  f.bind<int64_t>("--decay-steps", "linear decay to 0 over this many steps (default: --max-steps)",
+  f.bind<int64_t>("--decay-steps",
+                  "linear decay to lr * final_lr_fraction (a config's, default 0) over this many "
+                  "steps (default: --max-steps)",
                   DATAECHO_FIELD(optimizer.decay_steps));
   f.bind<double>("--target-accuracy", "stop when evaluation accuracy reaches this (in [0,1])",
                  DATAECHO_FIELD(target_accuracy));
