@@ -256,13 +256,23 @@ class PipelineDef:
         return self._derive(self._d.unbatch())
 
     def pack(self, length: int, *, eos_id: Optional[int] = None, pad_id: Optional[int] = None,
-             drop_remainder: bool = False, reads: bool = False) -> "PipelineDef":
+             drop_remainder: bool = False, reads: bool = False, field: Optional[str] = None,
+             document_field: Optional[str] = None, ids_field: Optional[str] = None,
+             epochs_field: Optional[str] = None, echoes_field: Optional[str] = None) -> "PipelineDef":
         """Concatenates token sequences into blocks of ``length`` tokens, separated by the
         end-of-sequence id, with the ids of the sequences in each block and a per-token
         ``document`` field for attention masks (docs/text.md). With ``reads``, also each
         sequence's epoch and echo index (fields ``epochs`` and ``echoes``): a trainer counts
-        fresh sequences from them, whichever block a piece of one lands in."""
-        return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder, reads))
+        fresh sequences from them, whichever block a piece of one lands in. The fields'
+        names: ``field`` (the tokens, default "tokens"), ``document_field``, ``ids_field``,
+        ``epochs_field``, ``echoes_field``."""
+        d = self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder, reads))
+        names = {"field": field, "document_field": document_field, "ids_field": ids_field,
+                 "epochs_field": epochs_field, "echoes_field": echoes_field}
+        for key, value in names.items():
+            if value is not None:
+                d = d.with_option(len(d.stages) - 1, key, value)
+        return d
 
     def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
                token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,

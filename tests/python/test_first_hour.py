@@ -163,3 +163,12 @@ def test_the_advice_splits_decode_augment_to_echo_before_augmentation():
                                                         ("map", "augment"), ("batch", None)]
     assert stages[0]["args"] == {"channels": 3} and stages[2]["args"] == {"random_resized_crop": 224, "flip": True}
     assert stages[0]["parallelism"] == stages[2]["parallelism"] == 2
+
+
+def test_pack_takes_the_field_names_docs_text_lists(tmp_path):
+    d = de.PipelineDef.from_spec(lm_spec(tmp_path)).without("padded_batch").without("pack")
+    d = d.pack(16, document_field="doc", ids_field="seq", reads=True).take(3)
+    assert d.stages[-2] == {"op": "pack", "length": 16, "document_field": "doc", "ids_field": "seq",
+                            "epochs_field": "epochs", "echoes_field": "echoes"}
+    block = next(d.build(as_numpy=True))
+    assert {"tokens", "doc", "seq", "epochs", "echoes"} <= set(block)
