@@ -4,9 +4,10 @@
 A new machine has only what scripts/bootstrap.sh installs; a development machine or CI may
 have more, installed by hand, and a green CI then hides a missing package. This check
 lists the programs called by the shell scripts (parsed with shfmt, so that only command
-positions count: `timeout 5 X`, `sudo X`, `$SUDO X`, `xargs X`, `ip netns exec NS X` and
-`command X` name X; `command -v X` too, since a script that looks a program up expects
-it), by the Python files (`subprocess.*(["X", ...` and `shutil.which("X")`) under
+positions count; a wrapper's program counts as called: timeout, sudo, xargs, env,
+`ip netns exec` and `command`, `command -v` too, since a script that looks a program up
+expects it), by the Python files (a subprocess call whose list starts with a literal
+name, and shutil.which of one) under
 scripts/, tests/, experiments/, bench/, examples/ and .ci/, and by the C++ code
 (CXX_COMMANDS below), and checks that each one resolves on this machine to a file that
 dpkg says comes from a package in bootstrap.sh's list (`--list-packages`, the

@@ -26,10 +26,13 @@ config='{CheckOptions: [{key: readability-function-size.LineThreshold, value: 80
 # The files the build compiles that could hold a long function ("check FILE"), and
 # headers that do hold a long brace pair ("FILE:LINE: ...").
 mapfile -t scan < <(python3 - "$build/compile_commands.json" <<'PY'
-import json, os, re, subprocess, sys
+import glob, json, os, re, subprocess, sys
 compiled = {os.path.realpath(e["file"]) for e in json.load(open(sys.argv[1]))}
-tracked = subprocess.run(["git", "ls-files", "src/*.cc", "src/*.h", "include/*.h"],
-                         capture_output=True, text=True).stdout.split()
+listed = subprocess.run(["git", "ls-files", "src/*.cc", "src/*.h", "include/*.h"],
+                        capture_output=True, text=True)
+# Outside a git checkout (a copy made by git archive): every such file there is.
+tracked = listed.stdout.split() if listed.returncode == 0 else sorted(
+    f for pattern in ("src/**/*.cc", "src/**/*.h", "include/**/*.h") for f in glob.glob(pattern, recursive=True))
 strip = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//.*')
 for f in tracked:
     header = f.endswith(".h")
@@ -72,7 +75,8 @@ cat "$log"
 rm -f "$log"
 # Long files: past 600 lines, the top (first 15 lines) says why.
 long=0
-for f in $(git ls-files 'src/*.cc' 'src/*.h'); do
+sources=$(git ls-files 'src/*.cc' 'src/*.h' 2>/dev/null) || sources=$(find src -name '*.cc' -o -name '*.h' | sort)
+for f in $sources; do
   n=$(wc -l <"$f")
   if [ "$n" -gt 600 ] && ! head -15 "$f" | grep -q "Why this file is long"; then
     echo "$f: $n lines, and its top does not say why (\"Why this file is long: ...\")"
