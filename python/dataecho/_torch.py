@@ -52,6 +52,7 @@ class _EpochCounter:
                 f.seek(0)
                 f.truncate()
                 json.dump(st, f)
+                f.flush()  # written before the lock goes: the next holder reads it whole
                 return epoch
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
@@ -78,7 +79,11 @@ class _EpochCounter:
 
     def peek(self) -> int:
         with open(self.path) as f:
-            return int(json.load(f)["next"])
+            fcntl.flock(f, fcntl.LOCK_SH)
+            try:
+                return int(json.load(f)["next"])
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _remove_if_owner(path: str, pid: int) -> None:
