@@ -45,8 +45,7 @@ int check_command(CLI::App& app, int argc, char** argv, int at, const std::strin
   std::vector<std::string> names;
   for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
     names.push_back(c->get_name());
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  const std::string list = dataecho::comma_list(names);
   if (argc <= at) {
     std::cerr << "dataecho: " << prefix << "a command is required (" << list << "); " << prefix
               << "--help says what each does\n";

@@ -2,6 +2,7 @@
 // resize and normalize. Arguments are documented in docs/image.md.
 #include <cmath>
 
+#include "dataecho/formats/files.h"
 #include "dataecho/image/codec.h"
 #include "dataecho/image/transforms.h"
 #include "dataecho/spec/registry.h"
@@ -150,8 +151,8 @@ Fields field_args(SpecObject& a) {
 // A tar source without "fields" names each file of a sample by its extension: the
 // element's image file's extension, or "".
 std::string image_extension_field(const Example& e) {
-  for (const char* ext : {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp"})
-    if (e.find(ext) != nullptr) return ext;
+  for (const std::string& dotted : image_extensions())  // the files source's (".jpg", ...)
+    if (e.find(dotted.substr(1)) != nullptr) return dotted.substr(1);
   return "";
 }
 

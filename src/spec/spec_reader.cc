@@ -53,6 +53,12 @@ std::optional<std::string> closest(const std::string& name, const std::vector<st
 
 }  // namespace
 
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known) {
   const std::optional<std::string> c = closest(name, known);
   return c ? "; did you mean \"" + *c + "\"?" : "";
@@ -201,10 +207,8 @@ void SpecObject::finish() const {
   const std::vector<std::string> known(known_set.begin(), known_set.end());
   for (auto it = json_.begin(); it != json_.end(); ++it) {
     if (!used_.count(it.key())) {
-      std::string names;
-      for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
       throw_spec_error(field_path(it.key()), "unknown field" + did_you_mean(it.key(), known) +
-                                                 " (known here: " + names + ")");
+                                                 " (known here: " + comma_list(known) + ")");
     }
   }
 }

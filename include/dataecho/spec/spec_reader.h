@@ -64,5 +64,7 @@ class SpecObject {
 // "; did you mean \"x\"?" when `name` looks like a misspelling of one of `known` (a few
 // edits away, a transposition counting as one), else "".
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
+// "a, b, c".
+std::string comma_list(const std::vector<std::string>& names);
 
 }  // namespace dataecho
