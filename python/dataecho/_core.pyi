@@ -84,6 +84,11 @@ class PipelineDef:
         pad_id: Optional[int] = None,
         drop_remainder: bool = False,
         reads: bool = False,
+        field: Optional[str] = None,
+        document_field: Optional[str] = None,
+        ids_field: Optional[str] = None,
+        epochs_field: Optional[str] = None,
+        echoes_field: Optional[str] = None,
     ) -> PipelineDef: ...
     def bucket(
         self,
@@ -93,6 +98,7 @@ class PipelineDef:
         field: Optional[str] = None,
         drop_remainder: bool = False,
         fields: Optional[Dict[str, _Json]] = None,
+        lengths: bool = True,
     ) -> PipelineDef: ...
     def repeat(self, count: int = -1) -> PipelineDef: ...
     def take(self, count: int) -> PipelineDef: ...

@@ -7,11 +7,12 @@ Python and C++ build, edit and validate pipelines with one piece of code.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _core
+from . import _core, _spec_options
 from ._core import SpecError
 from ._pipeline import Pipeline
 
@@ -263,26 +264,19 @@ class PipelineDef:
         end-of-sequence id, with the ids of the sequences in each block and a per-token
         ``document`` field for attention masks (docs/text.md). With ``reads``, also each
         sequence's epoch and echo index (fields ``epochs`` and ``echoes``): a trainer counts
-        fresh sequences from them, whichever block a piece of one lands in. The fields'
-        names: ``field`` (the tokens, default "tokens"), ``document_field``, ``ids_field``,
-        ``epochs_field``, ``echoes_field``."""
-        d = self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder, reads))
-        names = {"field": field, "document_field": document_field, "ids_field": ids_field,
-                 "epochs_field": epochs_field, "echoes_field": echoes_field}
-        for key, value in names.items():
-            if value is not None:
-                d = d.with_option(len(d.stages) - 1, key, value)
-        return d
+        fresh sequences from them, whichever block a piece of one lands in."""
+        return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder, reads, field, document_field,
+                                         ids_field, epochs_field, echoes_field))
 
     def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
                token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,
-               fields: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+               fields: Optional[Mapping[str, Any]] = None, lengths: bool = True) -> "PipelineDef":
         """Batches sequences of similar length together (tf.data's
         bucket_by_sequence_length): ``boundaries`` split the lengths of ``field``
         (default "tokens") into buckets, each batched by its ``batch_sizes`` entry or to
         ``token_budget`` tokens, padded as ``padded_batch`` pads."""
         return self._derive(self._d.bucket(list(boundaries), list(batch_sizes), token_budget, field, drop_remainder,
-                                           None if fields is None else dict(fields)))
+                                           None if fields is None else dict(fields), lengths))
 
     def repeat(self, count: int = -1) -> "PipelineDef":
         """Passes over the input ``count`` times (-1: forever); epochs are stamped on rows."""
@@ -463,24 +457,28 @@ def _uri(uri: Uris) -> Union[str, List[str]]:
 
 
 def tfrecord(uri: Uris, *, features: Optional[Mapping[str, Any]] = None, raw: Optional[bool] = None,
-             on_error: Optional[str] = None, verify_crc: Optional[bool] = None,
-             buffer_bytes: Optional[int] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+             verify_crc: Optional[bool] = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
+             cache_dir: Optional[str] = None, cache_max_bytes: Optional[int] = None,
+             cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """TFRecord files of tf.train.Example records: paths, globs, brace ranges
     (``train-{00000..00007}.tfrecord``), http(s) URLs or ``@manifest`` files.
     ``features`` maps field names to tf.Example keys (default: image/encoded -> image,
     image/class/label -> label); ``on_error``: "fail", "skip" or "echo"."""
-    return PipelineDef("tfrecord", uri=_uri(uri), features=features, raw=raw, on_error=on_error,
-                       verify_crc=verify_crc, buffer_bytes=buffer_bytes, http=http)
+    return PipelineDef("tfrecord", uri=_uri(uri), features=features, raw=raw, verify_crc=verify_crc,
+                       on_error=on_error, buffer_bytes=buffer_bytes, cache_dir=cache_dir,
+                       cache_max_bytes=cache_max_bytes, cache_revalidate_s=cache_revalidate_s, http=http)
 
 
 def tar(uri: Uris, *, fields: Optional[Union[Sequence[str], Mapping[str, str]]] = None,
-        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
+        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None, cache_dir: Optional[str] = None,
+        cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
         http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Tar shards in the WebDataset layout (files sharing a key make one sample); ``fields``
     lists the extensions to keep, or maps field names to extensions."""
     return PipelineDef("tar", uri=_uri(uri),
                        fields=fields if fields is None or isinstance(fields, Mapping) else list(fields),
-                       on_error=on_error, buffer_bytes=buffer_bytes, http=http)
+                       on_error=on_error, buffer_bytes=buffer_bytes, cache_dir=cache_dir,
+                       cache_max_bytes=cache_max_bytes, cache_revalidate_s=cache_revalidate_s, http=http)
 
 
 def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *, uri: Optional[Uris] = None,
@@ -524,8 +522,41 @@ def text(uri: Uris, **options: Any) -> PipelineDef:
 
 
 def idx(images: str, labels: Optional[str] = None, *, limit: Optional[int] = None,
-        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None) -> PipelineDef:
+        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None, cache_dir: Optional[str] = None,
+        cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
+        http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """MNIST's IDX files (optionally gzipped), such as Debian's dataset-fashion-mnist:
     fields "image" (uint8 [28, 28]) and "label" (int64)."""
     return PipelineDef("idx", images=images, labels=labels, limit=limit, on_error=on_error,
-                       buffer_bytes=buffer_bytes)
+                       buffer_bytes=buffer_bytes, cache_dir=cache_dir, cache_max_bytes=cache_max_bytes,
+                       cache_revalidate_s=cache_revalidate_s, http=http)
+
+
+# ---------------------------------------------------------------------- options
+def _options_text(group: str, name: str) -> str:
+    """The declared options of one source, stage or function (docs/spec.md), as text."""
+    rows = _spec_options.OPTIONS[group].get(name, [])
+    lines = [f"``{n}``: {doc}; {takes}; " + ("required." if default == "required" else f"default {default}.")
+             for n, takes, default, doc in rows]
+    return "\n".join(lines) if lines else "No options."
+
+
+def _document_options() -> None:
+    """Appends each method's and source function's declared options to its docstring, and
+    to ``map``'s and ``filter``'s the functions a spec can name, from the engine's own
+    declarations (``_spec_options``, written by scripts/gen_spec.py)."""
+    targets = [("stages", name, getattr(PipelineDef, name, None)) for name in _spec_options.OPTIONS["stages"]]
+    targets += [("sources", name, globals().get(name)) for name in _spec_options.OPTIONS["sources"]]
+    for group, name, fn in targets:
+        if fn is None or not fn.__doc__:  # python -OO drops docstrings
+            continue
+        fn.__doc__ = (inspect.cleandoc(fn.__doc__) + "\n\nOptions (docs/spec.md, \"" + name + "\"):\n\n"
+                      + _options_text(group, name))
+    for method, group in ((PipelineDef.map, "map_functions"), (PipelineDef.filter, "filters")):
+        if method.__doc__:
+            fns = "\n\n".join(f"``{n}``: {doc}\n{_options_text(group, n)}"
+                              for n, doc in sorted(_spec_options.DOCS[group].items()))
+            method.__doc__ = inspect.cleandoc(method.__doc__) + "\n\nThe functions a spec can name:\n\n" + fns
+
+
+_document_options()

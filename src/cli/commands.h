@@ -8,6 +8,7 @@ namespace dataecho::cli {
 void add_pipe_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_spec_command(CLI::App& app);
 // `dataecho bench ...`: measurements a person runs by hand.
 void add_bench_echo_command(CLI::App& bench);
 void add_bench_read_command(CLI::App& bench);

@@ -312,22 +312,32 @@ void bind_sequence_stages(py::class_<PipelineDef>& c) {
   c.def(
       "pack",
       [](const PipelineDef& d, int64_t length, std::optional<int32_t> eos_id,
-         std::optional<int32_t> pad_id, bool drop_remainder, bool reads) {
+         std::optional<int32_t> pad_id, bool drop_remainder, bool reads,
+         std::optional<std::string> field, std::optional<std::string> document_field,
+         std::optional<std::string> ids_field, std::optional<std::string> epochs_field,
+         std::optional<std::string> echoes_field) {
         return copy_with(d, [&](PipelineDef& o) {
           o.pack({.length = length,
                   .eos_id = eos_id,
                   .pad_id = pad_id,
                   .drop_remainder = drop_remainder,
-                  .reads = reads});
+                  .reads = reads,
+                  .field = std::move(field),
+                  .document_field = std::move(document_field),
+                  .ids_field = std::move(ids_field),
+                  .epochs_field = std::move(epochs_field),
+                  .echoes_field = std::move(echoes_field)});
         });
       },
       py::arg("length"), py::arg("eos_id") = py::none(), py::arg("pad_id") = py::none(),
-      py::arg("drop_remainder") = false, py::arg("reads") = false);
+      py::arg("drop_remainder") = false, py::arg("reads") = false, py::arg("field") = py::none(),
+      py::arg("document_field") = py::none(), py::arg("ids_field") = py::none(),
+      py::arg("epochs_field") = py::none(), py::arg("echoes_field") = py::none());
   c.def(
       "bucket",
       [](const PipelineDef& d, std::vector<int64_t> boundaries, std::vector<int64_t> batch_sizes,
          std::optional<int64_t> token_budget, std::optional<std::string> field, bool drop_remainder,
-         const py::object& fields) {
+         const py::object& fields, bool lengths) {
         BucketStageOptions o{.boundaries = std::move(boundaries),
                              .batch_sizes = std::move(batch_sizes),
                              .token_budget = token_budget,
@@ -335,12 +345,13 @@ void bind_sequence_stages(py::class_<PipelineDef>& c) {
                              .drop_remainder = drop_remainder,
                              .fields = fields.is_none()
                                            ? nlohmann::json(nullptr)
-                                           : to_json(fields, next_stage_path(d, "fields"))};
+                                           : to_json(fields, next_stage_path(d, "fields")),
+                             .lengths = lengths};
         return copy_with(d, [&](PipelineDef& out) { out.bucket(o); });
       },
       py::arg("boundaries"), py::arg("batch_sizes") = std::vector<int64_t>{},
       py::arg("token_budget") = py::none(), py::arg("field") = py::none(),
-      py::arg("drop_remainder") = false, py::arg("fields") = py::none());
+      py::arg("drop_remainder") = false, py::arg("fields") = py::none(), py::arg("lengths") = true);
 }
 
 void bind_edits(py::class_<PipelineDef>& c) {

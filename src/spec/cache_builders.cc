@@ -62,13 +62,9 @@ bool has_python_function(const nlohmann::json& stages) {
 DatasetPtr build_cache(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
   CacheOptions o;
   o.path = s.has("path") ? resolve_spec_path(ctx.base_dir, s.get_string("path")) : "";
-  o.max_bytes = s.get_int("max_bytes", 0, 0);
-  const std::string on_full = s.get_string("on_full", "fail");
-  if (on_full != "fail" && on_full != "prefix")
-    throw_spec_error(s.field_path("on_full"),
-                     "expected \"fail\" or \"prefix\", got \"" + on_full + "\"");
-  o.prefix = on_full == "prefix";
-  const bool allow_shuffled = s.get_bool("allow_shuffled", false);
+  o.max_bytes = s.get_int("max_bytes");
+  o.prefix = s.get_string("on_full") == "prefix";
+  const bool allow_shuffled = s.get_bool("allow_shuffled");
   const std::string key = s.has("key") ? s.get_string("key") : "";
   nlohmann::json upstream = upstream_of(ctx);
   for (size_t i = 0; i < upstream["stages"].size() && !allow_shuffled; ++i) {
@@ -95,6 +91,33 @@ DatasetPtr build_cache(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
 
 }  // namespace
 
-void register_cache_builders(Registry& r) { r.stages["cache"] = build_cache; }
+void register_cache_builders(Registry& r) {
+  r.add_stage({"cache",
+               "Caches the first pass, in memory or on local disk; later passes read the cache "
+               "(docs/echo.md, \"Cache or echo\").",
+               {{.name = "path",
+                 .type = OptionType::kString,
+                 .default_text = "in memory",
+                 .doc = "a folder on local disk (relative to the spec's)"},
+                {.name = "key",
+                 .type = OptionType::kString,
+                 .default_text = "a fingerprint of everything upstream and of the source's files",
+                 .doc = "disk: names what the cache holds"},
+                {.name = "max_bytes",
+                 .fallback = 0,
+                 .min = 0,
+                 .max = kMaxBytes,
+                 .doc = "memory: bytes of tensors held (0: a quarter of physical memory)"},
+                {.name = "on_full",
+                 .type = OptionType::kString,
+                 .fallback = "fail",
+                 .choices = {"fail", "prefix"},
+                 .doc = "memory: past max_bytes, fail the pass or keep the prefix that fits"},
+                {.name = "allow_shuffled",
+                 .type = OptionType::kBool,
+                 .fallback = false,
+                 .doc = "allow a shuffle upstream (its first order is replayed)"}}},
+              build_cache);
+}
 
 }  // namespace dataecho

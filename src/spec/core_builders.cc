@@ -86,12 +86,12 @@ DatasetPtr build_sample(SpecObject& s, BuildContext& ctx) {
       o.weights.push_back(x.get<double>());
     }
   }
-  const std::string stop = s.get_string("stop", "all", {"first", "all", "never"});
+  const std::string stop = s.get_string("stop");
   o.stop = stop == "first"   ? SampleOptions::Stop::kFirst
            : stop == "never" ? SampleOptions::Stop::kNever
                              : SampleOptions::Stop::kAll;
-  o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
-  o.input_field = s.get_string("input_field", "");
+  o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed")) : ctx.node_seed();
+  o.input_field = s.get_string("input_field");
   std::vector<DatasetPtr> ds;
   for (size_t i = 0; i < inputs->size(); ++i)
     ds.push_back(build_sample_input((*inputs)[i], path + "[" + std::to_string(i) + "]", i, ctx));
@@ -102,79 +102,226 @@ DatasetPtr build_sample(SpecObject& s, BuildContext& ctx) {
   }
 }
 
+// range and sample.
+void register_core_sources(Registry& r) {
+  r.add_source(
+      {"sample",
+       "Several pipelines mixed by weight, deterministic with its seed (docs/formats.md).",
+       {{.name = "inputs",
+         .type = OptionType::kJson,
+         .required = true,
+         .shape = "a list of pipelines {\"source\": ..., \"stages\": [...]} or sources "
+                  "{\"kind\": ...}",
+         .doc = "the pipelines to mix"},
+        {.name = "weights",
+         .type = OptionType::kJson,
+         .default_text = "equal",
+         .shape = "a list of numbers >= 0, one per input",
+         .doc = "each input's share of the elements"},
+        {.name = "stop",
+         .type = OptionType::kString,
+         .fallback = "all",
+         .choices = {"first", "all", "never"},
+         .doc = "when the mixture ends: when the first input ends, all have, or never "
+                "(exhausted inputs restart)"},
+        seed_option("the draws"),
+        {.name = "input_field",
+         .type = OptionType::kString,
+         .fallback = "",
+         .doc = "a field to add: the index of the input each element came from (\"\": none)"}}},
+      build_sample);
+  r.add_source({"range",
+                "The integers 0..count-1 as field \"value\" (int64).",
+                {{.name = "count", .required = true, .min = 0, .doc = "how many"},
+                 {.name = "shards",
+                  .fallback = 1,
+                  .min = 1,
+                  .max = 1 << 20,
+                  .doc = "parts, like files, for interleave and shard"}}},
+               [](SpecObject& s, BuildContext&) {
+                 RangeOptions o;
+                 o.count = s.get_int("count");
+                 o.shards = s.get_int("shards");
+                 return make_range(o);
+               });
+}
+
+// map and filter.
+void register_function_stages(Registry& r) {
+  r.add_stage(
+      {"map",
+       "Applies a registered function (\"fn\", with its \"args\") to every element.",
+       {{.name = "fn",
+         .type = OptionType::kString,
+         .required = true,
+         .doc = "the function (map functions, below)"},
+        {.name = "args",
+         .type = OptionType::kJson,
+         .default_text = "{}",
+         .shape = "an object of the function's options",
+         .doc = "the function's options"},
+        {.name = "parallelism",
+         .type = OptionType::kIntOrAuto,
+         .fallback = 1,
+         .min = 1,
+         .max = 256,
+         .doc = "threads (\"auto\": set by the tuner within the CPU budget)"},
+        {.name = "deterministic",
+         .type = OptionType::kBool,
+         .default_text = "the pipeline's \"deterministic\"",
+         .doc = "input order (true) or as finished (false)"},
+        {.name = "buffer",
+         .fallback = 0,
+         .min = 0,
+         .max = kMaxBufferElements,
+         .doc = "elements finished ahead of the consumer (0: max(16, parallelism), growing for a "
+                "cheap function of small elements to at most 1,024 elements and 1 MiB)"}}},
+      [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+        MapOptions o;
+        auto [name, fn] = function_builder(s, registry().map_fns, "map function");
+        o.name = name;
+        o.fn = fn;
+        o.autotune = is_auto(s, "parallelism");
+        if (!o.autotune) o.parallelism = static_cast<int>(s.get_int("parallelism"));
+        o.deterministic = s.get_bool("deterministic", ctx.deterministic);
+        o.buffer = s.get_int("buffer");
+        o.seed = ctx.node_seed();
+        return make_map(std::move(in), std::move(o));
+      });
+  r.add_stage({"filter",
+               "Keeps the elements a registered predicate (\"fn\") accepts.",
+               {{.name = "fn",
+                 .type = OptionType::kString,
+                 .required = true,
+                 .doc = "the predicate (filters, below)"},
+                {.name = "args",
+                 .type = OptionType::kJson,
+                 .default_text = "{}",
+                 .shape = "an object of the predicate's options",
+                 .doc = "the predicate's options"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                auto [name, fn] = function_builder(s, registry().predicates, "predicate");
+                return make_filter(std::move(in), name, fn);
+              });
+}
+
+// interleave, shuffle and batch.
+void register_order_stages(Registry& r) {
+  r.add_stage(
+      {"interleave",
+       "Reads `cycle` shards (files) at once, one element from each in turn; right after a "
+       "source over several files.",
+       {{.name = "cycle", .fallback = 4, .min = 1, .max = 1024, .doc = "shards open at once"},
+        {.name = "parallelism",
+         .type = OptionType::kIntOrAuto,
+         .fallback = -1,
+         .min = -1,
+         .max = 1024,
+         .doc = "reader threads (-1: one per open shard; 0: none, read on the consumer's "
+                "thread; \"auto\": one per shard, with buffer_per_shard tuned)"},
+        {.name = "buffer_per_shard",
+         .fallback = 2,
+         .min = 1,
+         .max = 1 << 20,
+         .doc = "elements read ahead per open shard"}}},
+      [](SpecObject& s, DatasetPtr in, BuildContext&) {
+        InterleaveOptions o;
+        o.cycle = s.get_int("cycle");
+        o.autotune = is_auto(s, "parallelism");
+        if (!o.autotune) o.parallelism = s.get_int("parallelism");
+        o.buffer_per_shard = s.get_int("buffer_per_shard");
+        if (in->shards().empty()) {
+          throw_spec_error(s.path(),
+                           "interleave needs an input with shards: put it right after a source "
+                           "over several files (or a range with \"shards\")");
+        }
+        return make_interleave(std::move(in), o);
+      });
+  r.add_stage({"shuffle",
+               "Shuffles through a buffer; after an example echo it keeps an element's copies "
+               "out of one batch.",
+               {{.name = "buffer",
+                 .required = true,
+                 .min = 1,
+                 .max = kMaxBufferElements,
+                 .doc = "elements held"},
+                seed_option("the shuffle"),
+                {.name = "reshuffle_each_iteration",
+                 .type = OptionType::kBool,
+                 .fallback = true,
+                 .doc = "a new order each pass over the input"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+                ShuffleOptions o;
+                o.buffer = s.get_int("buffer");
+                o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed")) : ctx.node_seed();
+                o.reshuffle_each_iteration = s.get_bool("reshuffle_each_iteration");
+                return make_shuffle(std::move(in), o);
+              });
+  r.add_stage(
+      {"batch", "Stacks `size` elements into one: every tensor gets a leading batch dimension.",
+       batch_options()},
+      [](SpecObject& s, DatasetPtr in, BuildContext&) {
+        BatchOptions o;
+        o.size = s.get_int("size");
+        o.drop_remainder = s.get_bool("drop_remainder");
+        return make_batch(std::move(in), o);
+      });
+}
+
+// prefetch, repeat, take, skip and shard.
+void register_flow_stages(Registry& r) {
+  r.add_stage({"prefetch",
+               "Runs everything before it on a thread of its own, `buffer` elements ahead.",
+               {{.name = "buffer",
+                 .type = OptionType::kIntOrAuto,
+                 .fallback = 2,
+                 .min = 1,
+                 .max = 1 << 20,
+                 .doc = "elements ahead (\"auto\": sized by the tuner within the RAM "
+                        "budget)"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                PrefetchOptions o;
+                o.autotune = is_auto(s, "buffer");
+                if (!o.autotune) o.buffer = s.get_int("buffer");
+                return make_prefetch(std::move(in), o);
+              });
+  r.add_stage({"repeat",
+               "Passes over the input `count` times; epochs are stamped on rows.",
+               {{.name = "count", .fallback = -1, .min = -1, .doc = "passes (-1: forever)"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                return make_repeat(std::move(in), s.get_int("count"));
+              });
+  r.add_stage({"take",
+               "The first `count` elements.",
+               {{.name = "count", .required = true, .min = 0, .doc = "elements kept"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                return make_take(std::move(in), s.get_int("count"));
+              });
+  r.add_stage({"skip",
+               "All but the first `count` elements.",
+               {{.name = "count", .required = true, .min = 0, .doc = "elements dropped"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                return make_skip(std::move(in), s.get_int("count"));
+              });
+  r.add_stage({"shard",
+               "One worker's share: whole files right after a source over at least `num_shards` "
+               "files, else every `num_shards`-th element from `index`.",
+               {{.name = "num_shards", .required = true, .min = 1, .doc = "shares"},
+                {.name = "index", .required = true, .min = 0, .doc = "this share, < num_shards"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                int64_t n = s.get_int("num_shards");
+                int64_t index = s.get_int("index", std::nullopt, 0, n - 1);
+                return make_shard(std::move(in), n, index);
+              });
+}
+
 }  // namespace
 
 void register_core_builders(Registry& r) {
-  r.sources["sample"] = build_sample;
-  r.sources["range"] = [](SpecObject& s, BuildContext&) {
-    RangeOptions o;
-    o.count = s.get_int("count", std::nullopt, 0);
-    o.shards = s.get_int("shards", 1, 1);
-    return make_range(o);
-  };
-
-  r.stages["map"] = [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
-    MapOptions o;
-    auto [name, fn] = function_builder(s, registry().map_fns, "map function");
-    o.name = name;
-    o.fn = fn;
-    o.autotune = is_auto(s, "parallelism");
-    if (!o.autotune) o.parallelism = static_cast<int>(s.get_int("parallelism", 1, 1, 256));
-    o.deterministic = s.get_bool("deterministic", ctx.deterministic);
-    o.buffer = s.get_int("buffer", 0, 0);
-    o.seed = ctx.node_seed();
-    return make_map(std::move(in), std::move(o));
-  };
-  r.stages["filter"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    auto [name, fn] = function_builder(s, registry().predicates, "predicate");
-    return make_filter(std::move(in), name, fn);
-  };
-  r.stages["interleave"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    InterleaveOptions o;
-    o.cycle = s.get_int("cycle", 4, 1, 1024);
-    o.autotune = is_auto(s, "parallelism");
-    if (!o.autotune) o.parallelism = s.get_int("parallelism", -1, -1, 1024);
-    o.buffer_per_shard = s.get_int("buffer_per_shard", 2, 1);
-    if (in->shards().empty()) {
-      throw_spec_error(s.path(),
-                       "interleave needs an input with shards: put it right after a source over "
-                       "several files (or a range with \"shards\")");
-    }
-    return make_interleave(std::move(in), o);
-  };
-  r.stages["shuffle"] = [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
-    ShuffleOptions o;
-    o.buffer = s.get_int("buffer", std::nullopt, 1);
-    o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
-    o.reshuffle_each_iteration = s.get_bool("reshuffle_each_iteration", true);
-    return make_shuffle(std::move(in), o);
-  };
-  r.stages["batch"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    BatchOptions o;
-    o.size = s.get_int("size", std::nullopt, 1);
-    o.drop_remainder = s.get_bool("drop_remainder", false);
-    return make_batch(std::move(in), o);
-  };
-  r.stages["prefetch"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    PrefetchOptions o;
-    o.autotune = is_auto(s, "buffer");
-    if (!o.autotune) o.buffer = s.get_int("buffer", 2, 1);
-    return make_prefetch(std::move(in), o);
-  };
-  r.stages["repeat"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    return make_repeat(std::move(in), s.get_int("count", -1, -1));
-  };
-  r.stages["take"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    return make_take(std::move(in), s.get_int("count", std::nullopt, 0));
-  };
-  r.stages["skip"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    return make_skip(std::move(in), s.get_int("count", std::nullopt, 0));
-  };
-  r.stages["shard"] = [](SpecObject& s, DatasetPtr in, BuildContext&) {
-    int64_t n = s.get_int("num_shards", std::nullopt, 1);
-    int64_t index = s.get_int("index", std::nullopt, 0, n - 1);
-    return make_shard(std::move(in), n, index);
-  };
+  register_core_sources(r);
+  register_function_stages(r);
+  register_order_stages(r);
+  register_flow_stages(r);
 }
 
 }  // namespace dataecho

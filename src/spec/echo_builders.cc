@@ -22,7 +22,7 @@ const std::string kModesOnly = "only for \"factor\": \"adaptive\" or \"auto\"";
 
 DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
   EchoOptions o;
-  o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed", 0, 0)) : ctx.node_seed();
+  o.seed = s.has("seed") ? static_cast<uint64_t>(s.get_int("seed")) : ctx.node_seed();
   const nlohmann::json* factor = s.raw("factor");
   const std::string fpath = s.field_path("factor");
   if (!factor) throw_spec_error(fpath, "missing; expected " + kFactors);
@@ -33,9 +33,9 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
     }
     o.adaptive = true;
     o.autotune = mode == "auto";
-    o.max_factor = s.get_number("max_factor", o.max_factor, 1, kMaxEchoFactor);
-    o.buffer = s.get_int("buffer", o.buffer, 1, 1 << 20);
-    o.buffer_bytes = s.get_int("buffer_bytes", o.buffer_bytes, 0, int64_t{1} << 40);
+    o.max_factor = s.get_number("max_factor");
+    o.buffer = s.get_int("buffer");
+    o.buffer_bytes = s.get_int("buffer_bytes");
   } else {
     if (!factor->is_number()) {
       throw_spec_error(fpath, "expected " + kFactors + ", got " + describe_json(*factor));
@@ -59,6 +59,38 @@ DatasetPtr build_echo(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
 
 }  // namespace
 
-void register_echo_builders(Registry& r) { r.stages["echo"] = build_echo; }
+void register_echo_builders(Registry& r) {
+  const EchoOptions d;
+  r.add_stage(
+      {"echo",
+       "Data echoing: repeats every element `factor` times in all, or adaptively while "
+       "the next fresh element is late (docs/echo.md).",
+       {{.name = "factor",
+         .type = OptionType::kFactor,
+         .required = true,
+         .min = 1,
+         .max = kMaxEchoFactor,
+         .choices = {"adaptive", "auto"},
+         .doc = "copies in all (2.5: two, a third with p = 0.5); \"adaptive\": repeats only "
+                "while the input is late; \"auto\": adaptive, its cap set by the tuner"},
+        {.name = "max_factor",
+         .type = OptionType::kNumber,
+         .fallback = d.max_factor,
+         .min = 1,
+         .max = kMaxEchoFactor,
+         .doc = "adaptive and auto: at most this many copies"},
+        {.name = "buffer",
+         .fallback = d.buffer,
+         .min = 1,
+         .max = 1 << 20,
+         .doc = "adaptive and auto: elements in the fresh queue and the repeat pool"},
+        {.name = "buffer_bytes",
+         .fallback = d.buffer_bytes,
+         .min = 0,
+         .max = int64_t{1} << 40,
+         .doc = "adaptive and auto: bytes of each (0: no byte bound)"},
+        seed_option("the fractional and adaptive draws")}},
+      build_echo);
+}
 
 }  // namespace dataecho

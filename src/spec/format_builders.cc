@@ -14,29 +14,128 @@
 namespace dataecho {
 namespace {
 
-OnError read_on_error(SpecObject& s) {
-  return parse_on_error(s.get_string("on_error", "fail", {"fail", "skip", "echo"}));
+OnError read_on_error(SpecObject& s) { return parse_on_error(s.get_string("on_error")); }
+
+// The "http" object's options (docs/http.md).
+std::vector<OptionDecl> http_options() {
+  const StreamOptions d;
+  return {{.name = "connect_timeout_s",
+           .type = OptionType::kNumber,
+           .fallback = d.connect_timeout_s,
+           .min = 0.001,
+           .max = 3600,
+           .doc = "seconds to connect"},
+          {.name = "low_speed_time_s",
+           .type = OptionType::kNumber,
+           .fallback = d.low_speed_time_s,
+           .min = 0,
+           .max = 86400,
+           .doc = "a transfer slower than 1 byte/s for this long is retried"},
+          {.name = "max_retries",
+           .fallback = d.max_retries,
+           .min = 0,
+           .max = 1000,
+           .doc = "retries of a failed transfer, resuming where it stopped"},
+          {.name = "backoff_initial_s",
+           .type = OptionType::kNumber,
+           .fallback = d.backoff_initial_s,
+           .min = 0,
+           .max = 3600,
+           .doc = "the first wait before a retry, doubled each time"},
+          {.name = "backoff_max_s",
+           .type = OptionType::kNumber,
+           .min = 0,
+           .max = 3600,
+           .default_text = "max(5, backoff_initial_s)",
+           .doc = "the longest wait"},
+          {.name = "ca_file",
+           .type = OptionType::kString,
+           .default_text = "the system's",
+           .doc = "certificates to verify https servers with"},
+          {.name = "ca_path",
+           .type = OptionType::kString,
+           .default_text = "the system's",
+           .doc = "a folder of certificates"},
+          {.name = "insecure",
+           .type = OptionType::kBool,
+           .fallback = d.insecure,
+           .doc = "do not verify certificates and host names (warned)"},
+          {.name = "plain_http_credentials",
+           .type = OptionType::kBool,
+           .fallback = d.plain_http_credentials,
+           .doc = "allow credential headers over plain http"},
+          {.name = "headers",
+           .type = OptionType::kJson,
+           .default_text = "none",
+           .shape = "an object {header name: value or {\"env\": VARIABLE}}",
+           .doc = "request headers; {\"env\": ...} reads a value from the environment"}};
 }
+
+// What every file source takes beside its own options: bad records and the byte stream.
+std::vector<OptionDecl> stream_options() {
+  const StreamOptions d;
+  return {{.name = "on_error",
+           .type = OptionType::kString,
+           .fallback = "fail",
+           .choices = {"fail", "skip", "echo"},
+           .doc = "a bad record: stop with an error naming it, skip it, or repeat the last good "
+                  "one (docs/formats.md)"},
+          {.name = "buffer_bytes",
+           .fallback = static_cast<int64_t>(d.buffer_bytes),
+           .min = 1,
+           .max = int64_t{1} << 30,
+           .doc = "a stream's read-ahead buffer"},
+          {.name = "cache_dir",
+           .type = OptionType::kString,
+           .default_text = "none",
+           .doc = "http(s) files kept in this folder on local disk (relative to the spec's)"},
+          {.name = "cache_max_bytes",
+           .fallback = d.cache_max_bytes,
+           .min = 0,
+           .max = kMaxBytes,
+           .doc = "the cache folder's bound, least recently used first out (0: none)"},
+          {.name = "cache_revalidate_s",
+           .type = OptionType::kNumber,
+           .fallback = d.cache_revalidate_s,
+           .min = 0,
+           .max = 1e9,
+           .doc = "seconds a cached file is used before the server is asked again"},
+          {.name = "http",
+           .type = OptionType::kObject,
+           .fields = http_options(),
+           .doc = "http(s) transfers (docs/http.md); harmless for local files"}};
+}
+
+// A source's own options followed by stream_options().
+OpSchema source_schema(std::string name, std::string doc, std::vector<OptionDecl> options) {
+  for (OptionDecl& d : stream_options()) options.push_back(std::move(d));
+  return {std::move(name), std::move(doc), std::move(options)};
+}
+
+const OptionDecl kUri{.name = "uri",
+                      .type = OptionType::kStrings,
+                      .required = true,
+                      .doc =
+                          "paths, globs, brace ranges ({00000..00007}), http(s) URLs or "
+                          "@manifest files"};
 
 StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
   StreamOptions o;
-  o.buffer_bytes = static_cast<size_t>(
-      s.get_int("buffer_bytes", static_cast<int64_t>(o.buffer_bytes), 1, int64_t{1} << 30));
+  o.buffer_bytes = static_cast<size_t>(s.get_int("buffer_bytes"));
   // "cache_dir" (a folder; relative to the spec's), "cache_max_bytes" and
   // "cache_revalidate_s": http(s) shards kept on local disk (io/shard_cache.h).
   if (s.has("cache_dir")) o.cache_dir = resolve_spec_path(base_dir, s.get_string("cache_dir"));
-  o.cache_max_bytes = s.get_int("cache_max_bytes", 0, 0);
-  o.cache_revalidate_s = s.get_number("cache_revalidate_s", o.cache_revalidate_s, 0, 1e9);
+  o.cache_max_bytes = s.get_int("cache_max_bytes");
+  o.cache_revalidate_s = s.get_number("cache_revalidate_s");
   // "http": {"connect_timeout_s", "low_speed_time_s", "max_retries", "backoff_initial_s",
   // "backoff_max_s"} (docs/http.md); used by http(s) shards, harmless for local ones.
   if (s.has("http")) {
     SpecObject h = s.get_object("http");
-    o.connect_timeout_s = h.get_number("connect_timeout_s", o.connect_timeout_s, 0.001, 3600);
-    o.low_speed_time_s = h.get_number("low_speed_time_s", o.low_speed_time_s, 0, 86400);
-    o.max_retries = static_cast<int>(h.get_int("max_retries", o.max_retries, 0, 1000));
-    o.backoff_initial_s = h.get_number("backoff_initial_s", o.backoff_initial_s, 0, 3600);
-    o.backoff_max_s =
-        h.get_number("backoff_max_s", std::max(o.backoff_max_s, o.backoff_initial_s), 0, 3600);
+    o.connect_timeout_s = h.get_number("connect_timeout_s");
+    o.low_speed_time_s = h.get_number("low_speed_time_s");
+    o.max_retries = static_cast<int>(h.get_int("max_retries"));
+    o.backoff_initial_s = h.get_number("backoff_initial_s");
+    o.backoff_max_s = h.get_number("backoff_max_s", std::max(o.backoff_max_s, o.backoff_initial_s));
     if (o.backoff_max_s < o.backoff_initial_s) {
       throw_spec_error(h.field_path("backoff_max_s"),
                        "expected a number >= backoff_initial_s (" +
@@ -48,8 +147,8 @@ StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
     // {"Authorization": {"env": "DATAECHO_TOKEN"}} (the variable's value, read at build).
     if (h.has("ca_file")) o.ca_file = resolve_spec_path(base_dir, h.get_string("ca_file"));
     if (h.has("ca_path")) o.ca_path = resolve_spec_path(base_dir, h.get_string("ca_path"));
-    o.insecure = h.get_bool("insecure", false);
-    o.plain_http_credentials = h.get_bool("plain_http_credentials", false);
+    o.insecure = h.get_bool("insecure");
+    o.plain_http_credentials = h.get_bool("plain_http_credentials");
     if (o.insecure) {
       std::cerr << "dataecho: warning: " << h.field_path("insecure")
                 << " is true: https certificates and host names are NOT verified for this "
@@ -148,13 +247,13 @@ std::vector<std::pair<std::string, std::string>> read_key_fields(SpecObject& s) 
 DatasetPtr build_text_source(SpecObject& s, BuildContext& ctx) {
   TextOptions o;
   o.uris = read_uris(s, ctx);
-  const bool jsonl = s.get_string("format", "lines", {"lines", "jsonl"}) == "jsonl";
+  const bool jsonl = s.get_string("format") == "jsonl";
   o.format = jsonl ? TextOptions::Format::kJsonLines : TextOptions::Format::kLines;
-  o.separator = s.get_string("separator", "\n");
+  o.separator = s.get_string("separator");
   if (o.separator.empty()) throw_spec_error(s.field_path("separator"), "may not be empty");
-  o.max_bytes = s.get_int("max_bytes", o.max_bytes, 1, int64_t{1} << 30);
-  o.utf8 = s.get_bool("utf8", true);
-  o.keep_empty = s.get_bool("keep_empty", false);
+  o.max_bytes = s.get_int("max_bytes");
+  o.utf8 = s.get_bool("utf8");
+  o.keep_empty = s.get_bool("keep_empty");
   if (s.has("fields") && !jsonl)
     throw_spec_error(s.field_path("fields"), "\"fields\" needs \"format\": \"jsonl\"");
   o.fields = read_key_fields(s);
@@ -182,9 +281,9 @@ DatasetPtr build_files(SpecObject& s, BuildContext& ctx) {
   if (const nlohmann::json* ex = s.raw("extensions"))
     o.extensions =
         ex->is_array() && ex->empty() ? std::vector<std::string>{} : s.get_strings("extensions");
-  o.allow_empty = s.get_bool("allow_empty", false);
-  o.reads_in_flight = s.get_int("reads_in_flight", o.reads_in_flight, 1, 1024);
-  o.path_field = s.get_bool("path", false);
+  o.allow_empty = s.get_bool("allow_empty");
+  o.reads_in_flight = s.get_int("reads_in_flight");
+  o.path_field = s.get_bool("path");
   o.on_error = read_on_error(s);
   o.stream = read_stream_options(s, ctx.base_dir);
   if (o.root.empty() + o.uris.empty() + o.list.empty() != 2)
@@ -199,64 +298,213 @@ DatasetPtr build_files(SpecObject& s, BuildContext& ctx) {
   }
 }
 
+// text.
+void register_text_source(Registry& r) {
+  const TextOptions text;
+  r.add_source(
+      source_schema(
+          "text",
+          "Text files (plain, gzip or dictzip) or JSON Lines: a line, or a document split by "
+          "`separator`, as field \"text\" (uint8 bytes); JSON Lines give a field per key "
+          "(docs/text.md).",
+          {kUri,
+           {.name = "format",
+            .type = OptionType::kString,
+            .fallback = "lines",
+            .choices = {"lines", "jsonl"},
+            .doc = "text records, or a JSON object per line"},
+           {.name = "separator",
+            .type = OptionType::kString,
+            .fallback = text.separator,
+            .doc = "what ends a record (not empty)"},
+           {.name = "max_bytes",
+            .fallback = text.max_bytes,
+            .min = 1,
+            .max = int64_t{1} << 30,
+            .doc = "a longer record is a bad record"},
+           {.name = "utf8",
+            .type = OptionType::kBool,
+            .fallback = text.utf8,
+            .doc = "invalid UTF-8 is a bad record"},
+           {.name = "keep_empty",
+            .type = OptionType::kBool,
+            .fallback = text.keep_empty,
+            .doc = "keep empty records"},
+           {.name = "fields",
+            .type = OptionType::kJson,
+            .default_text = "every key",
+            .shape = "a list of keys, or an object {field: key}",
+            .doc = "jsonl: the keys to read, each required"}}),
+      build_text_source);
+  const FilesOptions files;
+}
+
+// files.
+void register_files_source(Registry& r) {
+  const FilesOptions files;
+  r.add_source(
+      source_schema(
+          "files",
+          "Files read as they are, one element each (\"image\": the bytes, \"label\"): an "
+          "ImageFolder tree, a pattern, or a CSV or TSV list (docs/formats.md).",
+          {{.name = "root",
+            .type = OptionType::kString,
+            .doc = "an ImageFolder tree: a folder per class (one of root, uri, list)"},
+           {.name = "uri",
+            .type = OptionType::kStrings,
+            .doc = "paths, globs, brace patterns or URLs (one of root, uri, list)"},
+           {.name = "list",
+            .type = OptionType::kString,
+            .doc = "a CSV or TSV file: path, label, further columns (one of root, uri, list)"},
+           {.name = "base",
+            .type = OptionType::kString,
+            .default_text = "the list's folder",
+            .doc = "list: what relative paths are relative to"},
+           {.name = "delimiter",
+            .type = OptionType::kString,
+            .default_text = "tab for .tsv and .tab, else \",\"",
+            .doc = "list: the column separator, one character"},
+           {.name = "header",
+            .type = OptionType::kBool,
+            .default_text = "when the first row's second cell is not an integer",
+            .doc = "list: the first row names the columns"},
+           {.name = "extensions",
+            .type = OptionType::kStrings,
+            .default_text = "torchvision's image extensions",
+            .doc = "root: the files to read ([]: every file)"},
+           {.name = "allow_empty",
+            .type = OptionType::kBool,
+            .fallback = files.allow_empty,
+            .doc = "root: allow a class folder without files"},
+           {.name = "reads_in_flight",
+            .fallback = files.reads_in_flight,
+            .min = 1,
+            .max = 1024,
+            .doc = "files read at once"},
+           {.name = "path",
+            .type = OptionType::kBool,
+            .fallback = files.path_field,
+            .doc = "add each file's path as field \"path\""}}),
+      build_files);
+  const IdxOptions idx;
+}
+
+// idx and tfrecord.
+void register_record_sources(Registry& r) {
+  const FilesOptions files;
+  const IdxOptions idx;
+  r.add_source(
+      source_schema("idx",
+                    "MNIST's IDX files (optionally gzipped): fields \"image\" (uint8 [h, w]) "
+                    "and \"label\" (int64).",
+                    {{.name = "images",
+                      .type = OptionType::kString,
+                      .required = true,
+                      .doc = "the images file (path or URL)"},
+                     {.name = "labels",
+                      .type = OptionType::kString,
+                      .default_text = "none",
+                      .doc = "the labels file"},
+                     {.name = "limit",
+                      .fallback = idx.limit,
+                      .min = -1,
+                      .doc = "only the first examples (-1: all)"}}),
+      [](SpecObject& s, BuildContext& ctx) {
+        IdxOptions o;
+        o.images = resolve_spec_path(ctx.base_dir, s.get_string("images"));
+        o.labels = s.has("labels") ? resolve_spec_path(ctx.base_dir, s.get_string("labels")) : "";
+        o.limit = s.get_int("limit");
+        o.on_error = read_on_error(s);
+        o.stream = read_stream_options(s, ctx.base_dir);
+        return make_idx_source(o);
+      });
+
+  const TfRecordOptions tf;
+  r.add_source(
+      source_schema(
+          "tfrecord", "TFRecord files of tf.train.Example records (docs/formats.md).",
+          {kUri,
+           {.name = "features",
+            .type = OptionType::kJson,
+            .default_text = "every feature (image/encoded as \"image\", image/class/label as "
+                            "\"label\")",
+            .shape = "an object {field: tf.Example key or {\"key\": key}}",
+            .doc = "the features to read, by field name"},
+           {.name = "raw",
+            .type = OptionType::kBool,
+            .fallback = tf.raw,
+            .doc = "each record's bytes as field \"record\", not parsed"},
+           {.name = "verify_crc",
+            .type = OptionType::kBool,
+            .fallback = tf.verify_crc,
+            .doc = "check each record's CRCs"}}),
+      [](SpecObject& s, BuildContext& ctx) {
+        TfRecordOptions o;
+        o.uris = read_uris(s, ctx);
+        o.features = read_features(s);
+        o.raw = s.get_bool("raw");
+        if (o.raw && !o.features.empty())
+          throw_spec_error(s.field_path("raw"),
+                           "\"raw\" gives the record bytes as field \"record\"; drop \"features\"");
+        o.on_error = read_on_error(s);
+        o.verify_crc = s.get_bool("verify_crc");
+        o.stream = read_stream_options(s, ctx.base_dir);
+        return make_tfrecord_source(o);
+      });
+}
+
+// tar.
+void register_tar_source(Registry& r) {
+  const FilesOptions files;
+  r.add_source(
+      source_schema("tar",
+                    "Tar shards in the WebDataset layout: files sharing a key make one sample "
+                    "(docs/formats.md).",
+                    {kUri,
+                     {.name = "fields",
+                      .type = OptionType::kJson,
+                      .default_text = "every extension, each named by it",
+                      .shape = "a list of extensions, or an object {field: extension}",
+                      .doc = "the files of a sample to keep, each required"}}),
+      [](SpecObject& s, BuildContext& ctx) {
+        TarOptions o;
+        o.uris = read_uris(s, ctx);
+        if (const nlohmann::json* f = s.raw("fields")) {
+          std::string path = s.field_path("fields");
+          if (f->is_array()) {
+            for (const auto& x : *f) {
+              if (!x.is_string())
+                throw_spec_error(
+                    path,
+                    "expected a list of extensions like [\"jpg\", \"cls\"], got " + f->dump());
+              o.fields.emplace_back(x.get<std::string>(), x.get<std::string>());
+            }
+          } else if (f->is_object()) {
+            for (const auto& [name, x] : f->items()) {
+              if (!x.is_string())
+                throw_spec_error(path + "." + name,
+                                 "expected an extension like \"jpg\", got " + x.dump());
+              o.fields.emplace_back(name, x.get<std::string>());
+            }
+          } else {
+            throw_spec_error(
+                path,
+                "expected a list of extensions or an object {field: extension}, got " + f->dump());
+          }
+        }
+        o.on_error = read_on_error(s);
+        o.stream = read_stream_options(s, ctx.base_dir);
+        return make_tar_source(o);
+      });
+}
+
 }  // namespace
 
 void register_format_builders(Registry& r) {
-  r.sources["text"] = build_text_source;
-  r.sources["files"] = build_files;
-  r.sources["idx"] = [](SpecObject& s, BuildContext& ctx) {
-    IdxOptions o;
-    o.images = resolve_spec_path(ctx.base_dir, s.get_string("images"));
-    o.labels = s.has("labels") ? resolve_spec_path(ctx.base_dir, s.get_string("labels")) : "";
-    o.limit = s.get_int("limit", -1, -1);
-    o.on_error = read_on_error(s);
-    o.stream = read_stream_options(s, ctx.base_dir);
-    return make_idx_source(o);
-  };
-
-  r.sources["tfrecord"] = [](SpecObject& s, BuildContext& ctx) {
-    TfRecordOptions o;
-    o.uris = read_uris(s, ctx);
-    o.features = read_features(s);
-    o.raw = s.get_bool("raw", false);
-    if (o.raw && !o.features.empty())
-      throw_spec_error(s.field_path("raw"),
-                       "\"raw\" gives the record bytes as field \"record\"; drop \"features\"");
-    o.on_error = read_on_error(s);
-    o.verify_crc = s.get_bool("verify_crc", true);
-    o.stream = read_stream_options(s, ctx.base_dir);
-    return make_tfrecord_source(o);
-  };
-
-  r.sources["tar"] = [](SpecObject& s, BuildContext& ctx) {
-    TarOptions o;
-    o.uris = read_uris(s, ctx);
-    if (const nlohmann::json* f = s.raw("fields")) {
-      std::string path = s.field_path("fields");
-      if (f->is_array()) {
-        for (const auto& x : *f) {
-          if (!x.is_string())
-            throw_spec_error(
-                path, "expected a list of extensions like [\"jpg\", \"cls\"], got " + f->dump());
-          o.fields.emplace_back(x.get<std::string>(), x.get<std::string>());
-        }
-      } else if (f->is_object()) {
-        for (const auto& [name, x] : f->items()) {
-          if (!x.is_string())
-            throw_spec_error(path + "." + name,
-                             "expected an extension like \"jpg\", got " + x.dump());
-          o.fields.emplace_back(name, x.get<std::string>());
-        }
-      } else {
-        throw_spec_error(
-            path,
-            "expected a list of extensions or an object {field: extension}, got " + f->dump());
-      }
-    }
-    o.on_error = read_on_error(s);
-    o.stream = read_stream_options(s, ctx.base_dir);
-    return make_tar_source(o);
-  };
+  register_text_source(r);
+  register_files_source(r);
+  register_record_sources(r);
+  register_tar_source(r);
 }
 
 }  // namespace dataecho

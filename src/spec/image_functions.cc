@@ -70,16 +70,16 @@ NormalizeOptions normalize_args(SpecObject& a) {
 
 DecodeOptions decode_args(SpecObject& a) {
   DecodeOptions d;
-  d.channels = static_cast<int>(a.get_int("channels", 0, 0, 3));
+  d.channels = static_cast<int>(a.get_int("channels"));
   if (d.channels == 2) throw_spec_error(a.field_path("channels"), "expected 0, 1 or 3, got 2");
-  d.strict = a.get_bool("strict", true);
-  d.fast_huffman = a.get_bool("fast_huffman", true);
+  d.strict = a.get_bool("strict");
+  d.fast_huffman = a.get_bool("fast_huffman");
   return d;
 }
 
 AugmentOptions augment_args(SpecObject& a) {
   AugmentOptions o;
-  o.pad_crop = static_cast<int>(a.get_int("pad_crop", 0, 0, 1 << 16));
+  o.pad_crop = static_cast<int>(a.get_int("pad_crop"));
   if (const nlohmann::json* f = a.raw("flip")) {
     if (f->is_boolean()) {
       o.flip_probability = f->get<bool>() ? 0.5 : 0.0;
@@ -133,7 +133,7 @@ AugmentOptions augment_args(SpecObject& a) {
           "expected true, false or {\"mean\": [...], \"std\": [...]}, got " + n->dump());
     }
   }
-  o.antialias = a.get_bool("antialias", true);
+  o.antialias = a.get_bool("antialias");
   validate(o);
   return o;
 }
@@ -143,7 +143,7 @@ struct Fields {
 };
 Fields field_args(SpecObject& a) {
   Fields f;
-  f.in = a.get_string("field", "image");
+  f.in = a.get_string("field");
   f.out = a.get_string("output", f.in);
   return f;
 }
@@ -215,70 +215,206 @@ Tensor as_decoded(const Tensor& t) {
                   dtype_name(t.dtype()) + " " + shape_to_string(t.shape()));
 }
 
+const char* const kSizeShape = "an integer in [1, 1048576], or [height, width]";
+
+// An image function's options: the fields, then `groups` in order.
+OpSchema image_schema(std::string name, std::string doc,
+                      std::initializer_list<std::vector<OptionDecl>> groups) {
+  OpSchema schema{std::move(name),
+                  std::move(doc),
+                  {{.name = "field",
+                    .type = OptionType::kString,
+                    .fallback = "image",
+                    .doc = "the input field"},
+                   {.name = "output",
+                    .type = OptionType::kString,
+                    .default_text = "the input field",
+                    .doc = "the output field"}}};
+  for (const auto& group : groups)
+    schema.options.insert(schema.options.end(), group.begin(), group.end());
+  return schema;
+}
+
+std::vector<OptionDecl> decode_options() {
+  const DecodeOptions d;
+  return {{.name = "channels",
+           .fallback = d.channels,
+           .min = 0,
+           .max = 3,
+           .doc = "0: as stored, 1: gray, 3: RGB"},
+          {.name = "strict",
+           .type = OptionType::kBool,
+           .fallback = d.strict,
+           .doc = "a corrupt image is an error (false: libjpeg's best effort)"},
+          {.name = "fast_huffman",
+           .type = OptionType::kBool,
+           .fallback = d.fast_huffman,
+           .doc = "dataecho's JPEG Huffman decoder (false: libjpeg's)"}};
+}
+
+std::vector<OptionDecl> augment_options() {
+  return {{.name = "pad_crop",
+           .fallback = 0,
+           .min = 0,
+           .max = 1 << 16,
+           .doc = "pad by this many pixels, then crop back at a random place"},
+          {.name = "flip",
+           .type = OptionType::kJson,
+           .default_text = "false",
+           .shape = "true, false or a probability in [0, 1]",
+           .doc = "a random horizontal flip (true: p = 0.5)"},
+          {.name = "random_resized_crop",
+           .type = OptionType::kJson,
+           .default_text = "none",
+           .shape = std::string(kSizeShape) +
+                    ", or {\"size\", \"scale\": [min, max], \"ratio\": [min, max]}",
+           .doc = "torchvision's RandomResizedCrop (scale [0.08, 1], ratio [3/4, 4/3])"},
+          {.name = "resize",
+           .type = OptionType::kJson,
+           .default_text = "none",
+           .shape = kSizeShape,
+           .doc = "the shorter side to this (an integer), or to [height, width]"},
+          {.name = "center_crop",
+           .type = OptionType::kJson,
+           .default_text = "none",
+           .shape = kSizeShape,
+           .doc = "the central region"},
+          {.name = "normalize",
+           .type = OptionType::kJson,
+           .default_text = "false",
+           .shape = "true, false or {\"mean\": [...], \"std\": [...]}",
+           .doc = "to float32 (x / 255 - mean) / std (true: ImageNet's)"},
+          {.name = "antialias",
+           .type = OptionType::kBool,
+           .fallback = true,
+           .doc = "antialias when shrinking, as torchvision's default"}};
+}
+
+std::vector<OptionDecl> normalize_options() {
+  return {{.name = "mean",
+           .type = OptionType::kJson,
+           .default_text = "ImageNet's",
+           .shape = "a number or a list of numbers",
+           .doc = "per channel"},
+          {.name = "std",
+           .type = OptionType::kJson,
+           .default_text = "ImageNet's",
+           .shape = "a positive number or a list of them",
+           .doc = "per channel"}};
+}
+
+// decode_image, augment and decode_augment.
+void register_decode_and_augment(Registry& r) {
+  const MapFnTraits decodes{.augmentation = false, .decodes = true};
+  const MapFnTraits augments{.augmentation = true, .decodes = false};
+  const MapFnTraits both{.augmentation = true, .decodes = true};
+  r.add_map_fn(
+      image_schema("decode_image",
+                   "Encoded bytes (JPEG, PNG, ...) to a uint8 [h, w, c] image; a decoded "
+                   "image passes through (docs/image.md).",
+                   {decode_options()}),
+      [](SpecObject& a) -> MapFn {
+        Fields f = field_args(a);
+        DecodeOptions d = decode_args(a);
+        return [f, d](Example e, const MapContext&) {
+          return apply(std::move(e), f, [&](const Tensor& t) {
+            return is_encoded(t) ? decode_image(t.bytes(), d) : as_decoded(t);
+          });
+        };
+      },
+      decodes);
+
+  r.add_map_fn(
+      image_schema("augment",
+                   "Random crops, flips, resizing and normalization of a decoded image, "
+                   "drawn anew per element and per echo copy (docs/image.md).",
+                   {augment_options()}),
+      [](SpecObject& a) -> MapFn {
+        Fields f = field_args(a);
+        AugmentOptions o = augment_args(a);
+        return [f, o](Example e, const MapContext& ctx) {
+          Rng rng = ctx.rng_for(e);
+          return apply(std::move(e), f, [&](const Tensor& t) { return augment(t, o, rng); });
+        };
+      },
+      augments);
+
+  // decode + augment fused: JPEG crops decode only the region they keep.
+  r.add_map_fn(
+      image_schema("decode_augment",
+                   "decode_image and augment in one: a JPEG crop decodes only the region it "
+                   "keeps (docs/image.md).",
+                   {decode_options(),
+                    augment_options(),
+                    {{.name = "decoder_scale",
+                      .type = OptionType::kBool,
+                      .fallback = false,
+                      .doc = "let the JPEG decoder shrink by 1/2, 1/4 or 1/8 before a resize "
+                             "(faster; not torchvision's pixels)"}}}),
+      [](SpecObject& a) -> MapFn {
+        Fields f = field_args(a);
+        DecodeOptions d = decode_args(a);
+        AugmentOptions o = augment_args(a);
+        o.decoder_scale = a.get_bool("decoder_scale");
+        return [f, d, o](Example e, const MapContext& ctx) {
+          Rng rng = ctx.rng_for(e);
+          return apply(std::move(e), f, [&](const Tensor& t) {
+            return is_encoded(t) ? decode_augment(t.bytes(), d, o, rng)
+                                 : augment(as_decoded(t), o, rng);
+          });
+        };
+      },
+      both);
+}
+
+// resize and normalize.
+void register_resize_and_normalize(Registry& r) {
+  r.add_map_fn(
+      image_schema("resize", "Resizes a decoded image (docs/image.md).",
+                   {{{.name = "size",
+                      .type = OptionType::kJson,
+                      .required = true,
+                      .shape = kSizeShape,
+                      .doc = "the shorter side (an integer), or [height, width]"},
+                     {.name = "antialias",
+                      .type = OptionType::kBool,
+                      .fallback = true,
+                      .doc = "antialias when shrinking"}}}),
+      [](SpecObject& a) -> MapFn {
+        Fields f = field_args(a);
+        AugmentOptions o;
+        const nlohmann::json* s = a.raw("size");
+        if (!s)
+          throw_spec_error(a.field_path("size"), "missing; expected a size or [height, width]");
+        if (s->is_array()) {
+          std::tie(o.resize_height, o.resize_width) = size_pair(*s, a.field_path("size"));
+        } else {
+          o.resize_shorter = size_pair(*s, a.field_path("size")).first;
+        }
+        o.antialias = a.get_bool("antialias");
+        return [f, o](Example e, const MapContext& ctx) {
+          Rng rng = ctx.rng_for(e);  // unused: resize draws nothing
+          return apply(std::move(e), f, [&](const Tensor& t) { return augment(t, o, rng); });
+        };
+      });
+
+  r.add_map_fn(
+      image_schema("normalize", "An image to float32 (x / 255 - mean) / std (docs/image.md).",
+                   {normalize_options()}),
+      [](SpecObject& a) -> MapFn {
+        Fields f = field_args(a);
+        NormalizeOptions n = normalize_args(a);
+        return [f, n](Example e, const MapContext&) {
+          return apply(std::move(e), f, [&](const Tensor& t) { return normalize(t, n); });
+        };
+      });
+}
+
 }  // namespace
 
 void register_image_functions(Registry& r) {
-  r.map_fn_traits["decode_image"] = {.augmentation = false, .decodes = true};
-  r.map_fn_traits["augment"] = {.augmentation = true, .decodes = false};
-  r.map_fn_traits["decode_augment"] = {.augmentation = true, .decodes = true};
-  r.map_fns["decode_image"] = [](SpecObject& a) -> MapFn {
-    Fields f = field_args(a);
-    DecodeOptions d = decode_args(a);
-    return [f, d](Example e, const MapContext&) {
-      return apply(std::move(e), f, [&](const Tensor& t) {
-        return is_encoded(t) ? decode_image(t.bytes(), d) : as_decoded(t);
-      });
-    };
-  };
-
-  r.map_fns["augment"] = [](SpecObject& a) -> MapFn {
-    Fields f = field_args(a);
-    AugmentOptions o = augment_args(a);
-    return [f, o](Example e, const MapContext& ctx) {
-      Rng rng = ctx.rng_for(e);
-      return apply(std::move(e), f, [&](const Tensor& t) { return augment(t, o, rng); });
-    };
-  };
-
-  // decode + augment fused: JPEG crops decode only the region they keep.
-  r.map_fns["decode_augment"] = [](SpecObject& a) -> MapFn {
-    Fields f = field_args(a);
-    DecodeOptions d = decode_args(a);
-    AugmentOptions o = augment_args(a);
-    o.decoder_scale = a.get_bool("decoder_scale", false);
-    return [f, d, o](Example e, const MapContext& ctx) {
-      Rng rng = ctx.rng_for(e);
-      return apply(std::move(e), f, [&](const Tensor& t) {
-        return is_encoded(t) ? decode_augment(t.bytes(), d, o, rng)
-                             : augment(as_decoded(t), o, rng);
-      });
-    };
-  };
-
-  r.map_fns["resize"] = [](SpecObject& a) -> MapFn {
-    Fields f = field_args(a);
-    AugmentOptions o;
-    const nlohmann::json* s = a.raw("size");
-    if (!s) throw_spec_error(a.field_path("size"), "missing; expected a size or [height, width]");
-    if (s->is_array()) {
-      std::tie(o.resize_height, o.resize_width) = size_pair(*s, a.field_path("size"));
-    } else {
-      o.resize_shorter = size_pair(*s, a.field_path("size")).first;
-    }
-    o.antialias = a.get_bool("antialias", true);
-    return [f, o](Example e, const MapContext& ctx) {
-      Rng rng = ctx.rng_for(e);  // unused: resize draws nothing
-      return apply(std::move(e), f, [&](const Tensor& t) { return augment(t, o, rng); });
-    };
-  };
-
-  r.map_fns["normalize"] = [](SpecObject& a) -> MapFn {
-    Fields f = field_args(a);
-    NormalizeOptions n = normalize_args(a);
-    return [f, n](Example e, const MapContext&) {
-      return apply(std::move(e), f, [&](const Tensor& t) { return normalize(t, n); });
-    };
-  };
+  register_decode_and_augment(r);
+  register_resize_and_normalize(r);
 }
 
 }  // namespace dataecho

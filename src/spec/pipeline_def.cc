@@ -147,6 +147,12 @@ PipelineDef& PipelineDef::pack(PackStageOptions o) {
     j["epochs_field"] = kPackEpochsField;
     j["echoes_field"] = kPackEchoesField;
   }
+  for (auto [key, name] : {std::pair{"field", &o.field},
+                           {"document_field", &o.document_field},
+                           {"ids_field", &o.ids_field},
+                           {"epochs_field", &o.epochs_field},
+                           {"echoes_field", &o.echoes_field}})
+    if (*name) j[key] = **name;
   return stage("pack", std::move(j));
 }
 
@@ -157,6 +163,7 @@ PipelineDef& PipelineDef::bucket(BucketStageOptions o) {
   if (o.field) j["field"] = *o.field;
   if (o.drop_remainder) j["drop_remainder"] = true;
   if (!o.fields.is_null()) j["fields"] = std::move(o.fields);
+  if (!o.lengths) j["lengths"] = false;
   return stage("bucket", std::move(j));
 }
 
@@ -311,21 +318,22 @@ std::vector<StageDef> PipelineDef::stages_from_json(const nlohmann::json& stages
 PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
   PipelineDef d;
   SpecObject top(spec, "$");
-  if (top.has("seed")) d.seed_ = static_cast<uint64_t>(top.get_int("seed", 0, 0));
-  if (top.has("deterministic")) d.deterministic_ = top.get_bool("deterministic", true);
+  top.declare(pipeline_schema());
+  if (top.has("seed")) d.seed_ = static_cast<uint64_t>(top.get_int("seed"));
+  if (top.has("deterministic")) d.deterministic_ = top.get_bool("deterministic");
   if (top.has("autotune")) {
     SpecObject at = top.get_object("autotune");
-    if (at.has("cpu_budget")) d.autotune_.cpu_budget = at.get_number("cpu_budget", 0, 0.01);
-    if (at.has("ram_budget_mb")) d.autotune_.ram_budget_mb = at.get_number("ram_budget_mb", 0, 1);
-    if (at.has("remember")) d.autotune_.remember = at.get_bool("remember", true);
+    if (at.has("cpu_budget")) d.autotune_.cpu_budget = at.get_number("cpu_budget");
+    if (at.has("ram_budget_mb")) d.autotune_.ram_budget_mb = at.get_number("ram_budget_mb");
+    if (at.has("remember")) d.autotune_.remember = at.get_bool("remember");
     at.finish();
   }
   if (top.has("memory_check")) {
     SpecObject mc = top.get_object("memory_check");
     MemoryCheckOptions o;
-    if (mc.has("share")) o.share = mc.get_number("share", 0, 1e-6, 1);
-    if (mc.has("limit_mb")) o.limit_mb = mc.get_number("limit_mb", 0, 1e-6);
-    if (mc.has("action")) o.action = mc.get_string("action", "warn", {"warn", "error", "off"});
+    if (mc.has("share")) o.share = mc.get_number("share");
+    if (mc.has("limit_mb")) o.limit_mb = mc.get_number("limit_mb");
+    if (mc.has("action")) o.action = mc.get_string("action");
     mc.finish();
     d.memory_check_ = o;
   }

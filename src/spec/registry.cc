@@ -46,30 +46,162 @@ void add(Map& map, const std::string& name, Builder builder, const char* what) {
   map.emplace(name, std::move(builder));
 }
 
+// The builder with its options declared on the object it reads: whoever calls a
+// registered builder reads by the declaration.
+template <class Builder>
+Builder declaring(const OpSchema* schema, Builder builder) {
+  return [schema, builder = std::move(builder)](SpecObject& s, auto&&... rest) {
+    s.declare(*schema);
+    return builder(s, std::forward<decltype(rest)>(rest)...);
+  };
+}
+
+// An extension's builder, with its declaration (when given) named as it is registered.
+template <class Builder>
+Builder with_schema(std::map<std::string, OpSchema>& schemas, const std::string& name,
+                    std::optional<OpSchema> schema, Builder builder) {
+  if (!schema || !builder) return builder;
+  schema->name = name;
+  return declaring(&(schemas[name] = std::move(*schema)), std::move(builder));
+}
+
+nlohmann::json schema_list(const std::map<std::string, OpSchema>& schemas) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [name, s] : schemas) j.push_back(to_json(s));
+  return j;
+}
+
 }  // namespace
+
+void Registry::add_source(OpSchema schema, SourceBuilder builder) {
+  const std::string name = schema.name;
+  sources[name] = declaring(&(source_schemas[name] = std::move(schema)), std::move(builder));
+}
+void Registry::add_stage(OpSchema schema, StageBuilder builder) {
+  const std::string name = schema.name;
+  stages[name] = declaring(&(stage_schemas[name] = std::move(schema)), std::move(builder));
+}
+void Registry::add_map_fn(OpSchema schema, MapFnBuilder builder, MapFnTraits traits) {
+  const std::string name = schema.name;
+  map_fn_traits[name] = traits;
+  map_fns[name] = declaring(&(map_fn_schemas[name] = std::move(schema)), std::move(builder));
+}
+void Registry::add_predicate(OpSchema schema, PredicateBuilder builder) {
+  const std::string name = schema.name;
+  predicates[name] = declaring(&(predicate_schemas[name] = std::move(schema)), std::move(builder));
+}
 
 const Registry& registry() { return the_registry(); }
 
-void register_map_function(const std::string& name, MapFnBuilder builder, MapFnTraits traits) {
+void register_map_function(const std::string& name, MapFnBuilder builder, MapFnTraits traits,
+                           std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   Registry& r = the_registry();
+  if (r.map_fns.count(name) == 0)
+    builder = with_schema(r.map_fn_schemas, name, std::move(schema), std::move(builder));
   add(r.map_fns, name, std::move(builder), "map function");
   r.map_fn_traits[name] = traits;
 }
 
-void register_filter(const std::string& name, PredicateBuilder builder) {
+void register_filter(const std::string& name, PredicateBuilder builder,
+                     std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
-  add(the_registry().predicates, name, std::move(builder), "filter predicate");
+  Registry& r = the_registry();
+  if (r.predicates.count(name) == 0)
+    builder = with_schema(r.predicate_schemas, name, std::move(schema), std::move(builder));
+  add(r.predicates, name, std::move(builder), "filter predicate");
 }
 
-void register_stage(const std::string& op, StageBuilder builder) {
+void register_stage(const std::string& op, StageBuilder builder, std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
-  add(the_registry().stages, op, std::move(builder), "stage op");
+  Registry& r = the_registry();
+  if (r.stages.count(op) == 0)
+    builder = with_schema(r.stage_schemas, op, std::move(schema), std::move(builder));
+  add(r.stages, op, std::move(builder), "stage op");
 }
 
-void register_source(const std::string& kind, SourceBuilder builder) {
+void register_source(const std::string& kind, SourceBuilder builder,
+                     std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
-  add(the_registry().sources, kind, std::move(builder), "source kind");
+  Registry& r = the_registry();
+  if (r.sources.count(kind) == 0)
+    builder = with_schema(r.source_schemas, kind, std::move(schema), std::move(builder));
+  add(r.sources, kind, std::move(builder), "source kind");
+}
+
+const OpSchema& pipeline_schema() {
+  static const OpSchema schema{
+      "pipeline",
+      "A pipeline spec's top level: a source, its stages and the settings of the whole.",
+      {{.name = "source",
+        .type = OptionType::kJson,
+        .required = true,
+        .shape = "an object {\"kind\": ..., options}",
+        .doc = "where the elements come from"},
+       {.name = "stages",
+        .type = OptionType::kJson,
+        .default_text = "none",
+        .shape = "a list of objects {\"op\": ..., options}",
+        .doc = "the stages, in order"},
+       {.name = "seed",
+        .fallback = 0,
+        .min = 0,
+        .doc = "every random stage derives its own seed from it"},
+       {.name = "deterministic",
+        .type = OptionType::kBool,
+        .fallback = true,
+        .doc = "the default order of parallel stages: input order (true) or as finished"},
+       {.name = "autotune",
+        .type = OptionType::kObject,
+        .fields = {{.name = "cpu_budget",
+                    .type = OptionType::kNumber,
+                    .min = 0.01,
+                    .default_text = "$DATAECHO_CPU_BUDGET, else all cores",
+                    .doc = "cores the tuner may use"},
+                   {.name = "ram_budget_mb",
+                    .type = OptionType::kNumber,
+                    .min = 1,
+                    .default_text = "$DATAECHO_RAM_BUDGET_MB, else 1/8 of physical memory",
+                    .doc = "MiB of buffers the tuner may use"},
+                   {.name = "remember",
+                    .type = OptionType::kBool,
+                    .fallback = true,
+                    .doc = "start from what the last tuner of the same definition chose"}},
+        .doc = "the budgets of the tuner that sets \"auto\" settings (core/tuner.h)"},
+       {.name = "memory_check",
+        .type = OptionType::kObject,
+        .fields = {{.name = "share",
+                    .type = OptionType::kNumber,
+                    .min = 1e-6,
+                    .max = 1,
+                    .default_text = "1/8",
+                    .doc = "share of physical memory the buffers may fill"},
+                   {.name = "limit_mb",
+                    .type = OptionType::kNumber,
+                    .min = 1e-6,
+                    .default_text = "none",
+                    .doc = "MiB the buffers may fill"},
+                   {.name = "action",
+                    .type = OptionType::kString,
+                    .fallback = "warn",
+                    .choices = {"warn", "error", "off"},
+                    .doc = "what a buffer projected beyond it does"}},
+        .doc = "the check of the buffers against memory (core/memory_watch.h)"},
+       {.name = "name", .type = OptionType::kJson, .shape = "any value", .doc = "kept, not read"},
+       {.name = "comment",
+        .type = OptionType::kJson,
+        .shape = "any value",
+        .doc = "kept, not read"}}};
+  return schema;
+}
+
+nlohmann::json registry_schema() {
+  const Registry& r = registry();
+  return {{"pipeline", to_json(pipeline_schema())},
+          {"sources", schema_list(r.source_schemas)},
+          {"stages", schema_list(r.stage_schemas)},
+          {"map_functions", schema_list(r.map_fn_schemas)},
+          {"filters", schema_list(r.predicate_schemas)}};
 }
 
 }  // namespace dataecho

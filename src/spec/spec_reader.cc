@@ -80,12 +80,26 @@ SpecObject::SpecObject(const nlohmann::json& json, std::string path)
     throw_spec_error(path_, "expected an object, got " + describe_json(json_));
 }
 
+void SpecObject::declare(const std::vector<OptionDecl>& options, std::string name) {
+  decls_ = &options;
+  decl_name_ = std::move(name);
+}
+
+const OptionDecl* SpecObject::declared(const std::string& key) const {
+  if (!decls_ || key == "op" || key == "kind") return nullptr;
+  if (const OptionDecl* d = find_option(*decls_, key)) return d;
+  throw Error(ErrorCode::kInternal, "spec",
+              field_path(key) + ": " + decl_name_ + " reads the option \"" + key +
+                  "\", which its declaration (schema.h) lacks");
+}
+
 void SpecObject::fail(const std::string& key, const std::string& expected,
                       const nlohmann::json& got) const {
   throw_spec_error(field_path(key), "expected " + expected + ", got " + describe_json(got));
 }
 
 const nlohmann::json* SpecObject::raw(const std::string& key) {
+  declared(key);
   used_.insert(key);
   auto it = json_.find(key);
   return it == json_.end() ? nullptr : &*it;
@@ -93,6 +107,11 @@ const nlohmann::json* SpecObject::raw(const std::string& key) {
 
 int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallback, int64_t min,
                             int64_t max) {
+  if (const OptionDecl* d = declared(key)) {
+    if (!fallback && d->fallback.is_number_integer()) fallback = d->fallback.get<int64_t>();
+    if (min == INT64_MIN && d->min) min = static_cast<int64_t>(*d->min);
+    if (max == INT64_MAX && d->max) max = static_cast<int64_t>(*d->max);
+  }
   const nlohmann::json* j = raw(key);
   std::string expected = "an integer";
   if (min != INT64_MIN && max != INT64_MAX)
@@ -118,12 +137,17 @@ int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallb
 
 double SpecObject::get_number(const std::string& key, std::optional<double> fallback, double min,
                               double max) {
+  if (const OptionDecl* d = declared(key)) {
+    if (!fallback && d->fallback.is_number()) fallback = d->fallback.get<double>();
+    if (min <= -1e308 && d->min) min = *d->min;
+    if (max >= 1e308 && d->max) max = *d->max;
+  }
   const nlohmann::json* j = raw(key);
   std::string expected = "a number";
   if (min > -1e308 && max < 1e308)
-    expected += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    expected += " in [" + bound(min) + ", " + bound(max) + "]";
   else if (min > -1e308)
-    expected += " >= " + std::to_string(min);
+    expected += " >= " + bound(min);
   if (!j) {
     if (fallback) return *fallback;
     missing(key, expected);
@@ -135,6 +159,8 @@ double SpecObject::get_number(const std::string& key, std::optional<double> fall
 }
 
 bool SpecObject::get_bool(const std::string& key, std::optional<bool> fallback) {
+  if (const OptionDecl* d = declared(key); d && !fallback && d->fallback.is_boolean())
+    fallback = d->fallback.get<bool>();
   const nlohmann::json* j = raw(key);
   if (!j) {
     if (fallback) return *fallback;
@@ -145,7 +171,10 @@ bool SpecObject::get_bool(const std::string& key, std::optional<bool> fallback) 
 }
 
 std::string SpecObject::get_string(const std::string& key, std::optional<std::string> fallback,
-                                   const std::vector<std::string>& allowed) {
+                                   const std::vector<std::string>& given_allowed) {
+  const OptionDecl* d = declared(key);
+  if (d && !fallback && d->fallback.is_string()) fallback = d->fallback.get<std::string>();
+  const std::vector<std::string>& allowed = given_allowed.empty() && d ? d->choices : given_allowed;
   const nlohmann::json* j = raw(key);
   std::string expected = allowed.empty() ? "a string" : "one of " + join(allowed);
   if (!j) {
@@ -182,12 +211,12 @@ std::vector<std::string> SpecObject::get_strings(const std::string& key) {
 }
 
 SpecObject SpecObject::get_object(const std::string& key, bool required) {
+  const OptionDecl* d = declared(key);
   const nlohmann::json* j = raw(key);
-  if (!j) {
-    if (required) missing(key, "an object");
-    return SpecObject(empty_object(), field_path(key));
-  }
-  return SpecObject(*j, field_path(key));
+  if (!j && required) missing(key, "an object");
+  SpecObject o(j ? *j : empty_object(), field_path(key));
+  if (d && d->type == OptionType::kObject) o.declare(d->fields, decl_name_ + "." + key);
+  return o;
 }
 
 void SpecObject::missing(const std::string& key, const std::string& expected) const {
@@ -204,12 +233,17 @@ void SpecObject::missing(const std::string& key, const std::string& expected) co
 void SpecObject::finish() const {
   std::set<std::string> known_set = used_;
   known_set.insert(asked_.begin(), asked_.end());
+  if (decls_)
+    for (const OptionDecl& d : *decls_) known_set.insert(d.name);
   const std::vector<std::string> known(known_set.begin(), known_set.end());
   for (auto it = json_.begin(); it != json_.end(); ++it) {
-    if (!used_.count(it.key())) {
-      throw_spec_error(field_path(it.key()), "unknown field" + did_you_mean(it.key(), known) +
-                                                 " (known here: " + comma_list(known) + ")");
-    }
+    if (used_.count(it.key())) continue;
+    if (decls_ && find_option(*decls_, it.key()))
+      throw_spec_error(field_path(it.key()),
+                       "does not apply here, with the other options as given (docs/spec.md, " +
+                           decl_name_ + ")");
+    throw_spec_error(field_path(it.key()), "unknown field" + did_you_mean(it.key(), known) +
+                                               " (known here: " + comma_list(known) + ")");
   }
 }
 

@@ -51,4 +51,12 @@ if "$BIN" pipe "$tmp/bad.json" 2> "$tmp/err"; then fail "bad spec accepted"; fi
 grep -q '\$.stages\[0\].size' "$tmp/err" || fail "error without path: $(cat "$tmp/err")"
 if "$BIN" pipe "$tmp/missing.json" 2> "$tmp/err"; then fail "missing file accepted"; fi
 grep -q 'missing.json' "$tmp/err" || fail "error without file name"
+# A size beyond its declared bound is refused before anything runs, naming the option and
+# the bound (an input found outside the project: pack's length of 2^40 once ended in
+# std::bad_alloc).
+regressions="$(dirname "$0")/../fixtures/regressions"
+if "$BIN" pipe "$regressions/spec_pack_length_huge.json" > "$tmp/out" 2> "$tmp/err"; then fail "pack length 2^40 accepted"; fi
+grep -qF 'spec: $.stages[1].length: expected an integer in [1, 16777216], got number 1099511627776' "$tmp/err" ||
+  fail "pack length 2^40: $(cat "$tmp/err")"
+[ ! -s "$tmp/out" ] || fail "pack length 2^40: elements came out before the error"
 echo "cli pipe: ok"

@@ -122,7 +122,7 @@ TEST(PipelineDef, AdaptiveEchoBuffersAreTypedOptions) {
 TEST(PipelineDef, ErrorsOfADefinitionMadeInCppNameTheJsonPath) {
   EXPECT_NE(testing::error_of([] {
               range(10).batch({.size = 0}).build();
-            }).find("$.stages[0].size: expected an integer >= 1"),
+            }).find("$.stages[0].size: expected an integer in [1, 16777216]"),
             std::string::npos);
   EXPECT_NE(testing::error_of([] {
               range(10).shuffle({.buffer = 4}).echo({.factor = 0.5}).build();

@@ -13,11 +13,11 @@
 //
 // Design: a stage holds its op and its options as the spec writes them. The typed
 // option structs below are the C++ front end; they write those options, and build()
-// hands them to the op's builder in the registry, which validates every option in one
-// place whichever way the definition was made (a typed schema per op kept beside the
-// builders would be a second copy of every rule). An error names the option by its JSON
-// path ($.stages[2].size), also for a definition made in C++ (the path its to_json()
-// gives it).
+// hands them to the op's builder in the registry, which reads every option by the op's
+// declaration (spec/schema.h: type, default, bounds) whichever way the definition was
+// made; a test holds each struct to its op's declaration. An error names the option by
+// its JSON path ($.stages[2].size), also for a definition made in C++ (the path its
+// to_json() gives it).
 // Thread-safety: a value type; build() may run on several threads at once.
 #pragma once
 
@@ -112,6 +112,13 @@ struct PackStageOptions {
   // Also each block's sequences' epochs and echo indices, as fields "epochs" and "echoes":
   // with them the trainer counts fresh sequences, not blocks (docs/train.md).
   bool reads = false;
+  // The fields' names (docs/spec.md, "pack"); epochs_field and echoes_field also turn
+  // those fields on, under names of one's own.
+  std::optional<std::string> field = std::nullopt;
+  std::optional<std::string> document_field = std::nullopt;
+  std::optional<std::string> ids_field = std::nullopt;
+  std::optional<std::string> epochs_field = std::nullopt;
+  std::optional<std::string> echoes_field = std::nullopt;
 };
 // bucket (ops/bucket.h): batch_sizes (one per bucket) or token_budget; `fields` pads as
 // PaddedBatchStageOptions's.
@@ -122,6 +129,7 @@ struct BucketStageOptions {
   std::optional<std::string> field = std::nullopt;  // default "tokens"
   bool drop_remainder = false;
   nlohmann::json fields = nullptr;
+  bool lengths = true;  // add `<field>_length` per padded field
 };
 struct EchoStageOptions {
   double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "dataecho/dataset.h"
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/map.h"
+#include "dataecho/spec/schema.h"
 #include "dataecho/spec/spec_reader.h"
 
 namespace dataecho {
@@ -52,6 +54,21 @@ struct Registry {
   std::map<std::string, MapFnBuilder> map_fns;
   std::map<std::string, MapFnTraits> map_fn_traits;  // absent: neither
   std::map<std::string, PredicateBuilder> predicates;
+  // The declarations of their options (schema.h), by the same names; every built-in
+  // has one, an extension may.
+  std::map<std::string, OpSchema> source_schemas, stage_schemas, map_fn_schemas, predicate_schemas;
+
+  // A built-in and its declaration, under the declaration's name.
+  void add_source(OpSchema schema, SourceBuilder builder);
+  void add_stage(OpSchema schema, StageBuilder builder);
+  void add_map_fn(OpSchema schema, MapFnBuilder builder, MapFnTraits traits = {});
+  void add_predicate(OpSchema schema, PredicateBuilder builder);
+  // The declaration of a name in one of the schema maps, or null.
+  static const OpSchema* find(const std::map<std::string, OpSchema>& schemas,
+                              const std::string& name) {
+    auto it = schemas.find(name);
+    return it == schemas.end() ? nullptr : &it->second;
+  }
 
   MapFnTraits traits_of(const std::string& map_fn) const {
     auto it = map_fn_traits.find(map_fn);
@@ -85,10 +102,22 @@ std::string unknown_name(const std::string& what, const std::string& name, const
 // JSON path ($.stages[1].args.scale: ...). A name already taken (built in or registered)
 // is refused. Register at start-up, before building pipelines: registration is
 // serialized, but building reads the registry without a lock.
-void register_map_function(const std::string& name, MapFnBuilder builder, MapFnTraits traits = {});
-void register_filter(const std::string& name, PredicateBuilder builder);
-void register_stage(const std::string& op, StageBuilder builder);
-void register_source(const std::string& kind, SourceBuilder builder);
+// With a declaration (`schema`, named as `name`), the builder's getters take the declared
+// defaults and bounds and the option appears in `dataecho spec --schema`.
+void register_map_function(const std::string& name, MapFnBuilder builder, MapFnTraits traits = {},
+                           std::optional<OpSchema> schema = std::nullopt);
+void register_filter(const std::string& name, PredicateBuilder builder,
+                     std::optional<OpSchema> schema = std::nullopt);
+void register_stage(const std::string& op, StageBuilder builder,
+                    std::optional<OpSchema> schema = std::nullopt);
+void register_source(const std::string& kind, SourceBuilder builder,
+                     std::optional<OpSchema> schema = std::nullopt);
+// Every declaration of the registry as JSON: {"pipeline": ..., "sources": [...],
+// "stages": [...], "map_functions": [...], "filters": [...]} (`dataecho spec --schema`).
+nlohmann::json registry_schema();
+// The top level of a spec: "seed", "deterministic", "autotune", "memory_check", "source",
+// "stages", "name", "comment".
+const OpSchema& pipeline_schema();
 
 // Registration functions of each layer.
 void register_core_builders(Registry& r);

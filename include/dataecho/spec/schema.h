@@ -1,0 +1,88 @@
+// The declaration of an operator's options: each option's name, type, default, bounds and
+// one line of documentation, written once beside the operator's spec builder and
+// registered with it (registry.h). From it come:
+//   - the reading of the spec: SpecObject's getters (spec_reader.h) take the declared
+//     default and bounds, so a builder names an option and nothing more, and a field
+//     that is not declared is refused with the list of the declared ones;
+//   - `dataecho spec --schema` (every declaration as JSON), from which
+//     scripts/gen_spec.py writes docs/spec.md and the Python package's option tables
+//     (python/dataecho/_spec_options.py: keyword checks and docstrings), both committed
+//     and checked for staleness by the tests.
+// Why a table in C++ rather than a schema file turned into code: the builders read their
+// options through it at run time (defaults and bounds have one home), an op registered by
+// a user declares its options the same way without a code generator, and building the
+// engine needs nothing but a compiler.
+// Thread-safety: plain values; the registry's are read-only once registered.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dataecho {
+
+// What a JSON option holds.
+enum class OptionType {
+  kInt,        // an integer, within [min, max]
+  kNumber,     // a finite number, within [min, max]
+  kBool,       // true or false
+  kString,     // a string; one of `choices` when given
+  kStrings,    // a string or a non-empty list of strings
+  kInts,       // a list of integers, each within [min, max]
+  kIntOrAuto,  // an integer within [min, max], or "auto" (set by the tuner)
+  kFactor,     // a number within [min, max], or one of `choices` (echo's "factor")
+  kObject,     // an object of the declared `fields`
+  kJson,       // a value of the shape `shape` describes, checked by the builder
+};
+
+// Bounds of sizes: a spec beyond them is refused before anything runs (not after an
+// allocation fails).
+inline constexpr int64_t kMaxBatchSize = int64_t{1} << 24;       // elements in one batch
+inline constexpr int64_t kMaxSequenceLength = int64_t{1} << 24;  // tokens in one sequence
+inline constexpr int64_t kMaxTokenBudget = int64_t{1} << 30;     // tokens in one batch
+inline constexpr int64_t kMaxBufferElements = int64_t{1} << 30;  // elements a buffer holds
+inline constexpr int64_t kMaxBytes = int64_t{1} << 50;           // bytes a cache or buffer holds
+
+struct OptionDecl {
+  std::string name;
+  OptionType type = OptionType::kInt;
+  bool required = false;
+  nlohmann::json fallback = nullptr;  // the default (null: none, or `default_text`)
+  std::optional<double> min = std::nullopt;
+  std::optional<double> max = std::nullopt;
+  std::string default_text = "";  // a default that is not a constant ("the node's seed")
+  std::vector<std::string> choices = {};
+  std::string shape = "";               // kJson: what the value looks like
+  std::vector<OptionDecl> fields = {};  // kObject: its options
+  std::string doc = "";                 // one line
+};
+
+// A source kind, stage op, map function or filter predicate and its options.
+struct OpSchema {
+  std::string name;
+  std::string doc;  // what it does, in a sentence or two
+  std::vector<OptionDecl> options;
+  const OptionDecl* find(const std::string& option) const;
+};
+
+// A stage's own "seed", an integer >= 0 (default: the node's, from the pipeline's seed).
+OptionDecl seed_option(const std::string& what);
+
+// "size" and "drop_remainder", as batch and padded_batch take them.
+std::vector<OptionDecl> batch_options();
+
+const OptionDecl* find_option(const std::vector<OptionDecl>& options, const std::string& name);
+
+// A bound as a person writes it: 16777216, 0.5, 1e-06.
+std::string bound(double v);
+// "an integer in [1, 16777216]", "one of \"fail\", \"skip\"", ...: what the reference and
+// the errors say an option takes.
+std::string describe_type(const OptionDecl& d);
+// The declaration as JSON (docs/spec.md's generator reads it).
+nlohmann::json to_json(const OptionDecl& d);
+nlohmann::json to_json(const OpSchema& s);
+
+}  // namespace dataecho

@@ -1,0 +1,134 @@
+#include "dataecho/spec/schema.h"
+
+#include <cmath>
+
+namespace dataecho {
+namespace {
+
+std::string bounds(const OptionDecl& d) {
+  if (d.min && d.max) return " in [" + bound(*d.min) + ", " + bound(*d.max) + "]";
+  if (d.min) return " >= " + bound(*d.min);
+  if (d.max) return " <= " + bound(*d.max);
+  return "";
+}
+
+std::string quoted(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
+  return s;
+}
+
+const char* type_name(OptionType t) {
+  switch (t) {
+    case OptionType::kInt:
+      return "int";
+    case OptionType::kNumber:
+      return "number";
+    case OptionType::kBool:
+      return "bool";
+    case OptionType::kString:
+      return "string";
+    case OptionType::kStrings:
+      return "strings";
+    case OptionType::kInts:
+      return "ints";
+    case OptionType::kIntOrAuto:
+      return "int_or_auto";
+    case OptionType::kFactor:
+      return "factor";
+    case OptionType::kObject:
+      return "object";
+    case OptionType::kJson:
+      return "json";
+  }
+  return "json";
+}
+
+}  // namespace
+
+std::string bound(double v) {
+  if (v == std::floor(v) && std::abs(v) < 9e15) return std::to_string(static_cast<int64_t>(v));
+  return nlohmann::json(v).dump();
+}
+
+const OptionDecl* find_option(const std::vector<OptionDecl>& options, const std::string& name) {
+  for (const OptionDecl& d : options)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const OptionDecl* OpSchema::find(const std::string& option) const {
+  return find_option(options, option);
+}
+
+OptionDecl seed_option(const std::string& what) {
+  return {.name = "seed",
+          .min = 0,
+          .default_text = "derived from the pipeline's seed",
+          .doc = "the seed of " + what + " (the same in every epoch when given)"};
+}
+
+std::vector<OptionDecl> batch_options() {
+  return {{.name = "size",
+           .required = true,
+           .min = 1,
+           .max = kMaxBatchSize,
+           .doc = "elements per batch"},
+          {.name = "drop_remainder",
+           .type = OptionType::kBool,
+           .fallback = false,
+           .doc = "drop a last, smaller batch"}};
+}
+
+std::string describe_type(const OptionDecl& d) {
+  switch (d.type) {
+    case OptionType::kInt:
+      return "an integer" + bounds(d);
+    case OptionType::kNumber:
+      return "a number" + bounds(d);
+    case OptionType::kBool:
+      return "true or false";
+    case OptionType::kString:
+      return d.choices.empty() ? "a string" : "one of " + quoted(d.choices);
+    case OptionType::kStrings:
+      return "a string or a list of strings";
+    case OptionType::kInts:
+      return "a list of integers" + bounds(d);
+    case OptionType::kIntOrAuto:
+      return "an integer" + bounds(d) + " or \"auto\"";
+    case OptionType::kFactor:
+      return "a number" + bounds(d) + ", " + quoted(d.choices);
+    case OptionType::kObject:
+      return "an object";
+    case OptionType::kJson:
+      return d.shape;
+  }
+  return d.shape;
+}
+
+nlohmann::json to_json(const OptionDecl& d) {
+  nlohmann::json j = {{"name", d.name},
+                      {"type", type_name(d.type)},
+                      {"takes", describe_type(d)},
+                      {"required", d.required},
+                      {"doc", d.doc}};
+  if (!d.fallback.is_null()) j["default"] = d.fallback;
+  if (!d.default_text.empty()) j["default_text"] = d.default_text;
+  if (d.min) j["min"] = *d.min;
+  if (d.max) j["max"] = *d.max;
+  if (!d.choices.empty()) j["choices"] = d.choices;
+  if (!d.fields.empty()) {
+    j["fields"] = nlohmann::json::array();
+    for (const OptionDecl& f : d.fields) j["fields"].push_back(to_json(f));
+  }
+  return j;
+}
+
+nlohmann::json to_json(const OpSchema& s) {
+  nlohmann::json j = {{"name", s.name}, {"doc", s.doc}, {"options", nlohmann::json::array()}};
+  for (const OptionDecl& d : s.options) j["options"].push_back(to_json(d));
+  return j;
+}
+
+}  // namespace dataecho
