@@ -198,8 +198,15 @@ void read_base(SpecObject& top, ExperimentSpec& spec, const std::string& base_di
   spec.out = top.get_string("out", "out/" + spec.name);
 }
 
-// $.grid (see Grid).
+// $.grid (see Grid); it may be left out when $.cells lists every cell (each with its
+// seeds).
 Grid read_grid(SpecObject& top) {
+  if (!top.has("grid") && top.has("cells")) {
+    Grid g;
+    g.factors = {2};
+    g.echo_around = top.get_string("echo_around", "");
+    return g;
+  }
   SpecObject grid = top.get_object("grid", true);
   std::vector<std::string> variant_names = grid.get_strings("variants");
   if (variant_names.empty()) throw_spec_error("$.grid.variants", "expected at least one variant");
@@ -367,6 +374,10 @@ void add_extra_cells(SpecObject& top, const Grid& g, ExperimentSpec& spec,
                               co.get_string("adaptive_placement", variant_name(g.placement)));
       c.echo_around = g.echo_around;
       std::vector<int64_t> s = int_list(co, "seeds", g.seeds, 0);
+      if (s.empty())
+        throw_spec_error(
+            co.field_path("seeds"),
+            "missing; expected a list of seeds (there is no $.grid to take them from)");
       c.seeds.assign(s.begin(), s.end());
       if (const nlohmann::json* o = co.raw("overrides")) {
         if (!o->is_object())

@@ -278,6 +278,29 @@ TEST(ExperimentSpec, ExpandsTheGrid) {
                                            "adaptive-m2-after_pack", "before_pack-e4"}));
 }
 
+TEST(ExperimentSpec, CellsAloneNeedNoGridButEachItsSeeds) {
+  json spec = {{"base", tiny_base_config()},
+               {"cells",
+                {{{"id", "baseline-s20"},
+                  {"variant", "baseline"},
+                  {"seeds", {1, 2}},
+                  {"overrides", {{"max_steps", 20}}}},
+                 {{"variant", "example_before_augmentation"}, {"factor", 4}, {"seeds", {3}}}}}};
+  ExperimentSpec s = experiment_spec_from_json(spec, "");
+  ASSERT_EQ(s.cells.size(), 2u);
+  EXPECT_EQ(s.cells[0].id, "baseline-s20");
+  EXPECT_EQ(s.cells[0].seeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(s.cells[1].seeds, (std::vector<uint64_t>{3}));
+  spec["cells"][1].erase("seeds");
+  EXPECT_NE(testing::error_of([&] {
+              experiment_spec_from_json(spec, "");
+            }).find("$.cells[1].seeds: missing; expected a list of seeds"),
+            std::string::npos);
+  spec.erase("cells");
+  EXPECT_NE(testing::error_of([&] { experiment_spec_from_json(spec, ""); }).find("$.grid"),
+            std::string::npos);
+}
+
 TEST(Experiment, TinySweepWritesTableAndPlotsResumesAndReportsABrokenCell) {
   if (!testing::fashion_available()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string out = testing::temp_dir() + "/sweep";
