@@ -50,6 +50,13 @@
 #       e = 4 before augmentation re-tuned over rates x weight decays (tuning seeds
 #       101-104, chosen by the held reading, one group per variant), and A2, batch
 #       augmentation at batch 256; final seeds 1-10 of the winners. Resumable likewise.
+#   experiments/protocol/run.sh budgets [dataecho experiment flags]
+#       docs/protocol.md change 13's final runs: the baseline, e = 4 and e = 5 each at its
+#       own best budget (experiments/protocol/targets.py --budgets-choice, from the
+#       committed controls: run `controls` and `collect` first), over the network at R
+#       about 5 with network-r5's calibration (bandwidth and URL), seeds 1-10
+#       (budgets.json, in network-budgets-r5/); a cell whose budget is 3,900 has its runs
+#       in network-r5 already. Resumable like the network runs.
 #   experiments/protocol/run.sh collect
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
 #       into results/protocol/<experiment>/, where they are committed.
@@ -82,7 +89,7 @@ FIVE_SEEDS="1, 2, 3, 4, 5"
 NETWORK_SEEDS="1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
-  sweep | collect | report | network | demo | controls | retune) ;;
+  sweep | collect | report | network | demo | controls | retune | budgets) ;;
   *) sed -n '/^set -euo/q; 2,$p' "$0" >&2; exit 2 ;;
 esac
 source scripts/run_files.sh
@@ -150,12 +157,44 @@ render_network() {
     -e "s#@OVERRIDES@#$overrides#g" -e "s#@CELLS@#$cells#g" \
     experiments/protocol/network.json >"$dir/network.json"
 }
+# render_budgets URL: change 13's config in $CFG/config-budgets-r5/ (BUDGETS_CFG), its
+# cells from the chosen budgets (targets.py --budgets-choice on the committed runs): each
+# cell whose budget is not 3,900, with its decay ending at its budget, seeds 1-10.
+render_budgets() {
+  local dir="$CFG/config-budgets-r5" choice cells
+  BUDGETS_CFG="$dir/budgets.json"
+  choice="$(/usr/bin/python3 experiments/protocol/targets.py --root results/protocol --budgets-choice)"
+  cells="$(/usr/bin/python3 - "$choice" <<'PY'
+import json, sys
+choice = json.loads(sys.argv[1])
+if None in choice.values():
+    sys.exit("protocol budgets: not every cell has a chosen budget yet (" + json.dumps(choice)
+             + "): run `run.sh controls`, then `run.sh collect`")
+stems = {"baseline": ("baseline", None), "e4": ("before_aug-e4-sb1000", 4), "e5": ("before_aug-e5-sb1000", 5)}
+cells, tuned = [], []
+for cell, budget in choice.items():
+    stem, factor = stems[cell]
+    if budget == 3900:
+        continue  # network-r5's runs
+    c = {"id": f"{stem}-s{budget}", "variant": "baseline" if factor is None else "example_before_augmentation",
+         "seeds": list(range(1, 11)), "overrides": {"max_steps": budget}}
+    if factor is not None:
+        c.update(factor=factor, shuffle_after_echo=1000)
+    cells.append(json.dumps(c))
+    tuned.append(f'"{stem}-s{budget}": "{stem}"')
+print(", ".join(cells) + "\t" + ", ".join(tuned))
+PY
+)" || exit 1
+  render_train "$dir" "$1"
+  sed -e "s#@CELLS@#${cells%%$'\t'*}#" -e "s#@MAP@#${cells#*$'\t'}#" -e "s#@OUT@#$ROUT#g" \
+    experiments/protocol/budgets.json >"$BUDGETS_CFG"
+}
 mkdir -p "$CFG/config"
 for f in experiments/protocol/*.json; do
   sed -e "s#@SHARDS@#../shards#g" -e "s#@OUT@#$ROUT#g" "$f" >"$CFG/config/$(basename "$f")"
 done
 if [[ "$PART" == collect ]]; then
-  for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r* "$OUT"/controls "$OUT"/retune; do
+  for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r* "$OUT"/network-budgets-r5 "$OUT"/controls "$OUT"/retune; do
     [[ -d "$exp/cells" ]] || continue
     dest="results/protocol/$(basename "$exp")"
     collect_runs "$exp" "$dest"
@@ -175,6 +214,10 @@ if [[ "$PART" == report ]]; then
     render_network "$r" "$(calibration_value "$dir/calibration.txt" factor)" "$(calibration_value "$dir/calibration.txt" url)" "$split"
     "$BIN" experiment "$NETWORK_CFG" --report-only "$@" | tee "$dir/table.txt"
   done
+  if [[ -d "$ROUT/network-budgets-r5/cells" ]]; then
+    render_budgets "$(calibration_value "$ROUT/network-budgets-r5/calibration.txt" url)"
+    "$BIN" experiment "$BUDGETS_CFG" --report-only "$@" | tee "$ROUT/network-budgets-r5/table.txt"
+  fi
   for part in controls retune; do
     if [[ -d "$ROUT/$part/cells" ]]; then
       "$BIN" experiment "$CFG/config/$part.json" --report-only "$@" | tee "$ROUT/$part/table.txt"
@@ -222,7 +265,7 @@ join_committed() {
     done
   fi
 }
-[[ ! "$PART" =~ ^(sweep|demo|network|controls|retune)$ ]] || join_committed sweep
+[[ ! "$PART" =~ ^(sweep|demo|network|controls|retune|budgets)$ ]] || join_committed sweep
 if [[ $DRY == 1 ]]; then
   render_demo "${DEMO_FACTOR:-5}" http://127.0.0.1:9
   exec "$BIN" experiment "$CFG/config-demo/demo.json" --dry-run
@@ -239,6 +282,14 @@ if [[ "$PART" == demo ]]; then
   R_GOAL="${DEMO_R:-5}"
   EXP="$OUT/demo"
   PREFERRED_PORT=28530
+elif [[ "$PART" == budgets ]]; then
+  # Change 13: at network-r5's calibration, on its port (the same URL).
+  R_GOAL=5
+  EXP="$OUT/network-budgets-r5"
+  PREFERRED_PORT=28545
+  join_committed network-budgets-r5
+  mkdir -p "$EXP"
+  [[ -f "$EXP/calibration.txt" ]] || cp results/protocol/network-r5/calibration.txt "$EXP/"
 else
   R_GOAL="${1:-}"
   shift || true
@@ -338,6 +389,11 @@ EOF
     /usr/bin/python3 -c 'import json, sys; print("\n".join("   " + l for l in json.load(open(sys.argv[1]))["print"]))' "$ref"
   fi
   exit "$status"
+fi
+if [[ "$PART" == budgets ]]; then
+  render_budgets "$URL"
+  echo "== change 13's runs at R = $R_CAL (goal 5), $RATE bytes/s per connection x 4: $BUDGETS_CFG"
+  exec "$BIN" experiment "$BUDGETS_CFG" --progress lines "$@"
 fi
 render_network "$R_GOAL" "$FACTOR" "$URL" "$CPU_SPLIT"
 echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4$([[ "$CPU_SPLIT" == 0 ]] || echo ", the train step on $CPU_SPLIT CPU(s) of its own")"

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -371,27 +372,11 @@ def controls_section(root):
     out["A1"] = a1
     # C: each cell's smallest median fresh examples to hold 90% over the budgets at which
     # at least 3 of 5 seeds hold it; the reduction between the two cells' best budgets.
-    ctl = load_runs(cdir)
-    netr = load_runs(net)
     c_out, best_runs = {}, {}
     for cell, stem in (("baseline", "baseline"), ("e4", "before_aug-e4-sb1000")):
-        per = {}
-        for S in BUDGETS_C:
-            runs = netr.get(stem) if S == 3900 else ctl.get(f"{stem}-s{S}")
-            if runs is None:
-                continue
-            obs = [observe(r, 9000, "held") for r in runs]
-            per[S] = {"runs": runs, "held": sum(1 for o in obs if not o["censored"]),
-                      "fresh": estimate_median([(o["fresh"], o["censored"]) for o in obs]),
-                      "final": final_and_swing(runs, S // 2)}
-        eligible = [S for S, v in per.items() if v["held"] >= 3]
-        best = min(eligible, key=lambda S: per[S]["fresh"]["median"]) if eligible else None
-        c_out[cell] = {"budgets": {str(S): {"held": v["held"], "fresh": v["fresh"],
-                                            "final": v["final"]}
-                                   for S, v in per.items()},
-                       "complete": len(per) == len(BUDGETS_C), "best_budget": best}
-        if best:
-            best_runs[cell] = per[best]["runs"]
+        c_out[cell], runs = budget_choice(root, stem)
+        if runs:
+            best_runs[cell] = runs
     if len(best_runs) == 2:
         red = figures(best_runs["baseline"], best_runs["e4"], 9000, "held",
                       with_wall=False)["fresh_reduction"]
@@ -402,6 +387,102 @@ def controls_section(root):
             c_out["verdict"] = "not read yet: not every budget has run"
     out["C"] = c_out
     return out
+
+
+def budget_choice(root, stem):
+    """Change 9's C and change 13's rule for one cell (`stem`, a cell id of the network
+    runs): on seeds 1-5, at each budget of BUDGETS_C (3,900 from network-r5, the others
+    from controls/<stem>-s<S>: fresh counts do not depend on R, change 4), how many seeds
+    hold 90% and their median fresh examples to it; the best budget is the one with the
+    smallest median among those where at least 3 of 5 hold (a tie: the shorter). Returns
+    (the choice as JSON, the best budget's runs or None)."""
+    ctl = load_runs(os.path.join(root, "controls"))
+    netr = load_runs(os.path.join(root, "network-r5"))
+    per = {}
+    for S in BUDGETS_C:
+        runs = netr.get(stem) if S == 3900 else ctl.get(f"{stem}-s{S}")
+        if runs is None:
+            continue
+        obs = [observe(r, 9000, "held") for r in runs]
+        per[S] = {"runs": runs, "held": sum(1 for o in obs if not o["censored"]),
+                  "fresh": estimate_median([(o["fresh"], o["censored"]) for o in obs]),
+                  "final": final_and_swing(runs, S // 2)}
+    eligible = [S for S, v in per.items() if v["held"] >= 3]  # BUDGETS_C order: ties go short
+    best = min(eligible, key=lambda S: per[S]["fresh"]["median"]) if eligible else None
+    choice = {"budgets": {str(S): {"held": v["held"], "fresh": v["fresh"], "final": v["final"]}
+                          for S, v in per.items()},
+              "complete": len(per) == len(BUDGETS_C), "best_budget": best}
+    return choice, (per[best]["runs"] if best else None)
+
+
+# --- change 13: each cell's schedule ending at its own best budget ------------------------
+BUDGET_CELLS = [("baseline", "baseline"), ("e4", "before_aug-e4-sb1000"),
+                ("e5", "before_aug-e5-sb1000")]
+BUDGET_SEEDS = list(range(1, 11))
+
+
+def budgets_choice(root):
+    """{cell: its chosen budget, or None}, once every budget of every cell has run."""
+    out = {}
+    for cell, stem in BUDGET_CELLS:
+        choice, _ = budget_choice(root, stem)
+        out[cell] = {"stem": stem, **choice}
+    return out
+
+
+def budgets_section(root):
+    """Change 13: each cell's budget chosen on local runs, then the network runs at R about 5
+    (network-r5's calibration) at those budgets, seeds 1-10: fresh reduction and wall-clock
+    speedup at 90% under both readings, beside the 3,900-step headline. A cell whose budget
+    is 3,900 is read from network-r5 (those are its runs); the others from
+    network-budgets-r5/cells/<stem>-s<S>."""
+    choice = budgets_choice(root)
+    out = {"registered": "docs/protocol.md change 13", "target": 90.0, "choice": choice}
+    if not all(v["complete"] and v["best_budget"] for v in choice.values()):
+        out["status"] = "choosing: not every budget of every cell has its 5 local seeds"
+        return out
+    final, missing = {}, []
+    for cell, v in choice.items():
+        S, stem = v["best_budget"], v["stem"]
+        exp = "network-r5" if S == 3900 else "network-budgets-r5"
+        cid = stem if S == 3900 else f"{stem}-s{S}"
+        d = os.path.join(root, exp)
+        runs = (load_runs(d, BUDGET_SEEDS, only=cid)
+                if os.path.isdir(os.path.join(d, "cells", cid)) else {})
+        if cid in runs:
+            final[cell] = runs[cid]
+        else:
+            missing.append(f"{exp}/{cid}")
+    if missing:
+        out["status"] = "final runs to do: " + ", ".join(missing) + f" (seeds 1-10)"
+        return out
+    out["status"] = "complete"
+    out["baseline_r_in_training"] = statistics.median(
+        r["summary"]["r_estimate"] for r in final["baseline"])
+    out["figures"] = {cell: {reading: figures(final["baseline"], final[cell], 9000, reading)
+                             for reading in ("first_touch", "held")}
+                      for cell in ("e4", "e5")}
+    return out
+
+
+def budgets_lines(b):
+    """table.txt's lines for change 13."""
+    if not b:
+        return []
+    lines = ["", "== change 13: each cell's schedule ending at its own best budget (90%) =="]
+    for cell, v in b["choice"].items():
+        lines.append(f"  {cell}: " + ", ".join(
+            f"S={S}: {x['held']}/5 hold, median {'~' if x['fresh']['median_censored'] else ''}"
+            f"{x['fresh']['median']:.0f}" for S, x in v["budgets"].items())
+            + f"; chosen budget {v['best_budget']}" + ("" if v["complete"] else " (not every budget has run)"))
+    lines.append(f"  status: {b['status']}")
+    if b["status"] == "complete":
+        lines.append(f"  baseline's R in training (median over its seeds): {b['baseline_r_in_training']:.2f}")
+        for cell, f in b["figures"].items():
+            for reading, x in f.items():
+                lines.append(f"  {cell} {reading}: fresh/ {ratio_text(x['fresh_reduction'])}, speedup "
+                             f"{ratio_text(x['speedup'])}, reached {x['reached']}/{x['runs']}")
+    return lines
 
 
 def retune_section(root):
@@ -967,7 +1048,13 @@ def main(argv=None):
     ap.add_argument("--root", default="results/protocol")
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--budgets-choice", action="store_true",
+                    help="print change 13's chosen budget per cell as JSON and exit")
     a = ap.parse_args(argv)
+    if a.budgets_choice:
+        choice = budgets_choice(a.root)
+        print(json.dumps({c: v["best_budget"] if v["complete"] else None for c, v in choice.items()}))
+        return 0
     out_dir = a.out or os.path.join(a.root, "targets")
     os.makedirs(out_dir, exist_ok=True)
 
@@ -1013,6 +1100,9 @@ def main(argv=None):
     retune = retune_section(a.root)
     if retune:
         doc["retune"] = retune
+    budgets = budgets_section(a.root) if controls else None
+    if budgets:
+        doc["budgets"] = budgets
     issue = issue_41_table(exps["network-r5"])
     doc["issue_41_table_check"] = issue
     demo = demo_reference(exps["network-r5"])
@@ -1021,7 +1111,8 @@ def main(argv=None):
         f.write("\n")
 
     lines = (experiment_lines(doc, exps, best_bp) + setups_lines(doc["setups"])
-             + controls_lines(controls, retune) + demo_and_check_lines(doc, demo, issue))
+             + controls_lines(controls, retune) + budgets_lines(budgets)
+             + demo_and_check_lines(doc, demo, issue))
     doc["plots"] = write_plots(out_dir, doc, draw=not a.no_plots)
     lines.append(f"plots: {doc['plots']}")
 
