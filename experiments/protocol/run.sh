@@ -393,7 +393,8 @@ fi
 if [[ "$PART" == budgets ]]; then
   render_budgets "$URL"
   echo "== change 13's runs at R = $R_CAL (goal 5), $RATE bytes/s per connection x 4: $BUDGETS_CFG"
-  exec "$BIN" experiment "$BUDGETS_CFG" --progress lines "$@"
+  "$BIN" experiment "$BUDGETS_CFG" --progress lines "$@"
+  exit 0
 fi
 render_network "$R_GOAL" "$FACTOR" "$URL" "$CPU_SPLIT"
 echo "== network runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4$([[ "$CPU_SPLIT" == 0 ]] || echo ", the train step on $CPU_SPLIT CPU(s) of its own")"
