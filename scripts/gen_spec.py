@@ -33,9 +33,11 @@ GROUPS = [("sources", "Sources", "the `source` object's `kind`"),
 def default_of(o: Dict[str, Any]) -> str:
     if o.get("required"):
         return "required"
+    if "default_text" in o:
+        return o["default_text"]
     if "default" in o:
         return "`" + json.dumps(o["default"]) + "`"
-    return o.get("default_text", "none")
+    return "none"
 
 
 def cell(text: str) -> str:

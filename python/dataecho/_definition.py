@@ -62,6 +62,18 @@ def _wrap_callable(fn: MapFunction, as_numpy: bool) -> Callable[[Dict[str, Any]]
     return call
 
 
+def _spec_value(v: Any) -> Any:
+    """A Python argument as the spec's JSON takes it: a path as a string, a mapping as a
+    dict, a tuple or other sequence as a list."""
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, Mapping):
+        return {str(k): _spec_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_spec_value(x) for x in v]
+    return v
+
+
 def _none_dropped(d: Mapping[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -111,6 +123,12 @@ class PipelineDef:
 
     def _derive(self, d: _core.PipelineDef, callable_: Optional[_Callable] = None) -> "PipelineDef":
         return PipelineDef._wrap(d, self._callables + ((callable_,) if callable_ else ()), self._base_dir)
+
+    def _declared(self, op: str, options: Mapping[str, Any], callable_: Optional[_Callable] = None) -> "PipelineDef":
+        """A stage of ``op`` from the method's own arguments, by the engine's declaration of
+        its options (C++ ``PipelineDef::declared_stage``): None is "not given"."""
+        given = {k: _spec_value(v) for k, v in options.items() if k != "self" and v is not None}
+        return self._derive(self._d.declared_stage(op, given), callable_)
 
     # ------------------------------------------------------------------ JSON
     @classmethod
@@ -170,25 +188,27 @@ class PipelineDef:
             if args:
                 raise SpecError(f"map: options {sorted(args)} are for registered functions; bind them in the callable")
             c = _Callable(fn, as_numpy)
-            return self._derive(self._d.map("python", {"callable": c.id, "as_numpy": as_numpy}, buffer=buffer), c)
-        return self._derive(self._d.map(fn, args, parallelism, deterministic, buffer))
+            return self._declared("map", {"fn": "python", "args": {"callable": c.id, "as_numpy": as_numpy},
+                                          "buffer": buffer}, c)
+        return self._declared("map", {"fn": fn, "args": args, "parallelism": parallelism,
+                                      "deterministic": deterministic, "buffer": buffer})
 
     def filter(self, fn: str, **args: Any) -> "PipelineDef":
         """Keeps the elements a registered predicate accepts."""
-        return self._derive(self._d.filter(fn, args))
+        return self._declared("filter", {"fn": fn, "args": args})
 
     def interleave(self, cycle: int = 4, *, parallelism: Optional[Union[int, str]] = None,
                    buffer_per_shard: Optional[int] = None) -> "PipelineDef":
         """Reads ``cycle`` files at once, one element from each in turn (right after a
         source over several files). ``parallelism="auto"``: one thread per open file, with
         ``buffer_per_shard`` chosen by the tuner (the cycle sets the order: never tuned)."""
-        return self._derive(self._d.interleave(cycle, parallelism, buffer_per_shard))
+        return self._declared("interleave", locals())
 
     def shuffle(self, buffer: int, *, seed: Optional[int] = None,
                 reshuffle_each_iteration: Optional[bool] = None) -> "PipelineDef":
         """Shuffles through a buffer of ``buffer`` elements. After an example echo, it
         keeps an element's copies out of the same batch."""
-        return self._derive(self._d.shuffle(buffer, seed, reshuffle_each_iteration))
+        return self._declared("shuffle", locals())
 
     def echo(self, factor: Union[float, str] = 2, *, max_factor: Optional[float] = None,
              buffer: Optional[int] = None, buffer_bytes: Optional[int] = None,
@@ -212,16 +232,16 @@ class PipelineDef:
         0: no byte bound). A small queue makes the echo repeat while the reader stalls
         between the network's bursts, so it settles above R.
         """
-        return self._derive(self._d.echo(factor, max_factor, buffer, buffer_bytes, seed))
+        return self._declared("echo", locals())
 
     def batch(self, size: int, *, drop_remainder: bool = False) -> "PipelineDef":
         """Stacks ``size`` elements into one; every tensor gets a leading batch dimension."""
-        return self._derive(self._d.batch(size, drop_remainder))
+        return self._declared("batch", locals())
 
     def prefetch(self, buffer: Union[int, str] = 2) -> "PipelineDef":
         """Runs everything before it on a thread of its own, ``buffer`` elements ahead
         (``"auto"``: sized by the tuner within the RAM budget)."""
-        return self._derive(self._d.prefetch(buffer))
+        return self._declared("prefetch", locals())
 
     def cache(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, *, key: Optional[str] = None,
               max_bytes: Optional[int] = None, on_full: str = "fail", allow_shuffled: bool = False) -> "PipelineDef":
@@ -238,23 +258,20 @@ class PipelineDef:
         refused unless ``allow_shuffled``; shuffle after the cache. See docs/echo.md,
         "Cache or echo".
         """
-        if on_full not in ("fail", "prefix"):
-            raise SpecError(f"$.stages[{len(self.stages)}].on_full: expected \"fail\" or \"prefix\", got {on_full!r}")
-        return self._derive(self._d.cache("" if path is None else os.fspath(path), key, max_bytes,
-                                          on_full == "prefix", allow_shuffled))
+        return self._declared("cache", locals())
 
     def padded_batch(self, size: int, *, drop_remainder: bool = False,
-                     fields: Optional[Mapping[str, Any]] = None, lengths: bool = True) -> "PipelineDef":
+                     fields: Optional[Union[Sequence[str], Mapping[str, Any]]] = None,
+                     lengths: bool = True) -> "PipelineDef":
         """Batches elements of different lengths: each variable-length field padded to the
         batch's longest, or as ``fields`` says per field (``{"tokens": {"length": 128,
         "value": 0}}``, ``{"multiple": 8}``), with ``<field>_length`` added per row
         (docs/text.md)."""
-        return self._derive(self._d.padded_batch(size, drop_remainder, None if fields is None else dict(fields),
-                                                 lengths))
+        return self._declared("padded_batch", locals())
 
     def unbatch(self) -> "PipelineDef":
         """Splits each batch into its rows, cutting padding off by ``<field>_length``."""
-        return self._derive(self._d.unbatch())
+        return self._declared("unbatch", {})
 
     def pack(self, length: int, *, eos_id: Optional[int] = None, pad_id: Optional[int] = None,
              drop_remainder: bool = False, reads: bool = False, field: Optional[str] = None,
@@ -265,35 +282,38 @@ class PipelineDef:
         ``document`` field for attention masks (docs/text.md). With ``reads``, also each
         sequence's epoch and echo index (fields ``epochs`` and ``echoes``): a trainer counts
         fresh sequences from them, whichever block a piece of one lands in."""
-        return self._derive(self._d.pack(length, eos_id, pad_id, drop_remainder, reads, field, document_field,
-                                         ids_field, epochs_field, echoes_field))
+        options = dict(locals())
+        if options.pop("reads"):  # the fields' default names, unless named
+            options["epochs_field"] = epochs_field or "epochs"
+            options["echoes_field"] = echoes_field or "echoes"
+        return self._declared("pack", options)
 
     def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
                token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,
-               fields: Optional[Mapping[str, Any]] = None, lengths: bool = True) -> "PipelineDef":
+               fields: Optional[Union[Sequence[str], Mapping[str, Any]]] = None,
+               lengths: bool = True) -> "PipelineDef":
         """Batches sequences of similar length together (tf.data's
         bucket_by_sequence_length): ``boundaries`` split the lengths of ``field``
         (default "tokens") into buckets, each batched by its ``batch_sizes`` entry or to
         ``token_budget`` tokens, padded as ``padded_batch`` pads."""
-        return self._derive(self._d.bucket(list(boundaries), list(batch_sizes), token_budget, field, drop_remainder,
-                                           None if fields is None else dict(fields), lengths))
+        return self._declared("bucket", locals())
 
     def repeat(self, count: int = -1) -> "PipelineDef":
         """Passes over the input ``count`` times (-1: forever); epochs are stamped on rows."""
-        return self._derive(self._d.repeat(count))
+        return self._declared("repeat", locals())
 
     def take(self, count: int) -> "PipelineDef":
         """The first ``count`` elements."""
-        return self._derive(self._d.take(count))
+        return self._declared("take", locals())
 
     def skip(self, count: int) -> "PipelineDef":
         """All but the first ``count`` elements."""
-        return self._derive(self._d.skip(count))
+        return self._declared("skip", locals())
 
     def shard(self, num_shards: int, index: int) -> "PipelineDef":
         """One worker's share: whole files right after a source over at least
         ``num_shards`` files, else every ``num_shards``-th element from ``index``."""
-        return self._derive(self._d.shard(num_shards, index))
+        return self._declared("shard", locals())
 
     def stage(self, op: str, **options: Any) -> "PipelineDef":
         """Any registered op by its JSON options (for ops of one's own)."""

@@ -30,62 +30,12 @@ namespace py = pybind11;
 namespace dataecho::python {
 namespace {
 
-std::string next_stage_path(const PipelineDef& d, const char* key) {
-  return "$.stages[" + std::to_string(d.stages().size()) + "]." + key;
-}
-
-// An int, or "auto" (kAutotune): map's and interleave's parallelism, prefetch's buffer.
-int64_t int_or_auto(const py::object& v, const std::string& path) {
-  if (py::isinstance<py::str>(v)) {
-    if (v.cast<std::string>() == "auto") return kAutotune;
-  } else if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
-    return to_json(v, path).get<int64_t>();
-  }
-  throw_spec_error(path, "expected an integer or \"auto\", got " + std::string(py::repr(v)));
-}
-
 nlohmann::json options_of(const py::object& options, const std::string& path) {
   return options.is_none() ? nlohmann::json::object() : to_json(options, path);
 }
 
 std::vector<StageDef> stages_of(const py::object& stages) {
   return PipelineDef::stages_from_json(to_json(stages, "$.stages"));
-}
-
-PipelineDef map_stage(const PipelineDef& d, std::string fn, const py::object& args,
-                      const py::object& parallelism, std::optional<bool> deterministic,
-                      std::optional<int64_t> buffer) {
-  MapStageOptions o{.deterministic = deterministic, .buffer = buffer};
-  if (!parallelism.is_none())
-    o.parallelism = int_or_auto(parallelism, next_stage_path(d, "parallelism"));
-  PipelineDef out = d;
-  out.map(std::move(fn), options_of(args, next_stage_path(d, "args")), o);
-  return out;
-}
-
-PipelineDef echo_stage(const PipelineDef& d, const py::object& factor,
-                       std::optional<double> max_factor, std::optional<int64_t> buffer,
-                       std::optional<int64_t> buffer_bytes, std::optional<uint64_t> seed) {
-  EchoStageOptions o{
-      .max_factor = max_factor, .buffer = buffer, .buffer_bytes = buffer_bytes, .seed = seed};
-  if (py::isinstance<py::str>(factor)) {
-    const std::string f = factor.cast<std::string>();
-    o.adaptive = f == "adaptive";
-    o.autotune = f == "auto";
-    if (!o.adaptive && !o.autotune)
-      throw_spec_error(next_stage_path(d, "factor"),
-                       "expected a number >= 1, \"adaptive\" or \"auto\", got \"" + f + "\"");
-  } else if ((py::isinstance<py::float_>(factor) || py::isinstance<py::int_>(factor)) &&
-             !py::isinstance<py::bool_>(factor)) {
-    o.factor = factor.cast<double>();
-  } else {
-    throw_spec_error(
-        next_stage_path(d, "factor"),
-        "expected a number >= 1, \"adaptive\" or \"auto\", got " + std::string(py::repr(factor)));
-  }
-  PipelineDef out = d;
-  out.echo(o);
-  return out;
 }
 
 // The ids of the Python callables the definition's map stages name.
@@ -155,32 +105,17 @@ PipelineDef copy_with(const PipelineDef& d, F edit) {
   return out;
 }
 
-void bind_map_and_echo(py::class_<PipelineDef>& c) {
-  c.def("map", &map_stage, py::arg("fn"), py::arg("args") = py::none(),
-        py::arg("parallelism") = py::none(), py::arg("deterministic") = py::none(),
-        py::arg("buffer") = py::none());
+// The stages: every op through its declaration (PipelineDef::declared_stage), so that the
+// package's methods need no binding of their own; "stage" for ops without one.
+void bind_stages(py::class_<PipelineDef>& c) {
   c.def(
-      "filter",
-      [](const PipelineDef& d, std::string fn, const py::object& args) {
-        return copy_with(d, [&](PipelineDef& o) {
-          o.filter(std::move(fn), options_of(args, next_stage_path(d, "args")));
-        });
+      "declared_stage",
+      [](const PipelineDef& d, const std::string& op, const py::object& options) {
+        const std::string path = "$.stages[" + std::to_string(d.stages().size()) + "]";
+        return copy_with(d,
+                         [&](PipelineDef& o) { o.declared_stage(op, options_of(options, path)); });
       },
-      py::arg("fn"), py::arg("args") = py::none());
-  c.def("echo", &echo_stage, py::arg("factor") = 2, py::arg("max_factor") = py::none(),
-        py::arg("buffer") = py::none(), py::arg("buffer_bytes") = py::none(),
-        py::arg("seed") = py::none());
-  c.def(
-      "interleave",
-      [](const PipelineDef& d, int64_t cycle, const py::object& parallelism,
-         std::optional<int64_t> buffer_per_shard) {
-        InterleaveStageOptions io{.cycle = cycle, .buffer_per_shard = buffer_per_shard};
-        if (!parallelism.is_none())
-          io.parallelism = int_or_auto(parallelism, next_stage_path(d, "parallelism"));
-        return copy_with(d, [&](PipelineDef& o) { o.interleave(io); });
-      },
-      py::arg("cycle") = 4, py::arg("parallelism") = py::none(),
-      py::arg("buffer_per_shard") = py::none());
+      py::arg("op"), py::arg("options") = py::none());
   c.def(
       "stage",
       [](const PipelineDef& d, std::string op, const py::object& options) {
@@ -191,72 +126,7 @@ void bind_map_and_echo(py::class_<PipelineDef>& c) {
       py::arg("op"), py::arg("options") = py::none());
 }
 
-void bind_buffering_stages(py::class_<PipelineDef>& c) {
-  c.def(
-      "shuffle",
-      [](const PipelineDef& d, int64_t buffer, std::optional<uint64_t> seed,
-         std::optional<bool> reshuffle) {
-        return copy_with(d, [&](PipelineDef& o) {
-          o.shuffle({.buffer = buffer, .seed = seed, .reshuffle_each_iteration = reshuffle});
-        });
-      },
-      py::arg("buffer"), py::arg("seed") = py::none(),
-      py::arg("reshuffle_each_iteration") = py::none());
-  c.def(
-      "batch",
-      [](const PipelineDef& d, int64_t size, bool drop_remainder) {
-        return copy_with(
-            d, [&](PipelineDef& o) { o.batch({.size = size, .drop_remainder = drop_remainder}); });
-      },
-      py::arg("size"), py::arg("drop_remainder") = false);
-  c.def(
-      "prefetch",
-      [](const PipelineDef& d, const py::object& buffer) {
-        const int64_t b = int_or_auto(buffer, next_stage_path(d, "buffer"));
-        return copy_with(d, [&](PipelineDef& o) { o.prefetch(b); });
-      },
-      py::arg("buffer") = 2);
-  c.def(
-      "cache",
-      [](const PipelineDef& d, std::string path, std::optional<std::string> key,
-         std::optional<int64_t> max_bytes, bool prefix, bool allow_shuffled) {
-        return copy_with(d, [&](PipelineDef& o) {
-          o.cache({.path = std::move(path),
-                   .key = std::move(key),
-                   .max_bytes = max_bytes,
-                   .prefix = prefix,
-                   .allow_shuffled = allow_shuffled});
-        });
-      },
-      py::arg("path") = "", py::arg("key") = py::none(), py::arg("max_bytes") = py::none(),
-      py::arg("prefix") = false, py::arg("allow_shuffled") = false);
-}
-
-void bind_stages_and_settings(py::class_<PipelineDef>& c) {
-  c.def(
-      "repeat",
-      [](const PipelineDef& d, int64_t n) {
-        return copy_with(d, [&](PipelineDef& o) { o.repeat(n); });
-      },
-      py::arg("count") = -1);
-  c.def(
-      "take",
-      [](const PipelineDef& d, int64_t n) {
-        return copy_with(d, [&](PipelineDef& o) { o.take(n); });
-      },
-      py::arg("count"));
-  c.def(
-      "skip",
-      [](const PipelineDef& d, int64_t n) {
-        return copy_with(d, [&](PipelineDef& o) { o.skip(n); });
-      },
-      py::arg("count"));
-  c.def(
-      "shard",
-      [](const PipelineDef& d, int64_t n, int64_t i) {
-        return copy_with(d, [&](PipelineDef& o) { o.shard(n, i); });
-      },
-      py::arg("num_shards"), py::arg("index"));
+void bind_settings(py::class_<PipelineDef>& c) {
   c.def(
       "seed",
       [](const PipelineDef& d, uint64_t s) {
@@ -289,69 +159,6 @@ void bind_stages_and_settings(py::class_<PipelineDef>& c) {
       },
       py::arg("share") = py::none(), py::arg("limit_mb") = py::none(),
       py::arg("action") = py::none());
-}
-
-// padded_batch, unbatch, pack, bucket (ops/padded_batch.h, pack.h, bucket.h).
-void bind_sequence_stages(py::class_<PipelineDef>& c) {
-  c.def(
-      "padded_batch",
-      [](const PipelineDef& d, int64_t size, bool drop_remainder, const py::object& fields,
-         bool lengths) {
-        PaddedBatchStageOptions o{.size = size,
-                                  .drop_remainder = drop_remainder,
-                                  .fields = fields.is_none()
-                                                ? nlohmann::json(nullptr)
-                                                : to_json(fields, next_stage_path(d, "fields")),
-                                  .lengths = lengths};
-        return copy_with(d, [&](PipelineDef& out) { out.padded_batch(o); });
-      },
-      py::arg("size"), py::arg("drop_remainder") = false, py::arg("fields") = py::none(),
-      py::arg("lengths") = true);
-  c.def("unbatch",
-        [](const PipelineDef& d) { return copy_with(d, [](PipelineDef& o) { o.unbatch(); }); });
-  c.def(
-      "pack",
-      [](const PipelineDef& d, int64_t length, std::optional<int32_t> eos_id,
-         std::optional<int32_t> pad_id, bool drop_remainder, bool reads,
-         std::optional<std::string> field, std::optional<std::string> document_field,
-         std::optional<std::string> ids_field, std::optional<std::string> epochs_field,
-         std::optional<std::string> echoes_field) {
-        return copy_with(d, [&](PipelineDef& o) {
-          o.pack({.length = length,
-                  .eos_id = eos_id,
-                  .pad_id = pad_id,
-                  .drop_remainder = drop_remainder,
-                  .reads = reads,
-                  .field = std::move(field),
-                  .document_field = std::move(document_field),
-                  .ids_field = std::move(ids_field),
-                  .epochs_field = std::move(epochs_field),
-                  .echoes_field = std::move(echoes_field)});
-        });
-      },
-      py::arg("length"), py::arg("eos_id") = py::none(), py::arg("pad_id") = py::none(),
-      py::arg("drop_remainder") = false, py::arg("reads") = false, py::arg("field") = py::none(),
-      py::arg("document_field") = py::none(), py::arg("ids_field") = py::none(),
-      py::arg("epochs_field") = py::none(), py::arg("echoes_field") = py::none());
-  c.def(
-      "bucket",
-      [](const PipelineDef& d, std::vector<int64_t> boundaries, std::vector<int64_t> batch_sizes,
-         std::optional<int64_t> token_budget, std::optional<std::string> field, bool drop_remainder,
-         const py::object& fields, bool lengths) {
-        BucketStageOptions o{.boundaries = std::move(boundaries),
-                             .batch_sizes = std::move(batch_sizes),
-                             .token_budget = token_budget,
-                             .field = std::move(field),
-                             .drop_remainder = drop_remainder,
-                             .fields = fields.is_none()
-                                           ? nlohmann::json(nullptr)
-                                           : to_json(fields, next_stage_path(d, "fields")),
-                             .lengths = lengths};
-        return copy_with(d, [&](PipelineDef& out) { out.bucket(o); });
-      },
-      py::arg("boundaries"), py::arg("batch_sizes") = std::vector<int64_t>{},
-      py::arg("token_budget") = py::none(), py::arg("field") = py::none(),
-      py::arg("drop_remainder") = false, py::arg("fields") = py::none(), py::arg("lengths") = true);
 }
 
 void bind_edits(py::class_<PipelineDef>& c) {
@@ -432,10 +239,8 @@ void bind_definition(py::module_& m) {
       py::arg("index"), py::arg("key"));
   c.def(py::self == py::self);
   c.def("__copy__", [](const PipelineDef& d) { return d; });
-  bind_map_and_echo(c);
-  bind_buffering_stages(c);
-  bind_stages_and_settings(c);
-  bind_sequence_stages(c);
+  bind_stages(c);
+  bind_settings(c);
   bind_edits(c);
   c.def("build", &build, py::arg("base_dir") = "", py::arg("fusion") = true,
         py::arg("as_numpy") = false, py::arg("share_buffers") = false,

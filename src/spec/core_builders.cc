@@ -157,14 +157,16 @@ void register_function_stages(Registry& r) {
          .doc = "the function (map functions, below)"},
         {.name = "args",
          .type = OptionType::kJson,
-         .default_text = "{}",
+         .fallback = nlohmann::json::object(),
          .shape = "an object of the function's options",
+         .written = Written::kUnlessDefault,
          .doc = "the function's options"},
         {.name = "parallelism",
          .type = OptionType::kIntOrAuto,
          .fallback = 1,
          .min = 1,
          .max = 256,
+         .written = Written::kUnlessDefault,
          .doc = "threads (\"auto\": set by the tuner within the CPU budget)"},
         {.name = "deterministic",
          .type = OptionType::kBool,
@@ -196,8 +198,9 @@ void register_function_stages(Registry& r) {
                  .doc = "the predicate (filters, below)"},
                 {.name = "args",
                  .type = OptionType::kJson,
-                 .default_text = "{}",
+                 .fallback = nlohmann::json::object(),
                  .shape = "an object of the predicate's options",
+                 .written = Written::kUnlessDefault,
                  .doc = "the predicate's options"}}},
               [](SpecObject& s, DatasetPtr in, BuildContext&) {
                 auto [name, fn] = function_builder(s, registry().predicates, "predicate");
@@ -207,36 +210,41 @@ void register_function_stages(Registry& r) {
 
 // interleave, shuffle and batch.
 void register_order_stages(Registry& r) {
-  r.add_stage(
-      {"interleave",
-       "Reads `cycle` shards (files) at once, one element from each in turn; right after a "
-       "source over several files.",
-       {{.name = "cycle", .fallback = 4, .min = 1, .max = 1024, .doc = "shards open at once"},
-        {.name = "parallelism",
-         .type = OptionType::kIntOrAuto,
-         .fallback = -1,
-         .min = -1,
-         .max = 1024,
-         .doc = "reader threads (-1: one per open shard; 0: none, read on the consumer's "
-                "thread; \"auto\": one per shard, with buffer_per_shard tuned)"},
-        {.name = "buffer_per_shard",
-         .fallback = 2,
-         .min = 1,
-         .max = 1 << 20,
-         .doc = "elements read ahead per open shard"}}},
-      [](SpecObject& s, DatasetPtr in, BuildContext&) {
-        InterleaveOptions o;
-        o.cycle = s.get_int("cycle");
-        o.autotune = is_auto(s, "parallelism");
-        if (!o.autotune) o.parallelism = s.get_int("parallelism");
-        o.buffer_per_shard = s.get_int("buffer_per_shard");
-        if (in->shards().empty()) {
-          throw_spec_error(s.path(),
-                           "interleave needs an input with shards: put it right after a source "
-                           "over several files (or a range with \"shards\")");
-        }
-        return make_interleave(std::move(in), o);
-      });
+  r.add_stage({"interleave",
+               "Reads `cycle` shards (files) at once, one element from each in turn; right after a "
+               "source over several files.",
+               {{.name = "cycle",
+                 .fallback = 4,
+                 .min = 1,
+                 .max = 1024,
+                 .written = Written::kAlways,
+                 .doc = "shards open at once"},
+                {.name = "parallelism",
+                 .type = OptionType::kIntOrAuto,
+                 .fallback = -1,
+                 .min = -1,
+                 .max = 1024,
+                 .doc = "reader threads (-1: one per open shard; 0: none, read on the consumer's "
+                        "thread; \"auto\": one per shard, with buffer_per_shard tuned)"},
+                {.name = "buffer_per_shard",
+                 .fallback = 2,
+                 .min = 1,
+                 .max = 1 << 20,
+                 .doc = "elements read ahead per open shard"}}},
+              [](SpecObject& s, DatasetPtr in, BuildContext&) {
+                InterleaveOptions o;
+                o.cycle = s.get_int("cycle");
+                o.autotune = is_auto(s, "parallelism");
+                if (!o.autotune) o.parallelism = s.get_int("parallelism");
+                o.buffer_per_shard = s.get_int("buffer_per_shard");
+                if (in->shards().empty()) {
+                  throw_spec_error(
+                      s.path(),
+                      "interleave needs an input with shards: put it right after a source "
+                      "over several files (or a range with \"shards\")");
+                }
+                return make_interleave(std::move(in), o);
+              });
   r.add_stage({"shuffle",
                "Shuffles through a buffer; after an example echo it keeps an element's copies "
                "out of one batch.",
@@ -249,6 +257,7 @@ void register_order_stages(Registry& r) {
                 {.name = "reshuffle_each_iteration",
                  .type = OptionType::kBool,
                  .fallback = true,
+                 .written = Written::kWhenGiven,
                  .doc = "a new order each pass over the input"}}},
               [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
                 ShuffleOptions o;
@@ -277,6 +286,7 @@ void register_flow_stages(Registry& r) {
                  .fallback = 2,
                  .min = 1,
                  .max = 1 << 20,
+                 .written = Written::kAlways,
                  .doc = "elements ahead (\"auto\": sized by the tuner within the RAM "
                         "budget)"}}},
               [](SpecObject& s, DatasetPtr in, BuildContext&) {
@@ -287,7 +297,11 @@ void register_flow_stages(Registry& r) {
               });
   r.add_stage({"repeat",
                "Passes over the input `count` times; epochs are stamped on rows.",
-               {{.name = "count", .fallback = -1, .min = -1, .doc = "passes (-1: forever)"}}},
+               {{.name = "count",
+                 .fallback = -1,
+                 .min = -1,
+                 .written = Written::kAlways,
+                 .doc = "passes (-1: forever)"}}},
               [](SpecObject& s, DatasetPtr in, BuildContext&) {
                 return make_repeat(std::move(in), s.get_int("count"));
               });

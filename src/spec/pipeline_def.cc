@@ -1,6 +1,7 @@
 #include "dataecho/spec/pipeline_def.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -74,6 +75,27 @@ PipelineDef& PipelineDef::stage(std::string op, nlohmann::json options) {
       {std::move(op), options.is_null() ? nlohmann::json::object() : std::move(options)});
   has_stages_ = true;
   return *this;
+}
+
+PipelineDef& PipelineDef::declared_stage(const std::string& op, const nlohmann::json& given) {
+  const OpSchema* schema = Registry::find(registry().stage_schemas, op);
+  const std::string path = stage_path(stages_.size());
+  nlohmann::json options = nlohmann::json::object();
+  if (given.is_object()) {
+    for (const auto& [key, value] : given.items()) {
+      if (value.is_null()) continue;
+      nlohmann::json v = value;
+      if (const OptionDecl* d = schema ? schema->find(key) : nullptr) {
+        check_type(*d, v, path + "." + key);
+        const bool number = d->type == OptionType::kNumber || d->type == OptionType::kFactor;
+        if (number && v.is_number_float() && std::abs(v.get<double>()) < 9e15)
+          v = factor_json(v.get<double>());
+        if (omitted_at_default(*d) && v == d->fallback) continue;
+      }
+      options[key] = std::move(v);
+    }
+  }
+  return stage(op, std::move(options));
 }
 
 PipelineDef& PipelineDef::map(std::string fn, nlohmann::json args, MapStageOptions o) {

@@ -1,6 +1,9 @@
 #include "dataecho/spec/schema.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "dataecho/spec/spec_reader.h"
 
 namespace dataecho {
 namespace {
@@ -67,6 +70,61 @@ OptionDecl seed_option(const std::string& what) {
           .min = 0,
           .default_text = "derived from the pipeline's seed",
           .doc = "the seed of " + what + " (the same in every epoch when given)"};
+}
+
+// Whether `v` has the declared option's type (and is one of its choices): the check a
+// declared stage makes when it is made; bounds wait for the build.
+void check_type(const OptionDecl& d, const nlohmann::json& v, const std::string& path) {
+  auto chosen = [&] {
+    return v.is_string() &&
+           std::find(d.choices.begin(), d.choices.end(), v.get<std::string>()) != d.choices.end();
+  };
+  bool ok = true;
+  switch (d.type) {
+    case OptionType::kInt:
+      ok = v.is_number_integer();
+      break;
+    case OptionType::kNumber:
+      ok = v.is_number();
+      break;
+    case OptionType::kBool:
+      ok = v.is_boolean();
+      break;
+    case OptionType::kString:
+      ok = v.is_string() && (d.choices.empty() || chosen());
+      break;
+    case OptionType::kStrings:
+      ok = v.is_string() || v.is_array();
+      break;
+    case OptionType::kInts:
+      ok = v.is_array();
+      break;
+    case OptionType::kIntOrAuto:
+      ok = v.is_number_integer() || v == "auto";
+      break;
+    case OptionType::kFactor:
+      ok = v.is_number() || chosen();
+      break;
+    case OptionType::kObject:
+      ok = v.is_object();
+      break;
+    case OptionType::kJson:
+      break;
+  }
+  if (!ok) throw_spec_error(path, "expected " + describe_type(d) + ", got " + describe_json(v));
+}
+
+bool omitted_at_default(const OptionDecl& d) {
+  switch (d.written) {
+    case Written::kAlways:
+    case Written::kWhenGiven:
+      return false;
+    case Written::kUnlessDefault:
+      return true;
+    case Written::kDerived:
+      return !d.required && d.type == OptionType::kBool && !d.fallback.is_null();
+  }
+  return false;
 }
 
 std::vector<OptionDecl> batch_options() {

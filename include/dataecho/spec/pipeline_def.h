@@ -197,6 +197,13 @@ class PipelineDef {
   PipelineDef& shard(int64_t num_shards, int64_t index);
   // Any registered op, by its JSON options (for ops of one's own).
   PipelineDef& stage(std::string op, nlohmann::json options = nlohmann::json::object());
+  // A stage of a declared op (spec/schema.h) from its options as given (null: not given),
+  // written as the typed methods above write it: an option given at its default is left
+  // out where its declaration says so (Written), an integral number given as 2.0 is
+  // written 2. Each option's type is checked now, its bounds when the pipeline is built;
+  // an error names the option's JSON path ($.stages[3].factor). The Python package's
+  // stage methods make their stages with it.
+  PipelineDef& declared_stage(const std::string& op, const nlohmann::json& options);
   PipelineDef& seed(uint64_t seed);
   PipelineDef& deterministic(bool on);
   PipelineDef& autotune(AutotuneOptions options);

@@ -103,7 +103,7 @@ std::string unknown_name(const std::string& what, const std::string& name, const
 // is refused. Register at start-up, before building pipelines: registration is
 // serialized, but building reads the registry without a lock.
 // With a declaration (`schema`, named as `name`), the builder's getters take the declared
-// defaults and bounds and the option appears in `dataecho spec --schema`.
+// defaults and bounds, and its options appear in `dataecho spec`.
 void register_map_function(const std::string& name, MapFnBuilder builder, MapFnTraits traits = {},
                            std::optional<OpSchema> schema = std::nullopt);
 void register_filter(const std::string& name, PredicateBuilder builder,
@@ -113,7 +113,7 @@ void register_stage(const std::string& op, StageBuilder builder,
 void register_source(const std::string& kind, SourceBuilder builder,
                      std::optional<OpSchema> schema = std::nullopt);
 // Every declaration of the registry as JSON: {"pipeline": ..., "sources": [...],
-// "stages": [...], "map_functions": [...], "filters": [...]} (`dataecho spec --schema`).
+// "stages": [...], "map_functions": [...], "filters": [...]} (`dataecho spec`).
 nlohmann::json registry_schema();
 // The top level of a spec: "seed", "deterministic", "autotune", "memory_check", "source",
 // "stages", "name", "comment".

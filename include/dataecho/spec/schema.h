@@ -4,7 +4,7 @@
 //   - the reading of the spec: SpecObject's getters (spec_reader.h) take the declared
 //     default and bounds, so a builder names an option and nothing more, and a field
 //     that is not declared is refused with the list of the declared ones;
-//   - `dataecho spec --schema` (every declaration as JSON), from which
+//   - `dataecho spec` (every declaration as JSON), from which
 //     scripts/gen_spec.py writes docs/spec.md and the Python package's option tables
 //     (python/dataecho/_spec_options.py: keyword checks and docstrings), both committed
 //     and checked for staleness by the tests.
@@ -46,6 +46,12 @@ inline constexpr int64_t kMaxTokenBudget = int64_t{1} << 30;     // tokens in on
 inline constexpr int64_t kMaxBufferElements = int64_t{1} << 30;  // elements a buffer holds
 inline constexpr int64_t kMaxBytes = int64_t{1} << 50;           // bytes a cache or buffer holds
 
+// When the C++ and Python builders write an option into a stage's JSON (so that a
+// definition made in code has the spec a person would write, and its fingerprint does not
+// depend on how it was made): kDerived is kAlways for a required option, kUnlessDefault
+// for a bool with a default, kWhenGiven otherwise.
+enum class Written { kDerived, kAlways, kWhenGiven, kUnlessDefault };
+
 struct OptionDecl {
   std::string name;
   OptionType type = OptionType::kInt;
@@ -57,7 +63,8 @@ struct OptionDecl {
   std::vector<std::string> choices = {};
   std::string shape = "";               // kJson: what the value looks like
   std::vector<OptionDecl> fields = {};  // kObject: its options
-  std::string doc = "";                 // one line
+  Written written = Written::kDerived;
+  std::string doc = "";  // one line
 };
 
 // A source kind, stage op, map function or filter predicate and its options.
@@ -70,6 +77,13 @@ struct OpSchema {
 
 // A stage's own "seed", an integer >= 0 (default: the node's, from the pipeline's seed).
 OptionDecl seed_option(const std::string& what);
+
+// Throws a spec error at `path` when `v` is not of the declared option's type (or not one
+// of its choices); bounds are the getters' to check.
+void check_type(const OptionDecl& d, const nlohmann::json& v, const std::string& path);
+
+// Whether the builders leave the option out when it is given at its default (Written).
+bool omitted_at_default(const OptionDecl& d);
 
 // "size" and "drop_remainder", as batch and padded_batch take them.
 std::vector<OptionDecl> batch_options();
