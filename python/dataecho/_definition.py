@@ -1,8 +1,9 @@
 """PipelineDef and the source functions: the package's face of the C++ builder.
 
 A ``PipelineDef`` wraps the C++ ``dataecho::PipelineDef`` (``_core.PipelineDef``): every
-stage method calls the C++ method of the same name, which returns a new definition, so
-Python and C++ build, edit and validate pipelines with one piece of code.
+stage method hands its arguments to the C++ ``declared_stage``, which writes the stage by
+the op's declared options (docs/spec.md) and returns a new definition, so Python and C++
+build, edit and validate pipelines with one piece of code.
 """
 
 from __future__ import annotations
