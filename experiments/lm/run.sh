@@ -5,6 +5,11 @@
 #       files, after the committed runs (results/lm/sweep). Interrupt it at any time
 #       (Ctrl-C, or `timeout -s INT 40m ...`): finished runs are kept and never redone;
 #       the run in flight starts over next time.
+#   experiments/lm/run.sh retune [dataecho experiment flags]
+#       change 4 (docs/lm_protocol.md): the baseline and echoing before pack at e = 2 and
+#       4 (shuffle 100) tuned on seeds 101 and 102, then seeds 1-10 at the chosen rates
+#       (retune.json, in $LM_OUT/retune); the sweep's runs of those cells join first and
+#       are not redone where their config is the same. Resumable like the sweep.
 #   experiments/lm/run.sh collect
 #       copies the finished runs' files (result.json, summary.json, evals.jsonl) into
 #       results/lm/<experiment>/, where they are committed.
@@ -39,7 +44,7 @@ BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 ENTRIES=500
 [[ -x "$BIN" ]] || { echo "lm: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
 case "$PART" in
-  sweep | collect | report | network) ;;
+  sweep | collect | report | network | retune) ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac
 source scripts/run_files.sh
@@ -51,7 +56,7 @@ mkdir -p "$CFG/config"
 render() {
   mkdir -p "$1"
   local f url
-  for f in protocol train valid test sweep ${4:+network}; do
+  for f in protocol train valid test sweep retune ${4:+network}; do
     url=../gcide
     [[ "$f" != train ]] || url="$2"
     sed -e "s#@GCIDE@#$url#g" -e "s#@ENTRIES@#$ENTRIES#g" -e "s#@SHUFFLE@#$3#g" \
@@ -68,7 +73,7 @@ render_network() {
 }
 
 if [[ "$PART" == collect ]]; then
-  for exp in "$OUT"/sweep "$OUT"/network-*; do
+  for exp in "$OUT"/sweep "$OUT"/retune "$OUT"/network-*; do
     [[ -d "$exp/cells" ]] || continue
     collect_runs "$exp" "results/lm/$(basename "$exp")"
     for f in calibration.txt calibration_runs.txt; do
@@ -80,6 +85,9 @@ fi
 if [[ "$PART" == report ]]; then
   mkdir -p "$ROUT/sweep"
   "$BIN" experiment "$CFG/config/sweep.json" --report-only "$@" | tee "$ROUT/sweep/table.txt"
+  if [[ -d "$ROUT/retune/cells" ]]; then
+    "$BIN" experiment "$CFG/config/retune.json" --report-only "$@" | tee "$ROUT/retune/table.txt"
+  fi
   for dir in "$ROUT"/network-*; do
     [[ -f "$dir/calibration.txt" ]] || continue
     name="$(basename "$dir")"
@@ -99,6 +107,18 @@ fi
 if [[ -d results/lm/sweep/cells ]]; then
   mkdir -p "$OUT/sweep"
   cp -rn results/lm/sweep/cells "$OUT/sweep/"
+fi
+if [[ "$PART" == retune ]]; then
+  # The sweep's runs of the three cells (seed 101's tuning, seeds 1-5) and change 4's own
+  # committed runs join; the runner skips each whose config is the same.
+  mkdir -p "$OUT/retune/cells"
+  for cell in baseline before_pack-e2-sb100 before_pack-e4-sb100; do
+    for from in "$OUT/sweep/cells/$cell" "results/lm/retune/cells/$cell"; do
+      [[ ! -d "$from" ]] || cp -rn "$from" "$OUT/retune/cells/"
+    done
+  done
+  echo "== the language model's change 4 (docs/lm_protocol.md), output in $OUT/retune"
+  exec "$BIN" experiment "$CFG/config/retune.json" --progress lines "$@"
 fi
 echo "== the language-model sweep (docs/lm_protocol.md), output in $OUT/sweep"
 "$BIN" experiment "$CFG/config/sweep.json" --progress lines "$@"
