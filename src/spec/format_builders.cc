@@ -112,12 +112,14 @@ OpSchema source_schema(std::string name, std::string doc, std::vector<OptionDecl
   return {std::move(name), std::move(doc), std::move(options)};
 }
 
-const OptionDecl kUri{.name = "uri",
-                      .type = OptionType::kStrings,
-                      .required = true,
-                      .doc =
-                          "paths, globs, brace ranges ({00000..00007}), http(s) URLs or "
-                          "@manifest files"};
+// A file source's "uri" (a function, not a static: the registry may be filled while
+// other statics are still being made).
+OptionDecl uri_option() {
+  return {.name = "uri",
+          .type = OptionType::kStrings,
+          .required = true,
+          .doc = "paths, globs, brace ranges ({00000..00007}), http(s) URLs or @manifest files"};
+}
 
 StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
   StreamOptions o;
@@ -307,7 +309,7 @@ void register_text_source(Registry& r) {
           "Text files (plain, gzip or dictzip) or JSON Lines: a line, or a document split by "
           "`separator`, as field \"text\" (uint8 bytes); JSON Lines give a field per key "
           "(docs/text.md).",
-          {kUri,
+          {uri_option(),
            {.name = "format",
             .type = OptionType::kString,
             .fallback = "lines",
@@ -423,7 +425,7 @@ void register_record_sources(Registry& r) {
   r.add_source(
       source_schema(
           "tfrecord", "TFRecord files of tf.train.Example records (docs/formats.md).",
-          {kUri,
+          {uri_option(),
            {.name = "features",
             .type = OptionType::kJson,
             .default_text = "every feature (image/encoded as \"image\", image/class/label as "
@@ -460,7 +462,7 @@ void register_tar_source(Registry& r) {
       source_schema("tar",
                     "Tar shards in the WebDataset layout: files sharing a key make one sample "
                     "(docs/formats.md).",
-                    {kUri,
+                    {uri_option(),
                      {.name = "fields",
                       .type = OptionType::kJson,
                       .default_text = "every extension, each named by it",

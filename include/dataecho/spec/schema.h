@@ -4,6 +4,8 @@
 //   - the reading of the spec: SpecObject's getters (spec_reader.h) take the declared
 //     default and bounds, so a builder names an option and nothing more, and a field
 //     that is not declared is refused with the list of the declared ones;
+//   - the stages the Python package makes: PipelineDef::declared_stage writes an op's
+//     options as given, by each declaration's `written` policy;
 //   - `dataecho spec` (every declaration as JSON), from which
 //     scripts/gen_spec.py writes docs/spec.md and the Python package's option tables
 //     (python/dataecho/_spec_options.py: keyword checks and docstrings), both committed
