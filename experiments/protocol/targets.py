@@ -373,8 +373,9 @@ def controls_section(root):
     # C: each cell's smallest median fresh examples to hold 90% over the budgets at which
     # at least 3 of 5 seeds hold it; the reduction between the two cells' best budgets.
     c_out, best_runs = {}, {}
+    budget_runs = load_budget_runs(root)
     for cell, stem in (("baseline", "baseline"), ("e4", "before_aug-e4-sb1000")):
-        c_out[cell], runs = budget_choice(root, stem)
+        c_out[cell], runs = budget_choice(budget_runs, stem)
         if runs:
             best_runs[cell] = runs
     if len(best_runs) == 2:
@@ -389,15 +390,20 @@ def controls_section(root):
     return out
 
 
-def budget_choice(root, stem):
+def load_budget_runs(root):
+    """(controls, network-r5): the runs budget_choice reads, seeds 1-5, loaded once."""
+    return load_runs(os.path.join(root, "controls")), load_runs(os.path.join(root, "network-r5"))
+
+
+def budget_choice(budget_runs, stem):
     """Change 9's C and change 13's rule for one cell (`stem`, a cell id of the network
     runs): on seeds 1-5, at each budget of BUDGETS_C (3,900 from network-r5, the others
     from controls/<stem>-s<S>: fresh counts do not depend on R, change 4), how many seeds
     hold 90% and their median fresh examples to it; the best budget is the one with the
-    smallest median among those where at least 3 of 5 hold (a tie: the shorter). Returns
-    (the choice as JSON, the best budget's runs or None)."""
-    ctl = load_runs(os.path.join(root, "controls"))
-    netr = load_runs(os.path.join(root, "network-r5"))
+    smallest median among those where at least 3 of 5 hold (a tie: the shorter).
+    budget_runs: load_budget_runs(root). Returns (the choice as JSON, the best budget's
+    runs or None)."""
+    ctl, netr = budget_runs
     per = {}
     for S in BUDGETS_C:
         runs = netr.get(stem) if S == 3900 else ctl.get(f"{stem}-s{S}")
@@ -424,8 +430,9 @@ BUDGET_SEEDS = list(range(1, 11))
 def budgets_choice(root):
     """{cell: its chosen budget, or None}, once every budget of every cell has run."""
     out = {}
+    budget_runs = load_budget_runs(root)
     for cell, stem in BUDGET_CELLS:
-        choice, _ = budget_choice(root, stem)
+        choice, _ = budget_choice(budget_runs, stem)
         out[cell] = {"stem": stem, **choice}
     return out
 

@@ -128,7 +128,7 @@ class PipelineDef:
     def _declared(self, op: str, options: Mapping[str, Any], callable_: Optional[_Callable] = None) -> "PipelineDef":
         """A stage of ``op`` from the method's own arguments, by the engine's declaration of
         its options (C++ ``PipelineDef::declared_stage``): None is "not given"."""
-        given = {k: _spec_value(v) for k, v in options.items() if k != "self" and v is not None}
+        given = {k: _spec_value(v) for k, v in _none_dropped(options).items() if k != "self"}
         return self._derive(self._d.declared_stage(op, given), callable_)
 
     # ------------------------------------------------------------------ JSON

@@ -14,6 +14,21 @@
 namespace dataecho {
 namespace {
 
+// The "fn" and "args" of a map or filter stage, which function_builder reads: `what` is
+// "function" or "predicate", `listed` where docs/spec.md lists them.
+std::vector<OptionDecl> function_options(const std::string& what, const std::string& listed) {
+  return {{.name = "fn",
+           .type = OptionType::kString,
+           .required = true,
+           .doc = "the " + what + " (" + listed + ", below)"},
+          {.name = "args",
+           .type = OptionType::kJson,
+           .fallback = nlohmann::json::object(),
+           .shape = "an object of the " + what + "'s options",
+           .written = Written::kUnlessDefault,
+           .doc = "the " + what + "'s options"}};
+}
+
 template <class Builder>
 auto function_builder(SpecObject& st, const std::map<std::string, Builder>& known,
                       const char* what) {
@@ -148,60 +163,41 @@ void register_core_sources(Registry& r) {
 
 // map and filter.
 void register_function_stages(Registry& r) {
-  r.add_stage(
-      {"map",
-       "Applies a registered function (\"fn\", with its \"args\") to every element.",
-       {{.name = "fn",
-         .type = OptionType::kString,
-         .required = true,
-         .doc = "the function (map functions, below)"},
-        {.name = "args",
-         .type = OptionType::kJson,
-         .fallback = nlohmann::json::object(),
-         .shape = "an object of the function's options",
-         .written = Written::kUnlessDefault,
-         .doc = "the function's options"},
-        {.name = "parallelism",
-         .type = OptionType::kIntOrAuto,
-         .fallback = 1,
-         .min = 1,
-         .max = 256,
-         .written = Written::kUnlessDefault,
-         .doc = "threads (\"auto\": set by the tuner within the CPU budget)"},
-        {.name = "deterministic",
-         .type = OptionType::kBool,
-         .default_text = "the pipeline's \"deterministic\"",
-         .doc = "input order (true) or as finished (false)"},
-        {.name = "buffer",
-         .fallback = 0,
-         .min = 0,
-         .max = kMaxBufferElements,
-         .doc = "elements finished ahead of the consumer (0: max(16, parallelism), growing for a "
-                "cheap function of small elements to at most 1,024 elements and 1 MiB)"}}},
-      [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
-        MapOptions o;
-        auto [name, fn] = function_builder(s, registry().map_fns, "map function");
-        o.name = name;
-        o.fn = fn;
-        o.autotune = is_auto(s, "parallelism");
-        if (!o.autotune) o.parallelism = static_cast<int>(s.get_int("parallelism"));
-        o.deterministic = s.get_bool("deterministic", ctx.deterministic);
-        o.buffer = s.get_int("buffer");
-        o.seed = ctx.node_seed();
-        return make_map(std::move(in), std::move(o));
-      });
-  r.add_stage({"filter",
-               "Keeps the elements a registered predicate (\"fn\") accepts.",
-               {{.name = "fn",
-                 .type = OptionType::kString,
-                 .required = true,
-                 .doc = "the predicate (filters, below)"},
-                {.name = "args",
-                 .type = OptionType::kJson,
-                 .fallback = nlohmann::json::object(),
-                 .shape = "an object of the predicate's options",
-                 .written = Written::kUnlessDefault,
-                 .doc = "the predicate's options"}}},
+  OpSchema map{"map", "Applies a registered function (\"fn\", with its \"args\") to every element.",
+               function_options("function", "map functions")};
+  map.options.insert(
+      map.options.end(),
+      {{.name = "parallelism",
+        .type = OptionType::kIntOrAuto,
+        .fallback = 1,
+        .min = 1,
+        .max = 256,
+        .written = Written::kUnlessDefault,
+        .doc = "threads (\"auto\": set by the tuner within the CPU budget)"},
+       {.name = "deterministic",
+        .type = OptionType::kBool,
+        .default_text = "the pipeline's \"deterministic\"",
+        .doc = "input order (true) or as finished (false)"},
+       {.name = "buffer",
+        .fallback = 0,
+        .min = 0,
+        .max = kMaxBufferElements,
+        .doc = "elements finished ahead of the consumer (0: max(16, parallelism), growing for a "
+               "cheap function of small elements to at most 1,024 elements and 1 MiB)"}});
+  r.add_stage(std::move(map), [](SpecObject& s, DatasetPtr in, BuildContext& ctx) {
+    MapOptions o;
+    auto [name, fn] = function_builder(s, registry().map_fns, "map function");
+    o.name = name;
+    o.fn = fn;
+    o.autotune = is_auto(s, "parallelism");
+    if (!o.autotune) o.parallelism = static_cast<int>(s.get_int("parallelism"));
+    o.deterministic = s.get_bool("deterministic", ctx.deterministic);
+    o.buffer = s.get_int("buffer");
+    o.seed = ctx.node_seed();
+    return make_map(std::move(in), std::move(o));
+  });
+  r.add_stage({"filter", "Keeps the elements a registered predicate (\"fn\") accepts.",
+               function_options("predicate", "filters")},
               [](SpecObject& s, DatasetPtr in, BuildContext&) {
                 auto [name, fn] = function_builder(s, registry().predicates, "predicate");
                 return make_filter(std::move(in), name, fn);

@@ -33,19 +33,6 @@ std::mutex& registration_mutex() {
   return m;
 }
 
-template <class Map, class Builder>
-void add(Map& map, const std::string& name, Builder builder, const char* what) {
-  if (name.empty())
-    throw_error(ErrorCode::kInvalidArgument, "registry", std::string(what) + ": empty name");
-  if (!builder)
-    throw_error(ErrorCode::kInvalidArgument, "registry",
-                std::string(what) + " \"" + name + "\": no builder given");
-  if (map.count(name))
-    throw_error(ErrorCode::kInvalidArgument, "registry",
-                std::string(what) + " \"" + name + "\" is registered already");
-  map.emplace(name, std::move(builder));
-}
-
 // The builder with its options declared on the object it reads: whoever calls a
 // registered builder reads by the declaration.
 template <class Builder>
@@ -56,13 +43,24 @@ Builder declaring(const OpSchema* schema, Builder builder) {
   };
 }
 
-// An extension's builder, with its declaration (when given) named as it is registered.
-template <class Builder>
-Builder with_schema(std::map<std::string, OpSchema>& schemas, const std::string& name,
-                    std::optional<OpSchema> schema, Builder builder) {
-  if (!schema || !builder) return builder;
-  schema->name = name;
-  return declaring(&(schemas[name] = std::move(*schema)), std::move(builder));
+// An extension's builder under `name`, with its declaration (when given, named as it is
+// registered) in `schemas`; a name already taken is refused.
+template <class Map, class Builder>
+void add(Map& map, std::map<std::string, OpSchema>& schemas, const std::string& name,
+         Builder builder, std::optional<OpSchema> schema, const char* what) {
+  if (name.empty())
+    throw_error(ErrorCode::kInvalidArgument, "registry", std::string(what) + ": empty name");
+  if (!builder)
+    throw_error(ErrorCode::kInvalidArgument, "registry",
+                std::string(what) + " \"" + name + "\": no builder given");
+  if (map.count(name))
+    throw_error(ErrorCode::kInvalidArgument, "registry",
+                std::string(what) + " \"" + name + "\" is registered already");
+  if (schema) {
+    schema->name = name;
+    builder = declaring(&(schemas[name] = std::move(*schema)), std::move(builder));
+  }
+  map.emplace(name, std::move(builder));
 }
 
 nlohmann::json schema_list(const std::map<std::string, OpSchema>& schemas) {
@@ -97,9 +95,7 @@ void register_map_function(const std::string& name, MapFnBuilder builder, MapFnT
                            std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   Registry& r = the_registry();
-  if (r.map_fns.count(name) == 0)
-    builder = with_schema(r.map_fn_schemas, name, std::move(schema), std::move(builder));
-  add(r.map_fns, name, std::move(builder), "map function");
+  add(r.map_fns, r.map_fn_schemas, name, std::move(builder), std::move(schema), "map function");
   r.map_fn_traits[name] = traits;
 }
 
@@ -107,26 +103,21 @@ void register_filter(const std::string& name, PredicateBuilder builder,
                      std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   Registry& r = the_registry();
-  if (r.predicates.count(name) == 0)
-    builder = with_schema(r.predicate_schemas, name, std::move(schema), std::move(builder));
-  add(r.predicates, name, std::move(builder), "filter predicate");
+  add(r.predicates, r.predicate_schemas, name, std::move(builder), std::move(schema),
+      "filter predicate");
 }
 
 void register_stage(const std::string& op, StageBuilder builder, std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   Registry& r = the_registry();
-  if (r.stages.count(op) == 0)
-    builder = with_schema(r.stage_schemas, op, std::move(schema), std::move(builder));
-  add(r.stages, op, std::move(builder), "stage op");
+  add(r.stages, r.stage_schemas, op, std::move(builder), std::move(schema), "stage op");
 }
 
 void register_source(const std::string& kind, SourceBuilder builder,
                      std::optional<OpSchema> schema) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   Registry& r = the_registry();
-  if (r.sources.count(kind) == 0)
-    builder = with_schema(r.source_schemas, kind, std::move(schema), std::move(builder));
-  add(r.sources, kind, std::move(builder), "source kind");
+  add(r.sources, r.source_schemas, kind, std::move(builder), std::move(schema), "source kind");
 }
 
 const OpSchema& pipeline_schema() {

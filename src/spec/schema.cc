@@ -8,10 +8,18 @@
 namespace dataecho {
 namespace {
 
-std::string bounds(const OptionDecl& d) {
-  if (d.min && d.max) return " in [" + bound(*d.min) + ", " + bound(*d.max) + "]";
-  if (d.min) return " >= " + bound(*d.min);
-  if (d.max) return " <= " + bound(*d.max);
+// A bound as a person writes it: 16777216, 0.5, 1e-06.
+std::string bound(double v) {
+  if (v == std::floor(v) && std::abs(v) < 9e15) return std::to_string(static_cast<int64_t>(v));
+  return nlohmann::json(v).dump();
+}
+std::string bound(int64_t v) { return std::to_string(v); }
+
+template <class T>
+std::string bounds_of(std::optional<T> min, std::optional<T> max) {
+  if (min && max) return " in [" + bound(*min) + ", " + bound(*max) + "]";
+  if (min) return " >= " + bound(*min);
+  if (max) return " <= " + bound(*max);
   return "";
 }
 
@@ -50,9 +58,11 @@ const char* type_name(OptionType t) {
 
 }  // namespace
 
-std::string bound(double v) {
-  if (v == std::floor(v) && std::abs(v) < 9e15) return std::to_string(static_cast<int64_t>(v));
-  return nlohmann::json(v).dump();
+std::string bounds_text(std::optional<double> min, std::optional<double> max) {
+  return bounds_of(min, max);
+}
+std::string bounds_text(std::optional<int64_t> min, std::optional<int64_t> max) {
+  return bounds_of(min, max);
 }
 
 const OptionDecl* find_option(const std::vector<OptionDecl>& options, const std::string& name) {
@@ -142,9 +152,9 @@ std::vector<OptionDecl> batch_options() {
 std::string describe_type(const OptionDecl& d) {
   switch (d.type) {
     case OptionType::kInt:
-      return "an integer" + bounds(d);
+      return "an integer" + bounds_text(d.min, d.max);
     case OptionType::kNumber:
-      return "a number" + bounds(d);
+      return "a number" + bounds_text(d.min, d.max);
     case OptionType::kBool:
       return "true or false";
     case OptionType::kString:
@@ -152,11 +162,11 @@ std::string describe_type(const OptionDecl& d) {
     case OptionType::kStrings:
       return "a string or a list of strings";
     case OptionType::kInts:
-      return "a list of integers" + bounds(d);
+      return "a list of integers" + bounds_text(d.min, d.max);
     case OptionType::kIntOrAuto:
-      return "an integer" + bounds(d) + " or \"auto\"";
+      return "an integer" + bounds_text(d.min, d.max) + " or \"auto\"";
     case OptionType::kFactor:
-      return "a number" + bounds(d) + ", " + quoted(d.choices);
+      return "a number" + bounds_text(d.min, d.max) + ", " + quoted(d.choices);
     case OptionType::kObject:
       return "an object";
     case OptionType::kJson:

@@ -113,11 +113,9 @@ int64_t SpecObject::get_int(const std::string& key, std::optional<int64_t> fallb
     if (max == INT64_MAX && d->max) max = static_cast<int64_t>(*d->max);
   }
   const nlohmann::json* j = raw(key);
-  std::string expected = "an integer";
-  if (min != INT64_MIN && max != INT64_MAX)
-    expected += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  else if (min != INT64_MIN)
-    expected += " >= " + std::to_string(min);
+  const std::string expected =
+      "an integer" + bounds_text(min == INT64_MIN ? std::nullopt : std::optional<int64_t>(min),
+                                 max == INT64_MAX ? std::nullopt : std::optional<int64_t>(max));
   if (!j) {
     if (fallback) return *fallback;
     missing(key, expected);
@@ -143,11 +141,9 @@ double SpecObject::get_number(const std::string& key, std::optional<double> fall
     if (max >= 1e308 && d->max) max = *d->max;
   }
   const nlohmann::json* j = raw(key);
-  std::string expected = "a number";
-  if (min > -1e308 && max < 1e308)
-    expected += " in [" + bound(min) + ", " + bound(max) + "]";
-  else if (min > -1e308)
-    expected += " >= " + bound(min);
+  const std::string expected =
+      "a number" + bounds_text(min > -1e308 ? std::optional<double>(min) : std::nullopt,
+                               max < 1e308 ? std::optional<double>(max) : std::nullopt);
   if (!j) {
     if (fallback) return *fallback;
     missing(key, expected);

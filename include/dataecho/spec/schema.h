@@ -92,8 +92,11 @@ std::vector<OptionDecl> batch_options();
 
 const OptionDecl* find_option(const std::vector<OptionDecl>& options, const std::string& name);
 
-// A bound as a person writes it: 16777216, 0.5, 1e-06.
-std::string bound(double v);
+// " in [1, 16777216]", " >= 0", " <= 9" or "": what follows "an integer" or "a number"
+// in the reference and in the getters' errors (bounds written as a person writes them:
+// 16777216, 0.5, 1e-06).
+std::string bounds_text(std::optional<double> min, std::optional<double> max);
+std::string bounds_text(std::optional<int64_t> min, std::optional<int64_t> max);  // exact
 // "an integer in [1, 16777216]", "one of \"fail\", \"skip\"", ...: what the reference and
 // the errors say an option takes.
 std::string describe_type(const OptionDecl& d);
