@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Autotuning against the best hand-tuned setting, in one run (issue 23, section 5).
+# Autotuning against the best hand-tuned setting, in one run.
 #
 #   bench/autotune_compare.sh [--build DIR] [--out DIR] [--seconds S] [--photo-images N]
 #                             [--png-images N] [--workloads "photo png http sleep"]
 #   bench/autotune_compare.sh --mode rebuild [--rounds R] [--seconds S] [--window-seconds W]
 #                             [--photo-images N] [--build DIR] [--out DIR]
 #
-# --mode rebuild (issue 43, part 2): the photo pipeline (below, without the repeat) built
-# anew for every pass over its N images (2,048: about 0.6-0.9 s a pass), as a PyTorch
-# loop does per epoch, measured by `dataloader_bench pipeline` in windows of W seconds
-# (default 5; S / W windows, S default 20), beside the same pipeline as one long run
-# (repeat, `autotune_bench` for S seconds). Five settings per round, R rounds (default
-# 5), one after another in this order each round:
+# --mode rebuild (the tuner's memory, include/dataecho/core/tuner_memory.h): the photo
+# pipeline (below, without the repeat) built anew for every pass over its N images
+# (2,048: about 0.6-0.9 s a pass), as a PyTorch loop does per epoch, measured by
+# `dataloader_bench pipeline` in windows of W seconds (default 5; S / W windows, S
+# default 20), beside the same pipeline as one long run (repeat, `autotune_bench` for S
+# seconds). Five settings per round, R rounds (default 5), one after another in this
+# order each round:
 #   rebuild_hand   parallelism 2, prefetch 4 (the best hand setting on this machine);
 #   rebuild_auto   "auto" for both, the tuner remembering across passes (the default);
 #   rebuild_fresh  "auto", "autotune": {"remember": false}: each pass tunes from scratch;

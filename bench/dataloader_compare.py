@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The PyTorch side of bench/dataloader_compare.sh (issue 8).
+"""The PyTorch side of bench/dataloader_compare.sh.
 
 torch.utils.data.DataLoader over torchvision.datasets.ImageFolder with the torchvision
 transforms equivalent to the dataecho spec, batch_size 128, no shuffling (dataecho's

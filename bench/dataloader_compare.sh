@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dataecho against PyTorch's DataLoader and FFCV on identical work, in one run (issues 8, 23).
+# dataecho against PyTorch's DataLoader and FFCV on identical work, in one run.
 #
 #   bench/dataloader_compare.sh [--build DIR] [--out DIR] [--photo-images N] [--jpeg-images N]
 #                               [--png-images N] [--epochs E] [--window-seconds S] [--rounds R]
@@ -76,7 +76,7 @@ JPEG_IMAGES=1024
 PNG_IMAGES=8192
 PHOTO_IMAGES=2048  # photographic JPEGs (bench/make_photos.py)
 EPOCHS=3   # measured windows per run
-WINDOW=5   # seconds: a window runs epochs back to back until this long (issue 23, section 4)
+WINDOW=5   # seconds: a window runs epochs back to back until this long (shorter ones timed the scheduler)
 ROUNDS=1
 THREADS="0 1 2"
 READS=8    # reads in flight of the folder side (the files source)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The FFCV side of bench/dataloader_compare.sh (issue 23, section 1).
+"""The FFCV side of bench/dataloader_compare.sh.
 
 Debian's python3-ffcv 0.0.3 (with python3-numba and python3-opencv), under Debian's
 /usr/bin/python3. Three commands:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Map-and-batch fusion, measured side by side in one run (issue 19).
+# Map-and-batch fusion, measured side by side in one run.
 #
 #   bench/fusion_compare.sh [--baseline BIN] [--build DIR] [--out DIR] [--jpeg-images N]
 #                           [--epochs E] [--rounds R] [--threads "0 1 2"]

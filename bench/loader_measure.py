@@ -1,4 +1,4 @@
-"""What the Python sides of bench/dataloader_compare.sh share (issues 8 and 23).
+"""What the Python sides of bench/dataloader_compare.sh share.
 
 bench/dataloader_compare.py (torch's DataLoader) and bench/ffcv_side.py (FFCV) measure
 with this one piece of code, the same rule as bench/dataloader_bench.cc:

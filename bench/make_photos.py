@@ -1,4 +1,4 @@
-"""Photographic JPEGs at ImageNet-like sizes for bench/dataloader_compare.sh (issue 23).
+"""Photographic JPEGs at ImageNet-like sizes for bench/dataloader_compare.sh.
 
 Usage: python3 bench/make_photos.py --out DIR [--count N] [--seed S] [--source JPG]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Python's overhead over C++ on identical pipelines, and dataecho from Python against
-# torch's DataLoader, in one run (issue 21).
+# torch's DataLoader, in one run.
 #
 #   bench/python_overhead.sh [--build DIR] [--out DIR] [--jpeg-images N] [--png-images N]
 #                            [--epochs E] [--rounds R] [--threads "1 2"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sequences (issue 46), in one run:
+# Text sequences, in one run:
 #  1. text -> tokenize (bytes) -> bucket -> pad from Python, dataecho against torch's
 #     DataLoader over the same files, at each worker count (bench/text_compare.py says
 #     exactly what each side does), one side after the other at each count;

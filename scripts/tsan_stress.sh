@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The engine tests under TSan, run N times in a row with `stress-ng --cpu 2` beside them
-# (issue #43: 50 consecutive runs without a failure). Stops at the first failed run and
+# (the bar: 50 consecutive runs without a failure). Stops at the first failed run and
 # keeps its log. Needs the TSan build of scripts/test.sh (build-tsan) and Debian's
 # stress-ng. Not part of CI: a run takes 2-5 minutes on 2 cores, 50 of them hours.
 #   scripts/tsan_stress.sh [N] [LOG_DIR]     (default 50, results/tsan_stress_<date>)

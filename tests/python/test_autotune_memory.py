@@ -1,5 +1,5 @@
 """What the tuner of "auto" settings learned survives a rebuild of the same definition
-in the process (issue 43, part 2): a loop that builds a pipeline per epoch starts each
+in the process: a loop that builds a pipeline per epoch starts each
 one from the last one's choices. The exact rules are tested in C++ (tests/core/tuner_test.cc
 TunerRemembers.*, tests/ops/autotune_memory_test.cc); here the Python side: the builder's
 ``autotune(remember=...)``, ``dataecho.clear_tuner_memory()``, ``Pipeline.tuning()``'s
