@@ -107,7 +107,8 @@ def python_table(schema: Dict[str, Any]) -> str:
     return (
         '"""The operators\' declared options (written by scripts/gen_spec.py from `dataecho spec`;\n'
         'do not edit): for each source, stage, map function and filter, its options as\n'
-        '(name, what it takes, default, what it is), and what each does."""\n\n'
+        '(name, what it takes, default, what it is), and what each does. Why this file is long:\n'
+        'it is one table of every declared option, written whole from the declarations."""\n\n'
         "from typing import Dict, List, Tuple\n\n"
         "OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = "
         + pprint.pformat(tables, width=100, sort_dicts=True)

@@ -7,8 +7,9 @@
 #      tests (label `netns`)
 #   3. ASan + UBSan build of the engine: the engine's unit tests
 #   4. TSan build of the engine: the engine tests (threads everywhere; about a minute)
-#   5. function size: clang-tidy's readability-function-size at 80 lines over src/
-#      (scripts/function_size.sh, on the release build's compile_commands.json)
+#   5. function size: clang-tidy's readability-function-size at 80 lines over src/ (on
+#      the release build's compile_commands.json), and the same 80 lines for the Python
+#      and shell code (scripts/function_size.sh, scripts/function_size.py)
 #   6. the fuzz targets, each for a bounded time
 # Ends with one line "N passed, M failed".
 set -uo pipefail
@@ -111,7 +112,7 @@ step "ASan+UBSan: engine tests" ctest_retry ASAN_OPTIONS=detect_leaks=1 UBSAN_OP
 step "TSan build" sanitizer_build build-tsan thread
 step "TSan: engine tests" ctest_retry TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   --test-dir build-tsan --output-on-failure -j"$JOBS" -L engine --timeout 900
-step "function size (clang-tidy, 80 lines)" scripts/function_size.sh build
+step "function size (80 lines: C++ by clang-tidy, Python, shell)" scripts/function_size.sh build
 if [ -x scripts/fuzz.sh ]; then
   step "fuzz targets (20 s each)" scripts/fuzz.sh 20
 fi

@@ -1,6 +1,7 @@
 """The operators' declared options (written by scripts/gen_spec.py from `dataecho spec`;
 do not edit): for each source, stage, map function and filter, its options as
-(name, what it takes, default, what it is), and what each does."""
+(name, what it takes, default, what it is), and what each does. Why this file is long:
+it is one table of every declared option, written whole from the declarations."""
 
 from typing import Dict, List, Tuple
 
