@@ -17,7 +17,8 @@
 # training clock). Each rank of a 2-rank job opens its own 4 connections (interleave
 # cycle 4 over its 4 files), so it has its own bandwidth share, as a second machine would.
 # Resumable: a run whose summary.json exists is not redone. Stop it with Ctrl-C.
-# report: results/distributed/{runs.csv,summary.md} from the committed runs.
+# report: results/distributed/{runs.csv,summary.md} from the committed runs (the archive
+# results/distributed/runs.jsonl.xz, unpacked into runs/ first: experiments/archive.py).
 # Env: DATAECHO_BIN (default build/bin/dataecho-train), OUT (default out/distributed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +36,7 @@ json_number() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }
 
 report() {
   mkdir -p "$RESULTS"
+  /usr/bin/python3 -m experiments.archive unpack "$RESULTS"
   python3 experiments/distributed/report.py "$RESULTS" >"$RESULTS/summary.md"
   cat "$RESULTS/summary.md"
 }
@@ -126,11 +128,7 @@ for seed in $SEEDS; do
   train "1r-e$K1" 1 "$K1" "$seed"
   train "2r-e$K2" 2 "$K2" "$seed"
 done
-mkdir -p "$RESULTS"
-for d in "$OUT"/runs/*/seed-*; do
-  [[ -f "$d/summary.json" ]] || continue
-  dest="$RESULTS/runs/$(basename "$(dirname "$d")")/$(basename "$d")"
-  mkdir -p "$dest"
-  cp "$d/summary.json" "$d/evals.jsonl" "$d/run.json" "$dest/"
-done
+# The finished runs join the committed archive (a run archived already stays as it is).
+/usr/bin/python3 -m experiments.archive collect "$OUT" "$RESULTS" --under runs --marker summary.json \
+  --files summary.json evals.jsonl run.json
 report
