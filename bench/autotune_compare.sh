@@ -49,8 +49,9 @@
 # warm-up included; the settled rate (second half) is reported beside it. Peak RSS comes
 # from /usr/bin/time -v. Writes OUT/autotune_compare.json and prints a table: auto as a
 # share of the best hand-tuned rate and against the default.
-# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
-# README.txt with the command, the commit and the machine; results/README.md).
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (results/README.md): its JSON,
+# a README.txt with the command, the commit and the machine, and its runs in the folder's
+# archive (`python3 -m experiments.archive pack DEST --from out/autotune/runs --as runs`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

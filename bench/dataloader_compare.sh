@@ -65,8 +65,9 @@
 # and python3-torchvision under /usr/bin/python3, /usr/bin/time; for the FFCV side
 # python3-ffcv, python3-numba, python3-opencv (scripts/bootstrap.sh --bench-deps installs
 # all of them).
-# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
-# README.txt with the command, the commit and the machine; results/README.md).
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (results/README.md): its JSON,
+# a README.txt with the command, the commit and the machine, and its runs in the folder's
+# archive (`python3 -m experiments.archive pack DEST --from out/dataloader_runs --as runs`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -18,8 +18,9 @@
 # (one window of at least S seconds, default 5) with decoder_scale false and true, each
 # round in the other order, R rounds (default 3). Prints each run and the median ratio
 # per workload; writes OUT/decoder_scale_compare.json.
-# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
-# README.txt with the command, the commit and the machine; results/README.md).
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (results/README.md): its JSON,
+# a README.txt with the command, the commit and the machine, and its runs in the folder's
+# archive (`python3 -m experiments.archive pack DEST --from out/decoder_scale_runs --as runs`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --images) IMAGES=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --window-seconds) WINDOW=$2; shift 2 ;;
-    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,23p' "$0" >&2; exit 2 ;;
   esac
 done
 source "$ROOT/scripts/commit_state.sh"

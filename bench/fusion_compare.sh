@@ -14,8 +14,9 @@
 # Reported: the best epoch's images/s of each (dataloader_bench's rule), the ratios to
 # "fused" per round and their median over rounds, and peak RSS from /usr/bin/time -v.
 # Writes OUT/fusion_compare.json.
-# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
-# README.txt with the command, the commit and the machine; results/README.md).
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (results/README.md): its JSON,
+# a README.txt with the command, the commit and the machine, and its runs in the folder's
+# archive (`python3 -m experiments.archive pack DEST --from out/fusion_runs --as runs`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --epochs) EPOCHS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "fusion_compare: unknown option $1" >&2; exit 2 ;;
   esac
 done

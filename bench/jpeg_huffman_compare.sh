@@ -19,8 +19,9 @@
 # The pixels are the same bits either way (tests/image/jpeg_huffman_test.cc). Prints
 # each run and the median ratio; writes OUT/jpeg_huffman_compare.json with every run's
 # images/s and peak PSS.
-# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
-# README.txt with the command, the commit and the machine; results/README.md).
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (results/README.md): its JSON,
+# a README.txt with the command, the commit and the machine, and its runs in the folder's
+# archive (`python3 -m experiments.archive pack DEST --from out/jpeg_huffman_runs --as runs`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
@@ -37,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --threads) THREADS=$2; shift 2 ;;
     --window-seconds) WINDOW=$2; shift 2 ;;
     --against) AGAINST=$(realpath -m "$2"); shift 2 ;;
-    *) sed -n '2,23p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,24p' "$0" >&2; exit 2 ;;
   esac
 done
 source "$ROOT/scripts/commit_state.sh"

@@ -23,8 +23,9 @@
 # Each is wrapped in /usr/bin/time -v for its peak RSS (the DataLoader's workers' peaks
 # are read from /proc by the script). Prints a table (median over rounds of each round's
 # own ratio) and writes OUT/python_overhead.json.
-# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (its JSON, its runs and a
-# README.txt with the command, the commit and the machine; results/README.md).
+# A run to keep goes to results/<what>_<YYYY-MM-DD>[-<word>]/ (results/README.md): its JSON,
+# a README.txt with the command, the commit and the machine, and its runs in the folder's
+# archive (`python3 -m experiments.archive pack DEST --from out/python_overhead_runs --as runs`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,7 +47,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "python_overhead: unknown option $1" >&2; exit 2 ;;
   esac
 done

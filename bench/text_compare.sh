@@ -14,7 +14,9 @@
 # OUT/text_data (kept until --mb changes). Each Python side runs under /usr/bin/time -v.
 # Writes OUT/text_compare.json and OUT/text_compare.md (a markdown table), with the runs
 # under OUT/text_compare_runs. A run to keep goes to results/text_<YYYY-MM-DD>/ with a
-# README.txt (command, commit, machine, load; results/README.md).
+# README.txt (command, commit, machine, load), its runs in that folder's archive
+# (`python3 -m experiments.archive pack DEST --from out/text_compare_runs --as
+# text_compare_runs`; results/README.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --windows) WINDOWS=$2; shift 2 ;;
     --window-seconds) WINDOW_SECONDS=$2; shift 2 ;;
     --repetitions) REPETITIONS=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "text_compare: unknown option $1" >&2; exit 2 ;;
   esac
 done
