@@ -11,7 +11,8 @@
 # Needs the protocol's shards (out/protocol/shards, made by `run.sh sweep`), DATAECHO_BIN
 # (the trainer; the committed run used out/protocol/bin/dataecho-train-e7fb8f5, the
 # binary of the network runs) and a quiet machine: the runs share its 2 cores with nothing.
-# Writes RUNS/<n>-<config>/summary.json and prints one line per run.
+# Writes RUNS/<n>-<config>/summary.json and prints one line per run (the configs and the
+# lines: experiments/protocol/adaptive_buffer.py).
 # ADAPTIVE_RUNS: the runs, as config:steps (default: the list of the committed
 # runs of 2026-12-01, commit a61968f);
 # the configs are baseline, adaptive_b8, adaptive_b64, adaptive_b512 and
@@ -22,6 +23,7 @@
 #   experiments/protocol/adaptive_buffer.sh out/protocol/adaptive_default
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"  # the dataecho package (specs)
 BIN="${DATAECHO_BIN:-build/bin/dataecho-train}"
 RUNS="${1:-out/protocol/adaptive_buffer}"
 RATE=374153  # bytes/s per connection: the R about 2 calibration (network-r2/calibration.txt)
@@ -33,23 +35,7 @@ OUT=out/protocol  # network_lib.sh's start_server serves $OUT/shards, logs to $O
 PREFERRED_PORT=28549
 trap stop_server EXIT
 start_server "$RATE"
-BASE_URL="$BASE_URL" CELL="$CELL" DIR="$RUNS" /usr/bin/python3 - <<'EOF'
-import json, os, re
-c = json.load(open(os.environ["CELL"]))["config"]
-c.update(eval_at_end=False, eval_every=0, eval_every_fresh=0)
-c.pop("target_accuracy", None)
-src = c["train_spec"]["source"]
-src["uri"] = re.sub(r"^http://[^/]+", os.environ["BASE_URL"], src["uri"])
-def write(name, stages):
-    cc = json.loads(json.dumps(c))
-    cc["train_spec"]["stages"] = stages
-    json.dump(cc, open(os.path.join(os.environ["DIR"], name + ".json"), "w"), indent=1)
-stages = c["train_spec"]["stages"]
-for b in (8, 64, 512):
-    write(f"adaptive_b{b}", [dict(s, buffer=b) if s["op"] == "echo" else s for s in stages])
-write("adaptive_default", stages)
-write("baseline", [s for s in stages if s["op"] != "echo"])
-EOF
+/usr/bin/python3 -m experiments.protocol.adaptive_buffer configs "$CELL" "$BASE_URL" "$RUNS"
 i=0
 for run in ${ADAPTIVE_RUNS:-baseline:600 adaptive_b8:1200 adaptive_b64:1200 adaptive_b512:1200 \
   adaptive_b8:1200 adaptive_b512:1200 adaptive_b64:1200}; do
@@ -57,12 +43,5 @@ for run in ${ADAPTIVE_RUNS:-baseline:600 adaptive_b8:1200 adaptive_b64:1200 adap
   dir="$RUNS/$i-$cfg"
   rm -rf "$dir"
   "$BIN" train --config "$RUNS/$cfg.json" --max-steps "$steps" --progress off --out "$dir" >"$dir.log" 2>&1
-  /usr/bin/python3 - "$dir/summary.json" "$cfg" <<'EOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-t = d["train_seconds"] - d["startup_seconds"]
-print(f"{sys.argv[2]:<16} raw reads/s {d['raw_reads'] / t:.0f} (raw reads {d['raw_reads']} over "
-      f"{t:.1f} s after start-up) achieved echo {d['achieved_echo']:.2f} wait {d['wait_seconds']:.1f} s "
-      f"compute {d['compute_seconds']:.1f} s ({1000 * d['compute_seconds'] / d['steps']:.1f} ms/step) R {d['r_estimate']:.2f}")
-EOF
+  /usr/bin/python3 -m experiments.protocol.adaptive_buffer line "$dir/summary.json" "$cfg"
 done
