@@ -4,7 +4,7 @@ files, in one compressed, deterministic file beside the tables and plots made fr
 Format (a folder DIR of results/, e.g. results/protocol/sweep):
 
 ``DIR/runs.jsonl.xz``
-    xz (one stream, LZMA2 at preset 9 with a 16 MiB dictionary and pb=0, CRC64 check,
+    xz (one stream, LZMA2 at preset 9e with a 16 MiB dictionary and pb=0, CRC64 check,
     written by Python's ``lzma`` in one thread) of UTF-8 JSON lines, one record per folder
     of run files, sorted by that folder::
 
@@ -22,9 +22,11 @@ Format (a folder DIR of results/, e.g. results/protocol/sweep):
     itself, then every file in it by its path relative to DIR, sorted.
 
 The same files give the same bytes: records and keys sorted, compact separators, no
-times, owners or modes, fixed compression settings. Reading checks every file against the
-manifest, and the archive's own checksum; a corrupt, truncated or altered archive is an
-:class:`ArchiveError` naming the archive and the record. Standard tools read both files::
+times, owners or modes, fixed compression settings (the bytes of one liblzma: another
+version may compress the same records otherwise, which reading does not mind). Reading
+checks every file against the manifest, and the archive's own checksum; a corrupt,
+truncated or altered archive is an :class:`ArchiveError` naming the archive and the
+record. Standard tools read both files::
 
     xz -dc DIR/runs.jsonl.xz | jq -r 'select(.dir == "cells/baseline/seed-1") | .files["summary.json"]'
     (cd DIR && sha256sum -c --ignore-missing runs.sha256)
@@ -66,7 +68,8 @@ from typing import Iterable, Mapping
 
 ARCHIVE = "runs.jsonl.xz"
 MANIFEST = "runs.sha256"
-FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": 1 << 24, "pb": 0}]
+FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "dict_size": 1 << 24,
+            "pb": 0}]
 CHUNK = 1 << 12  # compressed bytes per step: a damaged stream is named near where it breaks
 MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
 
@@ -336,7 +339,8 @@ def unpack(folder: Path | str, dest: Path | str | None = None, keep_existing: bo
         tops = {p.split("/")[0] for p in files if "/" in p}
         extra = sorted(f.relative_to(folder).as_posix() for top in tops
                        for f in (folder / top).rglob("*")
-                       if f.is_file() and f.relative_to(folder).as_posix() not in files)
+                       if f.is_file() and f.relative_to(folder).as_posix() not in files
+                       and not f.name.endswith(".tmp"))  # another unpack's file in flight
         if extra:
             raise ArchiveError(f"{folder / ARCHIVE} lacks {len(extra)} file(s) under its run "
                                f"folders: {', '.join(extra[:5])}: archive them (collect) or remove them")
@@ -346,7 +350,10 @@ def unpack(folder: Path | str, dest: Path | str | None = None, keep_existing: bo
         if f.exists() and (keep_existing or f.read_bytes() == data):
             continue
         f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_bytes(data)
+        # Whole files only: a reader beside a second unpack never sees one half written.
+        tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, f)
         written += 1
     return written
 
@@ -430,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
             _pack(a)
         elif a.command == "unpack":
             n = unpack(a.dir, a.dest, a.keep_existing)
-            print(f"{a.dir / ARCHIVE}: {n} files written under {a.dest or a.dir}", file=sys.stderr)
+            if n:
+                print(f"{a.dir / ARCHIVE}: {n} files written under {a.dest or a.dir}", file=sys.stderr)
         elif a.command == "check":
             for d in a.dirs:
                 print(f"{d / ARCHIVE}: {len(read(d))} files agree with {d / MANIFEST}")
