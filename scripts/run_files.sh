@@ -45,6 +45,16 @@ collect_runs() {
   echo "$(basename "$(dirname "$dest")"): $(find "$dest" -name result.json | wc -l) runs in $dest"
 }
 #
+# unpack_runs DIR...: the committed runs of each DIR that has an archive (DIR/runs.jsonl.xz,
+# experiments/archive.py) unpacked into DIR (its cells/, git-ignored), checked against the
+# manifest: what the report and the runs that join the committed ones read.
+unpack_runs() {
+  local d
+  for d in "$@"; do
+    if [[ -f "$d/runs.jsonl.xz" ]]; then /usr/bin/python3 -m experiments.archive unpack "$d"; fi
+  done
+}
+#
 # calibration_value FILE KEY: one line's value from a network part's calibration.txt
 # (experiments/network_lib.sh write_calibration: "KEY: value").
 calibration_value() {

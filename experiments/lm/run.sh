@@ -11,11 +11,13 @@
 #       (retune.json, in $LM_OUT/retune); the sweep's runs of those cells join first and
 #       are not redone where their config is the same. Resumable like the sweep.
 #   experiments/lm/run.sh collect
-#       copies the finished runs' files (result.json, summary.json, evals.jsonl) into
-#       results/lm/<experiment>/, where they are committed.
+#       adds the finished runs' files (result.json, summary.json, evals.jsonl) to
+#       results/lm/<experiment>/runs.jsonl.xz (experiments/archive.py), where they are
+#       committed; a run archived already stays, one whose files differ is an error.
 #   experiments/lm/run.sh report [dataecho experiment flags]
-#       the tables of results/lm/ recomputed from the committed run files alone (trains
-#       nothing, needs no corpus).
+#       the tables of results/lm/ recomputed from the committed runs alone (trains
+#       nothing, needs no corpus). Every part first unpacks the committed archives into
+#       results/lm/<experiment>/cells/ (git-ignored), where the report and the joins read.
 #   experiments/lm/run.sh sweep --dry-run
 #       renders the configs and checks them with `dataecho experiment --dry-run`.
 #   experiments/lm/run.sh network R [dataecho experiment flags]
@@ -50,6 +52,7 @@ esac
 source scripts/run_files.sh
 # The configs go to $CFG/config*/ with @OUT@ = $ROUT.
 experiment_setup "$PART" results/lm
+unpack_runs results/lm/*/
 mkdir -p "$CFG/config"
 # render DIR TRAIN_URL SHUFFLE [NETWORK_SUBST]: the configs in DIR, the training file at
 # TRAIN_URL (the others always from ../gcide), the entry shuffle of SHUFFLE entries.
@@ -75,7 +78,7 @@ render_network() {
 if [[ "$PART" == collect ]]; then
   for exp in "$OUT"/sweep "$OUT"/retune "$OUT"/network-*; do
     [[ -d "$exp/cells" ]] || continue
-    collect_runs "$exp" "results/lm/$(basename "$exp")"
+    /usr/bin/python3 -m experiments.archive collect "$exp" "results/lm/$(basename "$exp")"
     for f in calibration.txt calibration_runs.txt; do
       if [[ -f "$exp/$f" ]]; then cp "$exp/$f" "results/lm/$(basename "$exp")/"; fi
     done
