@@ -30,21 +30,6 @@ experiment_setup() {
   fi
 }
 #
-# collect_runs EXP DEST: copies the small files of every finished run under EXP/cells
-# (result.json, summary.json, evals.jsonl) to the same place under DEST, where they are
-# committed; prints how many runs DEST then holds.
-collect_runs() {
-  local exp=$1 dest=$2 run f
-  mkdir -p "$dest"
-  (cd "$exp" && find cells -name result.json -printf '%h\n') | while read -r run; do
-    mkdir -p "$dest/$run"
-    for f in result.json summary.json evals.jsonl; do
-      if [[ -f "$exp/$run/$f" ]]; then cp "$exp/$run/$f" "$dest/$run/$f"; fi
-    done
-  done
-  echo "$(basename "$(dirname "$dest")"): $(find "$dest" -name result.json | wc -l) runs in $dest"
-}
-#
 # unpack_runs DIR...: the committed runs of each DIR that has an archive (DIR/runs.jsonl.xz,
 # experiments/archive.py) unpacked into DIR (its cells/, git-ignored), checked against the
 # manifest: what the report and the runs that join the committed ones read.

@@ -58,12 +58,13 @@
 #       (budgets.json, in network-budgets-r5/); a cell whose budget is 3,900 has its runs
 #       in network-r5 already. Resumable like the network runs.
 #   experiments/protocol/run.sh collect
-#       copies the finished runs' files (result.json, summary.json, evals.jsonl: small)
-#       into results/protocol/<experiment>/, where they are committed.
+#       adds the finished runs' files (result.json, summary.json, evals.jsonl: small) to
+#       results/protocol/<experiment>/runs.jsonl.xz (experiments/archive.py), where they
+#       are committed; a run archived already stays, one whose files differ is an error.
 #   experiments/protocol/run.sh report [dataecho experiment flags]
 #       every table and plot of results/protocol/ (and of the committed demo run,
-#       results/demo/) recomputed from the committed run files alone (trains
-#       nothing, needs no shards), with results/protocol/targets/ (the swing, and
+#       results/demo/) recomputed from the committed runs alone (trains nothing, needs
+#       no shards), with results/protocol/targets/ (the swing, and
 #       reduction and speedup against the target under both readings of change 8:
 #       experiments/protocol/swing.py and targets.py, python3 with numpy).
 # DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
@@ -95,6 +96,9 @@ esac
 source scripts/run_files.sh
 # The configs go to $CFG/config*/ with @OUT@ = $ROUT.
 experiment_setup "$PART" results/protocol
+# The committed runs, unpacked from each experiment's archive into its cells/ (git-ignored):
+# the report, the runs that join the committed ones and the demo's learning rates read them.
+unpack_runs results/protocol/*/ results/demo
 # render_train DIR SHARDS: the training, validation, test and base configs in DIR, with
 # the training shards read from SHARDS (a folder or a URL).
 render_train() {
@@ -197,7 +201,7 @@ if [[ "$PART" == collect ]]; then
   for exp in "$OUT"/sweep "$OUT"/network-r* "$OUT"/network-split-r* "$OUT"/network-budgets-r5 "$OUT"/controls "$OUT"/retune; do
     [[ -d "$exp/cells" ]] || continue
     dest="results/protocol/$(basename "$exp")"
-    collect_runs "$exp" "$dest"
+    /usr/bin/python3 -m experiments.archive collect "$exp" "$dest"
     [[ -f "$exp/calibration.txt" ]] && cp "$exp/calibration.txt" "$dest/"
     [[ -f "$exp/calibration_runs.txt" ]] && cp "$exp/calibration_runs.txt" "$dest/"
   done
