@@ -11,8 +11,8 @@
 FASHION=/usr/share/datasets/fashion-mnist
 CONNECTIONS=4  # = the interleave cycle of experiments/fashion_http_train.json
 
-json_number() {  # json_number KEY FILE: the first "KEY": number in FILE
-  sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1
+run_value() {  # run_value FILE KEY: the value at KEY (a dotted path) of the JSON file FILE
+  /usr/bin/python3 -m experiments.runfiles value "$1" "$2"
 }
 
 make_shards() {
@@ -89,9 +89,9 @@ calibrate() {
   echo "== measuring the train step (dataecho profile, local shards)"
   "$BIN" profile "$OUT/config/train_local.json" $MODEL_ARGS --seconds 3 --steps 30 --json \
     >"$OUT/profile_local.json"
-  T_DOWN_MS="$(json_number downstream_ms_per_batch "$OUT/profile_local.json")"
+  T_DOWN_MS="$(run_value "$OUT/profile_local.json" downstream_ms_per_batch)"
   local local_up bytes records batch
-  local_up="$(json_number upstream_ms_per_batch "$OUT/profile_local.json")"
+  local_up="$(run_value "$OUT/profile_local.json" upstream_ms_per_batch)"
   bytes="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
   records=60000
   batch=64
@@ -105,9 +105,9 @@ calibrate() {
     echo "== serving $OUT/shards at $BASE_URL, ${RATE} bytes/s per connection x $CONNECTIONS; measuring R (dataecho profile)"
     "$BIN" profile "$OUT/config/train_http.json" $MODEL_ARGS --seconds 8 --steps 30 --json \
       >"$OUT/profile_http.json"
-    T_UP_MS="$(json_number upstream_ms_per_batch "$OUT/profile_http.json")"
-    T_DOWN_MS="$(json_number downstream_ms_per_batch "$OUT/profile_http.json")"
-    R_MEASURED="$(json_number R "$OUT/profile_http.json" | awk '{ printf "%.2f", $1 }')"  # 2 decimals: what the measurement supports
+    T_UP_MS="$(run_value "$OUT/profile_http.json" upstream_ms_per_batch)"
+    T_DOWN_MS="$(run_value "$OUT/profile_http.json" downstream_ms_per_batch)"
+    R_MEASURED="$(run_value "$OUT/profile_http.json" R | awk '{ printf "%.2f", $1 }')"  # 2 decimals: what the measurement supports
     echo "   upstream ${T_UP_MS} ms/batch, train step ${T_DOWN_MS} ms/batch: R = ${R_MEASURED}"
     if awk -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { exit !(r > 0.8 * t && r < 1.25 * t) }'; then
       break
@@ -135,7 +135,7 @@ search_bandwidth() {
   fi
   touch "$history"
   while :; do
-    read -r verb a b rest < <(/usr/bin/python3 experiments/protocol/calibrate.py next "$goal" "$history" "$RATE")
+    read -r verb a b rest < <(/usr/bin/python3 -m experiments.protocol.calibrate next "$goal" "$history" "$RATE")
     case "$verb" in
       measure)
         [[ "$a" == "$served" ]] || { start_server "$a" "$folder"; served="$a"; }
@@ -149,7 +149,7 @@ search_bandwidth() {
       fail)
         RATE="$a" R_CAL="$b" CAL_FAIL="$rest (every measurement is in $history: delete it to measure again)"
         return 1 ;;
-      *) echo "calibrate.py said '$verb $a $b $rest'" >&2; exit 1 ;;
+      *) echo "experiments.protocol.calibrate said '$verb $a $b $rest'" >&2; exit 1 ;;
     esac
   done
 }

@@ -166,6 +166,8 @@ def load_cells(exp_dir: str, seeds: Sequence[int], only: Optional[str] = None,
     (``only``: that cell alone) that have finished every one of them."""
     cells: Dict[str, List[Run]] = {}
     cdir = os.path.join(exp_dir, "cells")
+    if not os.path.isdir(cdir):
+        _fail(cdir, "no such folder: the experiment has no runs here")
     for cell in sorted(os.listdir(cdir)) if only is None else [only]:
         runs = []
         for s in seeds:
@@ -182,6 +184,8 @@ def load_all_seeds(exp_dir: str, summary_fields: Sequence[str] = (),
                    eval_fields: Sequence[str] = ("step",)) -> Dict[str, List[Run]]:
     """{cell: its runs}: each cell on every seed it has finished, in seed order."""
     cdir = os.path.join(exp_dir, "cells")
+    if not os.path.isdir(cdir):
+        _fail(cdir, "no such folder: the experiment has no runs here")
     cells: Dict[str, List[Run]] = {}
     for cell in sorted(os.listdir(cdir)):
         seeds = run_seeds(os.path.join(cdir, cell))

@@ -5,14 +5,15 @@ The protocols' statistics (docs/protocol.md section 5) are the engine's
 runs that miss the target counted at their budget (right-censored), and 95% percentile
 bootstrap intervals, 10,000 resamples from the fixed seed 20190715, for one cell's
 median and for the ratio of a baseline's median to a cell's (both sides resampled from
-one stream, the baseline first). This module adds no statistic of its own to those but
-the swing of a series (``swing``) and hands the engine's results on as dicts with their
-keys in the order the committed tables have.
+one stream, the baseline first). This module hands the engine's results on as dicts with
+their keys in the order the committed tables have, and adds the median of plain values
+(``median``) and the swing of a series (``swing``).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from types import ModuleType
 from typing import List, Optional, Sequence, Tuple, TypedDict, Union
 
@@ -88,8 +89,10 @@ def estimate_ratio(base: Sequence[Observation], cell: Sequence[Observation]) -> 
 
 
 def median(values: Sequence[float]) -> float:
-    """The median (the mean of the middle two for an even count), as the engine takes it."""
-    return float(_engine().median_of([float(v) for v in values]))
+    """The median of values (the mean of the middle two for an even count), as a float:
+    the engine's median_of, without needing the engine (the calibration's search runs
+    where only the tool is built)."""
+    return float(statistics.median(values))
 
 
 def swing(differences: Sequence[float]) -> Optional[float]:

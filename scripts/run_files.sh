@@ -40,8 +40,9 @@ unpack_runs() {
   done
 }
 #
-# calibration_value FILE KEY: one line's value from a network part's calibration.txt
-# (experiments/network_lib.sh write_calibration: "KEY: value").
+# calibration_value FILE KEY [DEFAULT]: one line's value from a network part's
+# calibration.txt (experiments/network_lib.sh write_calibration: "KEY: value"), read by
+# experiments/runfiles.py; DEFAULT where FILE has no KEY (without one: an error).
 calibration_value() {
-  sed -n "s/^$2: //p" "$1"
+  /usr/bin/python3 -m experiments.runfiles calibration "$@"
 }

@@ -1,6 +1,6 @@
 """The data-parallel scaling table (docs/distributed.md) from the committed run files.
 
-Usage: python3 experiments/distributed/report.py results/distributed > summary.md
+Usage: python3 -m experiments.distributed.report results/distributed > summary.md
 Reads RESULTS/runs/<config>/seed-N/{summary.json,run.json}; writes RESULTS/runs.csv and
 prints a Markdown table: per configuration, the median over seeds (and the range) of
 the training-clock seconds to the target, fresh examples to it, R, communication per
@@ -9,18 +9,26 @@ step, peak RSS of the largest rank, and the speedup against one rank without ech
 a bootstrap interval worth the name).
 """
 
+from __future__ import annotations
+
 import csv
-import json
-import statistics
 import sys
 from pathlib import Path
+from typing import List, Optional, Sequence
+
+from .. import runfiles, stats
+from ..runfiles import Json
+
+RUN_FIELDS = ("ranks", "factor", "seed", "target", "rate_bytes_per_s_per_connection")
+SUMMARY_FIELDS = ("r_estimate", "achieved_echo", "steps", "peak_rss_mib")
 
 
-def load(results: Path):
+def load(results: Path) -> List[Json]:
+    """Every run under RESULTS/runs/<config>/seed-N/ as one row of runs.csv."""
     runs = []
     for s in sorted(results.glob("runs/*/seed-*/summary.json")):
-        meta = json.loads((s.parent / "run.json").read_text())
-        summ = json.loads(s.read_text())
+        meta = runfiles.read_json(str(s.parent / "run.json"), RUN_FIELDS)
+        summ = runfiles.read_json(str(s), SUMMARY_FIELDS)
         runs.append({
             "config": meta["name"], "ranks": meta["ranks"], "factor": meta["factor"],
             "seed": meta["seed"], "target": meta["target"],
@@ -39,19 +47,24 @@ def load(results: Path):
     return runs
 
 
-def med_range(values, fmt):
-    values = [v for v in values if v is not None]
-    if not values:
+def med_range(values: Sequence[Optional[float]], fmt: str) -> str:
+    """median [min-max] of the values given (None: left out) in fmt; - for none."""
+    given = [v for v in values if v is not None]
+    if not given:
         return "-"
-    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+    return f"{fmt.format(stats.median(given))} [{fmt.format(min(given))}-{fmt.format(max(given))}]"
 
 
-def main() -> None:
-    results = Path(sys.argv[1])
+def main(argv: Sequence[str]) -> int:
+    """Writes RESULTS/runs.csv and prints the Markdown table."""
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    results = Path(argv[0])
     runs = load(results)
     if not runs:
         print("no runs yet")
-        return
+        return 0
     with open(results / "runs.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(runs[0]))
         w.writeheader()
@@ -69,7 +82,7 @@ def main() -> None:
         ratios = [base[r["seed"]] / r["seconds_to_target"] for r in reached if r["seed"] in base]
         speed = "-"
         if ratios and base:
-            med = statistics.median(base.values()) / statistics.median(
+            med = stats.median(list(base.values())) / stats.median(
                 [r["seconds_to_target"] for r in reached])
             speed = f"{med:.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]"
         print(f"| {c} | {len(rs)} ({len(reached)}) "
@@ -82,9 +95,10 @@ def main() -> None:
               f"| {speed} |")
     two = [r["seconds_to_target"] for r in runs if r["config"] == "2r-e1" and r["reached"]]
     if base and two:
-        eff = statistics.median(base.values()) / statistics.median(two) / 2
+        eff = stats.median(list(base.values())) / stats.median(two) / 2
         print(f"\nScaling efficiency without echo (speedup of 2 ranks over 1, divided by 2): {eff:.2f}.")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -22,6 +22,7 @@
 # Env: DATAECHO_BIN (default build/bin/dataecho-train), OUT (default out/distributed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"  # the dataecho package (specs, stats)
 source scripts/commit_state.sh
 PART="${1:-run}"
 BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho-train}"
@@ -32,12 +33,10 @@ SEEDS="${SEEDS:-1 2 3 4 5}"
 RESULTS="${RESULTS:-results/distributed}"
 FASHION=/usr/share/datasets/fashion-mnist
 
-json_number() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }
-
 report() {
   mkdir -p "$RESULTS"
   /usr/bin/python3 -m experiments.archive unpack "$RESULTS"
-  python3 experiments/distributed/report.py "$RESULTS" >"$RESULTS/summary.md"
+  /usr/bin/python3 -m experiments.distributed.report "$RESULTS" >"$RESULTS/summary.md"
   cat "$RESULTS/summary.md"
 }
 if [[ "$PART" == report ]]; then
@@ -66,25 +65,14 @@ trap 'kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q '^http://' "$OUT/serve.log" && break; sleep 0.1; done
 URL="http://127.0.0.1:$PORT"
 
-# spec FACTOR PER_RANK_BATCH: the protocol's training pipeline over $URL, with the echo
-# (and a shuffle of 1,000 after it) before augmentation when FACTOR > 1.
+# spec FACTOR PER_RANK_BATCH: the protocol's training pipeline over $URL at that batch, with
+# the echo (and a shuffle of 1,000 after it) before augmentation when FACTOR > 1
+# (experiments/specs.py: edits through dataecho.PipelineDef).
+sed -e "s#@SHARDS@#$URL#g" experiments/protocol/train.json >"$OUT/config/train.json"
 spec() {
-  python3 - "$1" "$2" "$URL" >"$OUT/config/train-e$1-b$2.json" <<'EOF'
-import json, sys
-factor, batch, url = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-spec = json.load(open("experiments/protocol/train.json"))
-spec["source"]["uri"] = spec["source"]["uri"].replace("@SHARDS@", url)
-stages = []
-for st in spec["stages"]:
-    if st["op"] == "batch":
-        st["size"] = batch
-    stages.append(st)
-    if factor > 1 and st.get("fn") == "decode_image":
-        stages += [{"op": "echo", "factor": factor}, {"op": "shuffle", "buffer": 1000}]
-spec["stages"] = stages
-print(json.dumps(spec, indent=1))
-EOF
-  echo "$OUT/config/train-e$1-b$2.json"
+  /usr/bin/python3 -m experiments.specs edit "$OUT/config/train.json" "$OUT/config/train-e$1-b$2.json" \
+    --set "batch.size=$2" --echo-after decode_image "$1" 1000 &&
+    echo "$OUT/config/train-e$1-b$2.json"
 }
 sed -e "s#@SHARDS@#$SHARDS#g" experiments/protocol/validation.json >"$OUT/config/validation.json"
 
@@ -116,7 +104,7 @@ train() {
 
 # The a-priori factor of a configuration: round(R) of its seed-1 baseline, at least 2.
 factor_of() {
-  awk -v r="$(json_number r_estimate "$OUT/runs/$1/seed-1/summary.json")" \
+  awk -v r="$(/usr/bin/python3 -m experiments.runfiles value "$OUT/runs/$1/seed-1/summary.json" r_estimate)" \
     'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }'
 }
 

@@ -1,6 +1,6 @@
 # The network part of experiments/lm/run.sh (sourced by it: BIN, OUT, CFG, ROUT, render,
-# render_network and calibration_value come from there, json_number and the calibration's
-# search from experiments/network_lib.sh). docs/lm_protocol.md section 6 and change 2.
+# render_network and calibration_value come from there, run_value and the calibration's
+# search from experiments/network_lib.sh). docs/lm_protocol.md section 6.
 R_GOAL="${1:-}"
 shift || true
 [[ "$R_GOAL" =~ ^[0-9]+$ && "$R_GOAL" -ge 2 ]] || { echo "lm: network takes R (an integer >= 2, the protocol's 4)" >&2; exit 2; }
@@ -20,7 +20,7 @@ CAL_STEPS="${CAL_STEPS:-600}"
 # The sweep's chosen rates: the baseline's for the calibration, e = round(R)'s for the runs.
 chosen_lr() {  # chosen_lr CELL
   "$BIN" experiment "$CFG/config/sweep.json" --report-only --no-plots --json 2>/dev/null |
-    sed -n "/\"cell\": \"$1\",/,/\"lr\"/s/.*\"lr\": *\([0-9.eE+-]*\).*/\1/p" | head -1
+    /usr/bin/python3 -m experiments.runfiles lr - "$1"
 }
 BASE_LR="${BASE_LR:-$(chosen_lr baseline)}"
 [[ -n "$BASE_LR" ]] || { echo "lm: the sweep has not chosen the baseline's learning rate yet" >&2; exit 1; }
@@ -32,7 +32,7 @@ measure_r() {
   rm -rf "$EXP/calibrate"
   "$BIN" train --config "$CFG/config-calibrate-$NAME/protocol.json" --max-steps "$CAL_STEPS" \
     --eval-every 0 --eval-every-fresh 0 --lr "$BASE_LR" --progress off --out "$EXP/calibrate" >/dev/null
-  json_number r_estimate "$EXP/calibrate/summary.json"
+  run_value "$EXP/calibrate/summary.json" r_estimate
 }
 if [[ -f "$CAL" ]]; then
   RATE="$(calibration_value "$CAL" rate)"
@@ -41,11 +41,11 @@ if [[ -f "$CAL" ]]; then
 else
   echo "== calibrating: a baseline step with the local file (no throttle)"
   measure_r ../gcide >/dev/null
-  STEP_S="$(awk -v c="$(json_number compute_seconds "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
-  FRESH_PER_STEP="$(awk -v f="$(json_number fresh "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print f / n }')"
+  STEP_S="$(awk -v c="$(run_value "$EXP/calibrate/summary.json" compute_seconds)" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
+  FRESH_PER_STEP="$(awk -v f="$(run_value "$EXP/calibrate/summary.json" fresh)" -v n="$CAL_STEPS" 'BEGIN { print f / n }')"
   # One connection (one file). Compressed bytes per entry from the split's size and count.
   BYTES="$(wc -c <"$OUT/gcide/train.jsonl.gz")"
-  ENTRIES_ALL="$(sed -n '/"train"/,/}/s/.*"entries": *\([0-9]*\).*/\1/p' "$OUT/gcide/split.json")"
+  ENTRIES_ALL="$(run_value "$OUT/gcide/split.json" splits.train.entries)"
   RATE="$(awk -v b="$BYTES" -v n="$ENTRIES_ALL" -v f="$FRESH_PER_STEP" -v s="$STEP_S" -v r="$R_GOAL" \
     'BEGIN { printf "%d", b / n * f / (r * s) }')"
   search_bandwidth "$R_GOAL" "$RATE" "$EXP/calibration_runs.txt" "$OUT/gcide" "" ||

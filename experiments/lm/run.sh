@@ -6,7 +6,7 @@
 #       (Ctrl-C, or `timeout -s INT 40m ...`): finished runs are kept and never redone;
 #       the run in flight starts over next time.
 #   experiments/lm/run.sh retune [dataecho experiment flags]
-#       change 4 (docs/lm_protocol.md): the baseline and echoing before pack at e = 2 and
+#       the retuning of docs/lm_protocol.md: the baseline and echoing before pack at e = 2 and
 #       4 (shuffle 100) tuned on seeds 101 and 102, then seeds 1-10 at the chosen rates
 #       (retune.json, in $LM_OUT/retune); the sweep's runs of those cells join first and
 #       are not redone where their config is the same. Resumable like the sweep.
@@ -21,7 +21,7 @@
 #   experiments/lm/run.sh sweep --dry-run
 #       renders the configs and checks them with `dataecho experiment --dry-run`.
 #   experiments/lm/run.sh network R [dataecho experiment flags]
-#       the wall-clock runs (docs/lm_protocol.md section 6, change 2): the training file
+#       the wall-clock runs (docs/lm_protocol.md section 6): the training file
 #       served by `dataecho serve` on loopback, throttled to the bandwidth at which
 #       600-step baseline runs measure R about R (calibrated as experiments/protocol/run.sh
 #       does, experiments/protocol/calibrate.py; kept in network-rR/calibration.txt), then
@@ -30,7 +30,7 @@
 #       baseline and before_pack-e<round(R)>-sb100 tuned). Resumable like the sweep.
 #       Output network-rR; with LM_SETUP=NAME (lowercase letters and digits), a setup of
 #       its own registered as a protocol change (its trainer in DATAECHO_BIN), calibrated
-#       and run in network-NAME-rR: LM_SETUP=stream is change 3's.
+#       and run in network-NAME-rR: LM_SETUP=stream is the streamed setup's.
 # DATAECHO_BIN: the binary, by default build/bin/dataecho (copy build/bin/dataecho-train
 # for a long run, as experiments/protocol/run.sh says, with the commit it was built from
 # in DATAECHO_BIN.commit: scripts/run_files.sh experiment_setup). LM_OUT: default out/lm. The
@@ -69,7 +69,7 @@ render() {
 render "$CFG/config" ../gcide 10000
 # render_network NAME R FACTOR URL: the configs of the network runs NAME (network-rR, or
 # network-SETUP-rR) in $CFG/config-NAME/ (the training file at URL, the entry shuffle of
-# one pass: change 2, a-priori e = FACTOR).
+# one pass, a-priori e = FACTOR).
 render_network() {
   render "$CFG/config-$1" "$4" 500 \
     "-e s#@NAME@#$1#g -e s#@R_GOAL@#$2#g -e s#@FACTOR@#$3#g -e s#@MAX_FACTOR@#$(($3 + 1))#g"
@@ -112,7 +112,7 @@ if [[ -d results/lm/sweep/cells ]]; then
   cp -rn results/lm/sweep/cells "$OUT/sweep/"
 fi
 if [[ "$PART" == retune ]]; then
-  # The sweep's runs of the three cells (seed 101's tuning, seeds 1-5) and change 4's own
+  # The sweep's runs of the three cells (seed 101's tuning, seeds 1-5) and the retuning's own
   # committed runs join; the runner skips each whose config is the same.
   mkdir -p "$OUT/retune/cells"
   for cell in baseline before_pack-e2-sb100 before_pack-e4-sb100; do
@@ -120,7 +120,7 @@ if [[ "$PART" == retune ]]; then
       [[ ! -d "$from" ]] || cp -rn "$from" "$OUT/retune/cells/"
     done
   done
-  echo "== the language model's change 4 (docs/lm_protocol.md), output in $OUT/retune"
+  echo "== the language model's retuning (docs/lm_protocol.md), output in $OUT/retune"
   exec "$BIN" experiment "$CFG/config/retune.json" --progress lines "$@"
 fi
 echo "== the language-model sweep (docs/lm_protocol.md), output in $OUT/sweep"

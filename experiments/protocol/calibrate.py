@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """The bandwidth search of experiments/protocol/run.sh's calibration.
 
 R (the pipeline's time per batch over the train step's, measured in a short baseline
@@ -14,15 +13,25 @@ one a higher R. So the search:
     message when the medians contradict each other (a higher bandwidth with a clearly
     higher R: the machine is too loaded to calibrate) or after MAX_RATES bandwidths.
 
-run.sh appends "RATE R" lines to a history file, one per measurement, and asks
-  calibrate.py next GOAL HISTORY FIRST_RATE
+run.sh appends "RATE R" lines to a history file (calibration_runs.txt), one per
+measurement, and asks
+  python3 -m experiments.protocol.calibrate next GOAL HISTORY FIRST_RATE
 which prints one line: "measure RATE" (measure RATE again or for the first time),
 "done RATE R" (the median R at RATE is within the tolerance) or "fail RATE R MESSAGE"
 (no bandwidth qualifies; RATE and R are the closest median, MESSAGE says why).
 """
+
+from __future__ import annotations
+
 import os
-import statistics
 import sys
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from .. import stats
+from ..runfiles import RunFileError, read_calibration_runs
+
+History = Sequence[Tuple[int, float]]
+Step = Tuple[Union[str, int, float], ...]
 
 # The demo's smoke mode (scripts/demo.sh --smoke) measures once and takes what it gets:
 # CALIBRATE_ATTEMPTS=1 CALIBRATE_TOLERANCE=100.
@@ -34,20 +43,21 @@ MAX_RATES = 6
 CONTRADICTION = 0.15
 
 
-def medians(history):
+def medians(history: History) -> Tuple[Dict[int, float], Optional[int]]:
     """{rate: median R} over the rates with ATTEMPTS measurements, and the rate in progress."""
-    by_rate, order = {}, []
+    by_rate: Dict[int, List[float]] = {}
+    order: List[int] = []
     for rate, r in history:
         if rate not in by_rate:
             by_rate[rate] = []
             order.append(rate)
         by_rate[rate].append(r)
-    done = {rate: statistics.median(rs) for rate, rs in by_rate.items() if len(rs) >= ATTEMPTS}
+    done = {rate: stats.median(rs) for rate, rs in by_rate.items() if len(rs) >= ATTEMPTS}
     pending = [rate for rate in order if len(by_rate[rate]) < ATTEMPTS]
     return done, (pending[-1] if pending else None)
 
 
-def next_step(goal, history, first_rate):
+def next_step(goal: float, history: History, first_rate: int) -> Step:
     """What to do next: ("measure", rate), ("done", rate, r) or ("fail", rate, r, message)."""
     done, pending = medians(history)
     if pending is not None:
@@ -69,10 +79,8 @@ def next_step(goal, history, first_rate):
                         f"(closest: {best} bytes/s, R {done[best]:.2f})")
     too_slow = [rate for rate in rates if done[rate] > goal]  # R too high: more bandwidth
     too_fast = [rate for rate in rates if done[rate] < goal]
-    lo = max(too_slow) if too_slow else None
-    hi = min(too_fast) if too_fast else None
-    if lo is not None and hi is not None:
-        nxt = int((lo * hi) ** 0.5)
+    if too_slow and too_fast:
+        nxt = int((max(too_slow) * min(too_fast)) ** 0.5)
     else:
         nxt = int(last * done[last] / goal)  # R ~ 1 / bandwidth
     if nxt in done:
@@ -81,26 +89,18 @@ def next_step(goal, history, first_rate):
     return ("measure", nxt)
 
 
-def read_history(path):
-    history = []
-    try:
-        f = open(path)
-    except FileNotFoundError:
-        return history
-    with f:
-        for line in f:
-            if line.strip():
-                rate, r = line.split()
-                history.append((int(rate), float(r)))
-    return history
-
-
-def main(argv):
+def main(argv: Sequence[str]) -> int:
+    """The command line (the module's docstring): prints the next step."""
     if len(argv) != 5 or argv[1] != "next":
         print(__doc__, file=sys.stderr)
         return 2
     goal, first_rate = float(argv[2]), int(argv[4])
-    verb, *values = next_step(goal, read_history(argv[3]), first_rate)
+    try:
+        history = read_calibration_runs(argv[3])
+    except RunFileError as e:
+        print(f"calibrate: {e}", file=sys.stderr)
+        return 1
+    verb, *values = next_step(goal, history, first_rate)
     print(verb, *[f"{v:.2f}" if isinstance(v, float) else v for v in values])
     return 0
 

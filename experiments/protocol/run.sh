@@ -12,7 +12,7 @@
 #       pipeline beside the train step, as in the real runs) until their R is within 10%
 #       of R, then runs network.json: baseline, before augmentation at the a-priori
 #       e = round(R) and at 2 and 4, batch echoing at 2, adaptive, 5 seeds each (the
-#       baseline, e = 4 and the a-priori e on NETWORK_SEEDS: change 9 adds seeds 6-10), at
+#       baseline, e = 4 and the a-priori e on NETWORK_SEEDS: seeds 6-10 beside 1-5), at
 #       the sweep's tuned rates (so after the sweep). Resumable like the sweep, as long as
 #       the calibration lands on the same bandwidth (it is kept in calibration.txt and
 #       reused; delete that file to calibrate again); the committed runs of
@@ -20,7 +20,7 @@
 #   CPU_SPLIT=1 experiments/protocol/run.sh network R [flags]
 #       the same with the train step on a core of its own and the pipeline's threads on
 #       the other (`dataecho train --cpu-split 1`), calibration included, in
-#       network-split-rR/ (docs/protocol.md change 10).
+#       network-split-rR/ (docs/protocol.md, the train step on a core of its own).
 #   experiments/protocol/run.sh demo
 #       the README's main job (scripts/demo.sh runs it with PROTOCOL_OUT=out/demo): the
 #       network runs in small, one seed, at R about 5 (DEMO_R): calibrated as above, then
@@ -39,20 +39,21 @@
 #       `dataecho experiment --dry-run` (the learning rates it would take, the stages):
 #       no shards, no server, no training (tests/cli/demo_config_test.sh).
 #   experiments/protocol/run.sh controls [dataecho experiment flags]
-#       the controls of docs/protocol.md change 9 that need no tuning of their own
+#       the controls of docs/protocol.md that need no tuning of their own
 #       (controls.json): A1, echoing after augmentation at e = 2 and 4, seeds 1-10, and C,
 #       the baseline and e = 4 before augmentation at step budgets 1,950, 2,925 and
 #       5,850, seeds 1-5; every run to its budget (snapshots), on local shards, at the
 #       sweep's tuned rates. Compute-bound and resumable like the sweep (the data order
 #       of a fixed factor does not depend on timing), in $PROTOCOL_OUT/controls.
 #   experiments/protocol/run.sh retune [dataecho experiment flags]
-#       change 9's controls with tuning of their own (retune.json): B, the baseline and
+#       the controls with tuning of their own (retune.json): B, the baseline and
 #       e = 4 before augmentation re-tuned over rates x weight decays (tuning seeds
 #       101-104, chosen by the held reading, one group per variant), and A2, batch
 #       augmentation at batch 256; final seeds 1-10 of the winners. Resumable likewise.
 #   experiments/protocol/run.sh budgets [dataecho experiment flags]
-#       docs/protocol.md change 13's final runs: the baseline, e = 4 and e = 5 each at its
-#       own best budget (experiments/protocol/targets.py --budgets-choice, from the
+#       the final runs of each cell at its own best budget (docs/protocol.md): the
+#       baseline, e = 4 and e = 5 each at the budget control C's rule chooses
+#       (experiments/protocol/targets.py --budgets-choice, from the
 #       committed controls: run `controls` and `collect` first), over the network at R
 #       about 5 with network-r5's calibration (bandwidth and URL), seeds 1-10
 #       (budgets.json, in network-budgets-r5/); a cell whose budget is 3,900 has its runs
@@ -65,8 +66,9 @@
 #       every table and plot of results/protocol/ (and of the committed demo run,
 #       results/demo/) recomputed from the committed runs alone (trains nothing, needs
 #       no shards), with results/protocol/targets/ (the swing, and
-#       reduction and speedup against the target under both readings of change 8:
-#       experiments/protocol/swing.py and targets.py, python3 with numpy).
+#       reduction and speedup against the target under both readings of docs/protocol.md:
+#       python3 -m experiments.protocol.swing and experiments.protocol.targets, with numpy
+#       and the dataecho package's statistics).
 # DATAECHO_BIN: the binary to run, by default build/bin/dataecho. To keep a long run
 # from seeing rebuilds, copy build/bin/dataecho-train (it has every command; a copy of
 # dataecho alone cannot find dataecho-train for its training commands) and name it here,
@@ -78,14 +80,15 @@
 # config does not depend on where the checkout is: the committed files report anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"  # the dataecho package (statistics)
 PART="${1:-}"
 shift || true
 OUT="${PROTOCOL_OUT:-out/protocol}"
 BIN="${DATAECHO_BIN:-$PWD/build/bin/dataecho}"
 FASHION=/usr/share/datasets/fashion-mnist
 # The final seeds of the network runs' baseline, e = 4 and a-priori cells in the shared
-# setup (render_network): section 6's 1-5 (FIVE_SEEDS, every other network cell's); change 9
-# adds 6-10, set here when they start.
+# setup (render_network): section 6's 1-5 (FIVE_SEEDS, every other network cell's) and the
+# controls' 6-10.
 FIVE_SEEDS="1, 2, 3, 4, 5"
 NETWORK_SEEDS="1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
 [[ -x "$BIN" ]] || { echo "protocol: no $BIN (scripts/bootstrap.sh builds it, or set DATAECHO_BIN)" >&2; exit 1; }
@@ -121,7 +124,7 @@ else
   DEMO_STOP=2600 DEMO_DECAY=3900 TRAIN_IMAGES=50000
 fi
 DEMO_TARGET="${DEMO_TARGET:-0.89}"
-# The train step on CPU_SPLIT CPUs of its own, the pipeline on the rest (change 10); 0: shared.
+# The train step on CPU_SPLIT CPUs of its own, the pipeline on the rest (the split setup); 0: shared.
 CPU_SPLIT="${CPU_SPLIT:-0}"
 [[ "$CPU_SPLIT" =~ ^[0-9]+$ ]] || { echo "protocol: CPU_SPLIT is a number of CPUs, got '$CPU_SPLIT'" >&2; exit 2; }
 
@@ -135,21 +138,21 @@ render_demo() {
     -e "s#@OUT@#${3:-$OUT}#g" experiments/protocol/demo.json >"$CFG/config-demo/demo.json"
 }
 
-# setup_of SPLIT: the name part of a setup: "" (shared cores) or "-split" (change 10).
+# setup_of SPLIT: the name part of a setup: "" (shared cores) or "-split" (the split setup).
 setup_of() { [[ "${1:-0}" == 0 ]] || echo -split; }
 # render_network R FACTOR URL [SPLIT]: the network runs' configs in $CFG/config-rR/, or
-# with SPLIT N (the train step on N CPUs of its own: change 10) in $CFG/config-split-rR/;
+# with SPLIT N (the train step on N CPUs of its own: the split setup) in $CFG/config-split-rR/;
 # NETWORK_CFG names the rendered network.json.
 render_network() {
   local setup overrides=""
   setup="$(setup_of "${4:-0}")"
-  # The train step's LibTorch threads: as many as its CPUs (change 10: "with LibTorch's 1
-  # thread"); the base config's 2 threads on 1 CPU made each step 10 times slower.
+  # The train step's LibTorch threads: as many as its CPUs (the split setup runs "with
+  # LibTorch's 1 thread"); the base config's 2 threads on 1 CPU made each step 10 times slower.
   [[ -z "$setup" ]] || overrides=", \"cpu_split\": $4, \"threads\": $4"
   local dir="$CFG/config$setup-r$1"
   NETWORK_CFG="$dir/network.json"
   # The grid: the baseline, the a-priori e and e = 4, on NETWORK_SEEDS in the shared setup
-  # (change 9's seeds 6-10) and on 1-5 with the split; e = 2, when it is not the a-priori
+  # (seeds 1-10) and on 1-5 with the split; e = 2, when it is not the a-priori
   # e, is a cell of its own on seeds 1-5 (as are batch echoing and adaptive).
   local factors="$2" cells="" seeds="$NETWORK_SEEDS"
   [[ $2 == 4 ]] || factors="$factors, 4"
@@ -161,9 +164,10 @@ render_network() {
     -e "s#@OVERRIDES@#$overrides#g" -e "s#@CELLS@#$cells#g" \
     experiments/protocol/network.json >"$dir/network.json"
 }
-# render_budgets URL: change 13's config in $CFG/config-budgets-r5/ (BUDGETS_CFG), its
-# cells from the chosen budgets (targets.py --budgets-choice on the committed runs): each
-# cell whose budget is not 3,900, with its decay ending at its budget, seeds 1-10.
+# render_budgets URL: the config of each cell at its own best budget in
+# $CFG/config-budgets-r5/ (BUDGETS_CFG), its cells from the chosen budgets (targets.py
+# --budgets-choice on the committed runs): each cell whose budget is not 3,900, with its
+# decay ending at its budget, seeds 1-10.
 render_budgets() {
   local dir="$CFG/config-budgets-r5" choice cells
   BUDGETS_CFG="$dir/budgets.json"
@@ -213,8 +217,7 @@ if [[ "$PART" == report ]]; then
   for dir in "$ROUT"/network-r* "$ROUT"/network-split-r*; do
     [[ -d "$dir" ]] || continue
     r="${dir##*-r}"
-    split="$(calibration_value "$dir/calibration.txt" "cpu split")"
-    split="${split:-0}"
+    split="$(calibration_value "$dir/calibration.txt" "cpu split" 0)"
     render_network "$r" "$(calibration_value "$dir/calibration.txt" factor)" "$(calibration_value "$dir/calibration.txt" url)" "$split"
     "$BIN" experiment "$NETWORK_CFG" --report-only "$@" | tee "$dir/table.txt"
   done
@@ -230,14 +233,16 @@ if [[ "$PART" == report ]]; then
   # The committed demo run (results/demo), at the target it ran with (in its config).
   if [[ -f results/demo/calibration.txt ]]; then
     cal=results/demo/calibration.txt
-    DEMO_TARGET="$(sed -n 's/.*"target_accuracy": *\([0-9.]*\).*/\1/p' results/demo/cells/baseline/seed-1/result.json | head -1)"
+    DEMO_TARGET="$(/usr/bin/python3 -m experiments.runfiles value results/demo/cells/baseline/seed-1/result.json \
+      config.target_accuracy)"
     render_demo "$(calibration_value "$cal" factor)" "$(calibration_value "$cal" url)" results
     "$BIN" experiment "$CFG/config-demo/demo.json" --report-only "$@" | tee results/demo/table.txt
   fi
-  # Against the target, under the first touch and the rule of docs/protocol.md change 8
-  # (results/protocol/targets/): Debian's python3 with numpy, from the same run files.
-  /usr/bin/python3 experiments/protocol/swing.py
-  /usr/bin/python3 experiments/protocol/targets.py
+  # Against the target, under the first touch and the held rule of docs/protocol.md
+  # (results/protocol/targets/): Debian's python3 with numpy and the dataecho package's
+  # statistics, from the same run files.
+  /usr/bin/python3 -m experiments.protocol.swing
+  /usr/bin/python3 -m experiments.protocol.targets
   exit 0
 fi
 
@@ -287,7 +292,7 @@ if [[ "$PART" == demo ]]; then
   EXP="$OUT/demo"
   PREFERRED_PORT=28530
 elif [[ "$PART" == budgets ]]; then
-  # Change 13: at network-r5's calibration, on its port (the same URL).
+  # Each cell at its own budget: at network-r5's calibration, on its port (the same URL).
   R_GOAL=5
   EXP="$OUT/network-budgets-r5"
   PREFERRED_PORT=28545
@@ -321,12 +326,12 @@ measure_r() {
   "$BIN" train --config "$CFG/config-calibrate-r$R_GOAL/base.json" --max-steps "$CAL_STEPS" --eval-every 0 \
     --eval-every-fresh 0 --lr "$BASE_LR" --cpu-split "$CPU_SPLIT" $([[ "$CPU_SPLIT" == 0 ]] || echo --threads "$CPU_SPLIT") \
     --progress off --out "$EXP/calibrate" >/dev/null
-  json_number r_estimate "$EXP/calibrate/summary.json"
+  run_value "$EXP/calibrate/summary.json" r_estimate
 }
 # The baseline's tuned rate from the sweep (BASE_LR overrides it: for trying the
 # calibration before the sweep has one; the runs themselves always use the sweep's).
 BASE_LR="${BASE_LR:-$("$BIN" experiment "$CFG/config/sweep.json" --report-only --no-plots --json |
-  sed -n '/"cell": "baseline",/,/"lr"/s/.*"lr": *\([0-9.eE+-]*\).*/\1/p' | head -1)}"
+  /usr/bin/python3 -m experiments.runfiles lr - baseline)}"
 [[ -n "$BASE_LR" ]] || { echo "protocol: the sweep has not chosen the baseline's learning rate yet" >&2; exit 1; }
 if [[ -f "$CAL" ]]; then
   RATE="$(calibration_value "$CAL" rate)"
@@ -335,7 +340,7 @@ if [[ -f "$CAL" ]]; then
 else
   echo "== calibrating: a baseline step with local shards (no throttle)"
   measure_r ../shards >/dev/null
-  STEP_S="$(awk -v c="$(json_number compute_seconds "$EXP/calibrate/summary.json")" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
+  STEP_S="$(awk -v c="$(run_value "$EXP/calibrate/summary.json" compute_seconds)" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
   BYTES="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
   # 4 connections (the interleave cycle); a batch of 128 must take R steps to arrive
   RATE="$(awk -v b="$BYTES" -v n="$TRAIN_IMAGES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / n * 128 / (r * s) / 4 }')"
@@ -362,8 +367,8 @@ if [[ "$PART" == demo ]]; then
   [[ "$FACTOR" -le 6 ]] || { echo "demo: R $R_CAL would take e = $FACTOR; the sweep tuned up to 6, so e = 6"; FACTOR=6; }
   render_demo "$FACTOR" "$URL"
   # The caveats name the demo's budget and schedule as its config (demo.json) sets them.
-  STOP="$(json_number max_steps "$CFG/config-demo/demo.json")"
-  DECAY="$(json_number decay_steps "$CFG/config-demo/demo.json")"
+  STOP="$(run_value "$CFG/config-demo/demo.json" overrides.max_steps)"
+  DECAY="$(run_value "$CFG/config-demo/demo.json" overrides.optimizer.decay_steps)"
   echo "== demo runs at R = $R_CAL (goal $R_GOAL), a-priori e = $FACTOR, $RATE bytes/s per connection x 4"
   status=0
   "$BIN" experiment "$CFG/config-demo/demo.json" --progress lines "$@" | tee "$EXP/table.txt" || status=$?
@@ -390,13 +395,13 @@ EOF
   if [[ -f "$ref" ]]; then
     echo
     echo "== for comparison: the same settings in the committed network runs"
-    /usr/bin/python3 -c 'import json, sys; print("\n".join("   " + l for l in json.load(open(sys.argv[1]))["print"]))' "$ref"
+    run_value "$ref" print | sed 's/^/   /'
   fi
   exit "$status"
 fi
 if [[ "$PART" == budgets ]]; then
   render_budgets "$URL"
-  echo "== change 13's runs at R = $R_CAL (goal 5), $RATE bytes/s per connection x 4: $BUDGETS_CFG"
+  echo "== each cell at its own budget at R = $R_CAL (goal 5), $RATE bytes/s per connection x 4: $BUDGETS_CFG"
   "$BIN" experiment "$BUDGETS_CFG" --progress lines "$@"
   exit 0
 fi

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import runfiles
+from experiments import archive, runfiles
 from experiments.runfiles import RunFileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,6 +118,8 @@ def test_cells_with_every_seed_asked_for(tmp_path):
     assert {c: [r["seed"] for r in runs] for c, runs in every.items()} == {"baseline": [1, 2, 3], "e4": [1, 3]}
     assert list(runfiles.load_cells(str(tmp_path), [1], only="e4")) == ["e4"]
     assert runfiles.load_cells(str(tmp_path), [1], only="absent") == {}
+    with pytest.raises(RunFileError, match=r"absent/cells: no such folder: the experiment has no runs here"):
+        runfiles.load_all_seeds(str(tmp_path / "absent"))
 
 
 def test_a_bad_run_is_named_by_its_file(tmp_path):
@@ -171,13 +173,21 @@ def committed(pattern: str):
 
 
 @pytest.mark.skipif(not committed("protocol/*/calibration.txt"), reason="no committed run files")
-def test_every_committed_run_file_reads():
+def test_every_committed_run_file_reads(tmp_path):
     for p in committed("**/calibration.txt") + committed("**/*_calibration.txt"):
         assert runfiles.read_calibration(p)
     for p in committed("**/calibration_runs.txt"):
         assert runfiles.read_calibration_runs(p)
-    for p in committed("*/*/cells/*/seed-*/evals.jsonl"):
-        runfiles.read_evals(p, ("step",))
-    for p in committed("*/*/cells/*/seed-*/summary.json"):
-        runfiles.read_json(p, ("fresh", "steps"))
-    assert os.path.exists(committed("protocol/*/calibration.txt")[0])
+    # Each experiment's runs, from its archive (experiments/archive.py).
+    archives = committed("*/*/runs.jsonl.xz") + committed("*/runs.jsonl.xz")
+    assert archives
+    runs = 0
+    for i, a in enumerate(archives):
+        out = tmp_path / str(i)
+        archive.unpack(os.path.dirname(a), out)
+        for p in sorted(out.glob("**/seed-*/summary.json")):
+            runfiles.read_json(str(p), ("fresh", "steps"))
+            if (p.parent / "evals.jsonl").exists():
+                runfiles.read_evals(str(p.parent / "evals.jsonl"), ("step",))
+            runs += 1
+    assert runs > 600  # about 700 runs: every experiment of results/

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dataecho
 import pytest
 
-dataecho = pytest.importorskip("dataecho")
-from experiments import specs  # noqa: E402
-from experiments.protocol import adaptive_buffer  # noqa: E402
+from experiments import specs
+from experiments.protocol import adaptive_buffer
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "experiments" / "protocol" / "train.json"

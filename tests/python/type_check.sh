@@ -16,7 +16,8 @@ export MYPY_CACHE_DIR="$build/.mypy_cache"
 # package as built.
 (cd "$root" && MYPYPATH="$build_python" "$python" -m mypy --config-file pyproject.toml \
   experiments/archive.py experiments/runfiles.py experiments/specs.py experiments/stats.py \
-  experiments/protocol/adaptive_buffer.py experiments/lm/pilot.py)
+  experiments/protocol/adaptive_buffer.py experiments/protocol/calibrate.py experiments/lm/pilot.py \
+  experiments/lm/passes.py experiments/distributed/report.py)
 "$python" -m mypy.stubtest --mypy-config-file "$root/pyproject.toml" \
   --allowlist "$root/tests/python/stubtest_allowlist.txt" dataecho._core
 echo "type check: the package and the extension's stubs agree"

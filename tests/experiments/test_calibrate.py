@@ -1,15 +1,16 @@
 """The bandwidth search of the protocol's calibration (experiments/protocol/calibrate.py)
 on a synthetic R(bandwidth): it lands within the tolerance, keeps to its bracket, takes
-the median of its repeated runs, and says so clearly when the machine is too loaded."""
+the median of its repeated runs, and says so clearly when the machine is too loaded; its
+command line reads the history the shell scripts append to."""
 
-import importlib.util
 import random
+import subprocess
+import sys
 from pathlib import Path
 
+from experiments.protocol import calibrate
+
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("calibrate", ROOT / "experiments/protocol/calibrate.py")
-calibrate = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(calibrate)
 
 
 def search(goal, first_rate, measure, limit=100):
@@ -69,3 +70,21 @@ def test_gives_up_after_its_bandwidths_with_the_closest():
     assert verb == "fail"
     assert len({rate for rate, _ in history}) <= calibrate.MAX_RATES
     assert "did not come within" in values[2] or "reached" in values[2]
+
+
+def next_line(history: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.protocol.calibrate", "next", "5", str(history),
+                           "400000"], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_command_line_goes_on_from_its_history(tmp_path):
+    history = tmp_path / "calibration_runs.txt"
+    history.write_text("")
+    assert next_line(history).stdout == "measure 400000\n"
+    history.write_text("400000 5.10\n400000 4.90\n")
+    assert next_line(history).stdout == "measure 400000\n"  # a third run at the same bandwidth
+    history.write_text("400000 5.10\n400000 4.90\n400000 5.20\n")
+    assert next_line(history).stdout == "done 400000 5.10\n"
+    history.write_text("400000 5.10\n400000 R?\n")
+    r = next_line(history)
+    assert r.returncode != 0 and f"{history}: line 2: expected 'RATE R'" in r.stderr
