@@ -1,5 +1,5 @@
 // autotune_bench: one pipeline pulled for a fixed time, for bench/autotune_compare.sh
-// (issue 23, section 5).
+// (autotuning against the best hand-tuned setting).
 //
 //   autotune_bench --spec FILE --seconds S [--json FILE]
 //

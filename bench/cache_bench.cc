@@ -1,4 +1,4 @@
-// The cache stage's second pass against what it replaces, in the same run (issue #45):
+// The cache stage's second pass against what it replaces, in the same run:
 //   BM_LocalShards     a pass over local TFRecord shards, raw records as tensors;
 //   BM_DiskCache       the same records from a disk cache filled beforehand (untimed):
 //                      tfrecord -> cache(path), the source not read;

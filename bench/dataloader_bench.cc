@@ -1,4 +1,4 @@
-// dataloader_bench: the dataecho side of bench/dataloader_compare.sh (issue 8).
+// dataloader_bench: the dataecho side of bench/dataloader_compare.sh.
 //
 //   dataloader_bench pipeline --spec FILE [--epochs E] [--window-seconds S] [--json FILE]
 //                             [--fusion on|off]

@@ -1,4 +1,4 @@
-// The "same work by hand" reference of bench/dataloader_compare.sh (issue 23, section 3):
+// The "same work by hand" reference of bench/dataloader_compare.sh:
 // what dataecho's fused decode_augment does to a JPEG, done the obvious way on a fully
 // decoded image. dataecho decodes only the crop region (and may let the decoder scale it
 // down); this reference decodes every pixel, then crops, resizes, flips and normalizes

@@ -1,7 +1,7 @@
-// Per-element cost of each operator, and of the pipeline the engine issue names:
+// Per-element cost of each operator, and of the pipeline of the engine's throughput target:
 // range -> shuffle(10000) -> batch(256) -> prefetch(4). Items/s are elements.
 //   build/bin/ops_bench --benchmark_counters_tabular=true
-// The TextLines rows (#46): elements the size of a text line (a 40-byte tensor) handed
+// The TextLines rows: elements the size of a text line (a 40-byte tensor) handed
 // between threads by a parallel map and by prefetch.
 #include <benchmark/benchmark.h>
 
@@ -63,17 +63,18 @@ void BM_Interleave(benchmark::State& s) {
   drain(s, make_interleave(make_range({kN, 8}), {4, s.range(0), 16}), kN);
 }
 
-// The engine issue's target: at least 3 million elements/s on one core.
+// The engine's throughput target: at least 3 million elements/s on one core
+// (docs/performance.md).
 void BM_ShuffleBatchPrefetch(benchmark::State& s) {
   auto ds = make_prefetch(
       make_batch(make_shuffle(make_range({kN}), {10000, 1, true}), {256, false}), {4});
   drain(s, ds, kN);
 }
 
-// A CPU-bound map (mixing hashes) with 1 and 2 threads: the issue asks 2 threads
-// for at least 1.8x the throughput of one. Two work sizes: about 6 us per element
-// (2,000 rounds, where the per-element handoff between threads shows) and about 60 us
-// (20,000 rounds, the order of an image decode).
+// A CPU-bound map (mixing hashes) with 1 and 2 threads: the target is 2 threads giving at
+// least 1.8x the throughput of one (docs/performance.md). Two work sizes: about 6 us per
+// element (2,000 rounds, where the per-element handoff between threads shows) and about
+// 60 us (20,000 rounds, the order of an image decode).
 void BM_MapBurn(benchmark::State& s) {
   MapOptions o;
   o.name = "burn";

@@ -1,7 +1,7 @@
-// What slows the protocol's train step when it has a CPU of its own (docs/protocol.md
-// changes 10 and 11): the CNN step of the protocol (depth 2, width 16, batch 128 of
-// 1x28x28, SGD with Nesterov momentum, 1 LibTorch thread), pinned to the first CPU, timed
-// one step at a time under two factors, crossed:
+// What slows the protocol's train step when it has a CPU of its own (the protocol's
+// `--cpu-split 1` setup, docs/protocol.md): the CNN step of the protocol (depth 2, width
+// 16, batch 128 of 1x28x28, SGD with Nesterov momentum, 1 LibTorch thread), pinned to the
+// first CPU, timed one step at a time under two factors, crossed:
 //   * the gap: the train thread sleeps GAP ms after each step, as it waits for the next
 //     batch when the pipeline is the bottleneck (at R about 5 the baseline's step waits
 //     about 100 ms, e = 2's about 40, e = 5's a few);

@@ -70,9 +70,9 @@ const CellResult* baseline_for(const std::vector<CellResult>& cells, const CellR
   return any;
 }
 
-// The control of an example-echo cell with a shuffle after its echo (change 7 of
-// docs/protocol.md): the cell that echoes at e = 1 before augmentation with the same
-// shuffle and batch size, no overrides. nullptr when there is none.
+// The control of an example-echo cell with a shuffle after its echo (the protocol's
+// second-shuffle control, docs/protocol.md): the cell that echoes at e = 1 before
+// augmentation with the same shuffle and batch size, no overrides. nullptr when there is none.
 const CellResult* control_for(const std::vector<CellResult>& cells, const CellResult& c) {
   const ExperimentCell& x = c.cell;
   const bool example = x.variant == EchoVariant::kExampleBeforeAugmentation ||
@@ -171,12 +171,13 @@ namespace {
 
 // The table's blocks below the main one (ExperimentReport::to_text).
 
-// Each example-echo cell against its control (change 7), where the experiment has one.
+// Each example-echo cell against its second-shuffle control, where the experiment has one.
 void write_controls(std::ostream& o, const std::vector<CellResult>& cells) {
   bool controlled = false;
   for (const auto& c : cells) controlled = controlled || !c.control.empty();
   if (!controlled) return;
-  o << "against the control (docs/protocol.md change 7, added after the results it checks): "
+  o << "against the control (the baseline with the same second shuffle, docs/protocol.md; "
+       "added after the results it checks): "
        "control fresh / this cell's, median ratio [95% interval]:\n";
   for (const auto& c : cells) {
     if (c.control.empty()) continue;

@@ -325,7 +325,7 @@ void validate_train_config(const TrainConfig& c) {
     config_error("cpu_split must be in [0, 1024] (0: off), got " + std::to_string(c.cpu_split));
   // More LibTorch threads than the step's CPUs only take turns, and OpenMP's threads spin
   // while they wait for each other: 2 threads on 1 CPU measured 289.6 ms a step against
-  // 25.8 ms with 1 (docs/protocol.md, change 11).
+  // 25.8 ms with 1 (docs/protocol.md, the `--cpu-split` setup's one LibTorch thread).
   if (c.cpu_split > 0 && c.threads > c.cpu_split)
     config_error(
         "threads " + std::to_string(c.threads) + " > cpu_split " + std::to_string(c.cpu_split) +

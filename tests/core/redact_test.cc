@@ -1,5 +1,5 @@
 // Credentials and signed query strings never reach a printed or written text (redact.h),
-// and so never an Error: issue 24's "secrets never appear in error messages".
+// and so never an Error: secrets never appear in error messages.
 #include "dataecho/core/redact.h"
 
 #include <gtest/gtest.h>

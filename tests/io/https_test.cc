@@ -1,4 +1,4 @@
-// HTTPS against a real nginx with TLS on loopback (issue 24): a CA and server
+// HTTPS against a real nginx with TLS on loopback: a CA and server
 // certificates made with openssl in the test, verification on by default, the CA given by
 // the spec or by SSL_CERT_FILE / CURL_CA_BUNDLE, failures that say why and are not
 // retried, "insecure" as an explicit, counted choice, and an Authorization header taken

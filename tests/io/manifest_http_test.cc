@@ -92,7 +92,7 @@ TEST_F(ManifestHttp, MissingManifestFailsWithItsUrlAndStatus) {
 
 // Presigned URLs expire: a run resumes with a freshly signed manifest. The spec (and so
 // the state's fingerprint) names the manifest, the state names shards by position, and
-// neither holds a signature (issue 24).
+// neither holds a signature.
 TEST_F(ManifestHttp, AResumeWithAFreshlySignedManifestContinuesExactly) {
   const std::string manifest = dir_ + "/lists/signed.manifest";
   auto sign = [&](const std::string& signature) {

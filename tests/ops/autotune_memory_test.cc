@@ -1,6 +1,6 @@
-// What a tuner learned survives a rebuild of the same definition (core/tuner_memory.h,
-// issue 43 part 2), in real pipelines. Each pipeline's tuner runs on a ManualClock and is
-// stepped here (Pipeline::tune_step()): no real window. The change it makes is the one of
+// What a tuner learned survives a rebuild of the same definition (core/tuner_memory.h), in
+// real pipelines. Each pipeline's tuner runs on a ManualClock and is stepped here
+// (Pipeline::tune_step()): no real window. The change it makes is the one of
 // Autotune.BufferFollowsTheRamBudget: elements of 1 MiB behind a prefetch of 2 on a RAM
 // budget of 1.5 MiB, so the first window lowers the buffer to 1. A rebuilt pipeline
 // starts there; one built with "remember": false, or after clear_tuner_memory(), or of

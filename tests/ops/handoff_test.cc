@@ -1,4 +1,4 @@
-// Small elements handed between threads in batches (#46): a parallel map's consumer
+// Small elements handed between threads in batches: a parallel map's consumer
 // and prefetch's consumer take every ready element under one lock and hand them out
 // from a buffer of their own. These tests hold the semantics that must not move:
 // order and content, save/restore with elements in that buffer, cancellation and

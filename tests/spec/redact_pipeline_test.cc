@@ -1,5 +1,5 @@
 // A pipeline reading a signed URL with credentials that fails: the error names the URL
-// without its userinfo and query (issue 24: secrets never appear in error messages).
+// without its userinfo and query (secrets never appear in error messages).
 #include <gtest/gtest.h>
 
 #include <string>

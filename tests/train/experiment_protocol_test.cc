@@ -126,7 +126,7 @@ TEST(ExperimentProtocol, ReportGivesMediansIntervalsAndRatiosWithCensoredRuns) {
   EXPECT_NE(r.to_text().find("4.00x ["), std::string::npos) << r.to_text();
 }
 
-// Change 7's control: an example-echo cell with a shuffle after the echo is also compared
+// The second-shuffle control: an example-echo cell with a shuffle after the echo is also compared
 // with the e = 1 cell that has the same shuffle; a cell without that shuffle is not.
 TEST(ExperimentProtocol, EchoCellsWithAShuffleAreComparedWithTheirControl) {
   const std::string out = testing::temp_dir() + "/controlled";

@@ -1,4 +1,4 @@
-// Autotuning (issue 23, section 5): `"parallelism": "auto"` on map and interleave,
+// Autotuning: `"parallelism": "auto"` on map and interleave,
 // `"buffer": "auto"` on prefetch and `"factor": "auto"` on echo (adaptive echo whose cap
 // the tuner sets). Each such node owns a Knob (its setting, with the
 // bounds it accepts); the pipeline's Tuner measures while the pipeline runs and moves

@@ -1,7 +1,7 @@
 // What a pipeline's tuner learned, kept for the next pipeline of the same definition
-// (issue 43, part 2). A PyTorch-style loop builds a pipeline per epoch; without this each
-// new pipeline's tuner starts again from the spec's start values and its warm-up, and a
-// pass shorter than the warm-up never leaves it.
+// (`"autotune": {"remember": true}`, the default). A PyTorch-style loop builds a pipeline
+// per epoch; without this each new pipeline's tuner starts again from the spec's start
+// values and its warm-up, and a pass shorter than the warm-up never leaves it.
 //
 // TunerMemo: the knobs' values (named by their node's stats name and param) and the
 // state the tuner's rules need to go on from there: its time (the warm-up's progress),
