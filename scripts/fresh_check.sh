@@ -196,6 +196,8 @@ for b in de.range(12).echo(2).batch(4).build(seed=1, as_numpy=True):
     assert isinstance(b["value"], np.ndarray)
     rows += b["value"].tolist()
 assert sorted(rows) == sorted(list(range(12)) * 2), rows
+from dataecho import stats
+assert stats.median_of([3, 1, 2]) == 2, "dataecho.stats"
 print("wheel: dataecho", de.__version__, "from", de.__file__, "ran", len(rows), "rows without torch")
 PY
   run_in_root wheel "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $runtime >/dev/null \

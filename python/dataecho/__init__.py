@@ -26,7 +26,9 @@ whose threads run in C++, without the GIL. See docs/python.md for the whole refe
 
 The modules: ``_definition`` (PipelineDef and the sources), ``_pipeline`` (Pipeline,
 Batch), ``_profile`` (profile), ``_torch`` (TorchIterable, which imports torch when
-first used); ``_core`` is the C++ extension.
+first used); ``_core`` is the C++ extension. ``dataecho.stats`` (imported on its own:
+``from dataecho import stats``) has the experiment protocol's statistics, the engine's
+medians and bootstrap intervals.
 """
 
 from __future__ import annotations

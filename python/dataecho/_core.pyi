@@ -4,7 +4,7 @@ Checked against the built extension by ``python3 -m mypy.stubtest dataecho._core
 (the CTest test python_stubs).
 """
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -90,3 +90,16 @@ def clear_tuner_memory() -> None: ...
 def register_callable(fn: Callable[[Dict[str, Any]], Dict[str, Any]], name: str) -> int: ...
 def unregister_callable(id: int) -> None: ...
 def copy_counters() -> Tuple[int, int]: ...
+def median_of(values: Sequence[float]) -> float: ...
+def estimate_median(
+    values: Sequence[float], censored: Sequence[bool], resamples: int, level: float, seed: int
+) -> Optional[Dict[str, Any]]: ...
+def estimate_ratio(
+    base_values: Sequence[float],
+    base_censored: Sequence[bool],
+    cell_values: Sequence[float],
+    cell_censored: Sequence[bool],
+    resamples: int,
+    level: float,
+    seed: int,
+) -> Optional[Dict[str, Any]]: ...

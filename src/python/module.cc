@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dataecho/core/run_statistics.h"
 #include "dataecho/formats/files.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/echo_advice.h"
@@ -259,6 +260,64 @@ void bind_pipeline(py::module_& m) {
       .def_property_readonly("closed", &PyPipeline::closed);
 }
 
+// ---------------------------------------------------------------- run statistics
+// dataecho.stats (python/dataecho/stats.py): the engine's run statistics
+// (dataecho/core/run_statistics.h), so that Python's figures are the trainer's.
+
+// One observation per value, censored where the flag says so; the lengths must agree.
+std::vector<Observation> observations(const std::vector<double>& values,
+                                      const std::vector<bool>& censored, const char* side,
+                                      const char* stage) {
+  if (values.size() != censored.size())
+    throw_error(ErrorCode::kInvalidArgument, stage,
+                std::string(side) + "values and " + side + "censored differ in length (" +
+                    std::to_string(values.size()) + " and " + std::to_string(censored.size()) +
+                    "): one flag per value");
+  std::vector<Observation> out;
+  out.reserve(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out.push_back({values[i], censored[i]});
+  return out;
+}
+
+template <class Estimate>
+py::object estimate_or_none(const std::optional<Estimate>& e) {
+  return e ? to_python(e->to_json()) : py::none();
+}
+
+void bind_stats(py::module_& m) {
+  m.def("median_of", &median_of, py::arg("values"));
+  m.def(
+      "estimate_median",
+      [](const std::vector<double>& values, const std::vector<bool>& censored, int resamples,
+         double level, uint64_t seed) {
+        const auto runs = observations(values, censored, "", "estimate_median");
+        std::optional<MedianEstimate> e;
+        {
+          py::gil_scoped_release nogil;
+          e = estimate_median(runs, {.resamples = resamples, .level = level, .seed = seed});
+        }
+        return estimate_or_none(e);
+      },
+      py::arg("values"), py::arg("censored"), py::arg("resamples"), py::arg("level"),
+      py::arg("seed"));
+  m.def(
+      "estimate_ratio",
+      [](const std::vector<double>& base_values, const std::vector<bool>& base_censored,
+         const std::vector<double>& cell_values, const std::vector<bool>& cell_censored,
+         int resamples, double level, uint64_t seed) {
+        const auto base = observations(base_values, base_censored, "base_", "estimate_ratio");
+        const auto cell = observations(cell_values, cell_censored, "cell_", "estimate_ratio");
+        std::optional<RatioEstimate> e;
+        {
+          py::gil_scoped_release nogil;
+          e = estimate_ratio(base, cell, {.resamples = resamples, .level = level, .seed = seed});
+        }
+        return estimate_or_none(e);
+      },
+      py::arg("base_values"), py::arg("base_censored"), py::arg("cell_values"),
+      py::arg("cell_censored"), py::arg("resamples"), py::arg("level"), py::arg("seed"));
+}
+
 void add_exceptions(py::module_& m) {
   g_error = PyErr_NewExceptionWithDoc(
       "dataecho.Error",
@@ -305,6 +364,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("register_callable", &register_callable, py::arg("fn"), py::arg("name"));
   m.def("unregister_callable", &unregister_callable, py::arg("id"));
   m.def("clear_tuner_memory", &dataecho::clear_tuner_memory);
+  bind_stats(m);
   m.def("copy_counters",
         [] { return py::make_tuple(g_copied_bytes.load(), g_shared_bytes.load()); });
 }

@@ -18,6 +18,8 @@ import dataecho as de, sys
 assert "/stage/" in de.__file__, de.__file__
 b = next(de.range(6).batch(6).build())
 assert b["value"].tolist() == list(range(6)), b
+from dataecho import stats
+assert stats.median_of([3, 1, 2]) == 2 and "/stage/" in stats.__file__, stats.__file__
 print("installed package imports from", de.__file__)'
 cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
 if find "$TMP/prefix" -path "*dataecho/__init__.py" | grep -q .; then

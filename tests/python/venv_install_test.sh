@@ -36,6 +36,9 @@ assert de._core.__file__.startswith(site + "/dataecho/_core."), de._core.__file_
 assert de.__version__ == version == importlib.metadata.version("dataecho"), (de.__version__, version)
 b = next(iter(de.range(6).batch(6).build()))
 assert b["value"].tolist() == list(range(6)), b
+from dataecho import stats
+assert stats.__file__.startswith(site + "/dataecho/"), stats.__file__
+assert stats.estimate_median([3.0, 1.0, 2.0], [False] * 3)["ci95"] == [1.0, 3.0]
 print("venv package", de.__version__, "imports from", de.__file__)
 PY
 

@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/core/run_statistics.h"
 #include "dataecho/spec/pipeline_def.h"
-#include "dataecho/train/run_statistics.h"
 
 namespace dataecho::train {
 

@@ -1,10 +1,16 @@
 // The report's arithmetic on inputs with known answers: medians with censored runs, the
 // percentile bootstrap of a median, and ratios of medians (reduction, speedup).
+// tests/python/test_stats.py checks the Python binding (dataecho.stats) on the same answers.
 #include <gtest/gtest.h>
 
-#include "dataecho/train/run_statistics.h"
+#include <cmath>
+#include <limits>
+#include <string>
 
-namespace dataecho::train {
+#include "dataecho/core/error.h"
+#include "dataecho/core/run_statistics.h"
+
+namespace dataecho {
 namespace {
 
 std::vector<Observation> reached(std::vector<double> values) {
@@ -96,5 +102,63 @@ TEST(RunStatisticsTest, RatioOfMediansWithItsInterval) {
   EXPECT_FALSE(estimate_ratio({}, reached({1})));
 }
 
+// The exact interval of a spread-out input under the fixed seed: the binding and the
+// experiments' tables rest on these bits (tests/python/test_stats.py pins the same).
+TEST(RunStatisticsTest, PinnedIntervalsUnderTheFixedSeed) {
+  auto e = estimate_median(reached({12, 15, 9, 20, 11, 14, 13}));
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->median, 13);
+  EXPECT_DOUBLE_EQ(e->ci.lo, 11);
+  EXPECT_DOUBLE_EQ(e->ci.hi, 15);
+  auto r = estimate_ratio(reached({90, 100, 110, 95, 105}), reached({20, 25, 30, 22}));
+  ASSERT_TRUE(r);
+  EXPECT_DOUBLE_EQ(r->ratio, 100.0 / 23.5);
+  EXPECT_DOUBLE_EQ(r->ci.lo, 100.0 / 30);
+  EXPECT_DOUBLE_EQ(r->ci.hi, 5);
+}
+
+// What the function, option or value is wrong, in the message.
+std::string error_of(auto f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(RunStatisticsTest, BadOptionsAndValuesAreErrors) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  BootstrapOptions none;
+  none.resamples = 0;
+  EXPECT_EQ(error_of([&] {
+              estimate_median(reached({1, 2}), none);
+            }),
+            "estimate_median: resamples must be at least 1, got 0");
+  BootstrapOptions whole;
+  whole.level = 1;
+  EXPECT_EQ(error_of([&] { estimate_ratio(reached({1}), reached({1}), whole); }),
+            "estimate_ratio: level must be in (0, 1), got 1");
+  whole.level = nan;
+  EXPECT_EQ(error_of([&] { estimate_median(reached({1}), whole); }),
+            "estimate_median: level must be in (0, 1), got nan");
+  EXPECT_EQ(error_of([&] {
+              estimate_median({{1, false}, {nan, true}});
+            }),
+            "estimate_median: value 1 is nan: every value must be finite");
+  EXPECT_EQ(error_of([&] {
+              estimate_ratio(reached({1}), reached({2, -inf}));
+            }),
+            "estimate_ratio: cell value 1 is -inf: every value must be finite");
+  EXPECT_EQ(error_of([&] { median_of({inf}); }),
+            "median_of: value 0 is inf: every value must be finite");
+  // Checked before the empty answer: a wrong call is wrong whatever the data.
+  EXPECT_EQ(error_of([&] { estimate_median({}, none); }),
+            "estimate_median: resamples must be at least 1, got 0");
+  EXPECT_DOUBLE_EQ(median_of({}), 0);
+}
+
 }  // namespace
-}  // namespace dataecho::train
+}  // namespace dataecho

@@ -2,7 +2,8 @@
 // runs that never reached the target counted at their budget (right-censored), and 95%
 // intervals by the bootstrap percentile method, for one cell's figure and for the ratio
 // of a baseline's median to a cell's (fresh-example reduction, wall-clock speedup).
-// No LibTorch. Thread-safety: plain functions.
+// The trainer's reports and the Python package (dataecho.stats) both use these.
+// Thread-safety: plain functions.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dataecho::train {
+namespace dataecho {
 
 // One run's figure: the value to target, or (censored) the value its budget ran out at:
 // the target is reached later than that, if ever.
@@ -46,6 +47,8 @@ struct RatioEstimate {
   nlohmann::json to_json() const;
 };
 
+// Checked by the estimates: resamples >= 1 and 0 < level < 1, else an Error
+// (kInvalidArgument) naming the function and the option.
 struct BootstrapOptions {
   int resamples = 10000;
   double level = 0.95;
@@ -53,6 +56,7 @@ struct BootstrapOptions {
 };
 
 // The median of the values (the mean of the middle two for an even count). Empty: 0.
+// A value that is not finite is an Error (kInvalidArgument), here and in the estimates.
 double median_of(std::vector<double> values);
 
 // Percentile bootstrap: resample the observations with replacement `resamples` times,
@@ -61,9 +65,11 @@ double median_of(std::vector<double> values);
 std::optional<MedianEstimate> estimate_median(const std::vector<Observation>& runs,
                                               const BootstrapOptions& options = {});
 
-// median(baseline) / median(cell), each side resampled independently per resample.
+// median(baseline) / median(cell), each side resampled independently per resample, the
+// baseline's resamples first, then the cell's, from one stream. nullopt when either side
+// is empty, the cell's median is not above 0, or no resampled cell median is.
 std::optional<RatioEstimate> estimate_ratio(const std::vector<Observation>& baseline,
                                             const std::vector<Observation>& cell,
                                             const BootstrapOptions& options = {});
 
-}  // namespace dataecho::train
+}  // namespace dataecho
