@@ -81,11 +81,10 @@ struct TuningSpec {
   // How a tuning run's fresh examples to target are read ("reading"): "first_touch", the
   // first evaluation at or above the target (the summary's fresh_to_target), or "held",
   // the first evaluation at or above the target from which no later evaluation of the
-  // run falls below target - margin (docs/protocol.md change 8); for a loss target
-  // (target_loss, with no target_accuracy), the first at or below it from which none
-  // rises above target + margin. "held" reads every
-  // evaluation (evals.jsonl), so the runs must go on past the target: the base config's
-  // eval_mode must be "snapshots".
+  // run falls below target - margin (the protocol's held reading, docs/protocol.md); for a
+  // loss target (target_loss, with no target_accuracy), the first at or below it from which
+  // none rises above target + margin. "held" reads every evaluation (evals.jsonl), so the
+  // runs must go on past the target: the base config's eval_mode must be "snapshots".
   // With "from", a reading given here reads this experiment's own figures (the rates
   // still come from the other experiment, chosen its way); without one, the other's.
   std::string reading = "first_touch";
@@ -195,8 +194,8 @@ struct CellResult {
   Spread steps_per_second;  // training steps per second (start-up included)
   // The final evaluation's validation accuracy and loss, at the run's budget.
   Spread final_accuracy, final_loss;
-  // C (docs/protocol.md, change 2): this cell's median steps per second over its
-  // baseline's, in the same (unthrottled) sweep: below 1, the CPU holds the cell back.
+  // C (the protocol's CPU cap, docs/protocol.md): this cell's median steps per second over
+  // its baseline's, in the same (unthrottled) sweep: below 1, the CPU holds the cell back.
   std::optional<double> cpu_cap;
   // The protocol's estimates (docs/protocol.md): every run counts, one that never
   // reached the target at its budget (censored); 95% percentile-bootstrap intervals.
@@ -206,10 +205,10 @@ struct CellResult {
   std::optional<double> speedup;          // baseline wall seconds to target / this cell's
   std::optional<double> ideal_speedup;    // min(achieved echo, baseline R)
   std::optional<RatioEstimate> fresh_reduction_estimate, speedup_estimate;
-  // Against its control (docs/protocol.md, change 7): for an example-echo cell with a
-  // shuffle after the echo, the cell that echoes at e = 1 (the identity) with the same
-  // shuffle, batch size and no overrides, when the experiment has one: how much of the
-  // reduction is left once the baseline gets the same second shuffle.
+  // Against its control (the protocol's second-shuffle control, docs/protocol.md): for an
+  // example-echo cell with a shuffle after the echo, the cell that echoes at e = 1 (the
+  // identity) with the same shuffle, batch size and no overrides, when the experiment has
+  // one: how much of the reduction is left once the baseline gets the same second shuffle.
   std::string control;  // its id, or "" when there is none
   std::optional<RatioEstimate> fresh_reduction_vs_control;
   std::vector<Observation> fresh_observations, wall_observations;  // one per run
