@@ -28,7 +28,7 @@ import sys
 from typing import Iterator, List, Optional, Tuple
 
 # The folders whose Python and shell code the rule covers, relative to the root.
-PATHS = ["scripts", "bench", "python", "tests"]
+PATHS = ["scripts", "bench", "python", "tests", "experiments"]
 MAX_FUNCTION_LINES = 80
 MAX_FILE_LINES = 600
 LONG_FILE_NOTE = "Why this file is long"

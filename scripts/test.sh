@@ -3,8 +3,9 @@
 #   1. installed programs: every program the scripts call comes from a package
 #      scripts/bootstrap.sh installs (scripts/check_commands.py)
 #   2. release build (with the trainer, without the benchmarks): all CTest tests (unit,
-#      CLI, install, HTTP, trainer, Python, the demo on tiny budgets) but the namespace
-#      tests (label `netns`)
+#      CLI, install, HTTP, trainer, Python, the experiments package's tests/experiments,
+#      its type check in python_types, the demo on tiny budgets) but the namespace tests
+#      (label `netns`)
 #   3. ASan + UBSan build of the engine: the engine's unit tests
 #   4. TSan build of the engine: the engine tests (threads everywhere; about a minute)
 #   5. function size: clang-tidy's readability-function-size at 80 lines over src/ (on

@@ -53,7 +53,7 @@
 #   experiments/protocol/run.sh budgets [dataecho experiment flags]
 #       the final runs of each cell at its own best budget (docs/protocol.md): the
 #       baseline, e = 4 and e = 5 each at the budget control C's rule chooses
-#       (experiments/protocol/targets.py --budgets-choice, from the
+#       (python3 -m experiments.protocol.controls budget-cells, from the
 #       committed controls: run `controls` and `collect` first), over the network at R
 #       about 5 with network-r5's calibration (bandwidth and URL), seeds 1-10
 #       (budgets.json, in network-budgets-r5/); a cell whose budget is 3,900 has its runs
@@ -165,34 +165,13 @@ render_network() {
     experiments/protocol/network.json >"$dir/network.json"
 }
 # render_budgets URL: the config of each cell at its own best budget in
-# $CFG/config-budgets-r5/ (BUDGETS_CFG), its cells from the chosen budgets (targets.py
-# --budgets-choice on the committed runs): each cell whose budget is not 3,900, with its
-# decay ending at its budget, seeds 1-10.
+# $CFG/config-budgets-r5/ (BUDGETS_CFG), its cells from the chosen budgets (control C's
+# rule on the committed runs: experiments/protocol/controls.py): each cell whose budget is
+# not 3,900, with its decay ending at its budget, seeds 1-10.
 render_budgets() {
-  local dir="$CFG/config-budgets-r5" choice cells
+  local dir="$CFG/config-budgets-r5" cells
   BUDGETS_CFG="$dir/budgets.json"
-  choice="$(/usr/bin/python3 experiments/protocol/targets.py --root results/protocol --budgets-choice)"
-  cells="$(/usr/bin/python3 - "$choice" <<'PY'
-import json, sys
-choice = json.loads(sys.argv[1])
-if None in choice.values():
-    sys.exit("protocol budgets: not every cell has a chosen budget yet (" + json.dumps(choice)
-             + "): run `run.sh controls`, then `run.sh collect`")
-stems = {"baseline": ("baseline", None), "e4": ("before_aug-e4-sb1000", 4), "e5": ("before_aug-e5-sb1000", 5)}
-cells, tuned = [], []
-for cell, budget in choice.items():
-    stem, factor = stems[cell]
-    if budget == 3900:
-        continue  # network-r5's runs
-    c = {"id": f"{stem}-s{budget}", "variant": "baseline" if factor is None else "example_before_augmentation",
-         "seeds": list(range(1, 11)), "overrides": {"max_steps": budget}}
-    if factor is not None:
-        c.update(factor=factor, shuffle_after_echo=1000)
-    cells.append(json.dumps(c))
-    tuned.append(f'"{stem}-s{budget}": "{stem}"')
-print(", ".join(cells) + "\t" + ", ".join(tuned))
-PY
-)" || exit 1
+  cells="$(/usr/bin/python3 -m experiments.protocol.controls budget-cells --root results/protocol)" || exit 1
   render_train "$dir" "$1"
   sed -e "s#@CELLS@#${cells%%$'\t'*}#" -e "s#@MAP@#${cells#*$'\t'}#" -e "s#@OUT@#$ROUT#g" \
     experiments/protocol/budgets.json >"$BUDGETS_CFG"

@@ -67,8 +67,8 @@ def test_a_long_file_needs_its_note_and_a_file_that_does_not_parse_is_a_finding(
                                                   + "x = 1\n" * 700)
     (tmp_path / "python" / "broken.py").write_text("def f(:\n")
     (tmp_path / "python" / "notes.txt").write_text("not code\n" * 700)
-    (tmp_path / "experiments").mkdir()  # not under PATHS
-    (tmp_path / "experiments" / "x.py").write_text(python_function("long", 200))
+    (tmp_path / "docs").mkdir()  # not under PATHS
+    (tmp_path / "docs" / "x.py").write_text(python_function("long", 200))
     rc, out = run(tmp_path)
     assert rc == 1
     assert out[-1] == "function_size.py: 2 findings in 3 Python and shell files", out

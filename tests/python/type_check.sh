@@ -12,12 +12,8 @@ cd "$build/python"
 build_python=$PWD
 export MYPY_CACHE_DIR="$build/.mypy_cache"
 "$python" -m mypy --config-file "$root/pyproject.toml" -p dataecho
-# The experiments package's typed modules, from the repository's root, with the dataecho
-# package as built.
-(cd "$root" && MYPYPATH="$build_python" "$python" -m mypy --config-file pyproject.toml \
-  experiments/archive.py experiments/runfiles.py experiments/specs.py experiments/stats.py \
-  experiments/protocol/adaptive_buffer.py experiments/protocol/calibrate.py experiments/lm/pilot.py \
-  experiments/lm/passes.py experiments/distributed/report.py)
+# The experiments package, from the repository's root, with the dataecho package as built.
+(cd "$root" && MYPYPATH="$build_python" "$python" -m mypy --config-file pyproject.toml -p experiments)
 "$python" -m mypy.stubtest --mypy-config-file "$root/pyproject.toml" \
   --allowlist "$root/tests/python/stubtest_allowlist.txt" dataecho._core
 echo "type check: the package and the extension's stubs agree"
