@@ -47,6 +47,7 @@ class Run(TypedDict):
 
 
 def _fail(path: str, what: str) -> NoReturn:
+    """Raises RunFileError: "PATH: WHAT"."""
     raise RunFileError(f"{path}: {what}")
 
 
@@ -66,6 +67,7 @@ def check_fields(path: str, record: str, obj: Any, fields: Sequence[str]) -> Non
 
 
 def _read_text(path: str) -> str:
+    """The file's text; RunFileError when it is missing or unreadable."""
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
@@ -222,6 +224,7 @@ def tuned_lr(report: Json, cell: str, path: str) -> Optional[float]:
 
 
 def _text(v: Any) -> str:
+    """A value as the command line prints it (the module's docstring)."""
     if isinstance(v, str):
         return v
     if isinstance(v, list):
@@ -230,6 +233,7 @@ def _text(v: Any) -> str:
 
 
 def _report(path: str) -> Json:
+    """An experiment report from a file, or from standard input for "-"."""
     if path != "-":
         return read_json(path)
     try:

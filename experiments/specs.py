@@ -56,6 +56,7 @@ def with_echo_after(d: PipelineDef, fn: str, factor: float, shuffle: int) -> Pip
 
 
 def _setting(text: str) -> tuple[str, str, Scalar]:
+    """(op, key, value) of a --set OP.KEY=VALUE."""
     target, sep, raw = text.partition("=")
     op, dot, key = target.partition(".")
     if not sep or not dot or not op or not key:

@@ -56,6 +56,7 @@ class RatioEstimate(TypedDict):
 
 
 def _split(obs: Sequence[Observation]) -> Tuple[List[float], List[bool]]:
+    """The values and the censored flags, as the engine takes them."""
     return [float(v) for v, _ in obs], [bool(c) for _, c in obs]
 
 

@@ -180,6 +180,7 @@ def final_and_swing(runs: Sequence[Run], late_from: int) -> Json:
     `late_from` on, per evaluation and thinned to one per THIN_STEPS steps, in points;
     None with fewer than two differences)."""
     def sigma(series: Sequence[Sequence[Json]]) -> Optional[float]:
+        """The late swing of these evaluation series, in points."""
         s = stats.swing([y["accuracy"] - x["accuracy"] for ev in series
                          for x, y in zip(ev, ev[1:]) if x["step"] >= late_from])
         return None if s is None else s * 100
