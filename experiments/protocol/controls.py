@@ -60,7 +60,7 @@ def controls_section(root: str) -> Optional[Json]:
     baseline, network-r5: the same computation). None when there are no controls."""
     if not os.path.isdir(os.path.join(root, "controls", "cells")):
         return None
-    out: Json = {"registered": "docs/protocol.md change 9", "target": 90.0, "reading": "held"}
+    out: Json = {"registered": "docs/protocol.md: the controls", "target": 90.0, "reading": "held"}
     out["A1"] = a1_section(root)
     # C: each cell's smallest median fresh examples to hold 90% over the budgets at which
     # at least 3 of 5 seeds hold it; the reduction between the two cells' best budgets.
@@ -157,7 +157,7 @@ def budgets_section(root: str) -> Json:
     whose budget is 3,900 is read from network-r5 (those are its runs); the others from
     network-budgets-r5/cells/<stem>-s<S>."""
     choice = budgets_choice(root)
-    out: Json = {"registered": "docs/protocol.md change 13", "target": 90.0, "choice": choice}
+    out: Json = {"registered": "docs/protocol.md: each cell at its own best budget", "target": 90.0, "choice": choice}
     if not all(v["complete"] and v["best_budget"] for v in choice.values()):
         out["status"] = "choosing: not every budget of every cell has its 5 local seeds"
         return out
@@ -189,7 +189,7 @@ def budgets_lines(b: Optional[Json]) -> List[str]:
     """table.txt's lines for each cell at its own best budget."""
     if not b:
         return []
-    lines = ["", "== change 13: each cell's schedule ending at its own best budget (90%) =="]
+    lines = ["", "== each cell's schedule ending at its own best budget (90%) =="]
     for cell, v in b["choice"].items():
         lines.append(f"  {cell}: " + ", ".join(
             f"S={S}: {x['held']}/5 hold, median {'~' if x['fresh']['median_censored'] else ''}"
@@ -222,7 +222,7 @@ def retune_section(root: str) -> Optional[Json]:
     rdir = os.path.join(root, "retune")
     if not os.path.isdir(os.path.join(rdir, "cells")):
         return None
-    out: Json = {"registered": "docs/protocol.md change 9", "target": 90.0, "reading": "held"}
+    out: Json = {"registered": "docs/protocol.md: the controls", "target": 90.0, "reading": "held"}
     for seeds in (CONTROL_SEEDS_A1, SEEDS):
         runs = load_runs(rdir, seeds)
         base_net = load_runs(os.path.join(root, "network-r5"), seeds).get("baseline")
@@ -299,7 +299,7 @@ def controls_lines(controls: Optional[Json], retune: Optional[Json]) -> List[str
     lines = []
     if controls or retune:
         lines.append("")
-        lines.append("== controls of change 9 (issue #42), 90% held; a control added after the results "
+        lines.append("== the controls (docs/protocol.md), 90% held; a control added after the results "
                      "it checks ==")
     if controls:
         lines += a1_and_c_lines(controls)

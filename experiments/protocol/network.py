@@ -32,7 +32,7 @@ def machines_section(runs: Dict[str, List[Run]], apriori: str) -> Optional[Json]
     sets = {"seeds 1-10 (both machines)": sorted({r["seed"] for r in base}), **MACHINES}
     if any(not set(s) <= {r["seed"] for r in base} for s in MACHINES.values()):
         return None
-    out: Json = {"registered": "docs/protocol.md change 12", "target": 90.0, "cells": {}}
+    out: Json = {"registered": "docs/protocol.md: ten seeds from two machines", "target": 90.0, "cells": {}}
     for cell in dict.fromkeys([apriori, "before_aug-e4-sb1000"]):
         if cell not in runs or len(runs[cell]) < len(base):
             continue
@@ -55,7 +55,7 @@ def machines_section(runs: Dict[str, List[Run]], apriori: str) -> Optional[Json]
 
 def machines_text(m: Json) -> List[str]:
     """table.txt's lines for machines_section's result."""
-    out = ["-- change 12: 90%, on seeds 1-10 and on each machine's seeds; R = the baseline's "
+    out = ["-- ten seeds from two machines: 90%, on seeds 1-10 and on each machine's seeds; R = the baseline's "
            "median R in training, ideal min(e, R)"]
     for cell, v in m["cells"].items():
         for name, by in v["by_seeds"].items():
@@ -67,7 +67,7 @@ def machines_text(m: Json) -> List[str]:
         out.append(f"  {cell:<22} the two machines' intervals of the held speedup "
                    + ("overlap" if v["held_speedup_intervals_overlap"] else "do not overlap"))
     if "pooled_is_headline" in m:
-        out.append("  headline (change 12): " + ("the pooled seeds 1-10" if m["pooled_is_headline"]
+        out.append("  headline: " + ("the pooled seeds 1-10" if m["pooled_is_headline"]
                                                  else "each machine's figure, the lower first"))
     return out
 
@@ -194,7 +194,7 @@ def setups_lines(setups: Json) -> List[str]:
     for key, st in setups.items():
         lines.append("")
         lines.append(f"== the two setups at R about {key[1:]}, 90%: shared cores (section 6) / the train "
-                     "step on a core of its own (change 10); each setup's own baseline ==")
+                     "step on a core of its own (the CPU split); each setup's own baseline ==")
         for cell, by in st["cells"].items():
             for reading, v in by.items():
                 sh = v["shared"] or {}
@@ -203,7 +203,7 @@ def setups_lines(setups: Json) -> List[str]:
                              f"{ratio_text(v['split']['fresh_reduction'])}; speedup shared "
                              f"{ratio_text(sh.get('speedup'))} split {ratio_text(v['split']['speedup'])}")
         p = st["predictions"]
-        lines.append("  change 10's predictions: step compute against the split baseline's: " + ", ".join(
+        lines.append("  the CPU split's predictions: step compute against the split baseline's: " + ", ".join(
             f"{c} {100 * d:+.1f}%" for c, d in p["step_vs_baseline"].items()))
         if "apriori" in p:
             a_ = p["apriori"]
@@ -257,11 +257,11 @@ def experiment_lines(doc: Json, exps: Dict[str, Dict[str, List[Run]]], best_bp: 
     """table.txt's header and each experiment's tables, final accuracy, step compute
     and per-machine lines."""
     lines = [
-        "Reduction and speedup against the target, two readings (docs/protocol.md change 8)",
+        "Reduction and speedup against the target, two readings (docs/protocol.md: the held reading)",
         f"held: the first evaluation >= T from which no later one falls below T - {MARGIN_BP / 100:.2f} "
         f"points (2 sigma, sigma = {SIGMA_BP / 100:.3f} points); thinned: the same on one "
         f"evaluation per {THIN_STEPS} steps; first touch: section 3's reading (old).",
-        "median over each cell's final seeds (listed per experiment; change 12), baseline / cell, "
+        "median over each cell's final seeds (listed per experiment), baseline / cell, "
         "[95% bootstrap interval], ~ = a censored median; reached = runs that reach (first "
         "touch) or hold the target, of the cell's runs.",
         f"baseline's best single evaluation: {best_bp / 100:.2f}%"]

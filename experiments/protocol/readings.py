@@ -22,8 +22,8 @@ SIGMA_BP = 52.2  # the measured swing, basis points of accuracy (0.522 points)
 MARGIN_BP = 104  # m = 2 sigma, rounded to 0.01 points
 THIN_STEPS = 100  # "held, thinned": one evaluation per 100 steps
 READINGS = ["first_touch", "held", "held_thinned"]
-READING_LABEL = {"first_touch": "first touch (old reading)", "held": "held (change 8)",
-                 "held_thinned": "held, thinned (change 8 check)"}
+READING_LABEL = {"first_touch": "first touch (old reading)", "held": "held",
+                 "held_thinned": "held, thinned (the rule's check)"}
 SEEDS = [1, 2, 3, 4, 5]
 # What the reports read of each run: its evaluations' and its summary's figures.
 EVAL_FIELDS = ("step", "fresh", "accuracy", "wall_seconds")

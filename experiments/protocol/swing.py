@@ -84,7 +84,7 @@ def swing_doc(root: str) -> Json:
 def swing_lines(doc: Json) -> List[str]:
     """swing.txt's lines."""
     reg = doc["registered"]
-    lines = ["The evaluation-to-evaluation swing of validation accuracy (docs/protocol.md change 8)",
+    lines = ["The evaluation-to-evaluation swing of validation accuracy (docs/protocol.md: the held reading)",
              "sigma = sd of successive differences / sqrt(2), in accuracy points (percent).",
              f"registered: baseline, network runs seeds 1-5, evaluations at step >= {FROM_STEP}: "
              f"sigma = {100 * reg['sigma']:.3f} points ({reg['differences']} differences)",

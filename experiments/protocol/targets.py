@@ -33,7 +33,7 @@ TARGET_FROM_BP = 8700  # 87.00%
 TARGET_STEP_BP = 25  # 0.25 points
 DEMO: Json = {"target_bp": 8900, "stop_step": 2600,
               "cells": ["baseline", "before_aug-e5-sb1000", "adaptive-m6-sb1000"]}
-METHOD = ("median over each cell's final seeds (change 12: the network runs' "
+METHOD = ("median over each cell's final seeds (the network runs' "
           "baseline, a-priori e and e = 4 on seeds 1-10, the other cells on 1-5, "
           "the split setup and the sweep on 1-5); a run that does not reach (first touch) or "
           "hold the target counts at its budget (censored; ~ when a median is); "
@@ -125,7 +125,7 @@ def demo_reference(r5: Dict[str, List[Run]]) -> Json:
     demo: Json = {
         "source": f"results/protocol/network-r5 ({demo_seeds}), trajectories cut at step 2,600",
         "seeds": demo_seeds, "target": DEMO["target_bp"] / 100, "stop_step": DEMO["stop_step"],
-        "note": "runs that do not reach (first touch) or hold (change 8) the target by "
+        "note": "runs that do not reach (first touch) or hold the target by "
                 "step 2,600 are censored at their last evaluation at or before it",
         "readings": {}}
     for reading in ("first_touch", "held"):
@@ -155,7 +155,7 @@ def demo_and_check_lines(doc: Json, demo: Json, table: Sequence[Json]) -> List[s
         lines.append(f"  {exp}: {ch['figures_checked']} figures of the committed table (90%, first touch) "
                      f"recomputed, {len(ch['mismatches'])} differ")
         lines += [f"    {m}" for m in ch["mismatches"]]
-    lines.append("  issue #41's table (network-r5, medians, baseline / cell), recomputed:")
+    lines.append("  the margin table (network-r5, medians, baseline / cell), recomputed:")
     for r in table:
         lines.append(f"    {r['target']:.2f}%: e=2 first touch {r['e2_first_touch']:.2f}x, e=4 first touch "
                      f"{r['e4_first_touch']:.2f}x, e=4 held with a 0.3-point margin {r['e4_held_0.3']:.2f}x")
@@ -179,7 +179,7 @@ def targets_doc(root: str, csv_rows: List[str]) -> Tuple[Json, Dict[str, Dict[st
     csv_rows), the runs read and the baseline's best evaluation."""
     doc: Json = {"rule": {"reading": "held", "margin_points": MARGIN_BP / 100,
                           "sigma_points": SIGMA_BP / 100, "k": 2, "thin_steps": THIN_STEPS,
-                          "registered": "docs/protocol.md change 8"},
+                          "registered": "docs/protocol.md: the held reading"},
                  "method": METHOD, "experiments": {}, "checks": {}}
     exps = {}
     for exp in NETWORK_EXPS + ["sweep"]:
@@ -231,7 +231,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if budgets:
         doc["budgets"] = budgets
     table = margin_03_table(exps["network-r5"])
-    doc["issue_41_table_check"] = table
+    doc["margin_table_check"] = table
     demo = demo_reference(exps["network-r5"])
     write_json(os.path.join(out_dir, "demo_reference.json"), demo)
     lines = (experiment_lines(doc, exps, best_bp) + setups_lines(doc["setups"])
