@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dataecho/core/pipeline.h"
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/batch.h"
 #include "dataecho/ops/interleave.h"
@@ -15,7 +16,6 @@
 #include "dataecho/ops/prefetch.h"
 #include "dataecho/ops/shuffle.h"
 #include "dataecho/ops/sources.h"
-#include "dataecho/pipeline.h"
 
 namespace dataecho {
 namespace {

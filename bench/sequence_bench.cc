@@ -35,10 +35,10 @@
 #include <optional>
 #include <random>
 
+#include "dataecho/core/pipeline.h"
 #include "dataecho/ops/pack.h"
 #include "dataecho/ops/padded_batch.h"
 #include "dataecho/ops/sources.h"
-#include "dataecho/pipeline.h"
 
 namespace dataecho {
 namespace {

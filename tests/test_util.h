@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataecho/dataset.h"
-#include "dataecho/pipeline.h"
+#include "dataecho/core/dataset.h"
+#include "dataecho/core/pipeline.h"
 
 namespace dataecho::testing {
 

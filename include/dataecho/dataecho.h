@@ -18,11 +18,11 @@
 
 #include "dataecho/core/error.h"         // Error, ErrorCode
 #include "dataecho/core/example.h"       // Example, RowMeta
+#include "dataecho/core/pipeline.h"      // Pipeline: next(), save(), restore(), stats()
 #include "dataecho/core/tensor.h"        // Tensor, DType
 #include "dataecho/formats/files.h"      // class_to_idx(), image_folder_classes()
 #include "dataecho/ops/basic.h"          // Predicate
 #include "dataecho/ops/map.h"            // MapFn, MapContext
-#include "dataecho/pipeline.h"           // Pipeline: next(), save(), restore(), stats()
 #include "dataecho/spec/build.h"         // build_pipeline(json), load_spec_file
 #include "dataecho/spec/pipeline_def.h"  // PipelineDef, range(), tfrecord(), idx(), files(), ...
 #include "dataecho/spec/registry.h"      // register_map_function(), register_filter(), ...

@@ -1,6 +1,6 @@
 // `dataecho convert`: IDX files or a class_name/file.jpg directory to TFRecord shards,
 // tar shards or that directory layout; text files to TFRecord or tar shards (see
-// dataecho/tools/convert.h).
+// dataecho/formats/convert.h).
 #include <unistd.h>
 
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "dataecho/tools/convert.h"
+#include "dataecho/formats/convert.h"
 
 namespace dataecho::cli {
 namespace {

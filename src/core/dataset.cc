@@ -1,4 +1,4 @@
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 #include <exception>
 

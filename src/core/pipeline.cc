@@ -1,4 +1,4 @@
-#include "dataecho/pipeline.h"
+#include "dataecho/core/pipeline.h"
 
 #include <exception>
 #include <optional>

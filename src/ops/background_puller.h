@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

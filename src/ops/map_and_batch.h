@@ -28,7 +28,7 @@
 #include <memory>
 #include <mutex>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 #include "dataecho/ops/batch.h"
 #include "dataecho/ops/fusion.h"
 

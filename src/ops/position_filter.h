@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

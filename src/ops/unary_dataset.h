@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

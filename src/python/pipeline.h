@@ -45,7 +45,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dataecho/pipeline.h"
+#include "dataecho/core/pipeline.h"
 #include "values.h"
 
 namespace dataecho::python {

@@ -1,8 +1,8 @@
 // The layers, enforced: an #include in src/ or include/ may reach its own layer or one
 // below it, never one above. The order, lowest first (README, Architecture):
-//   core (and dataset.h, pipeline.h) < ops < io < formats < image < tools < spec
-//   (and the entry header dataecho.h) < train < cli; and python (the extension), which
-//   reaches the engine but never train or cli (it must not link LibTorch).
+//   core < ops < io < image < formats < spec (and the entry header dataecho.h) < train
+//   < cli; and python (the extension), which reaches the engine but never train or cli
+//   (it must not link LibTorch).
 // Linking cannot catch an upward include, as every public header lives under one
 // include/dataecho/ root; this test reads every include edge of the tree instead. It
 // also checks that no file includes another layer's private header (src/<layer>/*.h),
@@ -29,8 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // python: the Python extension (src/python), on the engine only, never on the trainer.
-const std::vector<std::string> kLayers = {"core",  "ops",  "io",    "formats", "image",
-                                          "tools", "spec", "train", "cli",     "python"};
+const std::vector<std::string> kLayers = {"core", "ops",   "io",  "image", "formats",
+                                          "spec", "train", "cli", "python"};
 
 std::optional<size_t> rank_of(const std::string& layer) {
   auto it = std::find(kLayers.begin(), kLayers.end(), layer);
@@ -40,10 +40,7 @@ std::optional<size_t> rank_of(const std::string& layer) {
 
 // The layer of a header named "dataecho/..." (relative to include/).
 std::string public_layer(const std::vector<std::string>& parts) {
-  if (parts.size() == 2) {  // dataecho/x.h
-    if (parts[1] == "dataset.h" || parts[1] == "pipeline.h") return "core";
-    return "spec";  // dataecho.h: the engine's entry header
-  }
+  if (parts.size() == 2) return "spec";       // dataecho/dataecho.h: the engine's entry header
   if (parts[1] == "proto") return "formats";  // the generated tf.Example messages
   return parts[1];
 }
@@ -99,8 +96,7 @@ std::vector<std::string> upward_includes(const fs::path& root) {
 // ---- links ----
 
 // The engine's layers, each a static library dataecho_<layer>.
-const std::vector<std::string> kEngineLayers = {"core",  "ops",   "io",  "formats",
-                                                "image", "tools", "spec"};
+const std::vector<std::string> kEngineLayers = {"core", "ops", "io", "image", "formats", "spec"};
 
 // A third-party library by the headers that use it (<curl/curl.h>: libcurl).
 std::string library_of_header(const std::string& inc) {
@@ -282,32 +278,29 @@ TEST(Layers, TheLinkCheckFindsAnExtraAMissingAndAnUpwardLink) {
   write("src/core/a.cc", "#include <nlohmann/json.hpp>\n#include \"core/private.h\"\n");
   write("src/ops/a.cc", "#include \"dataecho/core/tensor.h\"\n");
   write("src/io/a.cc", "#include \"dataecho/io/byte_stream.h\"\n#include <curl/curl.h>\n");
-  write("src/formats/a.cc", "#include \"dataecho/ops/map.h\"\n");
   write("src/image/a.cc", "#include <spng.h>\n#include \"dataecho/core/tensor.h\"\n");
-  write("src/tools/a.cc", "#include \"dataecho/image/codec.h\"\n");
-  write("src/spec/a.cc", "#include \"dataecho/tools/convert.h\"\n");
+  write("src/formats/a.cc", "#include \"dataecho/image/codec.h\"\n");
+  write("src/spec/a.cc", "#include \"dataecho/formats/convert.h\"\n");
   std::string links =
       "core: nlohmann_json::nlohmann_json, Threads::Threads\n"
       "ops: dataecho_core\n"
       "io: PkgConfig::DE_libcurl\n"
-      "formats: dataecho_ops\n"
       "image: dataecho_core, PkgConfig::DE_spng\n"
-      "tools: dataecho_image\n"
-      "spec: dataecho_tools\n";
+      "formats: dataecho_image\n"
+      "spec: dataecho_formats\n";
   EXPECT_TRUE(link_mismatches(root, links).empty()) << joined(link_mismatches(root, links));
-  // image linking formats, io not linking curl, ops linking spec (up the order).
+  // formats linking io, io not linking curl, ops linking spec (up the order).
   links =
       "core: nlohmann_json::nlohmann_json, Threads::Threads\n"
       "ops: dataecho_core, dataecho_spec\n"
       "io: dataecho_core\n"
-      "formats: dataecho_ops\n"
-      "image: dataecho_core, dataecho_formats, PkgConfig::DE_spng\n"
-      "tools: dataecho_image\n"
-      "spec: dataecho_tools\n";
+      "image: dataecho_core, PkgConfig::DE_spng\n"
+      "formats: dataecho_image, dataecho_io\n"
+      "spec: dataecho_formats\n";
   auto found = link_mismatches(root, links);
   std::sort(found.begin(), found.end());
   ASSERT_EQ(found.size(), 5u) << joined(found);
-  EXPECT_EQ(found[0], "image: links layer formats, which no file of it includes");
+  EXPECT_EQ(found[0], "formats: links layer io, which no file of it includes");
   EXPECT_EQ(found[1], "io: links layer core, which no file of it includes");
   EXPECT_EQ(found[2], "io: src/io/a.cc:2 includes libcurl, which it does not link");
   EXPECT_EQ(found[3], "ops: links layer spec, above it");
@@ -334,18 +327,23 @@ TEST(Layers, TheCheckFindsAnUpwardIncludeAndOnlyThat) {
   write("src/spec/build.cc",
         "#include \"dataecho/image/codec.h\"\n#include \"ops/map_and_batch.h\"\n");
   write("include/dataecho/dataecho.h", "#include \"dataecho/spec/build.h\"\n");
+  write("src/formats/convert.cc", "#include \"dataecho/image/codec.h\"\n");  // image < formats
   EXPECT_TRUE(upward_includes(root).empty()) << joined(upward_includes(root));
-  // image reaching up to spec, and core (pipeline.h) to ops: both named, with the line.
+  // image reaching up to spec, core to ops and image to formats: each named, with the line.
   write("src/image/image_functions.cc",
         "#include \"dataecho/image/codec.h\"\n#include \"dataecho/spec/registry.h\"\n");
-  write("include/dataecho/pipeline.h", "  #  include \"ops/batch_builder.h\"\n");
+  write("include/dataecho/core/pipeline.h", "  #  include \"ops/batch_builder.h\"\n");
+  write("include/dataecho/image/codec.h", "#include \"dataecho/formats/tfrecord.h\"\n");
   auto found = upward_includes(root);
   std::sort(found.begin(), found.end());
-  ASSERT_EQ(found.size(), 2u) << joined(found);
+  ASSERT_EQ(found.size(), 3u) << joined(found);
   EXPECT_EQ(found[0],
-            "include/dataecho/pipeline.h:1: includes \"ops/batch_builder.h\" (from layer core up "
-            "to layer ops)");
+            "include/dataecho/core/pipeline.h:1: includes \"ops/batch_builder.h\" (from layer core "
+            "up to layer ops)");
   EXPECT_EQ(found[1],
+            "include/dataecho/image/codec.h:1: includes \"dataecho/formats/tfrecord.h\" (from "
+            "layer image up to layer formats)");
+  EXPECT_EQ(found[2],
             "src/image/image_functions.cc:2: includes \"dataecho/spec/registry.h\" (from layer "
             "image up to layer spec)");
   fs::remove_all(root);

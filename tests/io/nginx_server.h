@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dataecho/pipeline.h"
+#include "dataecho/core/pipeline.h"
 
 #include "dataecho/io/nginx_config.h"
 

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <memory>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho::testing {
 

@@ -12,11 +12,11 @@
 #include <thread>
 
 #include "counting_source.h"
+#include "dataecho/core/pipeline.h"
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/map.h"
 #include "dataecho/ops/prefetch.h"
 #include "dataecho/ops/sources.h"
-#include "dataecho/pipeline.h"
 #include "test_util.h"
 
 namespace dataecho::testing {

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "dataecho/formats/convert.h"
 #include "dataecho/spec/registry.h"
-#include "dataecho/tools/convert.h"
 #include "dataecho/train/memory_pipeline.h"
 #include "dataecho/train/trainer.h"
 #include "fashion_data.h"

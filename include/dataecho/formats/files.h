@@ -42,7 +42,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 #include "dataecho/formats/on_error.h"
 #include "dataecho/io/byte_stream.h"
 

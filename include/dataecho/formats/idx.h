@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "dataecho/core/dataset.h"
 #include "dataecho/core/tensor.h"
-#include "dataecho/dataset.h"
 #include "dataecho/formats/on_error.h"
 #include "dataecho/io/byte_stream.h"
 

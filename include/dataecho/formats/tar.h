@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 #include "dataecho/formats/on_error.h"
 #include "dataecho/io/byte_stream.h"
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dataecho/core/dataset.h"
 #include "dataecho/core/example.h"
-#include "dataecho/dataset.h"
 #include "dataecho/formats/on_error.h"
 #include "dataecho/io/byte_stream.h"
 
@@ -146,8 +146,9 @@ struct TfFeature {
 // otherwise); float_list -> float32 likewise. `features` empty: every feature, in key
 // order, named by its key, except the standard image keys: "image/encoded" is named
 // "image" and "image/class/label" "label" (the names decode_image, augment and the
-// trainer read by default), unless the record has a feature of that name. Throws dataecho::Error(kDataLoss, "tf.Example") with the
-// reason ("invalid tf.Example: ...", "missing feature 'image/encoded'").
+// trainer read by default), unless the record has a feature of that name. Throws
+// dataecho::Error(kDataLoss, "tf.Example") with the reason ("invalid tf.Example: ...", "missing
+// feature 'image/encoded'").
 void parse_tf_example(const void* data, size_t size, const std::vector<TfFeature>& features,
                       Example& out);
 

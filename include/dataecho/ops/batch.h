@@ -11,7 +11,7 @@
 // hand with make_batch is not fused.
 #pragma once
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

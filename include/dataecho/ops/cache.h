@@ -31,7 +31,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

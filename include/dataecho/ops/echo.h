@@ -66,7 +66,7 @@
 
 #include <cstdint>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

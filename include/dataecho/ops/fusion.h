@@ -6,7 +6,7 @@
 // Thread-safety: a plain function, used while a pipeline is built.
 #pragma once
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

@@ -8,7 +8,7 @@
 // round-robin reaches that shard.
 #pragma once
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

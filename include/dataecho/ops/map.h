@@ -17,8 +17,8 @@
 #include <string>
 
 #include "dataecho/core/cancellation.h"
+#include "dataecho/core/dataset.h"
 #include "dataecho/core/rng.h"
-#include "dataecho/dataset.h"
 
 namespace dataecho {
 

@@ -32,7 +32,7 @@
 #include <optional>
 #include <string>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

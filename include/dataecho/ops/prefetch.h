@@ -5,7 +5,7 @@
 // and joins the thread, whether it is waiting for room or inside the input's next().
 #pragma once
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

@@ -9,7 +9,7 @@
 // another permutation; the order is a function of the seed and the epoch alone.
 #pragma once
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 
 namespace dataecho {
 

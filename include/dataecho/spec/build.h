@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataecho/core/memory_watch.h"
-#include "dataecho/pipeline.h"
+#include "dataecho/core/pipeline.h"
 
 namespace dataecho {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/core/dataset.h"
 #include "dataecho/core/memory_watch.h"
-#include "dataecho/dataset.h"
 
 namespace dataecho {
 

@@ -31,8 +31,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataecho/dataset.h"
-#include "dataecho/pipeline.h"
+#include "dataecho/core/dataset.h"
+#include "dataecho/core/pipeline.h"
 #include "dataecho/spec/build.h"
 
 namespace dataecho {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataecho/dataset.h"
+#include "dataecho/core/dataset.h"
 #include "dataecho/ops/basic.h"
 #include "dataecho/ops/map.h"
 #include "dataecho/spec/schema.h"

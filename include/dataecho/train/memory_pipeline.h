@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataecho/pipeline.h"
+#include "dataecho/core/pipeline.h"
 
 namespace dataecho::train {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataecho/pipeline.h"
+#include "dataecho/core/pipeline.h"
 #include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho::train {

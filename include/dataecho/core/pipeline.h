@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dataecho/core/dataset.h"
 #include "dataecho/core/tuner.h"
-#include "dataecho/dataset.h"
 
 namespace dataecho {
 

@@ -1,17 +1,17 @@
-// convert_dataset (see dataecho/tools/convert.h). Reads one example at a time and
+// convert_dataset (see dataecho/formats/convert.h). Reads one example at a time and
 // writes it to its shard: memory stays at one image plus the writers' buffers.
-#include "dataecho/tools/convert.h"
+#include "dataecho/formats/convert.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "convert_sink.h"
 #include "dataecho/formats/idx.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/image/codec.h"
 #include "dataecho/image/transforms.h"
-#include "tools/convert_sink.h"
 
 namespace fs = std::filesystem;
 

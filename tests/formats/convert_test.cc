@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
+#include "dataecho/formats/convert.h"
 #include "dataecho/image/codec.h"
-#include "dataecho/tools/convert.h"
 #include "test_util.h"
 
 namespace dataecho {

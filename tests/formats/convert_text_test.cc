@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dataecho/tools/convert.h"
+#include "dataecho/formats/convert.h"
 #include "test_util.h"
 
 namespace dataecho {

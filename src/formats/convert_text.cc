@@ -1,11 +1,11 @@
-// Text files into TFRecord or tar shards (see dataecho/tools/convert.h). The records
+// Text files into TFRecord or tar shards (see dataecho/formats/convert.h). The records
 // are read by the `text` source itself, so that what is written is what a `text`
 // pipeline over the same files gives: the same splitting, gzip handling, UTF-8 and
 // length checks and errors (file, line, byte offset).
 #include <string>
 
+#include "convert_sink.h"
 #include "dataecho/formats/text.h"
-#include "tools/convert_sink.h"
 
 namespace dataecho::convert_detail {
 namespace {

@@ -1,6 +1,6 @@
-// The shard writer behind convert_dataset (dataecho/tools/convert.h): records go to
+// The shard writer behind convert_dataset (dataecho/formats/convert.h): records go to
 // TFRecord or tar shards, split contiguously by record index, or to the directory
-// layout. Private to the tools layer. Not thread-safe.
+// layout. Private to the formats layer. Not thread-safe.
 #pragma once
 
 #include <archive.h>
@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "dataecho/formats/convert.h"
 #include "dataecho/formats/tfrecord.h"
-#include "dataecho/tools/convert.h"
 
 namespace dataecho::convert_detail {
 
@@ -153,7 +153,7 @@ class ShardSink {
   int64_t files_ = 0, bytes_ = 0;
 };
 
-// Text files into shards (src/tools/convert_text.cc).
+// Text files into shards (convert_text.cc).
 ConvertSummary convert_text(const ConvertOptions& o,
                             const std::function<void(int64_t, int64_t, int64_t)>& progress);
 
