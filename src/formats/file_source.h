@@ -1,14 +1,16 @@
-// What the multi-file sources (tfrecord, tar) share: one dataset per file, in the
+// What the multi-file sources (tfrecord, tar, text) share: one dataset per file, in the
 // given order, under a source node with shards() (so that `interleave` and file-level
-// `shard` can split it), and the checks on the file list. Each file's dataset numbers
-// its records; file_record_id (formats/tfrecord.h) makes the stable ids
-// (file << 40) | record, hence at most 2^23 files.
+// `shard` can split it), the checks on the file list, and one iterator skeleton. Each
+// file's dataset numbers its records; file_record_id (formats/tfrecord.h) makes the
+// stable ids (file << 40) | record, hence at most 2^23 files.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bad_records.h"
 #include "dataecho/core/error.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/ops/sources.h"
@@ -22,6 +24,10 @@ class FileDatasetBase : public Dataset {
   FileDatasetBase(std::shared_ptr<const Options> o, int64_t shard, std::string uri)
       : o_(std::move(o)), shard_(shard), uri_(std::move(uri)) {}
 
+  const Options& options() const { return *o_; }
+  int64_t shard() const { return shard_; }  // the file's index: the high bits of its ids
+  const std::string& uri() const { return uri_; }
+
   // The head of a file iterator's state: its tag (the op's name) and the file's index,
   // checked on restore ("saved state is of another shard", naming the file).
   void save_head(StateWriter& w) const {
@@ -34,15 +40,87 @@ class FileDatasetBase : public Dataset {
       throw_error(ErrorCode::kInvalidArgument, label, "saved state is of another shard", uri_);
   }
 
- protected:
+ private:
   std::shared_ptr<const Options> o_;
-  int64_t shard_;  // the file's index: the high bits of its records' ids
+  int64_t shard_;
   std::string uri_;
 };
 
-// FileDataset(std::shared_ptr<const Options>, int64_t file_index, std::string uri).
-template <class FileDataset, class Options>
-DatasetPtr make_file_source(const std::string& kind, const Options& o) {
+// The iterator over one file, as every file source reads it: open the file at the
+// saved position when there is no reader, read one record at a time until the end, and
+// hand bad records to the on_error policy (BadRecords). Its state is the head, the
+// source's position, whether the file is done, and the policy's state; restore() drops
+// the reader, so that the next next() reopens the file at the restored position.
+// A source gives its op's name (kOp), its position and how to open and read.
+template <class Options, class Reader>
+class FileIterator : public Iterator {
+ public:
+  explicit FileIterator(const FileDatasetBase<Options>* ds)
+      : ds_(ds), bad_(ds->op_name(), ds->uri(), ds->options().on_error) {}
+
+  void save(StateWriter& w) final {
+    ds_->save_head(w);
+    save_position(w);
+    w.write_bool(done_);
+    bad_.save(w);
+  }
+  void restore(StateReader& r) final {
+    ds_->restore_head(r, label());
+    restore_position(r);
+    done_ = r.read_bool();
+    bad_.restore(r);
+    reader_.reset();  // reopened (and sought) by the next next()
+  }
+
+ protected:
+  std::optional<Example> next_impl() final {
+    while (!done_) {
+      if (!reader_) open();
+      if (std::optional<Example> e = read_one()) return e;
+    }
+    return std::nullopt;
+  }
+
+  // Sets reader_ to the file, at the position the iterator is at.
+  virtual void open() = 0;
+  // The next element: a record, or what the on_error policy puts in a bad one's place;
+  // nullopt to read on (a record skipped), or at the end of the file after finish().
+  virtual std::optional<Example> read_one() = 0;
+  virtual void save_position(StateWriter& w) const = 0;
+  virtual void restore_position(StateReader& r) = 0;
+
+  // The file is done: no more reads, and the policy's summary line.
+  void finish() {
+    done_ = true;
+    reader_.reset();
+    bad_.finish();
+  }
+
+  const Options& options() const { return ds_->options(); }
+
+  const FileDatasetBase<Options>* ds_;
+  BadRecords bad_;
+  std::unique_ptr<Reader> reader_;
+  bool done_ = false;
+};
+
+// A file of the source whose iterator is `It` (a FileIterator with its op's name kOp).
+template <class Options, class It>
+class FileDataset final : public FileDatasetBase<Options> {
+ public:
+  using FileDatasetBase<Options>::FileDatasetBase;
+  std::string op_name() const override { return It::kOp; }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
+    return std::make_unique<It>(this);
+  }
+};
+
+// The source of `o.uris`, one FileDataset<Options, It> per file.
+template <class It, class Options>
+DatasetPtr make_file_source(const Options& o) {
+  const std::string kind = It::kOp;
   if (o.uris.empty()) throw_error(ErrorCode::kInvalidArgument, kind, "no files given");
   if (o.uris.size() >= (size_t{1} << (63 - kShardIdShift))) {
     throw_error(ErrorCode::kInvalidArgument, kind,
@@ -53,7 +131,8 @@ DatasetPtr make_file_source(const std::string& kind, const Options& o) {
   std::vector<std::shared_ptr<Dataset>> files;
   files.reserve(o.uris.size());
   for (size_t i = 0; i < o.uris.size(); ++i)
-    files.push_back(std::make_shared<FileDataset>(shared, static_cast<int64_t>(i), o.uris[i]));
+    files.push_back(
+        std::make_shared<FileDataset<Options, It>>(shared, static_cast<int64_t>(i), o.uris[i]));
   return make_sharded_source(kind, std::move(files));
 }
 

@@ -3,7 +3,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bad_records.h"
 #include "dataecho/formats/text.h"
 #include "dataecho/formats/tfrecord.h"
 #include "file_source.h"
@@ -197,132 +196,98 @@ bool jsonl_example(std::string_view record, const TextOptions& o, Example& e, st
   return true;
 }
 
-class TextFileDataset : public FileDatasetBase<TextOptions> {
+class TextIterator final : public FileIterator<TextOptions, RecordReader> {
  public:
-  using FileDatasetBase::FileDatasetBase;
-  std::string op_name() const override { return "text"; }
-
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
-    return std::make_unique<It>(this);
-  }
+  static constexpr const char* kOp = "text";
+  using FileIterator::FileIterator;
 
  private:
-  class It : public Iterator {
-   public:
-    explicit It(const TextFileDataset* ds) : ds_(ds), bad_("text", ds->uri_, ds->o_->on_error) {}
+  void save_position(StateWriter& w) const override {
+    w.write_u64(offset_);
+    w.write_i64(index_);
+    w.write_bool(compressed_);
+  }
+  void restore_position(StateReader& r) override {
+    offset_ = r.read_u64();
+    index_ = r.read_i64();
+    compressed_ = r.read_bool();
+  }
 
-    void save(StateWriter& w) override {
-      ds_->save_head(w);
-      w.write_u64(offset_);
-      w.write_i64(index_);
-      w.write_bool(compressed_);
-      w.write_bool(done_);
-      bad_.save(w);
-    }
-    void restore(StateReader& r) override {
-      ds_->restore_head(r, label());
-      offset_ = r.read_u64();
-      index_ = r.read_i64();
-      compressed_ = r.read_bool();
-      done_ = r.read_bool();
-      bad_.restore(r);
-      reader_.reset();
-    }
-
-   protected:
-    std::optional<Example> next_impl() override {
-      const TextOptions& o = *ds_->o_;
-      while (!done_) {
-        if (!reader_) open();
-        uint64_t at = 0;
-        std::string_view record;
-        auto st = reader_->next(&at, &record);
-        if (st == RecordReader::Status::kEnd) {
-          finish();
-          return std::nullopt;
-        }
-        offset_ = reader_->position();
-        const int64_t index = index_++;
-        if (o.separator == "\n" && !record.empty() && record.back() == '\r')
-          record.remove_suffix(1);
-        if (st == RecordReader::Status::kOk && record.empty() && !o.keep_empty) continue;
-        if (at >= (uint64_t{1} << kShardIdShift))
-          throw_error(ErrorCode::kInvalidArgument, label(),
-                      "a record past byte 2^40 (1 TiB): too far into the file for a stable id",
-                      ds_->uri_);
-        std::string why;
-        if (st == RecordReader::Status::kTooLong) {
-          why = "record longer than max_bytes (" + std::to_string(o.max_bytes) + ")";
-        } else {
-          Example e(file_record_id(ds_->shard_, static_cast<int64_t>(at)));
-          if (make_example(record, e, &why)) {
-            bad_.good(e);
-            return e;
-          }
-        }
-        // Lines are numbered from 1, as editors do; records (in the input) from 0.
-        if (o.separator == "\n") why = "line " + std::to_string(index + 1) + ": " + why;
-        if (auto rep = bad_.bad(stats(), label(), why, index, at)) return rep;
-      }
+  std::optional<Example> read_one() override {
+    const TextOptions& o = options();
+    uint64_t at = 0;
+    std::string_view record;
+    auto st = reader_->next(&at, &record);
+    if (st == RecordReader::Status::kEnd) {
+      finish();
       return std::nullopt;
     }
-
-   private:
-    bool make_example(std::string_view record, Example& e, std::string* why) const {
-      const TextOptions& o = *ds_->o_;
-      size_t bad_at = 0;
-      if (o.utf8 && !valid_utf8(record, &bad_at)) {
-        *why = "invalid UTF-8 at byte " + std::to_string(bad_at) + " of the record";
-        return false;
+    offset_ = reader_->position();
+    const int64_t index = index_++;
+    if (o.separator == "\n" && !record.empty() && record.back() == '\r') record.remove_suffix(1);
+    if (st == RecordReader::Status::kOk && record.empty() && !o.keep_empty) return std::nullopt;
+    if (at >= (uint64_t{1} << kShardIdShift))
+      throw_error(ErrorCode::kInvalidArgument, label(),
+                  "a record past byte 2^40 (1 TiB): too far into the file for a stable id",
+                  ds_->uri());
+    std::string why;
+    if (st == RecordReader::Status::kTooLong) {
+      why = "record longer than max_bytes (" + std::to_string(o.max_bytes) + ")";
+    } else {
+      Example e(file_record_id(ds_->shard(), static_cast<int64_t>(at)));
+      if (make_example(record, e, &why)) {
+        bad_.good(e);
+        return e;
       }
-      if (o.format == TextOptions::Format::kJsonLines) return jsonl_example(record, o, e, why);
-      e.set("text", Tensor::from_bytes(record));
-      return true;
     }
+    // Lines are numbered from 1, as editors do; records (in the input) from 0.
+    if (o.separator == "\n") why = "line " + std::to_string(index + 1) + ": " + why;
+    return bad_.bad(stats(), label(), why, index, at);
+  }
 
-    // Opens the file at offset_: from its start (finding out whether it is gzip), sought
-    // to offset_ when it is not, or read up to offset_ again when it is.
-    void open() {
-      const TextOptions& o = *ds_->o_;
-      auto stream = open_stream(ds_->uri_, o.stream);
-      std::unique_ptr<ByteStream> in;
-      if (offset_ > 0 && !compressed_) {
-        stream->seek(offset_);
-        in = std::move(stream);
-      } else {
-        auto gz = std::make_unique<GzipSniffingReader>(std::move(stream));
-        compressed_ = gz->compressed();
-        std::vector<char> scratch(offset_ > 0 ? kTextChunk : 0);
-        for (uint64_t left = offset_; left > 0;) {
-          const size_t got = gz->read(scratch.data(), std::min<uint64_t>(left, kTextChunk));
-          if (got == 0)
-            throw_error(ErrorCode::kDataLoss, label(),
-                        "the file changed since the state was saved (it ends before byte " +
-                            std::to_string(offset_) + ")",
-                        ds_->uri_);
-          left -= got;
-        }
-        in = std::move(gz);
+  bool make_example(std::string_view record, Example& e, std::string* why) const {
+    const TextOptions& o = options();
+    size_t bad_at = 0;
+    if (o.utf8 && !valid_utf8(record, &bad_at)) {
+      *why = "invalid UTF-8 at byte " + std::to_string(bad_at) + " of the record";
+      return false;
+    }
+    if (o.format == TextOptions::Format::kJsonLines) return jsonl_example(record, o, e, why);
+    e.set("text", Tensor::from_bytes(record));
+    return true;
+  }
+
+  // Opens the file at offset_: from its start (finding out whether it is gzip), sought
+  // to offset_ when it is not, or read up to offset_ again when it is.
+  void open() override {
+    const TextOptions& o = options();
+    auto stream = open_stream(ds_->uri(), o.stream);
+    std::unique_ptr<ByteStream> in;
+    if (offset_ > 0 && !compressed_) {
+      stream->seek(offset_);
+      in = std::move(stream);
+    } else {
+      auto gz = std::make_unique<GzipSniffingReader>(std::move(stream));
+      compressed_ = gz->compressed();
+      std::vector<char> scratch(offset_ > 0 ? kTextChunk : 0);
+      for (uint64_t left = offset_; left > 0;) {
+        const size_t got = gz->read(scratch.data(), std::min<uint64_t>(left, kTextChunk));
+        if (got == 0)
+          throw_error(ErrorCode::kDataLoss, label(),
+                      "the file changed since the state was saved (it ends before byte " +
+                          std::to_string(offset_) + ")",
+                      ds_->uri());
+        left -= got;
       }
-      reader_ = std::make_unique<RecordReader>(std::move(in), offset_, o.separator,
-                                               static_cast<size_t>(o.max_bytes));
+      in = std::move(gz);
     }
+    reader_ = std::make_unique<RecordReader>(std::move(in), offset_, o.separator,
+                                             static_cast<size_t>(o.max_bytes));
+  }
 
-    void finish() {
-      done_ = true;
-      reader_.reset();
-      bad_.finish();
-    }
-
-    const TextFileDataset* ds_;
-    BadRecords bad_;
-    std::unique_ptr<RecordReader> reader_;
-    uint64_t offset_ = 0;  // of the next record
-    int64_t index_ = 0;    // records read, for error messages
-    bool compressed_ = false;
-    bool done_ = false;
-  };
+  uint64_t offset_ = 0;  // of the next record
+  int64_t index_ = 0;    // records read, for error messages
+  bool compressed_ = false;
 };
 
 }  // namespace
@@ -333,7 +298,7 @@ DatasetPtr make_text_source(const TextOptions& o) {
   if (o.max_bytes < 1)
     throw_error(ErrorCode::kInvalidArgument, "text",
                 "max_bytes must be >= 1, got " + std::to_string(o.max_bytes));
-  return make_file_source<TextFileDataset>("text", o);
+  return make_file_source<TextIterator>(o);
 }
 
 }  // namespace dataecho
