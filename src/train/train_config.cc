@@ -7,6 +7,7 @@
 #include "dataecho/core/error.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/spec_reader.h"
+#include "json_fields.h"
 
 namespace dataecho::train {
 namespace {
@@ -21,19 +22,6 @@ std::string num(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
-}
-
-std::vector<double> number_list(SpecObject& o, const std::string& key) {
-  const nlohmann::json* j = o.raw(key);
-  std::vector<double> out;
-  if (!j) return out;
-  if (j->is_number()) return {j->get<double>()};
-  if (!j->is_array()) throw_spec_error(o.field_path(key), "expected a number or a list of numbers");
-  for (const auto& v : *j) {
-    if (!v.is_number()) throw_spec_error(o.field_path(key), "expected a list of numbers");
-    out.push_back(v.get<double>());
-  }
-  return out;
 }
 
 std::string dir_of(const std::string& path) {
@@ -56,6 +44,82 @@ std::optional<nlohmann::json> read_spec(SpecObject& o, const std::string& key,
     throw_spec_error(o.field_path(key), "expected a spec file name or a spec object");
   dir = base_dir;
   return *j;
+}
+
+bool language_model(const TrainConfig& c) { return c.model.language_model(); }
+bool not_sgd(const TrainConfig& c) { return c.optimizer.kind != "sgd"; }
+
+using json_fields::Field;
+using json_fields::member;
+constexpr auto kWhenGiven = Written::kWhenGiven;  // written when not at the default
+
+// Every plain field of the config file, in the order it is read: its name (and object),
+// bounds and choices as the reading checks them (defaults: TrainConfig's own), and when
+// train_config_to_json writes it. The pipeline specs and "comment" are read apart
+// (read_spec), as they are not values of the config itself.
+const std::vector<Field<TrainConfig>>& config_fields() {
+  using C = TrainConfig;
+  using In = InputOptions;
+  using M = ModelConfig;
+  using O = OptimizerConfig;
+  constexpr auto in = &C::input;
+  constexpr auto m = &C::model;
+  constexpr auto o = &C::optimizer;
+  static const std::vector<Field<C>> fields = {
+      member<C, &C::seed_pipeline>("", {.name = "seed_pipeline"}),
+      member<C, &In::image_field, in>("input", {.name = "image_field"}),
+      member<C, &In::label_field, in>("input", {.name = "label_field"}),
+      member<C, &In::tokens_field, in>("input", {.name = "tokens_field"}, language_model),
+      member<C, &In::document_field, in>("input", {.name = "document_field"}, language_model),
+      member<C, &In::mean, in>("input", {.name = "mean", .written = kWhenGiven}),
+      member<C, &In::std, in>("input", {.name = "std", .written = kWhenGiven}),
+      member<C, &M::kind, m>("model", {.name = "kind"}),
+      // Written as resolved (the model that ran); read as given (0: the kind's default).
+      {"model",
+       {.name = "depth", .fallback = 0, .min = 0},
+       [](const C& c) { return nlohmann::json(c.model.resolved_depth()); },
+       &json_fields::MemberOf<C, &M::depth, m>::read},
+      {"model",
+       {.name = "width", .fallback = 0, .min = 0},
+       [](const C& c) { return nlohmann::json(c.model.resolved_width()); },
+       &json_fields::MemberOf<C, &M::width, m>::read},
+      member<C, &M::num_classes, m>("model", {.name = "num_classes", .min = 2}),
+      member<C, &M::in_channels, m>("model", {.name = "in_channels", .min = 0}),
+      // A language model's only: the model JSON of a classifier's checkpoint stays as it was.
+      member<C, &M::heads, m>("model", {.name = "heads", .min = 1}, language_model),
+      member<C, &M::context, m>("model", {.name = "context", .min = 0}, language_model),
+      member<C, &M::vocab_size, m>("model", {.name = "vocab_size", .min = 2}, language_model),
+      // Written for AdamW only (with beta2): the configs of SGD runs stay as they were.
+      member<C, &O::kind, o>("optimizer", {.name = "kind", .choices = {"sgd", "adamw"}}, not_sgd),
+      member<C, &O::lr, o>("optimizer", {.name = "lr"}),
+      member<C, &O::momentum, o>("optimizer", {.name = "momentum"}),
+      member<C, &O::nesterov, o>("optimizer", {.name = "nesterov"}),
+      member<C, &O::weight_decay, o>("optimizer", {.name = "weight_decay"}),
+      member<C, &O::warmup_steps, o>("optimizer", {.name = "warmup_steps", .min = 0}),
+      member<C, &O::decay_steps, o>("optimizer", {.name = "decay_steps", .min = 0}),
+      member<C, &O::final_lr_fraction, o>("optimizer", {.name = "final_lr_fraction"}),
+      member<C, &O::beta2, o>("optimizer", {.name = "beta2"}, not_sgd),
+      member<C, &O::clip_norm, o>("optimizer", {.name = "clip_norm", .written = kWhenGiven}),
+      member<C, &C::target_accuracy>("", {.name = "target_accuracy", .written = kWhenGiven}),
+      member<C, &C::target_loss>("", {.name = "target_loss", .written = kWhenGiven}),
+      member<C, &C::max_fresh>("", {.name = "max_fresh"}),
+      member<C, &C::max_steps>("", {.name = "max_steps"}),
+      member<C, &C::max_seconds>("", {.name = "max_seconds"}),
+      member<C, &C::threads>("", {.name = "threads"}),
+      member<C, &C::cpu_split>("", {.name = "cpu_split", .written = kWhenGiven}),
+      member<C, &C::seed>("", {.name = "seed", .min = 0}),
+      // Relative to the current directory, as --out.
+      member<C, &C::out>("", {.name = "out"}),
+      member<C, &C::eval_every>("", {.name = "eval_every"}),
+      member<C, &C::eval_every_fresh>("", {.name = "eval_every_fresh"}),
+      member<C, &C::eval_mode>("", {.name = "eval_mode", .choices = {"inline", "snapshots"}}),
+      member<C, &C::keep_snapshots>("", {.name = "keep_snapshots"}),
+      member<C, &C::eval_at_end>("", {.name = "eval_at_end"}),
+      member<C, &C::checkpoint_every>("", {.name = "checkpoint_every"}),
+      member<C, &C::progress>("", {.name = "progress"}),
+      member<C, &C::progress_seconds>("", {.name = "progress_seconds"}),
+  };
+  return fields;
 }
 
 }  // namespace
@@ -105,58 +169,7 @@ TrainConfig train_config_from_json(const nlohmann::json& json, const std::string
     train = read_spec(top, "train_spec", base_dir, c.train_spec_dir);
     eval = read_spec(top, "eval_spec", base_dir, c.eval_spec_dir);
     test = read_spec(top, "test_spec", base_dir, c.test_spec_dir);
-    c.seed_pipeline = top.get_bool("seed_pipeline", c.seed_pipeline);
-
-    SpecObject in = top.get_object("input");
-    c.input.image_field = in.get_string("image_field", c.input.image_field);
-    c.input.label_field = in.get_string("label_field", c.input.label_field);
-    c.input.tokens_field = in.get_string("tokens_field", c.input.tokens_field);
-    c.input.document_field = in.get_string("document_field", c.input.document_field);
-    c.input.mean = number_list(in, "mean");
-    c.input.std = number_list(in, "std");
-    in.finish();
-
-    SpecObject m = top.get_object("model");
-    c.model.kind = m.get_string("kind", c.model.kind);
-    c.model.depth = m.get_int("depth", 0, 0);
-    c.model.width = m.get_int("width", 0, 0);
-    c.model.num_classes = m.get_int("num_classes", c.model.num_classes, 2);
-    c.model.in_channels = m.get_int("in_channels", 0, 0);
-    c.model.heads = m.get_int("heads", c.model.heads, 1);
-    c.model.context = m.get_int("context", 0, 0);
-    c.model.vocab_size = m.get_int("vocab_size", c.model.vocab_size, 2);
-    m.finish();
-
-    SpecObject o = top.get_object("optimizer");
-    c.optimizer.kind = o.get_string("kind", c.optimizer.kind, {"sgd", "adamw"});
-    c.optimizer.lr = o.get_number("lr", c.optimizer.lr);
-    c.optimizer.momentum = o.get_number("momentum", c.optimizer.momentum);
-    c.optimizer.nesterov = o.get_bool("nesterov", c.optimizer.nesterov);
-    c.optimizer.weight_decay = o.get_number("weight_decay", c.optimizer.weight_decay);
-    c.optimizer.warmup_steps = o.get_int("warmup_steps", 0, 0);
-    c.optimizer.decay_steps = o.get_int("decay_steps", 0, 0);
-    c.optimizer.final_lr_fraction = o.get_number("final_lr_fraction", 0.0);
-    c.optimizer.beta2 = o.get_number("beta2", c.optimizer.beta2);
-    c.optimizer.clip_norm = o.get_number("clip_norm", c.optimizer.clip_norm);
-    o.finish();
-
-    if (top.has("target_accuracy")) c.target_accuracy = top.get_number("target_accuracy");
-    if (top.has("target_loss")) c.target_loss = top.get_number("target_loss");
-    c.max_fresh = top.get_int("max_fresh", 0);
-    c.max_steps = top.get_int("max_steps", 0);
-    c.max_seconds = top.get_number("max_seconds", 0.0);
-    c.threads = static_cast<int>(top.get_int("threads", c.threads));
-    c.cpu_split = static_cast<int>(top.get_int("cpu_split", c.cpu_split));
-    c.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0));
-    c.out = top.get_string("out", c.out);  // relative to the current directory, as --out
-    c.eval_every = top.get_int("eval_every", c.eval_every);
-    c.eval_every_fresh = top.get_int("eval_every_fresh", c.eval_every_fresh);
-    c.eval_mode = top.get_string("eval_mode", c.eval_mode, {"inline", "snapshots"});
-    c.keep_snapshots = top.get_bool("keep_snapshots", c.keep_snapshots);
-    c.eval_at_end = top.get_bool("eval_at_end", c.eval_at_end);
-    c.checkpoint_every = top.get_int("checkpoint_every", c.checkpoint_every);
-    c.progress = top.get_string("progress", c.progress);
-    c.progress_seconds = top.get_number("progress_seconds", c.progress_seconds);
+    json_fields::read_fields(top, config_fields(), c);
     top.finish();
   } catch (const Error& e) {
     if (e.stage() != "spec") throw;
@@ -179,7 +192,7 @@ TrainConfig load_train_config(const std::string& path) {
 }
 
 nlohmann::json train_config_to_json(const TrainConfig& c) {
-  nlohmann::json j;
+  nlohmann::json j = json_fields::write_fields(c, config_fields());
   j["train_spec"] = c.train_pipeline ? nlohmann::json("(in-process pipeline)")
                     : c.train_spec   ? c.train_spec->to_json()
                                      : nlohmann::json(nullptr);
@@ -193,53 +206,6 @@ nlohmann::json train_config_to_json(const TrainConfig& c) {
   } else if (c.eval_spec) {
     j["eval_spec"] = c.eval_spec->to_json();
   }
-  j["seed_pipeline"] = c.seed_pipeline;
-  j["input"] = {{"image_field", c.input.image_field}, {"label_field", c.input.label_field}};
-  if (c.model.language_model()) {
-    j["input"]["tokens_field"] = c.input.tokens_field;
-    j["input"]["document_field"] = c.input.document_field;
-  }
-  if (!c.input.mean.empty()) j["input"]["mean"] = c.input.mean;
-  if (!c.input.std.empty()) j["input"]["std"] = c.input.std;
-  j["model"] = {{"kind", c.model.kind},
-                {"depth", c.model.resolved_depth()},
-                {"width", c.model.resolved_width()},
-                {"num_classes", c.model.num_classes},
-                {"in_channels", c.model.in_channels}};
-  if (c.model.language_model()) {  // only here: older checkpoints' model JSON stays the same
-    j["model"]["heads"] = c.model.heads;
-    j["model"]["context"] = c.model.context;
-    j["model"]["vocab_size"] = c.model.vocab_size;
-  }
-  j["optimizer"] = {{"lr", c.optimizer.lr},
-                    {"momentum", c.optimizer.momentum},
-                    {"nesterov", c.optimizer.nesterov},
-                    {"weight_decay", c.optimizer.weight_decay},
-                    {"warmup_steps", c.optimizer.warmup_steps},
-                    {"decay_steps", c.optimizer.decay_steps},
-                    {"final_lr_fraction", c.optimizer.final_lr_fraction}};
-  if (c.optimizer.kind != "sgd") {  // only then: the configs of earlier runs stay the same
-    j["optimizer"]["kind"] = c.optimizer.kind;
-    j["optimizer"]["beta2"] = c.optimizer.beta2;
-  }
-  if (c.optimizer.clip_norm > 0) j["optimizer"]["clip_norm"] = c.optimizer.clip_norm;
-  if (c.target_accuracy) j["target_accuracy"] = *c.target_accuracy;
-  if (c.target_loss) j["target_loss"] = *c.target_loss;
-  j["max_fresh"] = c.max_fresh;
-  j["max_steps"] = c.max_steps;
-  j["max_seconds"] = c.max_seconds;
-  j["threads"] = c.threads;
-  if (c.cpu_split != 0) j["cpu_split"] = c.cpu_split;  // only then, as clip_norm
-  j["seed"] = c.seed;
-  j["out"] = c.out;
-  j["eval_every"] = c.eval_every;
-  j["eval_every_fresh"] = c.eval_every_fresh;
-  j["eval_mode"] = c.eval_mode;
-  j["keep_snapshots"] = c.keep_snapshots;
-  j["eval_at_end"] = c.eval_at_end;
-  j["checkpoint_every"] = c.checkpoint_every;
-  j["progress"] = c.progress;
-  j["progress_seconds"] = c.progress_seconds;
   return j;
 }
 

@@ -108,6 +108,11 @@ struct TrainResult {
   int64_t parameters = 0;          // trainable parameters of the model
   nlohmann::json pipeline_stats;   // the training pipeline's per-node stats
   nlohmann::json to_json() const;  // summary.json (without the per-step losses)
+  // A summary as to_json() writes it, read back: what it holds, by the same table of
+  // fields (src/train/train_result.cc); the figures derived from others are not read,
+  // nor `evals` and `losses` (evals.jsonl), and fields it does not know are let be.
+  // Errors name the JSON path ("train result: $.steps: expected an integer ...").
+  static TrainResult from_json(const nlohmann::json& j);
 };
 
 class Trainer {
