@@ -2,7 +2,7 @@
 // object it sits in), its type, default and bounds as the reading takes them (an
 // OptionDecl, schema.h), how its value is read and written (a member, or accessors), and
 // when it is written. write_fields and read_fields walk the same table, so that what is
-// written is what is read. TrainConfig (train_config.cc) and TrainResult
+// written is what is read. TrainConfig (train_config.cc), TrainResult and EvalRecord
 // (train_result.cc) are written and read by theirs. Private to the trainer (src/train).
 // Thread-safety: the tables are constants; reading and writing are plain functions.
 #pragma once
