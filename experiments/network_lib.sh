@@ -96,8 +96,7 @@ calibrate() {
   records=60000
   batch=64
   # bytes/s over all connections so that a batch takes R_TARGET train steps to arrive
-  RATE="$(awk -v b="$bytes" -v n="$records" -v bs="$batch" -v t="$T_DOWN_MS" -v r="$R_TARGET" \
-    -v c="$CONNECTIONS" 'BEGIN { printf "%d", b / n * bs / (r * t / 1000) / c }')"
+  RATE="$(cal rate "$bytes" "$records" "$batch" "$T_DOWN_MS" "$R_TARGET" "$CONNECTIONS" ms)"
   echo "   train step ${T_DOWN_MS} ms/batch; local pipeline ${local_up} ms/batch; $((bytes / records)) bytes/example"
   for attempt in 1 2 3; do
     start_server "$RATE"
@@ -107,13 +106,13 @@ calibrate() {
       >"$OUT/profile_http.json"
     T_UP_MS="$(run_value "$OUT/profile_http.json" upstream_ms_per_batch)"
     T_DOWN_MS="$(run_value "$OUT/profile_http.json" downstream_ms_per_batch)"
-    R_MEASURED="$(run_value "$OUT/profile_http.json" R | awk '{ printf "%.2f", $1 }')"  # 2 decimals: what the measurement supports
+    R_MEASURED="$(cal r "$(run_value "$OUT/profile_http.json" R)")"  # 2 decimals: what the measurement supports
     echo "   upstream ${T_UP_MS} ms/batch, train step ${T_DOWN_MS} ms/batch: R = ${R_MEASURED}"
-    if awk -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { exit !(r > 0.8 * t && r < 1.25 * t) }'; then
+    if cal within "$R_MEASURED" "$R_TARGET"; then
       break
     fi
     [[ $attempt = 3 ]] && break
-    RATE="$(awk -v rate="$RATE" -v r="$R_MEASURED" -v t="$R_TARGET" 'BEGIN { printf "%d", rate * r / t }')"
+    RATE="$(cal adjust "$RATE" "$R_MEASURED" "$R_TARGET")"
   done
 }
 
@@ -140,7 +139,7 @@ search_bandwidth() {
       measure)
         [[ "$a" == "$served" ]] || { start_server "$a" "$folder"; served="$a"; }
         URL="$BASE_URL"
-        r="$(measure_r "$URL" | awk '{ printf "%.2f", $1 }')"
+        r="$(cal r "$(measure_r "$URL")")"
         echo "$a $r" >>"$history"
         echo "   $a bytes/s$label: R = $r (goal $goal)" ;;
       done)
@@ -158,18 +157,14 @@ search_bandwidth() {
 # runs and the reports: RATE, R_CAL, FACTOR, URL, BASE_LR and where it ran, with each
 # extra LINE before the method.
 write_calibration() {
-  local file=$1 method=$2 line
+  local file=$1 method=$2
   shift 2
-  {
-    echo "date: $(date -Is)"
-    echo "commit: $DATAECHO_COMMIT"
-    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "rate: $RATE"
-    echo "R: $R_CAL"
-    echo "factor: $FACTOR"
-    echo "url: $URL"
-    echo "baseline lr: $BASE_LR"
-    for line in "$@"; do echo "$line"; done
-    echo "method: $method"
-  } >"$file"
+  /usr/bin/python3 -m experiments.runfiles write-calibration "$file" "$method" "$DATAECHO_COMMIT" \
+    "$RATE" "$R_CAL" "$FACTOR" "$URL" "$BASE_LR" "$@"
+}
+
+# cal ARGS...: the calibration's arithmetic (experiments/protocol/calibrate.py's
+# commands: first-rate, rate, within, adjust, factor, r).
+cal() {
+  /usr/bin/python3 -m experiments.protocol.calibrate "$@"
 }

@@ -26,7 +26,7 @@ source experiments/network_lib.sh
 trap stop_server EXIT
 make_shards
 calibrate
-MAX_FACTOR="$(awk -v r="$R_MEASURED" 'BEGIN { f = int(r + 0.5) + 1; if (f < 3) f = 3; print f }')"
+MAX_FACTOR="$(cal factor "$R_MEASURED" 3 1)"
 render_config experiments/network_train.json "$OUT/config/network_train.json"
 render_config "experiments/$NAME.json" "$OUT/config/$NAME.json"
 {

@@ -4,8 +4,8 @@ A training run (``dataecho train``, or one run of ``dataecho experiment``) leave
 folder ``summary.json`` (its totals), ``evals.jsonl`` (one JSON object per evaluation)
 and, under the experiment runner, ``result.json`` (its config and summary); a network
 part of the protocols leaves ``calibration.txt`` ("key: value" lines, written by
-experiments/network_lib.sh's write_calibration). An experiment's runs lie in
-``cells/<cell>/seed-<N>/``.
+write_calibration below, which experiments/network_lib.sh's write_calibration calls). An
+experiment's runs lie in ``cells/<cell>/seed-<N>/``.
 
 Every reader checks what it reads and raises ``RunFileError`` naming the file, the record
 (a line, a key) and what is wrong.
@@ -21,10 +21,15 @@ The shell scripts read these files through the command line:
   python3 -m experiments.runfiles lr FILE CELL
       the learning rate an experiment report (``dataecho experiment --report-only --json``
       output; FILE ``-``: standard input) gives CELL: nothing when it has chosen none yet.
+  python3 -m experiments.runfiles write-calibration FILE METHOD COMMIT RATE R FACTOR URL LR [LINE...]
+      writes calibration.txt (the one writer beside read_calibration): the date, the
+      commit, the machine (CPUs, model, load), the figures given, each extra "key: value"
+      LINE, then the method.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
@@ -122,6 +127,47 @@ def read_calibration(path: str) -> Dict[str, str]:
             _fail(path, f"line {n}: {key!r} again (line {list(out).index(key) + 1} has it)")
         out[key] = value
     return out
+
+
+CALIBRATION_KEYS = ("rate", "R", "factor", "url", "baseline lr")
+
+
+def machine_line() -> str:
+    """This machine as calibration.txt records it: CPUs usable here, model, load averages."""
+    model = ""
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == "model name":
+                model = value.strip()
+                break
+    with open("/proc/loadavg", encoding="utf-8") as f:
+        load = " ".join(f.read().split()[:3])
+    return f"{len(os.sched_getaffinity(0))} CPUs, {model}, load {load}"
+
+
+def write_calibration(path: str, method: str, commit: str, figures: Sequence[str],
+                      extra: Sequence[str] = ()) -> None:
+    """calibration.txt, as read_calibration reads it: the date, commit and machine, then
+    CALIBRATION_KEYS' values (`figures`, in that order), the `extra` "key: value" lines
+    and the method. A value with a line break, or an extra line that is not "key: value",
+    is refused."""
+    if len(figures) != len(CALIBRATION_KEYS):
+        raise RunFileError(f"{path}: write-calibration takes {len(CALIBRATION_KEYS)} figures "
+                           f"({', '.join(CALIBRATION_KEYS)}), got {len(figures)}")
+    lines = [("date", datetime.datetime.now().astimezone().isoformat(timespec="seconds")),
+             ("commit", commit), ("machine", machine_line()), *zip(CALIBRATION_KEYS, figures)]
+    for n, line in enumerate(extra, start=1):
+        key, sep, value = line.partition(": ")
+        if not sep or not key.strip():
+            _fail(path, f"extra line {n}: expected 'key: value', got {line!r}")
+        lines.append((key, value))
+    lines.append(("method", method))
+    for key, value in lines:
+        if "\n" in value:
+            _fail(path, f"{key}: a value of one line expected, got {value!r}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(f"{key}: {value}\n" for key, value in lines))
 
 
 def read_calibration_runs(path: str) -> List[Tuple[int, float]]:
@@ -249,6 +295,13 @@ def _report(path: str) -> Json:
 def main(argv: Sequence[str]) -> int:
     """The command line (the module's docstring): prints the value asked for."""
     args = list(argv)
+    if args[:1] == ["write-calibration"] and len(args) >= 9:
+        try:
+            write_calibration(args[1], args[2], args[3], args[4:9], args[9:])
+            return 0
+        except RunFileError as e:
+            print(f"runfiles: {e}", file=sys.stderr)
+            return 1
     if len(args) not in (3, 4) or args[0] not in ("value", "calibration", "lr") or (args[0] == "lr" and len(args) != 3):
         print(__doc__, file=sys.stderr)
         return 2

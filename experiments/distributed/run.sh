@@ -104,8 +104,8 @@ train() {
 
 # The a-priori factor of a configuration: round(R) of its seed-1 baseline, at least 2.
 factor_of() {
-  awk -v r="$(/usr/bin/python3 -m experiments.runfiles value "$OUT/runs/$1/seed-1/summary.json" r_estimate)" \
-    'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }'
+  /usr/bin/python3 -m experiments.protocol.calibrate factor \
+    "$(/usr/bin/python3 -m experiments.runfiles value "$OUT/runs/$1/seed-1/summary.json" r_estimate)"
 }
 
 for seed in $SEEDS; do

@@ -41,16 +41,14 @@ if [[ -f "$CAL" ]]; then
 else
   echo "== calibrating: a baseline step with the local file (no throttle)"
   measure_r ../gcide >/dev/null
-  STEP_S="$(awk -v c="$(run_value "$EXP/calibrate/summary.json" compute_seconds)" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
-  FRESH_PER_STEP="$(awk -v f="$(run_value "$EXP/calibrate/summary.json" fresh)" -v n="$CAL_STEPS" 'BEGIN { print f / n }')"
-  # One connection (one file). Compressed bytes per entry from the split's size and count.
+  # One connection (one file). Compressed bytes per entry from the split's size and count;
+  # a step's fresh entries from the calibration run's.
   BYTES="$(wc -c <"$OUT/gcide/train.jsonl.gz")"
   ENTRIES_ALL="$(run_value "$OUT/gcide/split.json" splits.train.entries)"
-  RATE="$(awk -v b="$BYTES" -v n="$ENTRIES_ALL" -v f="$FRESH_PER_STEP" -v s="$STEP_S" -v r="$R_GOAL" \
-    'BEGIN { printf "%d", b / n * f / (r * s) }')"
+  RATE="$(cal first-rate "$EXP/calibrate/summary.json" "$CAL_STEPS" "$BYTES" "$ENTRIES_ALL" "$R_GOAL" 1)"
   search_bandwidth "$R_GOAL" "$RATE" "$EXP/calibration_runs.txt" "$OUT/gcide" "" ||
     { echo "lm: $CAL_FAIL" >&2; exit 1; }
-  FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
+  FACTOR="$(cal factor "$R_CAL")"
   write_calibration "$CAL" "$CAL_STEPS-step baseline training runs reading the throttled file (one connection), trainer and pipeline on the same $(nproc) cores; the median of 3 at each bandwidth (calibration_runs.txt has every run)"
 fi
 FACTOR="$(calibration_value "$CAL" factor)"

@@ -319,16 +319,15 @@ if [[ -f "$CAL" ]]; then
 else
   echo "== calibrating: a baseline step with local shards (no throttle)"
   measure_r ../shards >/dev/null
-  STEP_S="$(awk -v c="$(run_value "$EXP/calibrate/summary.json" compute_seconds)" -v n="$CAL_STEPS" 'BEGIN { print c / n }')"
   BYTES="$(cat "$OUT"/shards/*.tfrecord | wc -c)"
   # 4 connections (the interleave cycle); a batch of 128 must take R steps to arrive
-  RATE="$(awk -v b="$BYTES" -v n="$TRAIN_IMAGES" -v s="$STEP_S" -v r="$R_GOAL" 'BEGIN { printf "%d", b / n * 128 / (r * s) / 4 }')"
+  RATE="$(cal first-rate "$EXP/calibrate/summary.json" "$CAL_STEPS" "$BYTES" "$TRAIN_IMAGES" "$R_GOAL" 4 128)"
   if ! search_bandwidth "$R_GOAL" "$RATE" "$EXP/calibration_runs.txt" "$OUT/shards" " per connection x 4"; then
     # The experiment needs its R; the demo goes on at the closest, and says so.
     [[ "$PART" == demo ]] || { echo "protocol: $CAL_FAIL" >&2; exit 1; }
     echo "demo: $CAL_FAIL: going on at $RATE bytes/s per connection, R = $R_CAL"
   fi
-  FACTOR="$(awk -v r="$R_CAL" 'BEGIN { f = int(r + 0.5); if (f < 2) f = 2; print f }')"
+  FACTOR="$(cal factor "$R_CAL")"
   if [[ "$CPU_SPLIT" == 0 ]]; then where="trainer and pipeline on the same $(nproc) cores"; else where="the train step on $CPU_SPLIT CPU(s) of its own, the pipeline on the rest"; fi
   extra=()
   [[ "$CPU_SPLIT" == 0 ]] || extra=("cpu split: $CPU_SPLIT")
@@ -354,7 +353,7 @@ if [[ "$PART" == demo ]]; then
   cat <<EOF
 
 == data echoing over a throttled network: Fashion-MNIST, the protocol's CNN, one seed$([[ "$SMOKE" == 0 ]] || printf '\n   SMOKE MODE: %s training images, every step on tiny budgets; the figures mean nothing' "$TRAIN_IMAGES")
-   A demonstration, not the experiment: 1 seed, and a demo target of $(awk -v t="$DEMO_TARGET" 'BEGIN { printf "%g", t * 100 }')% validation
+   A demonstration, not the experiment: 1 seed, and a demo target of $(cal percent "$DEMO_TARGET")% validation
    accuracy (the experiment's: 90%). The runs use the experiment's settings (its tuned
    learning rates: the baseline's, e = $FACTOR's, also for adaptive; its schedule, decaying
    to 0 at step $DECAY) but stop at step $STOP. The experiment, 5 seeds per cell with 95%

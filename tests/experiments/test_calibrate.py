@@ -3,6 +3,7 @@ on a synthetic R(bandwidth): it lands within the tolerance, keeps to its bracket
 the median of its repeated runs, and says so clearly when the machine is too loaded; its
 command line reads the history the shell scripts append to."""
 
+import json
 import random
 import subprocess
 import sys
@@ -88,3 +89,43 @@ def test_the_command_line_goes_on_from_its_history(tmp_path):
     history.write_text("400000 5.10\n400000 R?\n")
     r = next_line(history)
     assert r.returncode != 0 and f"{history}: line 2: expected 'RATE R'" in r.stderr
+
+
+def command(*args):
+    """python3 -m experiments.protocol.calibrate ARGS..., from the repository's root."""
+    return subprocess.run([sys.executable, "-m", "experiments.protocol.calibrate", *map(str, args)],
+                          cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_first_bandwidth_puts_goal_steps_between_batches(tmp_path):
+    # 50,000 examples of 500 bytes, a batch of 128 every 0.02 s: 64,000 bytes a batch; at
+    # R = 5 a batch may take 0.1 s, 640,000 bytes/s, over 4 connections 160,000 each.
+    assert calibrate.first_rate(0.02, 25_000_000, 50_000, 128, 5.0, 4) == 160_000
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"compute_seconds": 4.0, "fresh": 25_600}))  # 200 steps
+    assert command("first-rate", summary, 200, 25_000_000, 50_000, 5, 4, 128).stdout == "160000\n"
+    # Without a batch size: the fresh examples per step of the calibration run (128 here).
+    assert command("first-rate", summary, 200, 25_000_000, 50_000, 5, 4).stdout == "160000\n"
+    assert command("rate", 25_000_000, 50_000, 128, 20, 5, 4, "ms").stdout == "160000\n"
+    # The step time to 6 significant digits, as the committed calibrations computed it.
+    assert calibrate.awk_number(1 / 3) == 0.333333
+
+
+def test_a_bad_calibration_input_is_refused_with_what_is_wrong(tmp_path):
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"fresh": 100}))
+    r = command("first-rate", summary, 200, 1000, 10, 5, 4)
+    assert r.returncode == 1 and str(summary) in r.stderr and "compute_seconds" in r.stderr
+    r = command("rate", 1000, 0, 128, 0.02, 5, 4)
+    assert r.returncode == 1 and "must be positive" in r.stderr
+    assert command("factor").returncode == 2  # the usage
+
+
+def test_the_factor_the_band_and_the_proportional_step():
+    assert [calibrate.apriori_factor(r) for r in (1.2, 2.49, 2.5, 4.65, 6.6)] == [2, 2, 3, 5, 7]
+    assert calibrate.apriori_factor(2.49, least=3, plus=1) == 3
+    assert command("factor", 4.65).stdout == "5\n" and command("factor", 5.6, 3, 1).stdout == "7\n"
+    assert command("within", 4.1, 5).returncode == 0 and command("within", 3.9, 5).returncode == 1
+    assert command("within", 6.3, 5).returncode == 1
+    assert command("adjust", 172_271, 5.8, 5).stdout == "199834\n"
+    assert command("r", 5.3449999).stdout == "5.34\n" and command("percent", 0.89).stdout == "89\n"

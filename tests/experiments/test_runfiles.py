@@ -191,3 +191,22 @@ def test_every_committed_run_file_reads(tmp_path):
                 runfiles.read_evals(str(p.parent / "evals.jsonl"), ("step",))
             runs += 1
     assert runs > 600  # about 700 runs: every experiment of results/
+
+
+def test_calibration_written_reads_back(tmp_path):
+    path = tmp_path / "calibration.txt"
+    runfiles.write_calibration(str(path), "200-step runs, the median of 3", "abc1234",
+                               ["172271", "4.65", "5", "http://127.0.0.1:28545", "0.05"],
+                               ["cpu split: 1"])
+    cal = runfiles.read_calibration(str(path))
+    assert list(cal) == ["date", "commit", "machine", "rate", "R", "factor", "url", "baseline lr",
+                         "cpu split", "method"]
+    assert cal["rate"] == "172271" and cal["cpu split"] == "1" and cal["method"].startswith("200-step")
+    assert cal["machine"].split()[1] == "CPUs," and " load " in cal["machine"]
+    r = subprocess.run([sys.executable, "-m", "experiments.runfiles", "write-calibration", str(path), "m", "c",
+                        "1", "2", "3", "u", "0.1", "no separator"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 1 and "extra line 1: expected 'key: value'" in r.stderr
+    with pytest.raises(RunFileError, match="takes 5 figures"):
+        runfiles.write_calibration(str(path), "m", "c", ["1", "2"])
+    with pytest.raises(RunFileError, match="a value of one line"):
+        runfiles.write_calibration(str(path), "two\nlines", "c", ["1", "2", "3", "u", "0.1"])
