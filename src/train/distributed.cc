@@ -4,6 +4,8 @@
 // between processes is PyTorch's.
 #include "dataecho/train/distributed.h"
 
+#include <signal.h>
+
 #include <charconv>
 #include <cstdlib>
 
@@ -146,6 +148,10 @@ class GlooCollective final : public Collective {
     }
     check_world_size();
     start_check_in();
+    // Gloo writes to its peers with writev, which raises SIGPIPE on a connection that a
+    // dead peer reset: by default that ends this rank at once and without a word. Ignored,
+    // the write fails, the collective throws, and this rank names the peer that was lost.
+    ::signal(SIGPIPE, SIG_IGN);
     auto options = c10d::ProcessGroupGloo::Options::create(millis(o.timeout_seconds));
     if (const char* ifname = env("GLOO_SOCKET_IFNAME"))
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));

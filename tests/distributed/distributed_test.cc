@@ -265,6 +265,15 @@ std::vector<pid_t> children_of(pid_t parent) {
   while (f >> p) out.push_back(p);
   return out;
 }
+// Whether `pid` ignores SIGPIPE (its SigIgn mask in /proc/PID/status).
+bool ignores_sigpipe(pid_t pid) {
+  const std::string status = read_bytes("/proc/" + std::to_string(pid) + "/status");
+  const size_t at = status.find("SigIgn:");
+  if (at == std::string::npos) return false;
+  const uint64_t mask = std::stoull(status.substr(at + 7, 24), nullptr, 16);
+  return (mask >> (SIGPIPE - 1)) & 1;
+}
+
 std::string rank_of(pid_t pid) {
   const std::string env = read_bytes("/proc/" + std::to_string(pid) + "/environ");
   const size_t at = env.find(std::string("\0RANK=", 6));
@@ -305,8 +314,11 @@ TEST_F(DistributedTest, KillingOneRankEndsTheOthersWithAnErrorNamingIt) {
   const fs::path state = fs::path(out("killed")) / "checkpoint" / "state.json";
   ASSERT_TRUE(wait_for_file(state)) << read_bytes(log);
   pid_t victim = 0;
-  for (pid_t c : children_of(launcher))
+  for (pid_t c : children_of(launcher)) {
     if (rank_of(c) == "2") victim = c;
+    // A survivor writing to the dead rank gets an error, not a silent SIGPIPE death.
+    EXPECT_TRUE(ignores_sigpipe(c)) << "rank " << rank_of(c);
+  }
   ASSERT_NE(victim, 0);
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);

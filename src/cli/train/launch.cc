@@ -95,13 +95,19 @@ std::vector<std::string> rank_environment(int r, int nproc, int port, double tim
 
 // Waits for every rank; after the first failure, gives the others `patience_seconds`
 // (their timeout and a grace) to notice and exit, then kills them. The first rank that
-// failed (-1: none) and how.
-std::pair<int, std::string> wait_for_ranks(const std::vector<pid_t>& pids,
-                                           double patience_seconds) {
+// failed (-1: none) and how, then the other ranks that a signal ended, not the launcher's
+// (they could not print a message of their own).
+struct RanksEnded {
+  int first_failed = -1;
+  std::string how;
+  std::string also_signalled;  // "rank 1 was killed by signal 13 (Broken pipe)", ...
+};
+
+RanksEnded wait_for_ranks(const std::vector<pid_t>& pids, double patience_seconds) {
   std::vector<bool> running(pids.size(), true);
   size_t left = pids.size();
-  int first_failed = -1;
-  std::string first_how;
+  bool killed_by_launcher = false;
+  RanksEnded ended;
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (left > 0) {
     int status = 0;
@@ -112,11 +118,13 @@ std::pair<int, std::string> wait_for_ranks(const std::vector<pid_t>& pids,
         running[r] = false;
         --left;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && first_failed < 0) {
-          first_failed = static_cast<int>(r);
-          first_how = describe_status(status);
+        if (!ok && ended.first_failed < 0) {
+          ended.first_failed = static_cast<int>(r);
+          ended.how = describe_status(status);
           deadline = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(patience_seconds * 1000));
+        } else if (WIFSIGNALED(status) && !killed_by_launcher) {
+          ended.also_signalled += "; rank " + std::to_string(r) + " " + describe_status(status);
         }
       }
       continue;
@@ -125,11 +133,12 @@ std::pair<int, std::string> wait_for_ranks(const std::vector<pid_t>& pids,
     if (std::chrono::steady_clock::now() >= deadline) {
       for (size_t r = 0; r < pids.size(); ++r)
         if (running[r]) ::kill(pids[r], SIGKILL);
+      killed_by_launcher = true;
       deadline = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return {first_failed, first_how};
+  return ended;
 }
 
 extern "C" void ignore_in_launcher(int) {}
@@ -169,12 +178,12 @@ void launch_local_ranks(int nproc, double timeout_seconds, double grace_seconds)
     pids.push_back(pid);
   }
 
-  const auto [first_failed, first_how] = wait_for_ranks(pids, timeout_seconds + grace_seconds);
+  const RanksEnded ended = wait_for_ranks(pids, timeout_seconds + grace_seconds);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
-  if (first_failed >= 0)
-    fail("rank " + std::to_string(first_failed) + " of " + std::to_string(nproc) + " " + first_how +
-         " (the ranks' own messages are above)");
+  if (ended.first_failed >= 0)
+    fail("rank " + std::to_string(ended.first_failed) + " of " + std::to_string(nproc) + " " +
+         ended.how + ended.also_signalled + " (the ranks' own messages are above)");
 }
 
 }  // namespace dataecho::cli
