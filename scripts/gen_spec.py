@@ -7,8 +7,13 @@ Reads every declaration from `dataecho spec` and writes:
   docs/spec.md                      the spec format's reference: every source, stage, map
                                     function and filter with its options, types, defaults
                                     and bounds;
-  python/dataecho/_spec_options.py  the same options for the Python package (its methods'
-                                    docstrings and the test that their keywords match).
+  python/dataecho/_spec_options.py  the same options for the Python package (the
+                                    docstrings of its hand-written methods and the test that
+                                    every method's keywords match);
+  python/dataecho/_declared.py      the Python package's stage methods and source functions:
+                                    each one's signature (types, defaults) and docstring
+                                    from its op's declaration, but for the few with a
+                                    Python form of their own (HAND_WRITTEN).
 With --check it writes nothing and exits 1, naming the files, when either is stale (the
 test `spec_reference_current` runs it).
 """
@@ -21,7 +26,8 @@ import os
 import pprint
 import subprocess
 import sys
-from typing import Any, Dict, List
+import textwrap
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROUPS = [("sources", "Sources", "the `source` object's `kind`"),
@@ -118,6 +124,135 @@ def python_table(schema: Dict[str, Any]) -> str:
     )
 
 
+# The Python API's shape where the declaration does not decide it. Required options are
+# positional; these optional ones are positional too, in declared order. Ops whose Python
+# form is written by hand in _definition.py (a callable, options of their own) are not
+# generated. A default for Python where the spec requires the option: echo(2).
+PYTHON_POSITIONAL = {"bucket": {"boundaries", "batch_sizes"}, "idx": {"images", "labels"},
+                     "echo": {"factor"}, "files": {"root"}, "cache": {"path"},
+                     "interleave": {"cycle"}, "prefetch": {"buffer"}, "repeat": {"count"}}
+PYTHON_DEFAULTS = {("echo", "factor"): 2}
+HAND_WRITTEN = {"stages": {"map", "filter", "pack"}, "sources": {"sample"}}
+PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels"}
+PY_TYPES = {"int": "int", "number": "float", "bool": "bool", "string": "str",
+            "strings": "Union[str, Sequence[str]]", "ints": "Sequence[int]",
+            "int_or_auto": "Union[int, str]", "factor": "Union[float, str]",
+            "object": "Mapping[str, Any]", "json": "Any"}
+
+
+def python_default(group: str, op: str, o: Dict[str, Any]) -> Tuple[bool, Any]:
+    """(has a default, the default) of option `o` in the Python signature: none for a required
+    option; for a stage's option that the builders write always or leave out at its
+    default, the declared default (the spec comes out as before); else None ("not given")."""
+    if (op, o["name"]) in PYTHON_DEFAULTS:
+        return True, PYTHON_DEFAULTS[(op, o["name"])]
+    if o["required"] or (group == "stages" and o["written"] == "always" and "default" not in o):
+        return False, None
+    if group == "stages" and o["written"] in ("always", "unless_default") and "default" in o:
+        d = o["default"]
+        if isinstance(d, (bool, int, float, str)) or (isinstance(d, list) and not d):
+            return True, tuple(d) if isinstance(d, list) else d
+    return True, None
+
+
+def python_parameter(group: str, op: str, o: Dict[str, Any]) -> str:
+    t = PY_TYPES[o["type"]]
+    if o["type"] == "string" and o["name"] in PATH_OPTIONS:
+        t = 'Union[str, "os.PathLike[str]"]'
+    has_default, d = python_default(group, op, o)
+    if not has_default:
+        return f"{o['name']}: {t}"
+    if d is None and t != "Any":
+        t = f"Optional[{t}]"
+    return f"{o['name']}: {t} = {json.dumps(d) if isinstance(d, str) else repr(d)}"
+
+
+def python_signature(group: str, op: str, options: List[Dict[str, Any]], first: str) -> List[str]:
+    positional = [o for o in options if o["required"] or o["name"] in PYTHON_POSITIONAL.get(op, set())]
+    keyword = [o for o in options if o not in positional]
+    params = [first] if first else []
+    params += [python_parameter(group, op, o) for o in positional]
+    if keyword:
+        params.append("*")
+        params += [python_parameter(group, op, o) for o in keyword]
+    return params
+
+
+def option_line(o: Dict[str, Any]) -> str:
+    default = default_of(o).strip("`")
+    end = "required." if default == "required" else f"default {default}."
+    return f"``{o['name']}``: {o['doc']}; {o['takes']}; {end}"
+
+
+def python_docstring(s: Dict[str, Any], indent: str) -> str:
+    def wrapped(text: str) -> List[str]:
+        return textwrap.wrap(text.replace("`", "``"), 92 - len(indent), break_long_words=False,
+                             break_on_hyphens=False) or [""]
+
+    lines = wrapped(s["doc"]) + ["", f'Options (docs/spec.md, "{s["name"]}"):', ""]
+    for o in s["options"]:
+        lines += [line.replace("````", "``") for line in textwrap.wrap(
+            option_line(o), 92 - len(indent), break_long_words=False, break_on_hyphens=False)]
+    if not s["options"]:
+        lines.append("No options.")
+    body = "\n".join((indent + line) if line else "" for line in lines)
+    return f'{indent}"""{body.lstrip()}\n{indent}"""'
+
+
+def joined(start: str, params: List[str], end: str, width: int = 110) -> str:
+    """`start` + params + `end`, broken between parameters into lines of at most `width`."""
+    lines, line = [], start
+    for i, p in enumerate(params):
+        last = i + 1 == len(params)
+        piece = p + (end if last else ", ")
+        if len(line) + len(piece.rstrip()) > width and line.strip():
+            lines.append(line.rstrip())
+            line = " " * len(start)
+        line += piece
+    return "\n".join(lines + [line if params else line + end])
+
+
+def python_def(group: str, s: Dict[str, Any]) -> List[str]:
+    method = group == "stages"
+    indent = "        " if method else "    "
+    name = s["name"]
+    signature = python_signature(group, name, s["options"], "self" if method else "")
+    start = f"{indent[:-4]}def {name}("
+    head = joined(start, signature, ') -> "PipelineDef":')
+    call = (f'{indent}return self._declared("{name}", locals())' if method
+            else f'{indent}return _source("{name}", locals())')
+    noqa = "  # noqa: A001 (the spec's name)" if name in ("range", "list") else ""
+    return [head + noqa, python_docstring(s, indent), call, ""]
+
+
+def python_declared(schema: Dict[str, Any]) -> str:
+    out = ['"""The stage methods and source functions of the Python package, written by',
+           "scripts/gen_spec.py from the operators' declarations (`dataecho spec`; do not edit):",
+           "each one's keywords, types, defaults and docstring come from its op's declaration",
+           "(include/dataecho/spec/schema.h, docs/spec.md). ``PipelineDef`` (_definition.py)",
+           "inherits the methods; the ops with a Python form of their own are written there.",
+           '"""', "", "from __future__ import annotations", "", "import os",
+           "from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union", "",
+           "if TYPE_CHECKING:", "    from ._definition import PipelineDef", "", "",
+           "class DeclaredStages:",
+           '    """The stage methods that follow from the declarations alone."""', "",
+           "    __slots__ = ()", "",
+           '    def _declared(self, op: str, options: Mapping[str, Any]) -> "PipelineDef":',
+           "        raise NotImplementedError  # PipelineDef's", ""]
+    for s in schema["stages"]:
+        if s["name"] not in HAND_WRITTEN["stages"]:
+            out += python_def("stages", s)
+    out += ["", 'def _source(kind: str, options: Mapping[str, Any]) -> "PipelineDef":',
+            "    from ._definition import declared_source  # which imports this module", "",
+            "    return declared_source(kind, options)", ""]
+    for s in schema["sources"]:
+        if s["name"] not in HAND_WRITTEN["sources"]:
+            out += ["", *python_def("sources", s)]
+    while out[-1] == "":
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.environ.get("DATAECHO_BIN", os.path.join(ROOT, "build/bin/dataecho")))
@@ -125,7 +260,8 @@ def main() -> int:
     args = ap.parse_args()
     schema = json.loads(subprocess.run([args.bin, "spec"], check=True, capture_output=True, text=True).stdout)
     outputs = {os.path.join(ROOT, "docs/spec.md"): markdown(schema),
-               os.path.join(ROOT, "python/dataecho/_spec_options.py"): python_table(schema)}
+               os.path.join(ROOT, "python/dataecho/_spec_options.py"): python_table(schema),
+               os.path.join(ROOT, "python/dataecho/_declared.py"): python_declared(schema)}
     stale = []
     for path, text in outputs.items():
         old = open(path, encoding="utf-8").read() if os.path.exists(path) else None

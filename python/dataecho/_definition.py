@@ -3,7 +3,10 @@
 A ``PipelineDef`` wraps the C++ ``dataecho::PipelineDef`` (``_core.PipelineDef``): every
 stage method hands its arguments to the C++ ``declared_stage``, which writes the stage by
 the op's declared options (docs/spec.md) and returns a new definition, so Python and C++
-build, edit and validate pipelines with one piece of code.
+build, edit and validate pipelines with one piece of code. Most stage methods and source
+functions are written from the declarations themselves (``_declared``, by
+scripts/gen_spec.py); here are those with a Python form of their own (``map`` takes a
+callable, ``pack`` its ``reads``, ``sample`` definitions) and everything else.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core, _spec_options
 from ._core import SpecError
+from ._declared import DeclaredStages, files, idx, range, tar, text, tfrecord
 from ._pipeline import Pipeline
 
-Uris = Union[str, Sequence[str]]
+__all__ = ["PipelineDef", "class_to_idx", "declared_source", "files", "idx", "range", "sample", "source", "tar",
+           "text", "tfrecord"]
+
 _EPOCH_SALT = 0x65706F6368  # "epoch": mixed into the seed with the epoch (for_epoch)
 MapFunction = Callable[[Dict[str, Any]], Mapping[str, Any]]
 
@@ -98,7 +104,7 @@ def _distributed_rank_and_world() -> Tuple[int, int]:
         raise SpecError(f"distributed: RANK={rank!r}, WORLD_SIZE={world!r}: expected integers") from None
 
 
-class PipelineDef:
+class PipelineDef(DeclaredStages):
     """A pipeline as a value: a source and its stages, the same as a JSON spec.
 
     Made by a source function (``de.tfrecord(...)``, ``de.range(...)``) or from a spec
@@ -198,82 +204,6 @@ class PipelineDef:
         """Keeps the elements a registered predicate accepts."""
         return self._declared("filter", {"fn": fn, "args": args})
 
-    def interleave(self, cycle: int = 4, *, parallelism: Optional[Union[int, str]] = None,
-                   buffer_per_shard: Optional[int] = None) -> "PipelineDef":
-        """Reads ``cycle`` files at once, one element from each in turn (right after a
-        source over several files). ``parallelism="auto"``: one thread per open file, with
-        ``buffer_per_shard`` chosen by the tuner (the cycle sets the order: never tuned)."""
-        return self._declared("interleave", locals())
-
-    def shuffle(self, buffer: int, *, seed: Optional[int] = None,
-                reshuffle_each_iteration: Optional[bool] = None) -> "PipelineDef":
-        """Shuffles through a buffer of ``buffer`` elements. After an example echo, it
-        keeps an element's copies out of the same batch."""
-        return self._declared("shuffle", locals())
-
-    def echo(self, factor: Union[float, str] = 2, *, max_factor: Optional[float] = None,
-             buffer: Optional[int] = None, buffer_bytes: Optional[int] = None,
-             seed: Optional[int] = None) -> "PipelineDef":
-        """Data echoing: repeats every element ``factor`` times in all (2.5: two copies,
-        a third with probability 0.5); ``"adaptive"`` repeats only while the next fresh
-        element is late, at most ``max_factor`` times; ``"auto"`` is adaptive echo that
-        repeats nothing until the pipeline's tuner has raised every ``"auto"``
-        parallelism and buffer as far as helps and the training loop still waits: then
-        it may repeat up to ``max_factor`` times (``Pipeline.tuning()`` says when).
-
-        Where to place it (the paper's rule; ``de.profile`` measures it): right after the
-        slowest stage. Before the augmentation (example echoing), each copy is augmented
-        differently and a ``shuffle`` after the echo keeps copies out of one batch; after
-        ``batch`` (batch echoing), whole batches repeat. Choose ``factor`` about
-        R = upstream time / training-step time: more repeats than R buy no time.
-
-        ``buffer`` and ``buffer_bytes`` (adaptive and ``"auto"`` only) bound the queue of
-        fresh elements read ahead and the pool of repeat candidates, each to at most
-        ``buffer`` elements (default 1024) and ``buffer_bytes`` bytes (default 16 MiB;
-        0: no byte bound). A small queue makes the echo repeat while the reader stalls
-        between the network's bursts, so it settles above R.
-        """
-        return self._declared("echo", locals())
-
-    def batch(self, size: int, *, drop_remainder: bool = False) -> "PipelineDef":
-        """Stacks ``size`` elements into one; every tensor gets a leading batch dimension."""
-        return self._declared("batch", locals())
-
-    def prefetch(self, buffer: Union[int, str] = 2) -> "PipelineDef":
-        """Runs everything before it on a thread of its own, ``buffer`` elements ahead
-        (``"auto"``: sized by the tuner within the RAM budget)."""
-        return self._declared("prefetch", locals())
-
-    def cache(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, *, key: Optional[str] = None,
-              max_bytes: Optional[int] = None, on_full: str = "fail", allow_shuffled: bool = False) -> "PipelineDef":
-        """Caches the first pass: later passes read from the cache instead of the input.
-
-        In memory (no ``path``): at most ``max_bytes`` of tensors (default a quarter of
-        physical memory); more fails the pass, or with ``on_full="prefix"`` keeps what
-        fits and reads the rest from the input. On local disk (``path``, a folder): a
-        file written during the first pass and renamed into place only when the pass
-        completed, keyed by a fingerprint of everything upstream (the spec up to here,
-        the seed, the local source files' sizes and times), so a changed spec or file
-        never reads a stale cache; ``key`` names it instead (required after a Python
-        function). A cache after a ``shuffle`` would replay one order every epoch: it is
-        refused unless ``allow_shuffled``; shuffle after the cache. See docs/echo.md,
-        "Cache or echo".
-        """
-        return self._declared("cache", locals())
-
-    def padded_batch(self, size: int, *, drop_remainder: bool = False,
-                     fields: Optional[Union[Sequence[str], Mapping[str, Any]]] = None,
-                     lengths: bool = True) -> "PipelineDef":
-        """Batches elements of different lengths: each variable-length field padded to the
-        batch's longest, or as ``fields`` says per field (``{"tokens": {"length": 128,
-        "value": 0}}``, ``{"multiple": 8}``), with ``<field>_length`` added per row
-        (docs/text.md)."""
-        return self._declared("padded_batch", locals())
-
-    def unbatch(self) -> "PipelineDef":
-        """Splits each batch into its rows, cutting padding off by ``<field>_length``."""
-        return self._declared("unbatch", {})
-
     def pack(self, length: int, *, eos_id: Optional[int] = None, pad_id: Optional[int] = None,
              drop_remainder: bool = False, reads: bool = False, field: Optional[str] = None,
              document_field: Optional[str] = None, ids_field: Optional[str] = None,
@@ -288,33 +218,6 @@ class PipelineDef:
             options["epochs_field"] = epochs_field or "epochs"
             options["echoes_field"] = echoes_field or "echoes"
         return self._declared("pack", options)
-
-    def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
-               token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,
-               fields: Optional[Union[Sequence[str], Mapping[str, Any]]] = None,
-               lengths: bool = True) -> "PipelineDef":
-        """Batches sequences of similar length together (tf.data's
-        bucket_by_sequence_length): ``boundaries`` split the lengths of ``field``
-        (default "tokens") into buckets, each batched by its ``batch_sizes`` entry or to
-        ``token_budget`` tokens, padded as ``padded_batch`` pads."""
-        return self._declared("bucket", locals())
-
-    def repeat(self, count: int = -1) -> "PipelineDef":
-        """Passes over the input ``count`` times (-1: forever); epochs are stamped on rows."""
-        return self._declared("repeat", locals())
-
-    def take(self, count: int) -> "PipelineDef":
-        """The first ``count`` elements."""
-        return self._declared("take", locals())
-
-    def skip(self, count: int) -> "PipelineDef":
-        """All but the first ``count`` elements."""
-        return self._declared("skip", locals())
-
-    def shard(self, num_shards: int, index: int) -> "PipelineDef":
-        """One worker's share: whole files right after a source over at least
-        ``num_shards`` files, else every ``num_shards``-th element from ``index``."""
-        return self._declared("shard", locals())
 
     def stage(self, op: str, **options: Any) -> "PipelineDef":
         """Any registered op by its JSON options (for ops of one's own)."""
@@ -467,53 +370,10 @@ def source(kind: str, **options: Any) -> PipelineDef:
     return PipelineDef(kind, **options)
 
 
-def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: A001 (the spec's name)
-    """The integers 0..count-1 as field "value" (int64); ``shards`` splits them into
-    that many parts, like files, for ``interleave`` and ``shard``."""
-    return PipelineDef("range", count=count, shards=shards)
-
-
-def _uri(uri: Uris) -> Union[str, List[str]]:
-    return uri if isinstance(uri, str) else [os.fspath(u) for u in uri]
-
-
-def tfrecord(uri: Uris, *, features: Optional[Mapping[str, Any]] = None, raw: Optional[bool] = None,
-             verify_crc: Optional[bool] = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
-             cache_dir: Optional[str] = None, cache_max_bytes: Optional[int] = None,
-             cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
-    """TFRecord files of tf.train.Example records: paths, globs, brace ranges
-    (``train-{00000..00007}.tfrecord``), http(s) URLs or ``@manifest`` files.
-    ``features`` maps field names to tf.Example keys (default: image/encoded -> image,
-    image/class/label -> label); ``on_error``: "fail", "skip" or "echo"."""
-    return PipelineDef("tfrecord", uri=_uri(uri), features=features, raw=raw, verify_crc=verify_crc,
-                       on_error=on_error, buffer_bytes=buffer_bytes, cache_dir=cache_dir,
-                       cache_max_bytes=cache_max_bytes, cache_revalidate_s=cache_revalidate_s, http=http)
-
-
-def tar(uri: Uris, *, fields: Optional[Union[Sequence[str], Mapping[str, str]]] = None,
-        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None, cache_dir: Optional[str] = None,
-        cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
-        http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
-    """Tar shards in the WebDataset layout (files sharing a key make one sample); ``fields``
-    lists the extensions to keep, or maps field names to extensions."""
-    return PipelineDef("tar", uri=_uri(uri),
-                       fields=fields if fields is None or isinstance(fields, Mapping) else list(fields),
-                       on_error=on_error, buffer_bytes=buffer_bytes, cache_dir=cache_dir,
-                       cache_max_bytes=cache_max_bytes, cache_revalidate_s=cache_revalidate_s, http=http)
-
-
-def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *, uri: Optional[Uris] = None,
-          list: Optional[str] = None, **options: Any) -> PipelineDef:  # noqa: A002 (the spec's name)
-    """Files read as they are, one element each ("image": the file's bytes, "label"):
-    an ImageFolder tree (``root``: a folder per class, classes numbered as torchvision's
-    ``ImageFolder`` numbers them: ``class_to_idx(root)``), a glob or brace pattern
-    (``uri``), or a CSV or TSV list of path, label and further columns (``list``); local
-    or http(s). ``path=True`` adds each file's path as field "path" (bytes: relative to
-    ``root``, or as the list or pattern gives it). Options as the spec's
-    (docs/formats.md): ``reads_in_flight``, ``extensions``, ``base``, ``delimiter``,
-    ``header``, ``on_error``, ``http``..."""
-    return PipelineDef("files", root=None if root is None else os.fspath(root),
-                       uri=None if uri is None else _uri(uri), list=list, **options)
+def declared_source(kind: str, options: Mapping[str, Any]) -> PipelineDef:
+    """A source of ``kind`` from a source function's own arguments (None: not given), paths
+    as strings and sequences as lists."""
+    return PipelineDef(kind, **{k: _spec_value(v) for k, v in options.items()})
 
 
 def sample(inputs: Sequence[PipelineDef], weights: Sequence[float], *, stop: Optional[str] = None,
@@ -533,26 +393,6 @@ def class_to_idx(root: Union[str, "os.PathLike[str]"]) -> Dict[str, int]:
     return dict(_core.class_to_idx(os.fspath(root)))
 
 
-def text(uri: Uris, **options: Any) -> PipelineDef:
-    """Text files (plain, gzip or dictzip) or JSON Lines as elements: a line, or a document
-    split by ``separator``, as field "text" (uint8 bytes); JSON Lines give a field per
-    key. Options as the spec's (docs/text.md): ``format`` ("lines" or "jsonl"),
-    ``separator``, ``max_bytes``, ``utf8``, ``keep_empty``, ``fields``, ``on_error``,
-    ``http``, ``cache_dir``."""
-    return PipelineDef("text", uri=_uri(uri), **options)
-
-
-def idx(images: str, labels: Optional[str] = None, *, limit: Optional[int] = None,
-        on_error: Optional[str] = None, buffer_bytes: Optional[int] = None, cache_dir: Optional[str] = None,
-        cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
-        http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
-    """MNIST's IDX files (optionally gzipped), such as Debian's dataset-fashion-mnist:
-    fields "image" (uint8 [28, 28]) and "label" (int64)."""
-    return PipelineDef("idx", images=images, labels=labels, limit=limit, on_error=on_error,
-                       buffer_bytes=buffer_bytes, cache_dir=cache_dir, cache_max_bytes=cache_max_bytes,
-                       cache_revalidate_s=cache_revalidate_s, http=http)
-
-
 # ---------------------------------------------------------------------- options
 def _options_text(group: str, name: str) -> str:
     """The declared options of one source, stage or function (docs/spec.md), as text."""
@@ -569,7 +409,7 @@ def _document_options() -> None:
     targets = [("stages", name, getattr(PipelineDef, name, None)) for name in _spec_options.OPTIONS["stages"]]
     targets += [("sources", name, globals().get(name)) for name in _spec_options.OPTIONS["sources"]]
     for group, name, fn in targets:
-        if fn is None or not fn.__doc__:  # python -OO drops docstrings
+        if fn is None or not fn.__doc__ or "Options (docs/spec.md" in fn.__doc__:  # -OO; or _declared's
             continue
         fn.__doc__ = (inspect.cleandoc(fn.__doc__) + "\n\nOptions (docs/spec.md, \"" + name + "\"):\n\n"
                       + _options_text(group, name))

@@ -631,12 +631,29 @@ DOCS: Dict[str, Dict[str, str]] = {'filters': {'even': 'Elements of even id.',
             'bucket': "Batches sequences of similar length together (tf.data's "
                       'bucket_by_sequence_length), padded as padded_batch pads.',
             'cache': 'Caches the first pass, in memory or on local disk; later passes read the '
-                     'cache (docs/echo.md, "Cache or echo").',
+                     'cache (docs/echo.md, "Cache or echo"). On disk, a file written during the '
+                     'first pass is renamed into place only when the pass completed, keyed by a '
+                     'fingerprint of everything upstream (the spec up to here, the seed, the local '
+                     "source files' sizes and times), so that a changed spec or file never reads a "
+                     'stale cache; `key` names it instead (required after a Python function). A '
+                     'cache after a shuffle would replay one order every epoch: it is refused '
+                     'unless `allow_shuffled`; shuffle after the cache.',
             'echo': 'Data echoing: repeats every element `factor` times in all, or adaptively '
-                    'while the next fresh element is late (docs/echo.md).',
+                    'while the next fresh element is late (docs/echo.md). Place it right after the '
+                    "slowest stage (the paper's rule; `dataecho profile` measures it): before the "
+                    'augmentation (example echoing) each copy is augmented differently, and a '
+                    'shuffle after it keeps copies out of one batch; after the batch (batch '
+                    'echoing) whole batches repeat. Choose `factor` about R = upstream time / '
+                    'training-step time: more repeats than R buy no time. With "auto" it repeats '
+                    'nothing until the tuner has raised every "auto" parallelism and buffer as far '
+                    'as helps and the training loop still waits. A small `buffer` makes an '
+                    "adaptive echo repeat while the reader stalls between a network's bursts, so "
+                    'that it settles above R.',
             'filter': 'Keeps the elements a registered predicate ("fn") accepts.',
             'interleave': 'Reads `cycle` shards (files) at once, one element from each in turn; '
-                          'right after a source over several files.',
+                          'right after a source over several files. With `parallelism` "auto", one '
+                          'thread per open file, `buffer_per_shard` chosen by the tuner (the cycle '
+                          'sets the order: never tuned).',
             'map': 'Applies a registered function ("fn", with its "args") to every element.',
             'pack': 'Concatenates token sequences into blocks of `length` tokens, with the ids of '
                     'the sequences in each block and a per-token document field (docs/text.md).',

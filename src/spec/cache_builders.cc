@@ -94,7 +94,13 @@ DatasetPtr build_cache(SpecObject& s, DatasetPtr in, BuildContext& ctx) {
 void register_cache_builders(Registry& r) {
   r.add_stage({"cache",
                "Caches the first pass, in memory or on local disk; later passes read the cache "
-               "(docs/echo.md, \"Cache or echo\").",
+               "(docs/echo.md, \"Cache or echo\"). On disk, a file written during the first "
+               "pass is renamed into place only when the pass completed, keyed by a "
+               "fingerprint of everything upstream (the spec up to here, the seed, the local "
+               "source files' sizes and times), so that a changed spec or file never reads a "
+               "stale cache; `key` names it instead (required after a Python function). A "
+               "cache after a shuffle would replay one order every epoch: it is refused unless "
+               "`allow_shuffled`; shuffle after the cache.",
                {{.name = "path",
                  .type = OptionType::kString,
                  .fallback = "",

@@ -208,7 +208,9 @@ void register_function_stages(Registry& r) {
 void register_order_stages(Registry& r) {
   r.add_stage({"interleave",
                "Reads `cycle` shards (files) at once, one element from each in turn; right after a "
-               "source over several files.",
+               "source over several files. With `parallelism` \"auto\", one thread per open "
+               "file, `buffer_per_shard` chosen by the tuner (the cycle sets the order: never "
+               "tuned).",
                {{.name = "cycle",
                  .fallback = 4,
                  .min = 1,

@@ -64,7 +64,15 @@ void register_echo_builders(Registry& r) {
   r.add_stage(
       {"echo",
        "Data echoing: repeats every element `factor` times in all, or adaptively while "
-       "the next fresh element is late (docs/echo.md).",
+       "the next fresh element is late (docs/echo.md). Place it right after the slowest "
+       "stage (the paper's rule; `dataecho profile` measures it): before the augmentation "
+       "(example echoing) each copy is augmented differently, and a shuffle after it keeps "
+       "copies out of one batch; after the batch (batch echoing) whole batches repeat. "
+       "Choose `factor` about R = upstream time / training-step time: more repeats than R "
+       "buy no time. With \"auto\" it repeats nothing until the tuner has raised every "
+       "\"auto\" parallelism and buffer as far as helps and the training loop still "
+       "waits. A small `buffer` makes an adaptive echo repeat while the reader stalls "
+       "between a network's bursts, so that it settles above R.",
        {{.name = "factor",
          .type = OptionType::kFactor,
          .required = true,

@@ -32,6 +32,17 @@ nlohmann::json factor_json(double f) {
   return f;
 }
 
+// A typed option as declared_stage takes it: its value, or null when not given.
+template <class T>
+nlohmann::json given(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// A parallelism or buffer: a count, or "auto" (kAutotune).
+nlohmann::json tunable(int64_t n) {
+  return n == kAutotune ? nlohmann::json("auto") : nlohmann::json(n);
+}
+
 nlohmann::json with_field(nlohmann::json options, const char* key, nlohmann::json value) {
   options[key] = std::move(value);
   return options;
@@ -98,115 +109,101 @@ PipelineDef& PipelineDef::declared_stage(const std::string& op, const nlohmann::
   return stage(op, std::move(options));
 }
 
+// The typed methods give their options as they are (null: not given) to declared_stage,
+// which writes them by their declarations' Written policy, as it does the Python
+// package's: one writer for every way of making a stage.
 PipelineDef& PipelineDef::map(std::string fn, nlohmann::json args, MapStageOptions o) {
-  nlohmann::json j = {{"fn", std::move(fn)}};
-  if (!args.is_null() && !args.empty()) j["args"] = std::move(args);
-  if (o.parallelism == kAutotune)
-    j["parallelism"] = "auto";
-  else if (o.parallelism != 1)
-    j["parallelism"] = o.parallelism;
-  if (o.deterministic) j["deterministic"] = *o.deterministic;
-  if (o.buffer) j["buffer"] = *o.buffer;
-  return stage("map", std::move(j));
+  return declared_stage("map", {{"fn", std::move(fn)},
+                                {"args", std::move(args)},
+                                {"parallelism", tunable(o.parallelism)},
+                                {"deterministic", given(o.deterministic)},
+                                {"buffer", given(o.buffer)}});
 }
 
 PipelineDef& PipelineDef::filter(std::string fn, nlohmann::json args) {
-  nlohmann::json j = {{"fn", std::move(fn)}};
-  if (!args.is_null() && !args.empty()) j["args"] = std::move(args);
-  return stage("filter", std::move(j));
+  return declared_stage("filter", {{"fn", std::move(fn)}, {"args", std::move(args)}});
 }
 
 PipelineDef& PipelineDef::interleave(InterleaveStageOptions o) {
-  nlohmann::json j = {{"cycle", o.cycle}};
-  if (o.parallelism)
-    j["parallelism"] =
-        *o.parallelism == kAutotune ? nlohmann::json("auto") : nlohmann::json(*o.parallelism);
-  if (o.buffer_per_shard) j["buffer_per_shard"] = *o.buffer_per_shard;
-  return stage("interleave", std::move(j));
+  return declared_stage("interleave",
+                        {{"cycle", o.cycle},
+                         {"parallelism", o.parallelism ? tunable(*o.parallelism) : nullptr},
+                         {"buffer_per_shard", given(o.buffer_per_shard)}});
 }
 
 PipelineDef& PipelineDef::shuffle(ShuffleStageOptions o) {
-  nlohmann::json j = {{"buffer", o.buffer}};
-  if (o.seed) j["seed"] = *o.seed;
-  if (o.reshuffle_each_iteration) j["reshuffle_each_iteration"] = *o.reshuffle_each_iteration;
-  return stage("shuffle", std::move(j));
+  return declared_stage("shuffle",
+                        {{"buffer", o.buffer},
+                         {"seed", given(o.seed)},
+                         {"reshuffle_each_iteration", given(o.reshuffle_each_iteration)}});
 }
 
 PipelineDef& PipelineDef::echo(EchoStageOptions o) {
-  nlohmann::json j;
-  j["factor"] = o.autotune   ? nlohmann::json("auto")
-                : o.adaptive ? nlohmann::json("adaptive")
-                             : factor_json(o.factor);
-  // fixed: refused by the spec builder, which names the option
-  if (o.max_factor) j["max_factor"] = factor_json(*o.max_factor);
-  if (o.buffer) j["buffer"] = *o.buffer;
-  if (o.buffer_bytes) j["buffer_bytes"] = *o.buffer_bytes;
-  if (o.seed) j["seed"] = *o.seed;
-  return stage("echo", std::move(j));
+  // fixed: max_factor and the buffers are refused by the spec builder, which names them
+  return declared_stage("echo", {{"factor", o.autotune   ? nlohmann::json("auto")
+                                            : o.adaptive ? nlohmann::json("adaptive")
+                                                         : nlohmann::json(o.factor)},
+                                 {"max_factor", given(o.max_factor)},
+                                 {"buffer", given(o.buffer)},
+                                 {"buffer_bytes", given(o.buffer_bytes)},
+                                 {"seed", given(o.seed)}});
 }
 
 PipelineDef& PipelineDef::batch(BatchStageOptions o) {
-  nlohmann::json j = {{"size", o.size}};
-  if (o.drop_remainder) j["drop_remainder"] = true;
-  return stage("batch", std::move(j));
+  return declared_stage("batch", {{"size", o.size}, {"drop_remainder", o.drop_remainder}});
 }
 
 PipelineDef& PipelineDef::padded_batch(PaddedBatchStageOptions o) {
-  nlohmann::json j = {{"size", o.size}};
-  if (o.drop_remainder) j["drop_remainder"] = true;
-  if (!o.fields.is_null()) j["fields"] = std::move(o.fields);
-  if (!o.lengths) j["lengths"] = false;
-  return stage("padded_batch", std::move(j));
+  return declared_stage("padded_batch", {{"size", o.size},
+                                         {"drop_remainder", o.drop_remainder},
+                                         {"fields", std::move(o.fields)},
+                                         {"lengths", o.lengths}});
 }
 PipelineDef& PipelineDef::unbatch() { return stage("unbatch"); }
 
 PipelineDef& PipelineDef::pack(PackStageOptions o) {
-  nlohmann::json j = {{"length", o.length}};
-  if (o.eos_id) j["eos_id"] = *o.eos_id;
-  if (o.pad_id) j["pad_id"] = *o.pad_id;
-  if (o.drop_remainder) j["drop_remainder"] = true;
-  if (o.reads) {
-    j["epochs_field"] = kPackEpochsField;
-    j["echoes_field"] = kPackEchoesField;
+  if (o.reads) {  // the fields' default names, unless named
+    o.epochs_field = o.epochs_field.value_or(kPackEpochsField);
+    o.echoes_field = o.echoes_field.value_or(kPackEchoesField);
   }
-  for (auto [key, name] : {std::pair{"field", &o.field},
-                           {"document_field", &o.document_field},
-                           {"ids_field", &o.ids_field},
-                           {"epochs_field", &o.epochs_field},
-                           {"echoes_field", &o.echoes_field}})
-    if (*name) j[key] = **name;
-  return stage("pack", std::move(j));
+  return declared_stage("pack", {{"length", o.length},
+                                 {"eos_id", given(o.eos_id)},
+                                 {"pad_id", given(o.pad_id)},
+                                 {"drop_remainder", o.drop_remainder},
+                                 {"field", given(o.field)},
+                                 {"document_field", given(o.document_field)},
+                                 {"ids_field", given(o.ids_field)},
+                                 {"epochs_field", given(o.epochs_field)},
+                                 {"echoes_field", given(o.echoes_field)}});
 }
 
 PipelineDef& PipelineDef::bucket(BucketStageOptions o) {
-  nlohmann::json j = {{"boundaries", o.boundaries}};
-  if (!o.batch_sizes.empty()) j["batch_sizes"] = o.batch_sizes;
-  if (o.token_budget) j["token_budget"] = *o.token_budget;
-  if (o.field) j["field"] = *o.field;
-  if (o.drop_remainder) j["drop_remainder"] = true;
-  if (!o.fields.is_null()) j["fields"] = std::move(o.fields);
-  if (!o.lengths) j["lengths"] = false;
-  return stage("bucket", std::move(j));
+  return declared_stage("bucket", {{"boundaries", o.boundaries},
+                                   {"batch_sizes", o.batch_sizes},
+                                   {"token_budget", given(o.token_budget)},
+                                   {"field", given(o.field)},
+                                   {"drop_remainder", o.drop_remainder},
+                                   {"fields", std::move(o.fields)},
+                                   {"lengths", o.lengths}});
 }
 
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
-  return stage("prefetch",
-               {{"buffer", buffer == kAutotune ? nlohmann::json("auto") : nlohmann::json(buffer)}});
+  return declared_stage("prefetch", {{"buffer", tunable(buffer)}});
 }
 PipelineDef& PipelineDef::cache(CacheStageOptions o) {
-  nlohmann::json j = nlohmann::json::object();
-  if (!o.path.empty()) j["path"] = o.path;
-  if (o.key) j["key"] = *o.key;
-  if (o.max_bytes) j["max_bytes"] = *o.max_bytes;
-  if (o.prefix) j["on_full"] = "prefix";
-  if (o.allow_shuffled) j["allow_shuffled"] = true;
-  return stage("cache", std::move(j));
+  return declared_stage("cache", {{"path", o.path},
+                                  {"key", given(o.key)},
+                                  {"max_bytes", given(o.max_bytes)},
+                                  {"on_full", o.prefix ? "prefix" : "fail"},
+                                  {"allow_shuffled", o.allow_shuffled}});
 }
-PipelineDef& PipelineDef::repeat(int64_t count) { return stage("repeat", {{"count", count}}); }
-PipelineDef& PipelineDef::take(int64_t count) { return stage("take", {{"count", count}}); }
-PipelineDef& PipelineDef::skip(int64_t count) { return stage("skip", {{"count", count}}); }
+PipelineDef& PipelineDef::repeat(int64_t count) {
+  return declared_stage("repeat", {{"count", count}});
+}
+PipelineDef& PipelineDef::take(int64_t count) { return declared_stage("take", {{"count", count}}); }
+PipelineDef& PipelineDef::skip(int64_t count) { return declared_stage("skip", {{"count", count}}); }
 PipelineDef& PipelineDef::shard(int64_t num_shards, int64_t index) {
-  return stage("shard", {{"num_shards", num_shards}, {"index", index}});
+  return declared_stage("shard", {{"num_shards", num_shards}, {"index", index}});
 }
 PipelineDef& PipelineDef::seed(uint64_t seed) {
   seed_ = seed;

@@ -137,6 +137,14 @@ bool omitted_at_default(const OptionDecl& d) {
   return false;
 }
 
+// How the builders write the option (Written, kDerived resolved), for `dataecho spec`.
+static const char* written_text(const OptionDecl& d) {
+  if (omitted_at_default(d)) return "unless_default";
+  if (d.written == Written::kAlways || (d.written == Written::kDerived && d.required))
+    return "always";
+  return "when_given";
+}
+
 std::vector<OptionDecl> batch_options() {
   return {{.name = "size",
            .required = true,
@@ -176,11 +184,9 @@ std::string describe_type(const OptionDecl& d) {
 }
 
 nlohmann::json to_json(const OptionDecl& d) {
-  nlohmann::json j = {{"name", d.name},
-                      {"type", type_name(d.type)},
-                      {"takes", describe_type(d)},
-                      {"required", d.required},
-                      {"doc", d.doc}};
+  nlohmann::json j = {
+      {"name", d.name},         {"type", type_name(d.type)},  {"takes", describe_type(d)},
+      {"required", d.required}, {"written", written_text(d)}, {"doc", d.doc}};
   if (!d.fallback.is_null()) j["default"] = d.fallback;
   if (!d.default_text.empty()) j["default_text"] = d.default_text;
   if (d.min) j["min"] = *d.min;
