@@ -13,7 +13,11 @@ Reads every declaration from `dataecho spec` and writes:
   python/dataecho/_declared.py      the Python package's stage methods and source functions:
                                     each one's signature (types, defaults) and docstring
                                     from its op's declaration, but for the few with a
-                                    Python form of their own (HAND_WRITTEN).
+                                    Python form of their own (HAND_WRITTEN);
+  include/dataecho/spec/stage_options.h, src/spec/stage_options.cc
+                                    the C++ fluent builder's option structs (MapStageOptions,
+                                    ...) and the function that gives each struct's fields to
+                                    PipelineDef::declared_stage (CPP_STRUCTS).
 With --check it writes nothing and exits 1, naming the files, when either is stale (the
 test `spec_reference_current` runs it).
 """
@@ -253,6 +257,121 @@ def python_declared(schema: Dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+# The C++ fluent builder's option structs: op -> struct. A field per declared option, in
+# declared order, named as the option, but for the options a method takes as arguments
+# (CPP_ARGUMENTS) and those whose C++ form is its own (CPP_FIELDS: the lines of the struct
+# and the expression that gives the option's JSON value from `o`); CPP_BEFORE puts fields
+# of C++'s own before an option's.
+CPP_STRUCTS = {"map": "MapStageOptions", "shuffle": "ShuffleStageOptions", "batch": "BatchStageOptions",
+               "padded_batch": "PaddedBatchStageOptions", "pack": "PackStageOptions",
+               "bucket": "BucketStageOptions", "echo": "EchoStageOptions",
+               "interleave": "InterleaveStageOptions", "cache": "CacheStageOptions"}
+CPP_ARGUMENTS = {"map": {"fn", "args"}}
+CPP_FIELDS = {
+    ("echo", "factor"): (["double factor = 2;  // >= 1; fractional: floor(e) copies, one more with p = frac",
+                          "bool adaptive = false;  // adaptive echoing: repeats only while the input is late",
+                          "bool autotune = false;  // adaptive, its cap set by the tuner (\"factor\": \"auto\")"],
+                         'o.autotune ? json("auto") : o.adaptive ? json("adaptive") : json(o.factor)'),
+    ("cache", "on_full"): (["bool prefix = false;  // memory: keep the prefix that fits (\"on_full\": \"prefix\")"],
+                           'o.prefix ? "prefix" : "fail"'),
+}
+CPP_BEFORE = {("pack", "field"): [
+    "// Also each block's sequences' epochs and echo indices, as fields \"epochs\" and \"echoes\"",
+    "// (or the names epochs_field and echoes_field give): the trainer counts fresh sequences.",
+    "bool reads = false;"]}
+CPP_TYPES = {"int": "int64_t", "number": "double", "bool": "bool", "string": "std::string",
+             "strings": "std::vector<std::string>", "ints": "std::vector<int64_t>", "int_or_auto": "int64_t",
+             "object": "nlohmann::json", "json": "nlohmann::json"}
+LICENSE_NOTE = "Written by scripts/gen_spec.py from the operators' declarations: do not edit."
+
+
+def cpp_literal(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "{}"
+    return json.dumps(v) if isinstance(v, str) else repr(v)
+
+
+def cpp_field(o: Dict[str, Any]) -> Tuple[str, str]:
+    """The struct's line for option `o` (without its comment) and the expression that gives
+    its JSON value (null: not given) from `o`: a plain field where the builders write the
+    option always or leave it out at its default, else a std::optional."""
+    t = "uint64_t" if o["name"] == "seed" else CPP_TYPES[o["type"]]
+    n = o["name"]
+    value = f"tunable(o.{n})" if o["type"] == "int_or_auto" else f"o.{n}"
+    if t == "nlohmann::json":
+        return f"nlohmann::json {n} = nullptr;", value
+    if o["required"]:
+        return f"{t} {n} = {'{}' if t.startswith('std::') else 0};", value
+    if o["written"] in ("always", "unless_default") and "default" in o:
+        return f"{t} {n} = {cpp_literal(o['default'])};", value
+    if o["written"] == "always":
+        return f"{t} {n} = {{}};", value
+    given = f"o.{n} ? tunable(*o.{n}) : nullptr" if o["type"] == "int_or_auto" else f"given(o.{n})"
+    return f"std::optional<{t}> {n} = std::nullopt;", given
+
+
+def commented(line: str, comment: str, indent: str = "  ") -> List[str]:
+    """`line` below `comment`, wrapped to 100 columns (as clang-format leaves it)."""
+    return [indent + "// " + c for c in textwrap.wrap(comment, 97 - len(indent))] + [indent + line]
+
+
+def cpp_struct(s: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+    """The struct of op `s` and the statements of the function that gives its options."""
+    op, name = s["name"], CPP_STRUCTS[s["name"]]
+    fields, entries = [], []
+    for o in s["options"]:
+        if o["name"] in CPP_ARGUMENTS.get(op, set()):
+            continue
+        fields += ["  " + line for line in CPP_BEFORE.get((op, o["name"]), [])]
+        if (op, o["name"]) in CPP_FIELDS:
+            lines, value = CPP_FIELDS[(op, o["name"])]
+            for line in lines:
+                code, _, comment = line.partition("  // ")
+                fields += commented(code, comment)
+        else:
+            code, value = cpp_field(o)
+            required = "required; " if o["required"] else ""
+            fields += commented(code, required + o["doc"].replace("`", ""))
+        entries.append(f'  j["{o["name"]}"] = {value};')
+    first = s["doc"].replace("`", "").split(". ")[0].rstrip(".") + "."
+    doc = ["// " + line for line in textwrap.wrap(f"{s['name']}: {first}", 97)]
+    return doc + [f"struct {name} {{"] + fields + ["};"], entries
+
+
+def cpp_header(schema: Dict[str, Any]) -> str:
+    out = ["// The C++ fluent builder's options (PipelineDef::map, ::shuffle, ...): a struct per op, a",
+           "// field per declared option with its default, unset fields keep the op's defaults.",
+           "// " + LICENSE_NOTE, "// Thread-safety: plain values.", "#pragma once", "",
+           "#include <cstdint>", "#include <optional>", "#include <string>", "#include <vector>", "",
+           "#include <nlohmann/json.hpp>", "", "namespace dataecho {", ""]
+    stages = {s["name"]: s for s in schema["stages"]}
+    for op in CPP_STRUCTS:
+        out += cpp_struct(stages[op])[0] + [""]
+    out += ["// Each struct's options as PipelineDef::declared_stage takes them (null: not given).",
+            *[f"nlohmann::json declared_options(const {name}& o);" for name in CPP_STRUCTS.values()],
+            "", "}  // namespace dataecho", ""]
+    return "\n".join(out)
+
+
+def cpp_source(schema: Dict[str, Any]) -> str:
+    out = ["// declared_options (stage_options.h).", "// " + LICENSE_NOTE,
+           '#include "dataecho/spec/stage_options.h"', "",
+           '#include "dataecho/spec/pipeline_def.h"', "", "namespace dataecho {", "namespace {", "",
+           "using nlohmann::json;", "",
+           "template <class T>", "json given(const std::optional<T>& v) {",
+           "  return v ? json(*v) : json(nullptr);", "}", "",
+           "json tunable(int64_t n) { return n == kAutotune ? json(\"auto\") : json(n); }", "",
+           "}  // namespace", ""]
+    stages = {s["name"]: s for s in schema["stages"]}
+    for op, name in CPP_STRUCTS.items():
+        out += [f"json declared_options(const {name}& o) {{", "  json j;", *cpp_struct(stages[op])[1],
+                "  return j;", "}", ""]
+    out += ["}  // namespace dataecho", ""]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.environ.get("DATAECHO_BIN", os.path.join(ROOT, "build/bin/dataecho")))
@@ -261,7 +380,9 @@ def main() -> int:
     schema = json.loads(subprocess.run([args.bin, "spec"], check=True, capture_output=True, text=True).stdout)
     outputs = {os.path.join(ROOT, "docs/spec.md"): markdown(schema),
                os.path.join(ROOT, "python/dataecho/_spec_options.py"): python_table(schema),
-               os.path.join(ROOT, "python/dataecho/_declared.py"): python_declared(schema)}
+               os.path.join(ROOT, "python/dataecho/_declared.py"): python_declared(schema),
+               os.path.join(ROOT, "include/dataecho/spec/stage_options.h"): cpp_header(schema),
+               os.path.join(ROOT, "src/spec/stage_options.cc"): cpp_source(schema)}
     stale = []
     for path, text in outputs.items():
         old = open(path, encoding="utf-8").read() if os.path.exists(path) else None

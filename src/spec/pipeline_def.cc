@@ -32,17 +32,6 @@ nlohmann::json factor_json(double f) {
   return f;
 }
 
-// A typed option as declared_stage takes it: its value, or null when not given.
-template <class T>
-nlohmann::json given(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-// A parallelism or buffer: a count, or "auto" (kAutotune).
-nlohmann::json tunable(int64_t n) {
-  return n == kAutotune ? nlohmann::json("auto") : nlohmann::json(n);
-}
-
 nlohmann::json with_field(nlohmann::json options, const char* key, nlohmann::json value) {
   options[key] = std::move(value);
   return options;
@@ -109,15 +98,14 @@ PipelineDef& PipelineDef::declared_stage(const std::string& op, const nlohmann::
   return stage(op, std::move(options));
 }
 
-// The typed methods give their options as they are (null: not given) to declared_stage,
-// which writes them by their declarations' Written policy, as it does the Python
-// package's: one writer for every way of making a stage.
+// The typed methods give their options as they are (stage_options.h, declared_options)
+// to declared_stage, which writes them by their declarations' Written policy, as it does
+// the Python package's: one writer for every way of making a stage.
 PipelineDef& PipelineDef::map(std::string fn, nlohmann::json args, MapStageOptions o) {
-  return declared_stage("map", {{"fn", std::move(fn)},
-                                {"args", std::move(args)},
-                                {"parallelism", tunable(o.parallelism)},
-                                {"deterministic", given(o.deterministic)},
-                                {"buffer", given(o.buffer)}});
+  nlohmann::json j = declared_options(o);
+  j["fn"] = std::move(fn);
+  j["args"] = std::move(args);
+  return declared_stage("map", j);
 }
 
 PipelineDef& PipelineDef::filter(std::string fn, nlohmann::json args) {
@@ -125,39 +113,19 @@ PipelineDef& PipelineDef::filter(std::string fn, nlohmann::json args) {
 }
 
 PipelineDef& PipelineDef::interleave(InterleaveStageOptions o) {
-  return declared_stage("interleave",
-                        {{"cycle", o.cycle},
-                         {"parallelism", o.parallelism ? tunable(*o.parallelism) : nullptr},
-                         {"buffer_per_shard", given(o.buffer_per_shard)}});
+  return declared_stage("interleave", declared_options(o));
 }
-
 PipelineDef& PipelineDef::shuffle(ShuffleStageOptions o) {
-  return declared_stage("shuffle",
-                        {{"buffer", o.buffer},
-                         {"seed", given(o.seed)},
-                         {"reshuffle_each_iteration", given(o.reshuffle_each_iteration)}});
+  return declared_stage("shuffle", declared_options(o));
 }
-
 PipelineDef& PipelineDef::echo(EchoStageOptions o) {
-  // fixed: max_factor and the buffers are refused by the spec builder, which names them
-  return declared_stage("echo", {{"factor", o.autotune   ? nlohmann::json("auto")
-                                            : o.adaptive ? nlohmann::json("adaptive")
-                                                         : nlohmann::json(o.factor)},
-                                 {"max_factor", given(o.max_factor)},
-                                 {"buffer", given(o.buffer)},
-                                 {"buffer_bytes", given(o.buffer_bytes)},
-                                 {"seed", given(o.seed)}});
+  return declared_stage("echo", declared_options(o));
 }
-
 PipelineDef& PipelineDef::batch(BatchStageOptions o) {
-  return declared_stage("batch", {{"size", o.size}, {"drop_remainder", o.drop_remainder}});
+  return declared_stage("batch", declared_options(o));
 }
-
 PipelineDef& PipelineDef::padded_batch(PaddedBatchStageOptions o) {
-  return declared_stage("padded_batch", {{"size", o.size},
-                                         {"drop_remainder", o.drop_remainder},
-                                         {"fields", std::move(o.fields)},
-                                         {"lengths", o.lengths}});
+  return declared_stage("padded_batch", declared_options(o));
 }
 PipelineDef& PipelineDef::unbatch() { return stage("unbatch"); }
 
@@ -166,36 +134,18 @@ PipelineDef& PipelineDef::pack(PackStageOptions o) {
     o.epochs_field = o.epochs_field.value_or(kPackEpochsField);
     o.echoes_field = o.echoes_field.value_or(kPackEchoesField);
   }
-  return declared_stage("pack", {{"length", o.length},
-                                 {"eos_id", given(o.eos_id)},
-                                 {"pad_id", given(o.pad_id)},
-                                 {"drop_remainder", o.drop_remainder},
-                                 {"field", given(o.field)},
-                                 {"document_field", given(o.document_field)},
-                                 {"ids_field", given(o.ids_field)},
-                                 {"epochs_field", given(o.epochs_field)},
-                                 {"echoes_field", given(o.echoes_field)}});
+  return declared_stage("pack", declared_options(o));
 }
 
 PipelineDef& PipelineDef::bucket(BucketStageOptions o) {
-  return declared_stage("bucket", {{"boundaries", o.boundaries},
-                                   {"batch_sizes", o.batch_sizes},
-                                   {"token_budget", given(o.token_budget)},
-                                   {"field", given(o.field)},
-                                   {"drop_remainder", o.drop_remainder},
-                                   {"fields", std::move(o.fields)},
-                                   {"lengths", o.lengths}});
+  return declared_stage("bucket", declared_options(o));
 }
-
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
-  return declared_stage("prefetch", {{"buffer", tunable(buffer)}});
+  return declared_stage("prefetch", {{"buffer", buffer == kAutotune ? nlohmann::json("auto")
+                                                                    : nlohmann::json(buffer)}});
 }
 PipelineDef& PipelineDef::cache(CacheStageOptions o) {
-  return declared_stage("cache", {{"path", o.path},
-                                  {"key", given(o.key)},
-                                  {"max_bytes", given(o.max_bytes)},
-                                  {"on_full", o.prefix ? "prefix" : "fail"},
-                                  {"allow_shuffled", o.allow_shuffled}});
+  return declared_stage("cache", declared_options(o));
 }
 PipelineDef& PipelineDef::repeat(int64_t count) {
   return declared_stage("repeat", {{"count", count}});

@@ -12,8 +12,8 @@
 //                .build();
 //
 // Design: a stage holds its op and its options as the spec writes them. The typed
-// option structs below are the C++ front end; they write those options, and build()
-// hands them to the op's builder in the registry, which reads every option by the op's
+// option structs (spec/stage_options.h) are the C++ front end; they write those options, and
+// build() hands them to the op's builder in the registry, which reads every option by the op's
 // declaration (spec/schema.h: type, default, bounds) whichever way the definition was
 // made; a test holds each struct to its op's declaration. An error names the option by
 // its JSON path ($.stages[2].size), also for a definition made in C++ (the path its
@@ -34,6 +34,7 @@
 #include "dataecho/core/dataset.h"
 #include "dataecho/core/pipeline.h"
 #include "dataecho/spec/build.h"
+#include "dataecho/spec/stage_options.h"
 
 namespace dataecho {
 
@@ -79,81 +80,8 @@ std::optional<T> StageDef::option(const std::string& key) const {
 // echo's tuned cap is EchoStageOptions::autotune.)
 inline constexpr int kAutotune = -1;
 
-// Typed options of the fluent builder; unset fields keep the op's defaults.
-struct MapStageOptions {
-  int parallelism = 1;                               // or kAutotune
-  std::optional<bool> deterministic = std::nullopt;  // default: the pipeline's
-  std::optional<int64_t> buffer = std::nullopt;      // default: ops/map.h MapOptions::buffer
-};
-struct ShuffleStageOptions {
-  int64_t buffer = 0;  // required, >= 1
-  std::optional<uint64_t> seed = std::nullopt;
-  std::optional<bool> reshuffle_each_iteration = std::nullopt;
-};
-struct BatchStageOptions {
-  int64_t size = 0;  // required, >= 1
-  bool drop_remainder = false;
-};
-// padded_batch (ops/padded_batch.h): `fields` as the spec writes it, ["tokens"] or
-// {"tokens": {"length": 128, "value": 0}, "mask": {"multiple": 8}}; null: every field of
-// rank >= 1, padded to the batch's longest with 0.
-struct PaddedBatchStageOptions {
-  int64_t size = 0;  // required, >= 1
-  bool drop_remainder = false;
-  nlohmann::json fields = nullptr;
-  bool lengths = true;  // add `<field>_length` per padded field
-};
-// pack (ops/pack.h); unset fields keep the op's defaults.
-struct PackStageOptions {
-  int64_t length = 0;  // required, >= 1
-  std::optional<int32_t> eos_id = std::nullopt;
-  std::optional<int32_t> pad_id = std::nullopt;
-  bool drop_remainder = false;
-  // Also each block's sequences' epochs and echo indices, as fields "epochs" and "echoes":
-  // with them the trainer counts fresh sequences, not blocks (docs/train.md).
-  bool reads = false;
-  // The fields' names (docs/spec.md, "pack"); epochs_field and echoes_field also turn
-  // those fields on, under names of one's own.
-  std::optional<std::string> field = std::nullopt;
-  std::optional<std::string> document_field = std::nullopt;
-  std::optional<std::string> ids_field = std::nullopt;
-  std::optional<std::string> epochs_field = std::nullopt;
-  std::optional<std::string> echoes_field = std::nullopt;
-};
-// bucket (ops/bucket.h): batch_sizes (one per bucket) or token_budget; `fields` pads as
-// PaddedBatchStageOptions's.
-struct BucketStageOptions {
-  std::vector<int64_t> boundaries = {};
-  std::vector<int64_t> batch_sizes = {};
-  std::optional<int64_t> token_budget = std::nullopt;
-  std::optional<std::string> field = std::nullopt;  // default "tokens"
-  bool drop_remainder = false;
-  nlohmann::json fields = nullptr;
-  bool lengths = true;  // add `<field>_length` per padded field
-};
-struct EchoStageOptions {
-  double factor = 2;      // >= 1; fractional: floor(e) copies, one more with p = frac
-  bool adaptive = false;  // adaptive echoing: repeats only while the input is late
-  bool autotune = false;  // adaptive, its cap set by the tuner ("factor": "auto")
-  std::optional<double> max_factor = std::nullopt;     // adaptive only
-  std::optional<int64_t> buffer = std::nullopt;        // adaptive only; default 1024 elements
-  std::optional<int64_t> buffer_bytes = std::nullopt;  // adaptive only; default 16 MiB
-  std::optional<uint64_t> seed = std::nullopt;
-};
-struct InterleaveStageOptions {
-  int64_t cycle = 4;
-  // default: one thread per open shard; kAutotune: that, with buffer_per_shard tuned
-  std::optional<int64_t> parallelism = std::nullopt;
-  std::optional<int64_t> buffer_per_shard = std::nullopt;
-};
-
-struct CacheStageOptions {
-  std::string path;                                 // "": in memory; else a folder (ops/cache.h)
-  std::optional<std::string> key = std::nullopt;    // disk: default the upstream fingerprint
-  std::optional<int64_t> max_bytes = std::nullopt;  // memory: default 1/4 of physical memory
-  bool prefix = false;          // memory: keep the prefix that fits ("on_full": "prefix")
-  bool allow_shuffled = false;  // allow a shuffle upstream (its order is replayed)
-};
+// The typed options of the fluent builder (MapStageOptions, ShuffleStageOptions, ...) are
+// in spec/stage_options.h, written from the operators' declarations.
 
 // The tuner's budgets (the spec's "autotune" object); unset: $DATAECHO_CPU_BUDGET or all
 // cores, $DATAECHO_RAM_BUDGET_MB or 1/8 of physical memory.

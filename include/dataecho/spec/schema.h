@@ -6,10 +6,12 @@
 //     that is not declared is refused with the list of the declared ones;
 //   - the stages the Python package makes: PipelineDef::declared_stage writes an op's
 //     options as given, by each declaration's `written` policy;
-//   - `dataecho spec` (every declaration as JSON), from which
-//     scripts/gen_spec.py writes docs/spec.md and the Python package's option tables
-//     (python/dataecho/_spec_options.py: keyword checks and docstrings), both committed
-//     and checked for staleness by the tests.
+//   - `dataecho spec` (every declaration as JSON), from which scripts/gen_spec.py writes
+//     docs/spec.md, the Python package's stage methods and source functions
+//     (python/dataecho/_declared.py) and option tables (_spec_options.py), and the C++
+//     fluent builder's option structs (spec/stage_options.h) with the function that
+//     hands their fields to declared_stage: all committed, and checked for staleness by
+//     the tests.
 // Why a table in C++ rather than a schema file turned into code: the builders read their
 // options through it at run time (defaults and bounds have one home), an op registered by
 // a user declares its options the same way without a code generator, and building the

@@ -1,0 +1,161 @@
+// The C++ fluent builder's options (PipelineDef::map, ::shuffle, ...): a struct per op, a
+// field per declared option with its default, unset fields keep the op's defaults.
+// Written by scripts/gen_spec.py from the operators' declarations: do not edit.
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dataecho {
+
+// map: Applies a registered function ("fn", with its "args") to every element.
+struct MapStageOptions {
+  // threads ("auto": set by the tuner within the CPU budget)
+  int64_t parallelism = 1;
+  // input order (true) or as finished (false)
+  std::optional<bool> deterministic = std::nullopt;
+  // elements finished ahead of the consumer (0: max(16, parallelism), growing for a cheap function
+  // of small elements to at most 1,024 elements and 1 MiB)
+  std::optional<int64_t> buffer = std::nullopt;
+};
+
+// shuffle: Shuffles through a buffer; after an example echo it keeps an element's copies out of one
+// batch.
+struct ShuffleStageOptions {
+  // required; elements held
+  int64_t buffer = 0;
+  // the seed of the shuffle (the same in every epoch when given)
+  std::optional<uint64_t> seed = std::nullopt;
+  // a new order each pass over the input
+  std::optional<bool> reshuffle_each_iteration = std::nullopt;
+};
+
+// batch: Stacks size elements into one: every tensor gets a leading batch dimension.
+struct BatchStageOptions {
+  // required; elements per batch
+  int64_t size = 0;
+  // drop a last, smaller batch
+  bool drop_remainder = false;
+};
+
+// padded_batch: Batches elements of different lengths, padding each variable-length field
+// (docs/text.md).
+struct PaddedBatchStageOptions {
+  // required; elements per batch
+  int64_t size = 0;
+  // drop a last, smaller batch
+  bool drop_remainder = false;
+  // the fields to pad and how
+  nlohmann::json fields = nullptr;
+  // add <field>_length per padded field
+  bool lengths = true;
+};
+
+// pack: Concatenates token sequences into blocks of length tokens, with the ids of the sequences in
+// each block and a per-token document field (docs/text.md).
+struct PackStageOptions {
+  // required; tokens per block
+  int64_t length = 0;
+  // appended after each sequence that does not end with it
+  std::optional<int64_t> eos_id = std::nullopt;
+  // fills the last block
+  std::optional<int64_t> pad_id = std::nullopt;
+  // drop a last, partial block
+  bool drop_remainder = false;
+  // Also each block's sequences' epochs and echo indices, as fields "epochs" and "echoes"
+  // (or the names epochs_field and echoes_field give): the trainer counts fresh sequences.
+  bool reads = false;
+  // the tokens (int32 [n])
+  std::optional<std::string> field = std::nullopt;
+  // per token, the index of its sequence in the block
+  std::optional<std::string> document_field = std::nullopt;
+  // the ids of the block's sequences
+  std::optional<std::string> ids_field = std::nullopt;
+  // each sequence's epoch ("": not written)
+  std::optional<std::string> epochs_field = std::nullopt;
+  // each sequence's echo index ("": not written)
+  std::optional<std::string> echoes_field = std::nullopt;
+};
+
+// bucket: Batches sequences of similar length together (tf.data's bucket_by_sequence_length),
+// padded as padded_batch pads.
+struct BucketStageOptions {
+  // increasing lengths that split the buckets
+  std::vector<int64_t> boundaries = {};
+  // one per bucket (boundaries + 1); or token_budget
+  std::vector<int64_t> batch_sizes = {};
+  // instead of batch_sizes: a batch's padded tokens
+  std::optional<int64_t> token_budget = std::nullopt;
+  // the field whose length picks the bucket
+  std::optional<std::string> field = std::nullopt;
+  // drop each bucket's last, smaller batch
+  bool drop_remainder = false;
+  // the fields to pad and how
+  nlohmann::json fields = nullptr;
+  // add <field>_length per padded field
+  bool lengths = true;
+};
+
+// echo: Data echoing: repeats every element factor times in all, or adaptively while the next fresh
+// element is late (docs/echo.md).
+struct EchoStageOptions {
+  // >= 1; fractional: floor(e) copies, one more with p = frac
+  double factor = 2;
+  // adaptive echoing: repeats only while the input is late
+  bool adaptive = false;
+  // adaptive, its cap set by the tuner ("factor": "auto")
+  bool autotune = false;
+  // adaptive and auto: at most this many copies
+  std::optional<double> max_factor = std::nullopt;
+  // adaptive and auto: elements in the fresh queue and the repeat pool
+  std::optional<int64_t> buffer = std::nullopt;
+  // adaptive and auto: bytes of each (0: no byte bound)
+  std::optional<int64_t> buffer_bytes = std::nullopt;
+  // the seed of the fractional and adaptive draws (the same in every epoch when given)
+  std::optional<uint64_t> seed = std::nullopt;
+};
+
+// interleave: Reads cycle shards (files) at once, one element from each in turn; right after a
+// source over several files.
+struct InterleaveStageOptions {
+  // shards open at once
+  int64_t cycle = 4;
+  // reader threads (-1: one per open shard; 0: none, read on the consumer's thread; "auto": one per
+  // shard, with buffer_per_shard tuned)
+  std::optional<int64_t> parallelism = std::nullopt;
+  // elements read ahead per open shard
+  std::optional<int64_t> buffer_per_shard = std::nullopt;
+};
+
+// cache: Caches the first pass, in memory or on local disk; later passes read the cache
+// (docs/echo.md, "Cache or echo").
+struct CacheStageOptions {
+  // a folder on local disk (relative to the spec's)
+  std::string path = "";
+  // disk: names what the cache holds
+  std::optional<std::string> key = std::nullopt;
+  // memory: bytes of tensors held (0: a quarter of physical memory)
+  std::optional<int64_t> max_bytes = std::nullopt;
+  // memory: keep the prefix that fits ("on_full": "prefix")
+  bool prefix = false;
+  // allow a shuffle upstream (its first order is replayed)
+  bool allow_shuffled = false;
+};
+
+// Each struct's options as PipelineDef::declared_stage takes them (null: not given).
+nlohmann::json declared_options(const MapStageOptions& o);
+nlohmann::json declared_options(const ShuffleStageOptions& o);
+nlohmann::json declared_options(const BatchStageOptions& o);
+nlohmann::json declared_options(const PaddedBatchStageOptions& o);
+nlohmann::json declared_options(const PackStageOptions& o);
+nlohmann::json declared_options(const BucketStageOptions& o);
+nlohmann::json declared_options(const EchoStageOptions& o);
+nlohmann::json declared_options(const InterleaveStageOptions& o);
+nlohmann::json declared_options(const CacheStageOptions& o);
+
+}  // namespace dataecho
