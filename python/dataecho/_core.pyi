@@ -7,6 +7,7 @@ Checked against the built extension by ``python3 -m mypy.stubtest dataecho._core
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 __version__: str
+PACK_READ_FIELDS: Tuple[str, str]
 
 _Json = Any  # None, bool, int, float, str, or a list or dict of those
 

@@ -214,9 +214,9 @@ class PipelineDef(DeclaredStages):
         sequence's epoch and echo index (fields ``epochs`` and ``echoes``): a trainer counts
         fresh sequences from them, whichever block a piece of one lands in."""
         options = dict(locals())
-        if options.pop("reads"):  # the fields' default names, unless named
-            options["epochs_field"] = epochs_field or "epochs"
-            options["echoes_field"] = echoes_field or "echoes"
+        if options.pop("reads"):  # the fields' default names (the engine's), unless named
+            options["epochs_field"] = epochs_field or _core.PACK_READ_FIELDS[0]
+            options["echoes_field"] = echoes_field or _core.PACK_READ_FIELDS[1]
         return self._declared("pack", options)
 
     def stage(self, op: str, **options: Any) -> "PipelineDef":

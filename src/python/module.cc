@@ -19,6 +19,7 @@
 
 #include "dataecho/core/run_statistics.h"
 #include "dataecho/formats/files.h"
+#include "dataecho/ops/pack.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/echo_advice.h"
 #include "dataecho/spec/pipeline_def.h"
@@ -353,6 +354,9 @@ PYBIND11_MODULE(_core, m) {
   // CMakeLists.txt's project(VERSION): the one version of the engine, the package and
   // its wheel (setup.py reads the same line).
   m.attr("__version__") = DATAECHO_VERSION;
+  // pack's default names of its reads' fields (ops/pack.h), for PipelineDef.pack(reads=True).
+  m.attr("PACK_READ_FIELDS") =
+      pybind11::make_tuple(dataecho::kPackEpochsField, dataecho::kPackEchoesField);
   add_exceptions(m);
   register_python_map_function();
   bind_definition(m);
