@@ -222,7 +222,7 @@ def python_def(group: str, s: Dict[str, Any]) -> List[str]:
     name = s["name"]
     signature = python_signature(group, name, s["options"], "self" if method else "")
     start = f"{indent[:-4]}def {name}("
-    head = joined(start, signature, ') -> "PipelineDef":')
+    head = joined(start, signature, ') -> PipelineDef:')
     call = (f'{indent}return self._declared("{name}", locals())' if method
             else f'{indent}return _source("{name}", locals())')
     noqa = "  # noqa: A001 (the spec's name)" if name in ("range", "list") else ""
@@ -241,12 +241,12 @@ def python_declared(schema: Dict[str, Any]) -> str:
            "class DeclaredStages:",
            '    """The stage methods that follow from the declarations alone."""', "",
            "    __slots__ = ()", "",
-           '    def _declared(self, op: str, options: Mapping[str, Any]) -> "PipelineDef":',
+           '    def _declared(self, op: str, options: Mapping[str, Any]) -> PipelineDef:',
            "        raise NotImplementedError  # PipelineDef's", ""]
     for s in schema["stages"]:
         if s["name"] not in HAND_WRITTEN["stages"]:
             out += python_def("stages", s)
-    out += ["", 'def _source(kind: str, options: Mapping[str, Any]) -> "PipelineDef":',
+    out += ["", 'def _source(kind: str, options: Mapping[str, Any]) -> PipelineDef:',
             "    from ._definition import declared_source  # which imports this module", "",
             "    return declared_source(kind, options)", ""]
     for s in schema["sources"]:

@@ -19,10 +19,10 @@ class DeclaredStages:
 
     __slots__ = ()
 
-    def _declared(self, op: str, options: Mapping[str, Any]) -> "PipelineDef":
+    def _declared(self, op: str, options: Mapping[str, Any]) -> PipelineDef:
         raise NotImplementedError  # PipelineDef's
 
-    def batch(self, size: int, *, drop_remainder: bool = False) -> "PipelineDef":
+    def batch(self, size: int, *, drop_remainder: bool = False) -> PipelineDef:
         """Stacks ``size`` elements into one: every tensor gets a leading batch dimension.
 
         Options (docs/spec.md, "batch"):
@@ -34,7 +34,7 @@ class DeclaredStages:
 
     def bucket(self, boundaries: Sequence[int], batch_sizes: Sequence[int] = (), *,
                token_budget: Optional[int] = None, field: Optional[str] = None, drop_remainder: bool = False,
-               fields: Any = None, lengths: bool = True) -> "PipelineDef":
+               fields: Any = None, lengths: bool = True) -> PipelineDef:
         """Batches sequences of similar length together (tf.data's bucket_by_sequence_length),
         padded as padded_batch pads.
 
@@ -58,7 +58,7 @@ class DeclaredStages:
 
     def cache(self, path: Union[str, "os.PathLike[str]"] = "", *, key: Optional[str] = None,
               max_bytes: Optional[int] = None, on_full: str = "fail",
-              allow_shuffled: bool = False) -> "PipelineDef":
+              allow_shuffled: bool = False) -> PipelineDef:
         """Caches the first pass, in memory or on local disk; later passes read the cache
         (docs/echo.md, "Cache or echo"). On disk, a file written during the first pass is
         renamed into place only when the pass completed, keyed by a fingerprint of
@@ -85,7 +85,7 @@ class DeclaredStages:
 
     def echo(self, factor: Union[float, str] = 2, *, max_factor: Optional[float] = None,
              buffer: Optional[int] = None, buffer_bytes: Optional[int] = None,
-             seed: Optional[int] = None) -> "PipelineDef":
+             seed: Optional[int] = None) -> PipelineDef:
         """Data echoing: repeats every element ``factor`` times in all, or adaptively while the
         next fresh element is late (docs/echo.md). Place it right after the slowest stage
         (the paper's rule; ``dataecho profile`` measures it): before the augmentation
@@ -114,7 +114,7 @@ class DeclaredStages:
         return self._declared("echo", locals())
 
     def interleave(self, cycle: int = 4, *, parallelism: Optional[Union[int, str]] = None,
-                   buffer_per_shard: Optional[int] = None) -> "PipelineDef":
+                   buffer_per_shard: Optional[int] = None) -> PipelineDef:
         """Reads ``cycle`` shards (files) at once, one element from each in turn; right after a
         source over several files. With ``parallelism`` "auto", one thread per open file,
         ``buffer_per_shard`` chosen by the tuner (the cycle sets the order: never tuned).
@@ -131,7 +131,7 @@ class DeclaredStages:
         return self._declared("interleave", locals())
 
     def padded_batch(self, size: int, *, drop_remainder: bool = False, fields: Any = None,
-                     lengths: bool = True) -> "PipelineDef":
+                     lengths: bool = True) -> PipelineDef:
         """Batches elements of different lengths, padding each variable-length field
         (docs/text.md).
 
@@ -146,7 +146,7 @@ class DeclaredStages:
         """
         return self._declared("padded_batch", locals())
 
-    def prefetch(self, buffer: Union[int, str] = 2) -> "PipelineDef":
+    def prefetch(self, buffer: Union[int, str] = 2) -> PipelineDef:
         """Runs everything before it on a thread of its own, ``buffer`` elements ahead.
 
         Options (docs/spec.md, "prefetch"):
@@ -156,7 +156,7 @@ class DeclaredStages:
         """
         return self._declared("prefetch", locals())
 
-    def repeat(self, count: int = -1) -> "PipelineDef":
+    def repeat(self, count: int = -1) -> PipelineDef:
         """Passes over the input ``count`` times; epochs are stamped on rows.
 
         Options (docs/spec.md, "repeat"):
@@ -165,7 +165,7 @@ class DeclaredStages:
         """
         return self._declared("repeat", locals())
 
-    def shard(self, num_shards: int, index: int) -> "PipelineDef":
+    def shard(self, num_shards: int, index: int) -> PipelineDef:
         """One worker's share: whole files right after a source over at least ``num_shards``
         files, else every ``num_shards``-th element from ``index``.
 
@@ -177,7 +177,7 @@ class DeclaredStages:
         return self._declared("shard", locals())
 
     def shuffle(self, buffer: int, *, seed: Optional[int] = None,
-                reshuffle_each_iteration: Optional[bool] = None) -> "PipelineDef":
+                reshuffle_each_iteration: Optional[bool] = None) -> PipelineDef:
         """Shuffles through a buffer; after an example echo it keeps an element's copies out of
         one batch.
 
@@ -191,7 +191,7 @@ class DeclaredStages:
         """
         return self._declared("shuffle", locals())
 
-    def skip(self, count: int) -> "PipelineDef":
+    def skip(self, count: int) -> PipelineDef:
         """All but the first ``count`` elements.
 
         Options (docs/spec.md, "skip"):
@@ -200,7 +200,7 @@ class DeclaredStages:
         """
         return self._declared("skip", locals())
 
-    def take(self, count: int) -> "PipelineDef":
+    def take(self, count: int) -> PipelineDef:
         """The first ``count`` elements.
 
         Options (docs/spec.md, "take"):
@@ -209,7 +209,7 @@ class DeclaredStages:
         """
         return self._declared("take", locals())
 
-    def unbatch(self) -> "PipelineDef":
+    def unbatch(self) -> PipelineDef:
         """Splits each batch into its rows, cutting padding off by ``<field>_length``.
 
         Options (docs/spec.md, "unbatch"):
@@ -219,7 +219,7 @@ class DeclaredStages:
         return self._declared("unbatch", locals())
 
 
-def _source(kind: str, options: Mapping[str, Any]) -> "PipelineDef":
+def _source(kind: str, options: Mapping[str, Any]) -> PipelineDef:
     from ._definition import declared_source  # which imports this module
 
     return declared_source(kind, options)
@@ -234,7 +234,7 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *,
           path: Optional[bool] = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
           cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None, cache_max_bytes: Optional[int] = None,
           cache_revalidate_s: Optional[float] = None,
-          http: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+          http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Files read as they are, one element each ("image": the bytes, "label"): an ImageFolder
     tree, a pattern, or a CSV or TSV list (docs/formats.md).
 
@@ -276,8 +276,7 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *,
 def idx(images: Union[str, "os.PathLike[str]"], labels: Optional[Union[str, "os.PathLike[str]"]] = None, *,
         limit: Optional[int] = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
         cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None, cache_max_bytes: Optional[int] = None,
-        cache_revalidate_s: Optional[float] = None,
-        http: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+        cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """MNIST's IDX files (optionally gzipped): fields "image" (uint8 [h, w]) and "label"
     (int64).
 
@@ -302,7 +301,7 @@ def idx(images: Union[str, "os.PathLike[str]"], labels: Optional[Union[str, "os.
     return _source("idx", locals())
 
 
-def range(count: int, *, shards: Optional[int] = None) -> "PipelineDef":  # noqa: A001 (the spec's name)
+def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: A001 (the spec's name)
     """The integers 0..count-1 as field "value" (int64).
 
     Options (docs/spec.md, "range"):
@@ -317,7 +316,7 @@ def range(count: int, *, shards: Optional[int] = None) -> "PipelineDef":  # noqa
 def tar(uri: Union[str, Sequence[str]], *, fields: Any = None, on_error: Optional[str] = None,
         buffer_bytes: Optional[int] = None, cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
         cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
-        http: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+        http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Tar shards in the WebDataset layout: files sharing a key make one sample
     (docs/formats.md).
 
@@ -347,8 +346,7 @@ def text(uri: Union[str, Sequence[str]], *, format: Optional[str] = None, separa
          max_bytes: Optional[int] = None, utf8: Optional[bool] = None, keep_empty: Optional[bool] = None,
          fields: Any = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
          cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None, cache_max_bytes: Optional[int] = None,
-         cache_revalidate_s: Optional[float] = None,
-         http: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+         cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Text files (plain, gzip or dictzip) or JSON Lines: a line, or a document split by
     ``separator``, as field "text" (uint8 bytes); JSON Lines give a field per key
     (docs/text.md).
@@ -386,7 +384,7 @@ def tfrecord(uri: Union[str, Sequence[str]], *, features: Any = None, raw: Optio
              verify_crc: Optional[bool] = None, on_error: Optional[str] = None,
              buffer_bytes: Optional[int] = None, cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
              cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
-             http: Optional[Mapping[str, Any]] = None) -> "PipelineDef":
+             http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """TFRecord files of tf.train.Example records (docs/formats.md).
 
     Options (docs/spec.md, "tfrecord"):
