@@ -332,8 +332,9 @@ def cpp_struct(s: Dict[str, Any]) -> Tuple[List[str], List[str]]:
                 fields += commented(code, comment)
         else:
             code, value = cpp_field(o)
-            required = "required; " if o["required"] else ""
-            fields += commented(code, required + o["doc"].replace("`", ""))
+            comment = o["doc"] + ("; " + o["takes"] if o["type"] == "json" else "")
+            comment = "required; " + comment if o["required"] else comment + "; default " + default_of(o)
+            fields += commented(code, comment.replace("`", ""))
         entries.append(f'  j["{o["name"]}"] = {value};')
     first = s["doc"].replace("`", "").split(". ")[0].rstrip(".") + "."
     doc = ["// " + line for line in textwrap.wrap(f"{s['name']}: {first}", 97)]
