@@ -32,6 +32,7 @@
 #include <turbojpeg.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -140,10 +141,31 @@ double seconds_since(SteadyClock::time_point t0) {
 // CPU seconds of every thread of this process, user + system.
 double process_cpu_seconds() { return static_cast<double>(process_cpu_ns()) * 1e-9; }
 
+// CPU seconds every core of the machine has spent busy since boot (/proc/stat's "cpu"
+// line: user, nice, system, irq, softirq, steal): over a window, that less this
+// process's own CPU time is the load of everything else (`other_cores`).
+double machine_busy_seconds() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  int64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  return static_cast<double>(user + nice + system + irq + softirq + steal) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The cores that everything but this process kept busy over a window of `dt` seconds
+// that began at (busy0, cpu0).
+double other_cores(double busy0, double cpu0, double dt) {
+  return std::max(0.0, (machine_busy_seconds() - busy0 - (process_cpu_seconds() - cpu0)) / dt);
+}
+
 // `cpu_rates`: images per CPU-second (all threads) of each epoch; on a machine shared
 // with other work this is the figure that the load disturbs least.
-nlohmann::json summarize(const std::vector<double>& rates, const std::vector<double>& cpu_rates) {
+nlohmann::json summarize(const std::vector<double>& rates, const std::vector<double>& cpu_rates,
+                         const std::vector<double>& others) {
   nlohmann::json j;
+  j["windows_other_cores"] = others;  // the machine's other load in each window
+  j["max_other_cores"] = *std::max_element(others.begin(), others.end());
   std::vector<double> cpu_sorted = cpu_rates;
   std::sort(cpu_sorted.begin(), cpu_sorted.end());
   j["images_per_cpu_s"] = cpu_sorted[cpu_sorted.size() / 2];
@@ -160,12 +182,12 @@ nlohmann::json summarize(const std::vector<double>& rates, const std::vector<dou
 
 nlohmann::json run_pipeline(const Args& a) {
   if (a.spec.empty()) usage();
-  std::vector<double> rates, cpu_rates;
+  std::vector<double> rates, cpu_rates, others;
   int64_t images = 0, batches = 0;
   nlohmann::json shape, tuning, passes_per_window = nlohmann::json::array();
   for (int window = 0; window < a.epochs; ++window) {
     SteadyClock::time_point first{};
-    double first_cpu = 0;
+    double first_cpu = 0, first_busy = 0;
     int64_t after_first = 0, nb_window = 0, passes = 0;
     do {
       BuildOptions options;
@@ -178,6 +200,7 @@ nlohmann::json run_pipeline(const Args& a) {
         if (nb_window == 0) {
           first = SteadyClock::now();
           first_cpu = process_cpu_seconds();
+          first_busy = machine_busy_seconds();
           shape = img.shape();
         } else {
           after_first += rows;
@@ -194,12 +217,16 @@ nlohmann::json run_pipeline(const Args& a) {
     } while (nb_window < 2 || seconds_since(first) < a.window_seconds);
     const double dt = seconds_since(first);
     passes_per_window.push_back(passes);
+    others.push_back(other_cores(first_busy, first_cpu, dt));
     rates.push_back(static_cast<double>(after_first) / dt);
     cpu_rates.push_back(static_cast<double>(after_first) / (process_cpu_seconds() - first_cpu));
-    std::fprintf(stderr, "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s\n",
-                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back());
+    std::fprintf(stderr,
+                 "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s, other "
+                 "load %.2f cores\n",
+                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back(),
+                 others.back());
   }
-  nlohmann::json j = summarize(rates, cpu_rates);
+  nlohmann::json j = summarize(rates, cpu_rates, others);
   j["images_per_epoch"] = images;
   j["batches_per_epoch"] = batches;
   j["window_seconds"] = a.window_seconds;
@@ -268,10 +295,11 @@ nlohmann::json run_reference(const Args& a) {
     tjDestroy(h);
     sink += acc;
   };
-  std::vector<double> rates, cpu_rates;
+  std::vector<double> rates, cpu_rates, others;
   for (int window = 0; window < a.epochs; ++window) {  // passes over the images, >= S s
     auto t0 = SteadyClock::now();
     const double cpu0 = process_cpu_seconds();
+    const double busy0 = machine_busy_seconds();
     int64_t passes = 0;
     do {
       std::vector<std::thread> pool;
@@ -281,14 +309,18 @@ nlohmann::json run_reference(const Args& a) {
     } while (seconds_since(t0) < a.window_seconds);
     const double images = static_cast<double>(passes) * static_cast<double>(jpegs.size());
     const double dt = seconds_since(t0);
+    others.push_back(other_cores(busy0, cpu0, dt));
     rates.push_back(images / dt);
     cpu_rates.push_back(images / (process_cpu_seconds() - cpu0));
-    std::fprintf(stderr, "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s\n",
-                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back());
+    std::fprintf(stderr,
+                 "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s, other "
+                 "load %.2f cores\n",
+                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back(),
+                 others.back());
   }
   if (failures.load() > 0)
     throw Error(ErrorCode::kDataLoss, "dataloader_bench", "tjDecompress2 failed", a.dir);
-  nlohmann::json j = summarize(rates, cpu_rates);
+  nlohmann::json j = summarize(rates, cpu_rates, others);
   j["images_per_epoch"] = jpegs.size();
   j["window_seconds"] = a.window_seconds;
   j["threads"] = a.threads;

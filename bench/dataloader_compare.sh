@@ -175,34 +175,48 @@ if [[ $TUNED == 1 ]]; then
   mkdir -p "$RUNS"
 fi
 
-# jpeg_runs ROUND WORKLOAD: dataecho, the DataLoader, FFCV (photo, 1 and 2 workers) and
-# both references over DATA/WORKLOAD_{tar,dir,beton}, at every thread count.
-jpeg_runs() {
-  local round=$1 wl=$2 t rt layout
-  for t in $THREADS; do
-    spec "$RUNS/${wl}_t$t.spec.json" "$DATA/${wl}_tar" jpg decode_augment "$JPEG_ARGS" "$t"
-    timed "r${round}_${wl}_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    folder_spec "$RUNS/${wl}_folder_t$t.spec.json" "$DATA/${wl}_dir" decode_augment "$JPEG_ARGS" "$t" "$READS"
-    timed "r${round}_${wl}_dataechofolder_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_folder_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    timed "r${round}_${wl}_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl}_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    if [[ $wl == photo && $FFCV_OK == 1 ]]; then
-      if [[ $t -ge 1 ]]; then
-        for layout in $FFCV_LAYOUTS; do
-          timed "r${round}_${wl}_ffcv_${layout}_w$t" $PY "$ROOT/bench/ffcv_side.py" run --beton "$DATA/photo.beton" --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW" \
-            $([[ $layout == channels_last ]] && echo --channels-last)
-        done
-      else
-        log "r${round}_${wl}_ffcv_w0: not run (FFCV has no 0-worker mode: num_workers < 1 means all cores)"
+# jpeg_side SIDE ROUND WORKLOAD T: one side's run at T threads / workers.
+jpeg_side() {
+  local side=$1 round=$2 wl=$3 t=$4 rt=$(( $4 > 1 ? $4 : 1 )) layout
+  case $side in
+    dataecho)
+      spec "$RUNS/${wl}_t$t.spec.json" "$DATA/${wl}_tar" jpg decode_augment "$JPEG_ARGS" "$t"
+      timed "r${round}_${wl}_dataecho_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW" ;;
+    folder)
+      folder_spec "$RUNS/${wl}_folder_t$t.spec.json" "$DATA/${wl}_dir" decode_augment "$JPEG_ARGS" "$t" "$READS"
+      timed "r${round}_${wl}_dataechofolder_t$t" "$BENCH" pipeline --spec "$RUNS/${wl}_folder_t$t.spec.json" --epochs "$EPOCHS" --window-seconds "$WINDOW" ;;
+    dataloader)
+      timed "r${round}_${wl}_dataloader_w$t" $PY "$ROOT/bench/dataloader_compare.py" --root "$DATA/${wl}_dir" --workload jpeg --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW" ;;
+    ffcv)
+      [[ $wl == photo && $FFCV_OK == 1 ]] || return 0
+      if [[ $t -lt 1 ]]; then
+        log "r${round}_${wl}_ffcv_w0: not run (FFCV has no 0-worker mode: num_workers < 1 means all cores)"; return 0
       fi
-    fi
-    rt=$(( t > 1 ? t : 1 ))
-    timed "r${round}_${wl}_reference_t$t" "$BENCH" reference --dir "$DATA/${wl}_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
-    timed "r${round}_${wl}_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/${wl}_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW"
+      for layout in $FFCV_LAYOUTS; do
+        timed "r${round}_${wl}_ffcv_${layout}_w$t" $PY "$ROOT/bench/ffcv_side.py" run --beton "$DATA/photo.beton" --workers "$t" --epochs "$EPOCHS" --window-seconds "$WINDOW" \
+          $([[ $layout == channels_last ]] && echo --channels-last)
+      done ;;
+    reference)
+      timed "r${round}_${wl}_reference_t$t" "$BENCH" reference --dir "$DATA/${wl}_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW" ;;
+    hand)
+      timed "r${round}_${wl}_hand_t$t" "$BENCH" reference --work augment --dir "$DATA/${wl}_dir" --threads "$rt" --epochs "$EPOCHS" --window-seconds "$WINDOW" ;;
+  esac
+}
+
+# jpeg_runs ROUND WORKLOAD: dataecho, the DataLoader, FFCV (photo, 1 and 2 workers) and
+# both references over DATA/WORKLOAD_{tar,dir,beton}, at every thread count; in that
+# order in odd rounds and in the reverse order in even ones, so that no side always runs
+# first (or last) after the one before it.
+jpeg_runs() {
+  local round=$1 wl=$2 t side sides=(dataecho folder dataloader ffcv reference hand)
+  (( round % 2 == 0 )) && sides=(hand reference ffcv dataloader folder dataecho)
+  for t in $THREADS; do
+    for side in "${sides[@]}"; do jpeg_side "$side" "$round" "$wl" "$t"; done
   done
 }
 
 # A run's files from an earlier invocation must not be read as this one's.
-rm -f "$RUNS"/r[0-9]*_*.json "$RUNS"/r[0-9]*_*.time
+rm -f "$RUNS"/r[0-9]*_*.json "$RUNS"/r[0-9]*_*.time "$RUNS"/r[0-9]*_*.load
 START=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do
   if has_workload photo; then jpeg_runs "$round" photo; fi
@@ -291,6 +305,11 @@ for wl in [w for w in ("photo", "jpeg", "png") if w in workloads]:
                "dataecho_images_per_cpu_s": de["images_per_cpu_s"] if de else None,
                "dataloader_images_per_cpu_s": dl["images_per_cpu_s"] if dl else None,
                "reference_images_per_cpu_s": ref["images_per_cpu_s"] if ref else None}
+        # The machine's other load in any window of the side's runs (cores; 0 on a quiet
+        # machine): a figure measured beside load is said to be.
+        for key, rs in (("dataecho", de_runs), ("dataloader", dl_runs), ("reference", ref_runs), ("hand", hand_runs)):
+            loads = [j.get("max_other_cores") for j in rs if j and j.get("max_other_cores") is not None]
+            row[f"{key}_max_other_cores"] = max(loads) if loads else None
         # Best against best can pair a fast minute of one side with a slow one of the
         # other; the median of each round's own ratio cannot.
         row["dataecho_over_reference_rounds"], row["dataecho_over_reference_median_of_rounds"] = (
@@ -322,6 +341,8 @@ for wl in [w for w in ("photo", "jpeg", "png") if w in workloads]:
                 row[f"{key}_peak_pss_mib"] = f["peak_pss_sum_kib"] / 1024 if f and f.get("peak_pss_sum_kib") else None
                 row[f"{key}_peak_rss_mib"] = f["peak_rss_mib"] if f else None
                 row[f"{key}_warmup_s"] = f["warmup_s"] if f else None
+                loads = [j.get("max_other_cores") for j in f_runs if j and j.get("max_other_cores") is not None]
+                row[f"{key}_max_other_cores"] = max(loads) if loads else None
                 row[f"{key}_batch"] = ([f["batch_shape"], f["batch_dtype"], "contiguous" if f["batch_contiguous"] else "not contiguous"]
                                        if f else None)
                 row[f"dataecho_over_{key}"] = row["dataecho_images_per_s"] / f["images_per_s"] if de and f else None

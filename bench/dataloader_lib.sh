@@ -5,10 +5,13 @@
 
 log() { echo "== $*" >&2; }
 
-# timed NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, /usr/bin/time -v -> RUNS/NAME.time
+# timed NAME CMD...: stdout (one JSON line) -> RUNS/NAME.json, /usr/bin/time -v -> RUNS/NAME.time,
+# /proc/loadavg just before the run -> RUNS/NAME.load (each window's other load is in the
+# JSON: windows_other_cores).
 timed() {
   local name=$1; shift
   log "$name: $*"
+  cat /proc/loadavg > "$RUNS/$name.load"
   /usr/bin/time -v -o "$RUNS/$name.time" "$@" > "$RUNS/$name.json"
 }
 

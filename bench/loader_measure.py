@@ -7,7 +7,8 @@ with this one piece of code, the same rule as bench/dataloader_bench.cc:
   have passed since its first batch; its rate is the images after that batch over the
   time from it to the last (neither side pays for starting once, both pay every later
   epoch's start). Images per CPU-second over the same window: this process (all its
-  threads) plus its worker processes, from /proc.
+  threads) plus its worker processes, from /proc; and the machine's other load over the
+  window (`windows_other_cores`: the cores everything else kept busy, from /proc/stat).
 * PssSampler: the peak over time of the summed PSS of this process and its worker
   processes, sampled every 0.2 s on a thread of its own.
 * proc_kib / vm_hwm_kib / pss_kib: /proc fields.
@@ -76,6 +77,15 @@ def proc_cpu_s(pid):
         return 0.0
 
 
+def machine_busy_s():
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat's "cpu"
+    line: user, nice, system, irq, softirq, steal): over a window, that less the measured
+    processes' own CPU time is the load of everything else."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / TICKS
+
+
 def cpu_s(pids):
     """CPU seconds of this process (all threads) and of the workers `pids`."""
     return time.process_time() + sum(proc_cpu_s(p) for p in pids)
@@ -87,13 +97,13 @@ def measure_windows(loader, windows, window_seconds, pss, worker_pids=lambda it:
     epoch (none for a loader that runs in this process). Returns a dict: the per-window
     rates, the first batch's shape, dtype and layout, images and batches of an epoch,
     the first epoch's worker pids."""
-    rates, cpu_rates = [], []
+    rates, cpu_rates, others = [], [], []
     first_batch = None
     images = batches = 0
     first_workers = []
     for window in range(windows):
         first = None
-        first_cpu = 0.0
+        first_cpu = first_busy = 0.0
         after_first = nb_window = passes = 0
         pids = []
         while first is None or time.perf_counter() - first < window_seconds:
@@ -106,6 +116,7 @@ def measure_windows(loader, windows, window_seconds, pss, worker_pids=lambda it:
                 if nb_window == 0:
                     first = time.perf_counter()
                     first_cpu = cpu_s(pids)
+                    first_busy = machine_busy_s()
                     if first_batch is None:
                         first_batch = {"batch_shape": list(x.shape), "batch_dtype": str(x.dtype),
                                        "batch_contiguous": bool(x.is_contiguous())}
@@ -119,11 +130,13 @@ def measure_windows(loader, windows, window_seconds, pss, worker_pids=lambda it:
             if not first_workers:
                 first_workers = pids
         dt = time.perf_counter() - first
+        own = cpu_s(pids) - first_cpu
+        others.append(max(0.0, (machine_busy_s() - first_busy - own) / dt))
         rates.append(after_first / dt)
-        cpu_rates.append(after_first / (cpu_s(pids) - first_cpu))
+        cpu_rates.append(after_first / own)
         print(f"  window {window}: {passes} passes, {dt:.1f} s, {rates[-1]:.0f} images/s,"
-              f" {cpu_rates[-1]:.0f} images/cpu-s", file=sys.stderr)
-    return {"rates": rates, "cpu_rates": cpu_rates, "first_batch": first_batch or {},
+              f" {cpu_rates[-1]:.0f} images/cpu-s, other load {others[-1]:.2f} cores", file=sys.stderr)
+    return {"rates": rates, "cpu_rates": cpu_rates, "others": others, "first_batch": first_batch or {},
             "images": images, "batches": batches, "worker_pids": first_workers}
 
 
@@ -140,6 +153,8 @@ def summary(m, window_seconds):
         "window_seconds": window_seconds,
         "images_per_cpu_s": sorted(m["cpu_rates"])[len(m["cpu_rates"]) // 2],
         "epochs_images_per_cpu_s": m["cpu_rates"],
+        "windows_other_cores": m["others"],
+        "max_other_cores": max(m["others"]),
         "images_per_epoch": m["images"],
         "batches_per_epoch": m["batches"],
         **m["first_batch"],
