@@ -59,4 +59,33 @@ void Dataset::attach(std::string label, std::shared_ptr<NodeStats> stats) {
   stats_ = std::move(stats);
 }
 
+std::string Dataset::not_seekable_reason() const {
+  return "'" + op_name() + "' is not a source whose records can be located";
+}
+
+std::vector<ShardIndex> Dataset::record_index() const {
+  throw_error(ErrorCode::kInvalidArgument, label(), not_seekable_reason());
+}
+
+std::shared_ptr<const Dataset> Dataset::record_range(const RecordRange&) const {
+  throw_error(ErrorCode::kInvalidArgument, label(), not_seekable_reason());
+}
+
+void check_record_range(const std::string& label, const RecordRange& r, int64_t shards,
+                        int64_t records, const std::string& input) {
+  const std::string what = "records [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                           ") of shard " + std::to_string(r.shard);
+  if (shards >= 0 && (r.shard < 0 || r.shard >= shards))
+    throw_error(ErrorCode::kInvalidArgument, label,
+                what + " of a source of " + std::to_string(shards) +
+                    (shards == 1 ? " shard" : " shards") + ": there is no such shard",
+                input);
+  if (r.begin < 0 || r.begin > r.end)
+    throw_error(ErrorCode::kInvalidArgument, label,
+                what + ": not a range (it needs 0 <= begin <= end)", input);
+  if (records >= 0 && r.end > records)
+    throw_error(ErrorCode::kInvalidArgument, label,
+                what + ": it has " + std::to_string(records) + " records", input);
+}
+
 }  // namespace dataecho

@@ -181,20 +181,42 @@ class ParallelReads {
   CancellationToken::Registration registration_;
 };
 
+// The view's positions [begin, end) (a record range; the whole view by default).
 class FilesDataset : public Dataset {
  public:
-  FilesDataset(std::shared_ptr<const FilesShared> sh, View view)
-      : sh_(std::move(sh)), view_(view) {}
+  FilesDataset(std::shared_ptr<const FilesShared> sh, View view, uint64_t begin = 0,
+               uint64_t end = UINT64_MAX)
+      : sh_(std::move(sh)),
+        view_(view),
+        begin_(begin),
+        end_(std::min(end, view.count(sh_->listing->size()))) {}
   std::string op_name() const override { return "files"; }
   bool owns_threads() const override { return sh_->reads_in_flight > 1; }
+  // A record range has neither (it is a piece of a split already).
   std::vector<DatasetPtr> shards() const override {
+    if (ranged()) return {};
     const uint64_t k = std::min<uint64_t>(64, view_.count(sh_->listing->size()));
     std::vector<DatasetPtr> out;
     for (uint64_t j = 0; j < k; ++j) out.push_back(part(j, k));
     return out;
   }
   DatasetPtr shard_of(int64_t num_shards, int64_t index) const override {
+    if (ranged()) return nullptr;
     return part(static_cast<uint64_t>(index), static_cast<uint64_t>(num_shards));
+  }
+  std::string not_seekable_reason() const override { return ""; }
+  std::vector<ShardIndex> record_index() const override {
+    ShardIndex ix;
+    ix.uri = sh_->listing->root();
+    ix.records = static_cast<int64_t>(end_ - begin_);
+    return {ix};
+  }
+  DatasetPtr record_range(const RecordRange& r) const override {
+    check_record_range(label(), r, 1, static_cast<int64_t>(end_ - begin_), sh_->listing->root());
+    auto d = std::make_shared<FilesDataset>(sh_, view_, begin_ + static_cast<uint64_t>(r.begin),
+                                            begin_ + static_cast<uint64_t>(r.end));
+    if (node_stats()) d->attach(label(), node_stats());
+    return d;
   }
 
  protected:
@@ -210,12 +232,15 @@ class FilesDataset : public Dataset {
     return d;
   }
 
+  bool ranged() const { return begin_ > 0 || end_ < view_.count(sh_->listing->size()); }
+
   class It : public Iterator {
    public:
     It(const FilesDataset* ds, const IteratorContext& ctx)
         : ds_(ds),
           token_(ctx.cancel),
-          end_(ds->view_.count(ds->sh_->listing->size())),
+          pos_(ds->begin_),
+          end_(ds->end_),
           bad_("files", ds->sh_->listing->root(), ds->sh_->on_error) {}
 
     void save(StateWriter& w) override {
@@ -238,7 +263,7 @@ class FilesDataset : public Dataset {
 
     const FilesDataset* ds_;
     std::shared_ptr<CancellationToken> token_;
-    uint64_t pos_ = 0;
+    uint64_t pos_;
     const uint64_t end_;
     BadRecords bad_;
     std::unique_ptr<ParallelReads> reads_;
@@ -246,6 +271,7 @@ class FilesDataset : public Dataset {
 
   std::shared_ptr<const FilesShared> sh_;
   View view_;
+  uint64_t begin_, end_;
 };
 
 void FilesDataset::It::restore(StateReader& r) {
@@ -267,7 +293,8 @@ void FilesDataset::It::restore(StateReader& r) {
   if (start != ds_->view_.start || stride != ds_->view_.stride)
     throw_error(ErrorCode::kInvalidArgument, label(), "the saved state is of another shard");
   const uint64_t pos = r.read_u64();
-  if (pos > end_) throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
+  if (pos < ds_->begin_ || pos > end_)
+    throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
   reads_.reset();
   pos_ = pos;
   bad_.restore(r);

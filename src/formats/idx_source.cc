@@ -120,22 +120,22 @@ struct IdxData {
   int64_t bytes_lost = 0;
 };
 
-class IdxDataset : public Dataset {
+// What the datasets of an idx source (the whole and its ranges) share: the options, the
+// shape and the files once loaded.
+class IdxFiles {
  public:
-  IdxDataset(IdxOptions o, IdxArray image_header, int64_t count) : o_(std::move(o)), count_(count) {
+  IdxFiles(IdxOptions o, const IdxArray& image_header, int64_t count)
+      : o_(std::move(o)), count_(count) {
     const auto& d = image_header.dims;
     shape_ = {d[1], d[2], d.size() == 4 ? d[3] : 1};
     item_ = shape_[0] * shape_[1] * shape_[2];
   }
-  std::string op_name() const override { return "idx"; }
+  const IdxOptions& options() const { return o_; }
+  int64_t count() const { return count_; }
+  const Shape& shape() const { return shape_; }
+  int64_t item() const { return item_; }
 
- protected:
-  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
-    return std::make_unique<It>(this, load());
-  }
-
- private:
-  std::shared_ptr<const IdxData> load() const {
+  std::shared_ptr<const IdxData> load() {
     std::lock_guard<std::mutex> lock(mu_);
     if (data_) return data_;
     bool tolerant = o_.on_error != OnError::kFail;
@@ -161,10 +161,50 @@ class IdxDataset : public Dataset {
     return data_;
   }
 
+ private:
+  IdxOptions o_;
+  int64_t count_;
+  Shape shape_;
+  int64_t item_ = 0;
+  std::mutex mu_;
+  std::shared_ptr<const IdxData> data_;
+};
+
+// The examples [begin, end) of the files.
+class IdxDataset : public Dataset {
+ public:
+  IdxDataset(std::shared_ptr<IdxFiles> files, int64_t begin, int64_t end)
+      : files_(std::move(files)), begin_(begin), end_(end) {}
+  std::string op_name() const override { return "idx"; }
+  std::string not_seekable_reason() const override { return ""; }
+  std::vector<ShardIndex> record_index() const override {
+    ShardIndex ix;
+    ix.uri = files_->options().images;
+    ix.records = end_ - begin_;
+    return {ix};
+  }
+  DatasetPtr record_range(const RecordRange& r) const override {
+    check_record_range(label(), r, 1, end_ - begin_, files_->options().images);
+    auto d = std::make_shared<IdxDataset>(files_, begin_ + r.begin, begin_ + r.end);
+    if (node_stats()) d->attach(label(), node_stats());
+    return d;
+  }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
+    return std::make_unique<It>(this, files_->load());
+  }
+
+ private:
+  // Reads up to the range's end, or to the end of what a truncated file holds; only a
+  // range that reaches that end counts the bytes lost.
   class It : public Iterator {
    public:
     It(const IdxDataset* ds, std::shared_ptr<const IdxData> data)
-        : ds_(ds), data_(std::move(data)) {}
+        : ds_(ds),
+          data_(std::move(data)),
+          pos_(ds->begin_),
+          stop_(std::min(ds->end_, data_->count)) {}
     void save(StateWriter& w) override {
       w.begin("idx");
       w.write_i64(pos_);
@@ -172,22 +212,23 @@ class IdxDataset : public Dataset {
     void restore(StateReader& r) override {
       r.expect("idx");
       pos_ = r.read_i64();
-      if (pos_ < 0 || pos_ > data_->count)
+      if (pos_ < ds_->begin_ || pos_ > stop_)
         throw_error(ErrorCode::kInvalidArgument, label(), "saved position out of range");
-      lost_reported_ = pos_ >= data_->count;
+      lost_reported_ = pos_ >= stop_;
     }
 
    protected:
     std::optional<Example> next_impl() override {
-      if (pos_ >= data_->count) {
-        if (!lost_reported_ && data_->bytes_lost > 0 && stats())
+      if (pos_ >= stop_) {
+        if (!lost_reported_ && stop_ == data_->count && data_->bytes_lost > 0 && stats())
           stats()->counter("bytes_lost") += data_->bytes_lost;
         lost_reported_ = true;
         return std::nullopt;
       }
+      const IdxFiles& f = *ds_->files_;
       Example e(pos_);
-      e.set("image", Tensor(DType::kUInt8, ds_->shape_, data_->images,
-                            static_cast<size_t>(pos_ * ds_->item_)));
+      e.set("image",
+            Tensor(DType::kUInt8, f.shape(), data_->images, static_cast<size_t>(pos_ * f.item())));
       if (!data_->labels.empty())
         e.set("label", Tensor::scalar<int64_t>(data_->labels[static_cast<size_t>(pos_)]));
       ++pos_;
@@ -197,16 +238,13 @@ class IdxDataset : public Dataset {
    private:
     const IdxDataset* ds_;
     std::shared_ptr<const IdxData> data_;
-    int64_t pos_ = 0;
+    int64_t pos_;
+    const int64_t stop_;
     bool lost_reported_ = false;
   };
 
-  IdxOptions o_;
-  int64_t count_;
-  Shape shape_;
-  int64_t item_ = 0;
-  mutable std::mutex mu_;
-  mutable std::shared_ptr<const IdxData> data_;
+  std::shared_ptr<IdxFiles> files_;
+  int64_t begin_, end_;
 };
 
 }  // namespace
@@ -238,7 +276,7 @@ DatasetPtr make_idx_source(const IdxOptions& o) {
     }
   }
   if (o.limit >= 0) count = std::min(count, o.limit);
-  return std::make_shared<IdxDataset>(o, std::move(img), count);
+  return std::make_shared<IdxDataset>(std::make_shared<IdxFiles>(o, img, count), 0, count);
 }
 
 }  // namespace dataecho

@@ -47,6 +47,7 @@ void TarReader::open() {
   archive_read_support_format_tar(archive_);
   archive_read_support_format_empty(archive_);
   at_end_ = corrupt_ = corrupt_reported_ = have_pending_ = compressed_ = false;
+  compression_.clear();
   next_offset_ = base_;
   if (archive_read_open(archive_, this, nullptr, read_trampoline, nullptr) != ARCHIVE_OK) {
     if (stream_error_) std::rethrow_exception(std::exchange(stream_error_, nullptr));
@@ -57,6 +58,8 @@ void TarReader::open() {
     return;
   }
   compressed_ = archive_filter_count(archive_) > 1;
+  const char* filter = compressed_ ? archive_filter_name(archive_, 0) : nullptr;
+  compression_ = filter ? filter : "";
 }
 
 void TarReader::seek_to(uint64_t offset) {

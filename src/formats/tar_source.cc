@@ -26,9 +26,24 @@ std::optional<Tensor> parse_label(const Buffer& b) {
 class TarIterator final : public FileIterator<TarOptions, TarReader> {
  public:
   static constexpr const char* kOp = "tar";
-  using FileIterator::FileIterator;
+  using Base = FileDatasetBase<TarOptions>;
+  explicit TarIterator(const Base* ds)
+      : FileIterator(ds),
+        index_(ds->range_begin()),
+        resume_(static_cast<int64_t>(ds->range_offset())) {}
+
+  static std::string not_seekable(const Base& ds) {
+    TarReader reader(open_stream(ds.uri(), ds.stream_options()));
+    return reader.compressed() ? compressed_reason("tar shard", ds.uri(), reader.compression())
+                               : "";
+  }
+  static ShardIndex index(const Base& ds) {
+    return cached_record_index(
+        ds.uri(), kOp, [&] { return tar_record_index(ds.label(), ds.uri(), ds.stream_options()); });
+  }
 
  private:
+  int64_t next_record() const override { return index_; }
   void save_position(StateWriter& w) const override {
     w.write_i64(index_);
     w.write_i64(resume_);
@@ -44,7 +59,7 @@ class TarIterator final : public FileIterator<TarOptions, TarReader> {
     int64_t idx = index_;
     switch (st) {
       case TarReader::Status::kEnd:
-        finish();
+        end_of_file();
         return std::nullopt;
       case TarReader::Status::kCorrupt: {
         uint64_t at = reader_->corrupt_offset();
@@ -78,6 +93,8 @@ class TarIterator final : public FileIterator<TarOptions, TarReader> {
     reader_ = std::make_unique<TarReader>(open_stream(ds_->uri(), so));
     if (index_ == 0) return;
     if (resume_ >= 0) {
+      // A plain shard's offset (a compressed one's start of a record range has none).
+      if (reader_->compressed()) cannot_start(reader_->compression());
       reader_->seek_to(static_cast<uint64_t>(resume_));
       return;
     }
@@ -130,8 +147,8 @@ class TarIterator final : public FileIterator<TarOptions, TarReader> {
     return true;
   }
 
-  int64_t index_ = 0;
-  int64_t resume_ = 0;
+  int64_t index_;
+  int64_t resume_;
 };
 
 }  // namespace

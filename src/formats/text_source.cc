@@ -199,9 +199,40 @@ bool jsonl_example(std::string_view record, const TextOptions& o, Example& e, st
 class TextIterator final : public FileIterator<TextOptions, RecordReader> {
  public:
   static constexpr const char* kOp = "text";
-  using FileIterator::FileIterator;
+  using Base = FileDatasetBase<TextOptions>;
+  explicit TextIterator(const Base* ds)
+      : FileIterator(ds), offset_(ds->range_offset()), index_(ds->range_begin()) {}
+
+  static std::string not_seekable(const Base& ds) {
+    GzipSniffingReader in(open_stream(ds.uri(), ds.stream_options()));
+    return in.compressed() ? compressed_reason("text file", ds.uri(), "gzip") : "";
+  }
+  // Each record's first byte, as read_one() finds them; the empty and over-long ones included.
+  static ShardIndex index(const Base& ds) {
+    const TextOptions& o = ds.options();
+    const std::string key =
+        std::string(kOp) + '\0' + o.separator + '\0' + std::to_string(o.max_bytes);
+    return cached_record_index(ds.uri(), key, [&] {
+      auto stream = open_stream(ds.uri(), ds.stream_options());
+      ShardIndex ix;
+      ix.uri = ds.uri();
+      ix.bytes = stream->size();
+      auto in = std::make_unique<GzipSniffingReader>(std::move(stream));
+      if (in->compressed())
+        throw_error(ErrorCode::kInvalidArgument, ds.label(),
+                    compressed_reason("text file", ds.uri(), "gzip"));
+      RecordReader reader(std::move(in), 0, o.separator, static_cast<size_t>(o.max_bytes));
+      uint64_t at = 0;
+      std::string_view record;
+      while (reader.next(&at, &record) != RecordReader::Status::kEnd) ix.offsets.push_back(at);
+      ix.records = static_cast<int64_t>(ix.offsets.size());
+      ix.offsets.push_back(reader.position());
+      return ix;
+    });
+  }
 
  private:
+  int64_t next_record() const override { return index_; }
   void save_position(StateWriter& w) const override {
     w.write_u64(offset_);
     w.write_i64(index_);
@@ -219,7 +250,7 @@ class TextIterator final : public FileIterator<TextOptions, RecordReader> {
     std::string_view record;
     auto st = reader_->next(&at, &record);
     if (st == RecordReader::Status::kEnd) {
-      finish();
+      end_of_file();
       return std::nullopt;
     }
     offset_ = reader_->position();
@@ -258,12 +289,18 @@ class TextIterator final : public FileIterator<TextOptions, RecordReader> {
   }
 
   // Opens the file at offset_: from its start (finding out whether it is gzip), sought
-  // to offset_ when it is not, or read up to offset_ again when it is.
+  // to offset_ when it is not, or read up to offset_ again when it is. At the start of a
+  // record range (not yet known to be plain) the first bytes say whether it is gzip.
   void open() override {
     const TextOptions& o = options();
     auto stream = open_stream(ds_->uri(), o.stream);
     std::unique_ptr<ByteStream> in;
     if (offset_ > 0 && !compressed_) {
+      if (ds_->range_begin() > 0 && offset_ == ds_->range_offset()) {
+        unsigned char magic[2];
+        if (stream->read_fully(magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b)
+          cannot_start("gzip");
+      }
       stream->seek(offset_);
       in = std::move(stream);
     } else {
@@ -285,8 +322,8 @@ class TextIterator final : public FileIterator<TextOptions, RecordReader> {
                                              static_cast<size_t>(o.max_bytes));
   }
 
-  uint64_t offset_ = 0;  // of the next record
-  int64_t index_ = 0;    // records read, for error messages
+  uint64_t offset_;  // of the next record
+  int64_t index_;    // records read (the next record's number)
   bool compressed_ = false;
 };
 

@@ -10,9 +10,19 @@ namespace {
 class TfRecordIterator final : public FileIterator<TfRecordOptions, TfRecordReader> {
  public:
   static constexpr const char* kOp = "tfrecord";
-  using FileIterator::FileIterator;
+  using Base = FileDatasetBase<TfRecordOptions>;
+  explicit TfRecordIterator(const Base* ds)
+      : FileIterator(ds), offset_(ds->range_offset()), record_(ds->range_begin()) {}
+
+  static std::string not_seekable(const Base&) { return ""; }
+  static ShardIndex index(const Base& ds) {
+    return cached_record_index(ds.uri(), kOp, [&] {
+      return tfrecord_record_index(ds.label(), ds.uri(), ds.stream_options());
+    });
+  }
 
  private:
+  int64_t next_record() const override { return record_; }
   void save_position(StateWriter& w) const override {
     w.write_u64(offset_);
     w.write_i64(record_);
@@ -39,7 +49,7 @@ class TfRecordIterator final : public FileIterator<TfRecordOptions, TfRecordRead
     uint64_t at = reader_->record_offset();
     switch (status) {
       case TfRecordReader::Status::kEnd:
-        finish();
+        end_of_file();
         return std::nullopt;
       case TfRecordReader::Status::kOk: {
         ++record_;
@@ -73,8 +83,8 @@ class TfRecordIterator final : public FileIterator<TfRecordOptions, TfRecordRead
     return std::nullopt;
   }
 
-  uint64_t offset_ = 0;
-  int64_t record_ = 0;
+  uint64_t offset_;
+  int64_t record_;
 };
 
 }  // namespace

@@ -68,6 +68,28 @@ class ShardedSourceDataset : public Dataset {
   std::string op_name() const override { return op_name_; }
   std::vector<DatasetPtr> shards() const override { return shards_; }
   bool counts_elements() const override { return false; }  // the shards count them
+  // Each shard says for itself: the first that cannot gives the reason.
+  std::string not_seekable_reason() const override {
+    for (const auto& s : shards_) {
+      std::string why = s->not_seekable_reason();
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+  std::vector<ShardIndex> record_index() const override {
+    std::vector<ShardIndex> out;
+    for (const auto& s : shards_) {
+      std::vector<ShardIndex> one = s->record_index();
+      out.insert(out.end(), std::make_move_iterator(one.begin()),
+                 std::make_move_iterator(one.end()));
+    }
+    return out;
+  }
+  // The shard's own range (its shards check the rest, knowing their record counts).
+  DatasetPtr record_range(const RecordRange& r) const override {
+    check_record_range(label(), r, static_cast<int64_t>(shards_.size()), -1);
+    return shards_[static_cast<size_t>(r.shard)]->record_range(r);
+  }
   void attach(std::string label, std::shared_ptr<NodeStats> stats) override {
     for (auto& s : mutable_shards_) s->attach(label, stats);
     Dataset::attach(std::move(label), std::move(stats));

@@ -5,8 +5,21 @@ namespace {
 
 class RangeDataset : public Dataset {
  public:
-  RangeDataset(int64_t begin, int64_t end) : begin_(begin), end_(end) {}
+  // `part`: one of the shards of a sharded range, which checks the shard number.
+  RangeDataset(int64_t begin, int64_t end, bool part) : begin_(begin), end_(end), part_(part) {}
   std::string op_name() const override { return "range"; }
+  std::string not_seekable_reason() const override { return ""; }
+  std::vector<ShardIndex> record_index() const override {
+    ShardIndex ix;
+    ix.records = end_ - begin_;
+    return {ix};
+  }
+  DatasetPtr record_range(const RecordRange& r) const override {
+    check_record_range(label(), r, part_ ? -1 : 1, end_ - begin_);
+    auto d = std::make_shared<RangeDataset>(begin_ + r.begin, begin_ + r.end, part_);
+    if (node_stats()) d->attach(label(), node_stats());
+    return d;
+  }
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
@@ -42,6 +55,7 @@ class RangeDataset : public Dataset {
   };
 
   int64_t begin_, end_;
+  bool part_;
 };
 
 }  // namespace
@@ -53,11 +67,11 @@ DatasetPtr make_range(const RangeOptions& o) {
   if (o.shards < 1)
     throw_error(ErrorCode::kInvalidArgument, "range",
                 "shards must be >= 1, got " + std::to_string(o.shards));
-  if (o.shards == 1) return std::make_shared<RangeDataset>(0, o.count);
+  if (o.shards == 1) return std::make_shared<RangeDataset>(0, o.count, false);
   std::vector<std::shared_ptr<Dataset>> parts;
   for (int64_t i = 0; i < o.shards; ++i) {
     parts.push_back(
-        std::make_shared<RangeDataset>(o.count * i / o.shards, o.count * (i + 1) / o.shards));
+        std::make_shared<RangeDataset>(o.count * i / o.shards, o.count * (i + 1) / o.shards, true));
   }
   return make_sharded_source("range", std::move(parts));
 }

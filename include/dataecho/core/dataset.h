@@ -38,6 +38,31 @@ struct IteratorContext {
   std::shared_ptr<Tuner> tuner;
 };
 
+// Where the records of one shard of a source lie (Dataset::record_index).
+struct ShardIndex {
+  std::string uri;      // the shard's file; "" for a source without files
+  int64_t records = 0;  // records in the shard, those a read skips (bad, empty) included
+  int64_t bytes = -1;   // the file's size; -1 where there is no file or it is not known
+  // The byte offset where each record starts, then where the last one ends (records + 1
+  // values); empty for a random-access source, whose record k is found by its number.
+  std::vector<uint64_t> offsets;
+};
+
+// Records [begin, end) of shard `shard` of a source; `offset` is where record `begin`
+// starts (ShardIndex::offsets[begin]; 0 for a random-access source).
+struct RecordRange {
+  int64_t shard = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+  uint64_t offset = 0;
+};
+
+// Refuses a range that is not one of `shards` shards (-1: a shard of a larger source,
+// whose number that source checked) or runs past `records` (-1: not known), naming the
+// node (`label`) and `input` (the file).
+void check_record_range(const std::string& label, const RecordRange& range, int64_t shards,
+                        int64_t records, const std::string& input = "");
+
 class Iterator {
  public:
   virtual ~Iterator() = default;
@@ -94,6 +119,21 @@ class Dataset : public std::enable_shared_from_this<Dataset> {
   virtual std::shared_ptr<const Dataset> shard_of(int64_t /*num_shards*/, int64_t /*index*/) const {
     return nullptr;
   }
+  // A source whose records can be located reads any range of a shard's records:
+  // not_seekable_reason() is "" for it, and otherwise says why not ("tar shard x.tar.gz
+  // is compressed (gzip): ..."), opening the files to find out where that depends on
+  // their bytes. record_index() gives each shard's record count and where each record
+  // starts (a scan of a tfrecord, tar or text file, or a tfrecord's sidecar index; free
+  // for idx, range, files and memory). Its shards are the source's files, or a `range`'s
+  // parts (shards()); files and memory are one shard. record_range() is a dataset of
+  // exactly one shard's records [begin, end), read from `offset` on, with the ids a full
+  // read gives them, under this node's label and stats; a compressed file refuses one
+  // that starts past record 0 when it opens. The defaults (every other node) throw
+  // kInvalidArgument with not_seekable_reason().
+  virtual std::string not_seekable_reason() const;
+  virtual std::vector<ShardIndex> record_index() const;
+  virtual std::shared_ptr<const Dataset> record_range(const RecordRange& range) const;
+
   // False where the node's elements are counted by the iterators it reads (a source
   // over shards, whose shards count into its stats however they are read), so that its
   // own iterator does not count them a second time.

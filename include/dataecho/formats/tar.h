@@ -54,6 +54,8 @@ class TarReader {
   // Byte offset (uncompressed archive) where the corruption was found, after kCorrupt.
   uint64_t corrupt_offset() const { return corrupt_offset_; }
   bool compressed() const { return compressed_; }
+  // The compression libarchive found ("gzip", "bzip2", "xz", "zstd"); "" for a plain archive.
+  const std::string& compression() const { return compression_; }
 
   // libarchive's read callback (public for the C trampoline only).
   long on_read(const void** buffer);
@@ -71,6 +73,7 @@ class TarReader {
   uint64_t base_ = 0;  // stream offset where the archive reading started
   std::exception_ptr stream_error_;
   std::string error_;
+  std::string compression_;
   bool at_end_ = false, corrupt_ = false, corrupt_reported_ = false, compressed_ = false;
   uint64_t next_offset_ = 0, corrupt_offset_ = 0;
   bool have_pending_ = false;
@@ -90,6 +93,8 @@ class TarReader {
 // a corrupt archive ends the file (its remaining bytes are counted in "bytes_lost").
 // Buffers one sample. Save/restore: shard, sample index and the byte offset of the
 // next sample's first header (compressed shards are re-read up to the sample instead).
+// Record index (Dataset::record_index): each sample's first header, found by a read of the
+// shard; a compressed shard has none, and a record range of one starts at sample 0 only.
 // Thread-safety: the dataset is immutable; one consumer per iterator.
 struct TarOptions {
   std::vector<std::string> uris;

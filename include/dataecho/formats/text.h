@@ -25,6 +25,9 @@
 // Save/restore: the file, the byte offset of the next record and the bad-record
 // policy's state; an uncompressed file is sought to the offset, a compressed one read
 // up to it again.
+// Record index (Dataset::record_index): each record's first byte (empty and over-long
+// records included), found by a read of the file; a gzip file has none, and a record
+// range of one starts at record 0 only.
 // Thread-safety: the dataset is immutable; one consumer per iterator.
 #pragma once
 

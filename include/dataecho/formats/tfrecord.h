@@ -167,6 +167,9 @@ std::string serialize_tf_example(const Example& example);
 // feature costs exactly that record; a corrupt length or a truncated record ends the
 // file (the bytes from that record on are counted in counter "bytes_lost").
 // Save/restore: shard index, byte offset and record index (the file is seeked).
+// Record index (Dataset::record_index): the sidecar {uri}.idx when there is one (DALI's
+// "offset size" lines, checked against the file's size), else a walk over the record
+// headers; a record range opens the file at its first record (docs/formats.md).
 // Thread-safety: the dataset is immutable; one consumer per iterator.
 struct TfRecordOptions {
   std::vector<std::string> uris;    // expanded already (see expand_uris)
