@@ -39,6 +39,17 @@ nlohmann::json with_field(nlohmann::json options, const char* key, nlohmann::jso
 
 std::string stage_path(size_t index) { return "$.stages[" + std::to_string(index) + "]"; }
 
+// The spec's "memory_check" object of `top`, checked by its declaration (registry.cc).
+MemoryCheckOptions read_memory_check(SpecObject& top) {
+  SpecObject mc = top.get_object("memory_check");
+  MemoryCheckOptions o;
+  if (mc.has("share")) o.share = mc.get_number("share");
+  if (mc.has("limit_mb")) o.limit_mb = mc.get_number("limit_mb");
+  if (mc.has("action")) o.action = mc.get_string("action");
+  mc.finish();
+  return o;
+}
+
 [[noreturn]] void edit_error(size_t index, const std::string& op, const std::string& message) {
   throw_spec_error(stage_path(index) + (op.empty() ? "" : " (" + op + ")"), message);
 }
@@ -163,17 +174,16 @@ PipelineDef& PipelineDef::deterministic(bool on) {
   deterministic_ = on;
   return *this;
 }
+// Checked by the declaration that reads a spec's "memory_check" (the same messages).
 PipelineDef& PipelineDef::memory_check(MemoryCheckOptions options) {
-  if (options.action && *options.action != "warn" && *options.action != "error" &&
-      *options.action != "off")
-    throw_spec_error(
-        "$.memory_check.action",
-        "expected one of \"warn\", \"error\", \"off\", got \"" + *options.action + "\"");
-  if (options.share && !(*options.share > 0 && *options.share <= 1))
-    throw_spec_error("$.memory_check.share", "expected a share of memory in (0, 1]");
-  if (options.limit_mb && !(*options.limit_mb > 0))
-    throw_spec_error("$.memory_check.limit_mb", "expected a number of MiB > 0");
-  memory_check_ = std::move(options);
+  nlohmann::json given = nlohmann::json::object();
+  if (options.share) given["share"] = *options.share;
+  if (options.limit_mb) given["limit_mb"] = *options.limit_mb;
+  if (options.action) given["action"] = *options.action;
+  const nlohmann::json spec = {{"memory_check", std::move(given)}};  // SpecObject refers to it
+  SpecObject top(spec, "$");
+  top.declare(pipeline_schema());
+  memory_check_ = read_memory_check(top);
   return *this;
 }
 
@@ -297,15 +307,7 @@ PipelineDef PipelineDef::from_json(const nlohmann::json& spec) {
     if (at.has("remember")) d.autotune_.remember = at.get_bool("remember");
     at.finish();
   }
-  if (top.has("memory_check")) {
-    SpecObject mc = top.get_object("memory_check");
-    MemoryCheckOptions o;
-    if (mc.has("share")) o.share = mc.get_number("share");
-    if (mc.has("limit_mb")) o.limit_mb = mc.get_number("limit_mb");
-    if (mc.has("action")) o.action = mc.get_string("action");
-    mc.finish();
-    d.memory_check_ = o;
-  }
+  if (top.has("memory_check")) d.memory_check_ = read_memory_check(top);
   for (const char* key : {"name", "comment"}) {
     if (const nlohmann::json* v = top.raw(key)) d.extra_[key] = *v;
   }

@@ -13,9 +13,11 @@ const nlohmann::json& empty_object() {
   return e;
 }
 
+// "a", "b" or "c": choices as describe_type (schema.h) and docs/spec.md list them.
 std::string join(const std::vector<std::string>& v) {
   std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + ("\"" + x + "\"");
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + ("\"" + v[i] + "\"");
   return s;
 }
 

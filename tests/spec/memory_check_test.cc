@@ -95,5 +95,25 @@ TEST(MemoryCheck, IsNotPartOfWhatThePipelineProduces) {
       "$.memory_check.action");
 }
 
+TEST(MemoryCheck, TheBuilderAndTheSpecRefuseABadOptionWithOneMessage) {
+  // The C++ builder's options go through the declaration that reads the spec's.
+  const auto from_spec = [](const std::string& mc) {
+    return error_of([&] {
+      PipelineDef::from_json(nlohmann::json::parse(
+          R"({"memory_check": )" + mc + R"(, "source": {"kind": "range", "count": 2}})"));
+    });
+  };
+  const std::string action = error_of([] { range(2).memory_check({.action = "loud"}); });
+  EXPECT_EQ(action, from_spec(R"({"action": "loud"})"));
+  EXPECT_CONTAINS(action, R"($.memory_check.action: expected one of "warn", "error" or "off")");
+  const std::string share = error_of([] { range(2).memory_check({.share = 2}); });
+  EXPECT_EQ(share, from_spec(R"({"share": 2.0})"));
+  EXPECT_CONTAINS(share, "$.memory_check.share: expected a number in [1e-06, 1]");
+  const std::string limit = error_of([] { range(2).memory_check({.limit_mb = 0}); });
+  EXPECT_EQ(limit, from_spec(R"({"limit_mb": 0.0})"));
+  EXPECT_CONTAINS(limit, "$.memory_check.limit_mb");
+  EXPECT_EQ(range(2).memory_check({.share = 0.5, .action = "off"}).memory_check().action, "off");
+}
+
 }  // namespace
 }  // namespace dataecho::testing

@@ -128,7 +128,7 @@ TEST(Schema, GettersTakeTheDeclaredDefaultsAndBounds) {
   b.declare(decls, "test");
   EXPECT_EQ(testing::error_of([&] { b.get_int("n"); }),
             "spec: $.x.n: expected an integer in [1, 9], got number 10");
-  EXPECT_NE(testing::error_of([&] { b.get_string("mode"); }).find("one of \"a\", \"b\""),
+  EXPECT_NE(testing::error_of([&] { b.get_string("mode"); }).find("one of \"a\" or \"b\""),
             std::string::npos);
   // Reading an option the declaration lacks is a bug in the builder.
   EXPECT_NE(testing::error_of([&] { b.get_int("m"); }).find("declaration (schema.h) lacks"),

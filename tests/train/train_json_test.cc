@@ -97,12 +97,12 @@ TEST(TrainJsonTest, BadConfigsGetTheSameErrors) {
   EXPECT_EQ(error(R"({"model":{"num_classes":1}})"),
             "train config: $.model.num_classes: expected an integer >= 2, got number 1");
   EXPECT_EQ(error(R"({"optimizer":{"kind":"adam"}})"),
-            "train config: $.optimizer.kind: expected one of \"sgd\", \"adamw\", got string "
+            "train config: $.optimizer.kind: expected one of \"sgd\" or \"adamw\", got string "
             "\"adam\"");
   EXPECT_EQ(error(R"({"optimizer":{"lr":"fast"}})"),
             "train config: $.optimizer.lr: expected a number, got string \"fast\"");
   EXPECT_EQ(error(R"({"eval_mode":"later"})"),
-            "train config: $.eval_mode: expected one of \"inline\", \"snapshots\", got string "
+            "train config: $.eval_mode: expected one of \"inline\" or \"snapshots\", got string "
             "\"later\"");
   EXPECT_EQ(error(R"({"seed":-3})"),
             "train config: $.seed: expected an integer >= 0, got number -3");
