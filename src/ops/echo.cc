@@ -19,7 +19,8 @@ class EchoDataset : public Dataset {
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
     // Under `repeat`, each epoch draws other fractional repeats, as a shuffle reshuffles.
-    uint64_t seed = mix_seed(o_.seed, static_cast<uint64_t>(ctx.epoch));
+    // In an elastic pipeline's lane, the lane salts the draws (no salt outside one).
+    uint64_t seed = lane_seed(mix_seed(o_.seed, static_cast<uint64_t>(ctx.epoch)), ctx.lane);
     return std::make_unique<It>(input_->make_iterator(ctx), o_.factor, seed, node_stats().get());
   }
 

@@ -14,7 +14,7 @@ class ShuffleDataset : public Dataset {
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
     uint64_t seed =
         o_.reshuffle_each_iteration ? mix_seed(o_.seed, static_cast<uint64_t>(ctx.epoch)) : o_.seed;
-    return std::make_unique<It>(input_->make_iterator(ctx), o_.buffer, seed);
+    return std::make_unique<It>(input_->make_iterator(ctx), o_.buffer, lane_seed(seed, ctx.lane));
   }
 
  private:

@@ -33,6 +33,10 @@ struct IteratorContext {
   // The pass over the data this iterator serves: `repeat` counts its passes here so
   // that a seeded shuffle below it reshuffles each epoch.
   int64_t epoch = 0;
+  // The lane of an elastic pipeline this iterator reads (ops/elastic.h): a LaneSource
+  // reads that lane's pieces, and shuffle and echo salt their order draws with it
+  // (lane_seed in core/rng.h). -1: no lane, and nothing is salted.
+  int64_t lane = -1;
   // The pipeline's tuner, to which nodes with "auto" settings hand their knobs
   // (core/tuner.h); null outside a Pipeline, where such settings keep their start value.
   std::shared_ptr<Tuner> tuner;

@@ -25,6 +25,14 @@ constexpr uint64_t element_seed(uint64_t node_seed, int64_t id, int32_t echo) {
   return mix_seed(mix_seed(node_seed, static_cast<uint64_t>(id)), static_cast<uint64_t>(echo));
 }
 
+// The seed of the order draws (shuffle, fractional echo) of lane `lane` of an elastic
+// pipeline (ops/elastic.h), so that its lanes do not draw alike; `seed` itself outside
+// one (lane < 0), so that a pipeline without lanes draws as it always has.
+inline constexpr uint64_t kLaneSalt = 0x4C414E45'53414C54ull;
+constexpr uint64_t lane_seed(uint64_t seed, int64_t lane) {
+  return lane < 0 ? seed : mix_seed(seed, kLaneSalt ^ static_cast<uint64_t>(lane));
+}
+
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0) { reseed(seed); }

@@ -13,9 +13,10 @@
 // Fixed mode (`adaptive = false`): each input element is emitted floor(factor) times,
 // plus once more with probability factor - floor(factor), drawn from a seeded Rng, so
 // the mean number of copies is `factor`. Deterministic: the output is a function of the
-// input and the seed (and the epoch, under `repeat`). Buffers one element (the one being
-// repeated); no threads; input errors pass through unchanged. save()/restore() keep the
-// held element, the repeats left and the Rng state.
+// input and the seed (and the epoch, under `repeat`, and the lane, in a lane of an
+// elastic pipeline: ops/elastic.h). Buffers one element (the one being repeated); no
+// threads; input errors pass through unchanged. save()/restore() keep the held element,
+// the repeats left and the Rng state.
 //
 // Adaptive mode (`adaptive = true`): a background thread runs the input ahead into a
 // queue of at most `buffer` fresh elements and `buffer_bytes` bytes. next() returns the

@@ -6,7 +6,8 @@
 // buffers of its own as it enters (Example::compact), so that it does not keep the
 // larger buffer alive for as long as it waits.
 // With `reshuffle_each_iteration`, each epoch (pass of an enclosing `repeat`) uses
-// another permutation; the order is a function of the seed and the epoch alone.
+// another permutation; the order is a function of the seed and the epoch alone (and of
+// the lane, in a lane of an elastic pipeline: ops/elastic.h).
 #pragma once
 
 #include "dataecho/core/dataset.h"
