@@ -1,48 +1,16 @@
 #include "dataecho/ops/sources.h"
 
+#include "sequence_iterator.h"
+
 namespace dataecho {
 namespace {
 
-// Reads `parts` one after another.
-class ConcatIt : public Iterator {
- public:
-  ConcatIt(const std::vector<DatasetPtr>& parts, const IteratorContext& ctx)
-      : parts_(parts), ctx_(ctx) {}
-  void save(StateWriter& w) override {
-    w.begin("concatenate");
-    w.write_u64(index_);
-    w.write_bool(current_ != nullptr);
-    if (current_) current_->save(w);
-  }
-  void restore(StateReader& r) override {
-    r.expect("concatenate");
-    index_ = r.read_u64();
-    if (index_ > parts_.size())
-      throw_error(ErrorCode::kInvalidArgument, label(), "saved shard index out of range");
-    current_.reset();
-    if (r.read_bool()) {
-      current_ = parts_[index_]->make_iterator(ctx_);
-      current_->restore(r);
-    }
-  }
-
- protected:
-  std::optional<Example> next_impl() override {
-    while (index_ < parts_.size()) {
-      if (!current_) current_ = parts_[index_]->make_iterator(ctx_);
-      if (auto e = current_->next()) return e;
-      current_.reset();
-      ++index_;
-    }
-    return std::nullopt;
-  }
-
- private:
-  const std::vector<DatasetPtr>& parts_;  // owned by the dataset, which outlives this
-  IteratorContext ctx_;
-  size_t index_ = 0;
-  std::unique_ptr<Iterator> current_;
-};
+// Reads `parts` (owned by the dataset, which outlives the iterator) one after another.
+std::unique_ptr<Iterator> concat_iterator(const std::vector<DatasetPtr>& parts,
+                                          const IteratorContext& ctx) {
+  return std::make_unique<SequenceIt>(
+      "concatenate", "shard index", parts.size(), [&parts](size_t i) { return parts[i]; }, ctx);
+}
 
 class ConcatenateDataset : public Dataset {
  public:
@@ -52,7 +20,7 @@ class ConcatenateDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<ConcatIt>(parts_, ctx);
+    return concat_iterator(parts_, ctx);
   }
 
  private:
@@ -97,7 +65,7 @@ class ShardedSourceDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<ConcatIt>(shards_, ctx);
+    return concat_iterator(shards_, ctx);
   }
 
  private:

@@ -2,53 +2,10 @@
 // (include/dataecho/ops/elastic.h).
 #include "dataecho/ops/elastic.h"
 
+#include "sequence_iterator.h"
+
 namespace dataecho {
 namespace {
-
-// Reads the record ranges `ranges` of `source` one after another.
-class RangesIt : public Iterator {
- public:
-  RangesIt(DatasetPtr source, std::vector<RecordRange> ranges, const IteratorContext& ctx)
-      : source_(std::move(source)), ranges_(std::move(ranges)), ctx_(ctx) {}
-  void save(StateWriter& w) override {
-    w.begin("lane_source");
-    w.write_u64(index_);
-    w.write_bool(current_ != nullptr);
-    if (current_) current_->save(w);
-  }
-  void restore(StateReader& r) override {
-    r.expect("lane_source");
-    uint64_t index = r.read_u64();
-    bool open = r.read_bool();
-    if (index > ranges_.size() || (open && index == ranges_.size()))
-      throw_error(ErrorCode::kInvalidArgument, label(), "saved record range out of range",
-                  "range " + std::to_string(index) + " of " + std::to_string(ranges_.size()));
-    index_ = static_cast<size_t>(index);
-    current_.reset();
-    if (open) {
-      current_ = source_->record_range(ranges_[index_])->make_iterator(ctx_);
-      current_->restore(r);
-    }
-  }
-
- protected:
-  std::optional<Example> next_impl() override {
-    while (index_ < ranges_.size()) {
-      if (!current_) current_ = source_->record_range(ranges_[index_])->make_iterator(ctx_);
-      if (auto e = current_->next()) return e;
-      current_.reset();
-      ++index_;
-    }
-    return std::nullopt;
-  }
-
- private:
-  DatasetPtr source_;
-  std::vector<RecordRange> ranges_;
-  IteratorContext ctx_;
-  size_t index_ = 0;
-  std::unique_ptr<Iterator> current_;
-};
 
 // The lane's pieces for the context's lane and epoch: slot `slot` of them, or all of them
 // in order (slot -1), as the record ranges to read.
@@ -91,7 +48,12 @@ class LaneDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
-    return std::make_unique<RangesIt>(source_, lane_ranges(label(), *plan_, ctx, slot_), ctx);
+    // The record ranges of the lane's pieces, one after another.
+    auto ranges =
+        std::make_shared<const std::vector<RecordRange>>(lane_ranges(label(), *plan_, ctx, slot_));
+    return std::make_unique<SequenceIt>(
+        "lane_source", "record range", ranges->size(),
+        [source = source_, ranges](size_t i) { return source->record_range((*ranges)[i]); }, ctx);
   }
 
  private:
