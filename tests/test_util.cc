@@ -164,6 +164,11 @@ std::string gzip_bytes(const std::string& bytes, bool dictzip) {
   return out;
 }
 
+void write_file(const std::string& path, const std::string& bytes) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
 std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip) {
   std::ofstream(path, std::ios::binary) << gzip_bytes(bytes, dictzip);
   return path;

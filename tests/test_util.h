@@ -47,6 +47,9 @@ std::string word_lines(int lines, uint32_t seed);
 // when `dictzip`).
 std::string gzip_bytes(const std::string& bytes, bool dictzip = false);
 
+// Writes `bytes` to `path`, making its folders.
+void write_file(const std::string& path, const std::string& bytes);
+
 // Writes gzip_bytes(bytes, dictzip) to `path`; returns `path`.
 std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip = false);
 

@@ -23,10 +23,7 @@ namespace {
 using testing::error_of;
 using testing::temp_dir;
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using testing::write_file;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

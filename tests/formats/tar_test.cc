@@ -15,10 +15,7 @@ namespace {
 using testing::error_of;
 using testing::temp_dir;
 
-void write(const std::string& path, const std::string& bytes) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using testing::write_file;
 
 std::string jpg_bytes(int shard, int i) {
   std::string s = "\xff\xd8 fake jpeg " + std::to_string(shard) + "/" + std::to_string(i);
@@ -31,9 +28,9 @@ std::string jpg_bytes(int shard, int i) {
 void make_samples(const std::string& dir, int shard, int n, int skip_cls = -1) {
   for (int i = 0; i < n; ++i) {
     std::string key = dir + "/sample" + std::to_string(shard) + std::to_string(i);
-    write(key + ".jpg", jpg_bytes(shard, i));
-    if (i != skip_cls) write(key + ".cls", std::to_string(shard * 10 + i) + "\n");
-    write(key + ".json", "{\"i\": " + std::to_string(i) + "}");
+    write_file(key + ".jpg", jpg_bytes(shard, i));
+    if (i != skip_cls) write_file(key + ".cls", std::to_string(shard * 10 + i) + "\n");
+    write_file(key + ".json", "{\"i\": " + std::to_string(i) + "}");
   }
 }
 
@@ -147,7 +144,7 @@ TEST(Tar, SampleWithoutItsFieldsUnderEveryPolicy) {
 TEST(Tar, BadLabelIsABadSample) {
   std::string dir = temp_dir();
   make_samples(dir + "/a", 0, 3);
-  write(dir + "/a/sample01.cls", "seven\n");
+  write_file(dir + "/a/sample01.cls", "seven\n");
   gnu_tar("-cf " + dir + "/s.tar -C " + dir + "/a .");
   std::string msg =
       error_of([&] { run_in(dir, R"({"source": {"kind": "tar", "uri": "s.tar"}})"); });
@@ -203,7 +200,7 @@ TEST(Tar, CorruptArchivesEndTheFileAndCountTheLoss) {
   for (size_t i = 0; i + 4 < v.size(); ++i)
     EXPECT_EQ(v[i].get("jpg").bytes(), jpg_bytes(0, static_cast<int>(i)));
 
-  write(dir + "/junk.tar", std::string(3000, 'j'));
+  write_file(dir + "/junk.tar", std::string(3000, 'j'));
   msg = error_of([&] { run_in(dir, R"({"source": {"kind": "tar", "uri": "junk.tar"}})"); });
   EXPECT_NE(msg.find("junk.tar"), std::string::npos) << msg;
   EXPECT_NE(msg.find("tar archive"), std::string::npos) << msg;
