@@ -153,36 +153,47 @@ double machine_busy_seconds() {
          static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// The cores that everything but this process kept busy over a window of `dt` seconds
-// that began at (busy0, cpu0).
-double other_cores(double busy0, double cpu0, double dt) {
-  return std::max(0.0, (machine_busy_seconds() - busy0 - (process_cpu_seconds() - cpu0)) / dt);
-}
+// The measured windows of a run: each one's images per second, images per CPU-second
+// (all threads; on a machine shared with other work the figure the load disturbs least)
+// and the machine's other load (the cores everything but this process kept busy).
+struct Windows {
+  std::vector<double> rates, cpu_rates, others;
 
-// `cpu_rates`: images per CPU-second (all threads) of each epoch; on a machine shared
-// with other work this is the figure that the load disturbs least.
-nlohmann::json summarize(const std::vector<double>& rates, const std::vector<double>& cpu_rates,
-                         const std::vector<double>& others) {
-  nlohmann::json j;
-  j["windows_other_cores"] = others;  // the machine's other load in each window
-  j["max_other_cores"] = *std::max_element(others.begin(), others.end());
-  std::vector<double> cpu_sorted = cpu_rates;
-  std::sort(cpu_sorted.begin(), cpu_sorted.end());
-  j["images_per_cpu_s"] = cpu_sorted[cpu_sorted.size() / 2];
-  j["epochs_images_per_cpu_s"] = cpu_rates;
-  std::vector<double> sorted = rates;
-  std::sort(sorted.begin(), sorted.end());
-  j["images_per_s"] = sorted[sorted.size() / 2];  // the median window, with its spread:
-  j["median_images_per_s"] = sorted[sorted.size() / 2];
-  j["min_images_per_s"] = sorted.front();
-  j["max_images_per_s"] = sorted.back();
-  j["epochs_images_per_s"] = rates;  // every window ("epochs": the older name)
-  return j;
-}
+  // A window of `images` over `dt` seconds that began at (busy0, cpu0), printed.
+  void add(int window, int64_t passes, double images, double dt, double busy0, double cpu0) {
+    const double cpu = process_cpu_seconds() - cpu0;
+    others.push_back(std::max(0.0, (machine_busy_seconds() - busy0 - cpu) / dt));
+    rates.push_back(images / dt);
+    cpu_rates.push_back(images / cpu);
+    std::fprintf(stderr,
+                 "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s, other "
+                 "load %.2f cores\n",
+                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back(),
+                 others.back());
+  }
+
+  nlohmann::json summary() const {
+    nlohmann::json j;
+    j["windows_other_cores"] = others;
+    j["max_other_cores"] = *std::max_element(others.begin(), others.end());
+    std::vector<double> cpu_sorted = cpu_rates;
+    std::sort(cpu_sorted.begin(), cpu_sorted.end());
+    j["images_per_cpu_s"] = cpu_sorted[cpu_sorted.size() / 2];
+    j["epochs_images_per_cpu_s"] = cpu_rates;
+    std::vector<double> sorted = rates;
+    std::sort(sorted.begin(), sorted.end());
+    j["images_per_s"] = sorted[sorted.size() / 2];  // the median window, with its spread:
+    j["median_images_per_s"] = sorted[sorted.size() / 2];
+    j["min_images_per_s"] = sorted.front();
+    j["max_images_per_s"] = sorted.back();
+    j["epochs_images_per_s"] = rates;  // every window ("epochs": the older name)
+    return j;
+  }
+};
 
 nlohmann::json run_pipeline(const Args& a) {
   if (a.spec.empty()) usage();
-  std::vector<double> rates, cpu_rates, others;
+  Windows windows;
   int64_t images = 0, batches = 0;
   nlohmann::json shape, tuning, passes_per_window = nlohmann::json::array();
   for (int window = 0; window < a.epochs; ++window) {
@@ -217,16 +228,9 @@ nlohmann::json run_pipeline(const Args& a) {
     } while (nb_window < 2 || seconds_since(first) < a.window_seconds);
     const double dt = seconds_since(first);
     passes_per_window.push_back(passes);
-    others.push_back(other_cores(first_busy, first_cpu, dt));
-    rates.push_back(static_cast<double>(after_first) / dt);
-    cpu_rates.push_back(static_cast<double>(after_first) / (process_cpu_seconds() - first_cpu));
-    std::fprintf(stderr,
-                 "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s, other "
-                 "load %.2f cores\n",
-                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back(),
-                 others.back());
+    windows.add(window, passes, static_cast<double>(after_first), dt, first_busy, first_cpu);
   }
-  nlohmann::json j = summarize(rates, cpu_rates, others);
+  nlohmann::json j = windows.summary();
   j["images_per_epoch"] = images;
   j["batches_per_epoch"] = batches;
   j["window_seconds"] = a.window_seconds;
@@ -295,7 +299,7 @@ nlohmann::json run_reference(const Args& a) {
     tjDestroy(h);
     sink += acc;
   };
-  std::vector<double> rates, cpu_rates, others;
+  Windows windows;
   for (int window = 0; window < a.epochs; ++window) {  // passes over the images, >= S s
     auto t0 = SteadyClock::now();
     const double cpu0 = process_cpu_seconds();
@@ -309,18 +313,11 @@ nlohmann::json run_reference(const Args& a) {
     } while (seconds_since(t0) < a.window_seconds);
     const double images = static_cast<double>(passes) * static_cast<double>(jpegs.size());
     const double dt = seconds_since(t0);
-    others.push_back(other_cores(busy0, cpu0, dt));
-    rates.push_back(images / dt);
-    cpu_rates.push_back(images / (process_cpu_seconds() - cpu0));
-    std::fprintf(stderr,
-                 "  window %d: %lld passes, %.1f s, %.0f images/s, %.0f images/cpu-s, other "
-                 "load %.2f cores\n",
-                 window, static_cast<long long>(passes), dt, rates.back(), cpu_rates.back(),
-                 others.back());
+    windows.add(window, passes, images, dt, busy0, cpu0);
   }
   if (failures.load() > 0)
     throw Error(ErrorCode::kDataLoss, "dataloader_bench", "tjDecompress2 failed", a.dir);
-  nlohmann::json j = summarize(rates, cpu_rates, others);
+  nlohmann::json j = windows.summary();
   j["images_per_epoch"] = jpegs.size();
   j["window_seconds"] = a.window_seconds;
   j["threads"] = a.threads;
