@@ -20,9 +20,7 @@ using testing::error_of;
 
 std::vector<int64_t> ids_of(const DatasetPtr& ds, const IteratorContext& ctx = {}) {
   auto it = ds->make_iterator(ctx);
-  std::vector<int64_t> ids;
-  for (const Example& e : testing::drain(*it)) ids.push_back(e.id());
-  return ids;
+  return testing::ids(testing::drain(*it));
 }
 
 IteratorContext lane_ctx(int64_t lane, int64_t epoch) {
