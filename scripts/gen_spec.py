@@ -25,6 +25,7 @@ test `spec_reference_current` runs it).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import pprint
@@ -182,10 +183,22 @@ def python_signature(group: str, op: str, options: List[Dict[str, Any]], first: 
     return params
 
 
+def _load_option_text() -> Any:
+    """python/dataecho/_option_text.py, the one format of an option's docstring line, loaded
+    as a file (importing the package would need the built extension)."""
+    path = os.path.join(ROOT, "python/dataecho/_option_text.py")
+    spec = importlib.util.spec_from_file_location("dataecho_option_text", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+OPTION_TEXT = _load_option_text()
+
+
 def option_line(o: Dict[str, Any]) -> str:
-    default = default_of(o).strip("`")
-    end = "required." if default == "required" else f"default {default}."
-    return f"``{o['name']}``: {o['doc']}; {o['takes']}; {end}"
+    return str(OPTION_TEXT.option_line(o["name"], o["takes"], default_of(o).strip("`"), o["doc"]))
 
 
 def python_docstring(s: Dict[str, Any], indent: str) -> str:

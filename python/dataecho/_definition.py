@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import _core, _spec_options
 from ._core import SpecError
 from ._declared import DeclaredStages, files, idx, range, tar, text, tfrecord
+from ._option_text import option_line
 from ._pipeline import Pipeline
 
 __all__ = ["PipelineDef", "class_to_idx", "declared_source", "files", "idx", "range", "sample", "source", "tar",
@@ -396,9 +397,7 @@ def class_to_idx(root: Union[str, "os.PathLike[str]"]) -> Dict[str, int]:
 # ---------------------------------------------------------------------- options
 def _options_text(group: str, name: str) -> str:
     """The declared options of one source, stage or function (docs/spec.md), as text."""
-    rows = _spec_options.OPTIONS[group].get(name, [])
-    lines = [f"``{n}``: {doc}; {takes}; " + ("required." if default == "required" else f"default {default}.")
-             for n, takes, default, doc in rows]
+    lines = [option_line(*row) for row in _spec_options.OPTIONS[group].get(name, [])]
     return "\n".join(lines) if lines else "No options."
 
 
