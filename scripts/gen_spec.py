@@ -365,19 +365,20 @@ def cpp_header(schema: Dict[str, Any]) -> str:
         out += cpp_struct(stages[op])[0] + [""]
     out += ["// Each struct's options as PipelineDef::declared_stage takes them (null: not given).",
             *[f"nlohmann::json declared_options(const {name}& o);" for name in CPP_STRUCTS.values()],
-            "", "}  // namespace dataecho", ""]
+            "// A parallelism or buffer as a spec writes it: the count, or \"auto\" for kAutotune.",
+            "nlohmann::json tunable(int64_t n);", "", "}  // namespace dataecho", ""]
     return "\n".join(out)
 
 
 def cpp_source(schema: Dict[str, Any]) -> str:
-    out = ["// declared_options (stage_options.h).", "// " + LICENSE_NOTE,
+    out = ["// declared_options and tunable (stage_options.h).", "// " + LICENSE_NOTE,
            '#include "dataecho/spec/stage_options.h"', "",
            '#include "dataecho/spec/pipeline_def.h"', "", "namespace dataecho {", "namespace {", "",
            "using nlohmann::json;", "",
            "template <class T>", "json given(const std::optional<T>& v) {",
            "  return v ? json(*v) : json(nullptr);", "}", "",
-           "json tunable(int64_t n) { return n == kAutotune ? json(\"auto\") : json(n); }", "",
-           "}  // namespace", ""]
+           "}  // namespace", "",
+           "json tunable(int64_t n) { return n == kAutotune ? json(\"auto\") : json(n); }", ""]
     stages = {s["name"]: s for s in schema["stages"]}
     for op, name in CPP_STRUCTS.items():
         out += [f"json declared_options(const {name}& o) {{", "  json j;", *cpp_struct(stages[op])[1],

@@ -152,8 +152,7 @@ PipelineDef& PipelineDef::bucket(BucketStageOptions o) {
   return declared_stage("bucket", declared_options(o));
 }
 PipelineDef& PipelineDef::prefetch(int64_t buffer) {
-  return declared_stage("prefetch", {{"buffer", buffer == kAutotune ? nlohmann::json("auto")
-                                                                    : nlohmann::json(buffer)}});
+  return declared_stage("prefetch", {{"buffer", tunable(buffer)}});
 }
 PipelineDef& PipelineDef::cache(CacheStageOptions o) {
   return declared_stage("cache", declared_options(o));

@@ -1,4 +1,4 @@
-// declared_options (stage_options.h).
+// declared_options and tunable (stage_options.h).
 // Written by scripts/gen_spec.py from the operators' declarations: do not edit.
 #include "dataecho/spec/stage_options.h"
 
@@ -14,9 +14,9 @@ json given(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-json tunable(int64_t n) { return n == kAutotune ? json("auto") : json(n); }
-
 }  // namespace
+
+json tunable(int64_t n) { return n == kAutotune ? json("auto") : json(n); }
 
 json declared_options(const MapStageOptions& o) {
   json j;

@@ -164,5 +164,7 @@ nlohmann::json declared_options(const BucketStageOptions& o);
 nlohmann::json declared_options(const EchoStageOptions& o);
 nlohmann::json declared_options(const InterleaveStageOptions& o);
 nlohmann::json declared_options(const CacheStageOptions& o);
+// A parallelism or buffer as a spec writes it: the count, or "auto" for kAutotune.
+nlohmann::json tunable(int64_t n);
 
 }  // namespace dataecho
