@@ -40,6 +40,11 @@ PACKAGES=(
   python3-torchvision
   # pip install . in a virtual environment and the wheel (pyproject.toml, setup.py)
   python3-setuptools python3-wheel python3-pip python3-venv python3-build
+  # tests/s3: the S3 test server runs on Node.js (pinned by its lock file); boto3 uploads
+  # the fixtures, so that a bug shared by writer and reader cannot hide
+  nodejs python3-boto3
+  # the data service's transport (gRPC's generic API, in a plugin loaded only when used)
+  libgrpc++-dev
 )
 
 # Only for the side-by-side benchmark against PyTorch's DataLoader.
