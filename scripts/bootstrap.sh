@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package dataecho needs (only those missing: seconds when all
-# are there), then configures and builds into build/ (release, with the trainer).
+# are there) and the S3 test server's npm packages (tests/s3/server), then configures and
+# builds into build/ (release, with the trainer).
 #   scripts/bootstrap.sh            install + build
 #   scripts/bootstrap.sh --deps     install only
 #   scripts/bootstrap.sh --bench-deps   also matplotlib's sample photograph and FFCV (bench/dataloader_compare.sh), then build
@@ -54,6 +55,9 @@ BENCH_PACKAGES=(
   # its package does not depend on
   python3-ffcv python3-opencv python3-numba
 )
+# Debian's npm only where no npm came with Node.js (nodesource's nodejs has its own and
+# conflicts with Debian's npm package).
+command -v npm >/dev/null || PACKAGES+=(npm)
 # Every package, one a line (scripts/check_commands.py reads it).
 if [ "${1:-}" = "--list-packages" ]; then
   printf '%s\n' "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
@@ -79,6 +83,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The S3 test server's npm packages (tests/s3/server), exactly those of its lock file, no
+# install scripts run; again only when the lock file changes.
+if ! cmp -s tests/s3/server/package-lock.json tests/s3/server/node_modules/.dataecho-lock; then
+  echo "bootstrap: npm ci in tests/s3/server"
+  npm ci --prefix tests/s3/server --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error
+  cp tests/s3/server/package-lock.json tests/s3/server/node_modules/.dataecho-lock
 fi
 [ "${1:-}" = "--deps" ] && exit 0
 
