@@ -38,6 +38,7 @@ CXX_COMMANDS = {
     "tar": "tests/formats/tar_test.cc",
     "openssl": "tests/io/https_test.cc",
     "sh": "tests/distributed/distributed_test.cc",
+    "node": "tests/s3/s3_server.cc",
 }
 # Files run by hand only, for a maintainer's task, that install or name what they need.
 BY_HAND = {
