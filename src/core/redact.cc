@@ -1,10 +1,37 @@
 // URL redaction for everything dataecho prints or writes (see the header).
 #include "dataecho/core/redact.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <mutex>
+#include <vector>
 
 namespace dataecho {
 namespace {
+
+constexpr size_t kMinSecretSize = 8;
+
+// The registered secrets (register_secret); `any_secret` spares texts the lock until one is.
+std::mutex secrets_mu;
+std::vector<std::string>& secrets() {
+  static std::vector<std::string> s;
+  return s;
+}
+std::atomic<bool> any_secret{false};
+
+// `text` with every registered secret in it replaced by <redacted>.
+std::string replace_secrets(std::string text) {
+  if (!any_secret.load(std::memory_order_acquire)) return text;
+  std::lock_guard<std::mutex> lock(secrets_mu);
+  for (const std::string& secret : secrets()) {
+    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+      text.replace(at, secret.size(), "<redacted>");
+      at += 10;
+    }
+  }
+  return text;
+}
 
 bool starts_with_ci(std::string_view s, size_t at, std::string_view prefix) {
   if (s.size() - at < prefix.size()) return false;
@@ -48,13 +75,14 @@ std::string redact_one(std::string_view url) {
 
 }  // namespace
 
-std::string redact_urls(std::string_view text) {
+std::string redact_urls(std::string_view original) {
+  const std::string replaced = replace_secrets(std::string(original));
+  const std::string_view text = replaced;
   std::string out;
   size_t i = 0, copied = 0;
   while (i < text.size()) {
-    const bool http = starts_with_ci(text, i, "http://");
-    const bool https = !http && starts_with_ci(text, i, "https://");
-    if (!http && !https) {
+    if (!starts_with_ci(text, i, "http://") && !starts_with_ci(text, i, "https://") &&
+        !starts_with_ci(text, i, "s3://")) {
       ++i;
       continue;
     }
@@ -64,9 +92,21 @@ std::string redact_urls(std::string_view text) {
     out += redact_one(text.substr(i, end - i));
     i = copied = end;
   }
-  if (copied == 0) return std::string(text);
+  if (copied == 0) return replaced;
   out.append(text.substr(copied));
   return out;
+}
+
+void register_secret(std::string_view secret) {
+  if (secret.size() < kMinSecretSize) return;
+  std::lock_guard<std::mutex> lock(secrets_mu);
+  for (const std::string& s : secrets())
+    if (s == secret) return;
+  secrets().emplace_back(secret);
+  // Longer secrets first, so that one holding another is replaced whole.
+  std::sort(secrets().begin(), secrets().end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  any_secret.store(true, std::memory_order_release);
 }
 
 nlohmann::json redact_json_urls(const nlohmann::json& j) {

@@ -53,5 +53,31 @@ TEST(Redact, JsonStringsAtAnyDepth) {
   EXPECT_EQ(r["steps"], 3);
 }
 
+TEST(Redact, RegisteredSecretsAreReplacedEverywhere) {
+  const std::string secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzSECRET";
+  const std::string token = "FQoGZXIvYXdzEXAMPLETOKENzz+/=";
+  EXPECT_EQ(redact_urls("key " + secret), "key " + secret);  // not yet registered
+  register_secret(secret);
+  register_secret(token);
+  register_secret("short");  // too short to be told from ordinary words: not registered
+  EXPECT_EQ(redact_urls("a " + secret + " b " + token + secret),
+            "a <redacted> b <redacted><redacted>");
+  EXPECT_EQ(redact_urls("a short word"), "a short word");
+  const Error e(ErrorCode::kIo, "s3", "signed with " + secret, "s3://b/k?" + token);
+  for (const std::string& text : {std::string(e.what()), e.message(), e.input()}) {
+    EXPECT_EQ(text.find(secret), std::string::npos) << text;
+    EXPECT_EQ(text.find("EXAMPLETOKEN"), std::string::npos) << text;
+  }
+  const nlohmann::json j = redact_json_urls({{"x", {"secret is " + secret}}});
+  EXPECT_EQ(j["x"][0], "secret is <redacted>");
+}
+
+TEST(Redact, S3UrisKeepBucketAndKey) {
+  EXPECT_EQ(redact_urls("no such key (s3://my-bucket/train/a-00001.tfrecord)"),
+            "no such key (s3://my-bucket/train/a-00001.tfrecord)");
+  EXPECT_EQ(redact_urls("S3://id:secret@bucket/k?versionId=x#sha256=ab"),
+            "S3://***@bucket/k?<redacted>#sha256=ab");
+}
+
 }  // namespace
 }  // namespace dataecho

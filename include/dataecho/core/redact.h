@@ -4,7 +4,11 @@
 // https://***@host/a?<redacted>. Signatures and tokens hide in query strings under many
 // names (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, X-Goog-Signature,
 // Azure's sig/se/sp), so the query is dropped whole rather than by a list of names.
-// Thread-safety: plain functions.
+// s3:// URIs are treated the same way (their bucket and key are kept).
+// Secrets that are not in URLs (an S3 secret access key or session token, a header value
+// read from the environment) are registered with register_secret: every occurrence of
+// one in a redacted text becomes <redacted>.
+// Thread-safety: all functions may be called from any thread.
 #pragma once
 
 #include <string>
@@ -14,10 +18,14 @@
 
 namespace dataecho {
 
-// `text` with every http:// or https:// URL in it redacted (see above). A URL ends at
-// whitespace, a quote, '<', '>' or ')'. Text without such a URL comes back unchanged.
+// `text` with every http://, https:// or s3:// URL in it redacted and every registered
+// secret replaced (see above). A URL ends at whitespace, a quote, '<', '>' or ')'. Text
+// without such a URL or secret comes back unchanged.
 std::string redact_urls(std::string_view text);
 // A copy of `j` with every string in it passed through redact_urls (keys are kept).
 nlohmann::json redact_json_urls(const nlohmann::json& j);
+// Adds `secret` to the process-wide set redact_urls replaces. Values shorter than 8
+// characters are not registered (they could be ordinary words of a message).
+void register_secret(std::string_view secret);
 
 }  // namespace dataecho

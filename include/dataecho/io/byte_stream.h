@@ -36,6 +36,26 @@ class ByteStream {
   size_t read_fully(void* dst, size_t n) { return read_at_least(dst, n, n); }
 };
 
+// Where and how s3:// objects are read (docs/http.md). Every field left empty is resolved
+// as the AWS tools resolve it: AWS_* environment variables, then the profile of
+// ~/.aws/credentials and ~/.aws/config. Secrets are never options: they come from the
+// environment or those files only.
+struct S3Options {
+  // The profile; when set, AWS_ACCESS_KEY_ID and friends are not used. "": AWS_PROFILE,
+  // else "default".
+  std::string profile;
+  // "": AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else us-east-1.
+  std::string region;
+  // "http(s)://host[:port]". "": AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's,
+  // else https://s3.REGION.amazonaws.com.
+  std::string endpoint;
+  // "path" or "virtual". "" or "auto": the profile's s3 addressing_style, else virtual on
+  // AWS's endpoints and path elsewhere.
+  std::string addressing;
+  // Unsigned requests (public buckets): no credentials are looked for.
+  bool anonymous = false;
+};
+
 struct StreamOptions {
   size_t buffer_bytes = 1 << 20;  // read-ahead buffer of a stream
   // HTTP only: see http_stream.h.
@@ -64,14 +84,20 @@ struct StreamOptions {
   // An open of a cached shard asks the server whether it changed (a HEAD request) unless
   // this process found it current less than this many seconds ago; 0: on every open.
   double cache_revalidate_s = 60;
+  // s3:// objects: the store, region and profile (credentials come from the environment).
+  S3Options s3;
   // Counters (bytes, requests, retries, resumed) are added to this node when given.
   std::shared_ptr<NodeStats> stats;
 };
 
-// Opens a local path, a file:// URL, or an http:// / https:// URL.
+// Opens a local path, a file:// URL, an http:// / https:// URL, or an s3://bucket/key
+// object (signed with AWS Signature V4).
 std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOptions& options = {});
 
 bool is_http_uri(const std::string& uri);
+bool is_s3_uri(const std::string& uri);
+// http(s) or s3: bytes that come over the network.
+bool is_remote_uri(const std::string& uri);
 
 // Turns the `uri` list of a spec into the ordered list of shards: each entry may be a
 // path, a glob (`train-*.tfrecord`), a brace range (`train-{00000..00007}.tfrecord`),
