@@ -14,7 +14,7 @@ namespace {
 // of the spec's JSON, which is implementation-defined; v1 states still restore where the
 // pipeline knows its v1 fingerprint. v1 and v2 states restore without a memo: the tuner
 // goes on from where it is.
-constexpr std::string_view kStateMagic = "dataecho-pipeline-state-v3";
+constexpr std::string_view kStateMagic = Pipeline::kStateFormat;
 constexpr std::string_view kStateMagicV2 = "dataecho-pipeline-state-v2";
 constexpr std::string_view kStateMagicV1 = "dataecho-pipeline-state-v1";
 

@@ -39,6 +39,9 @@ class Pipeline {
   // States of formats v1 and v2 restore too, without it.
   std::string save();
   void restore(std::string_view state);
+  // The first string of what save() writes (the state's format); merge_elastic_states
+  // (ops/elastic.h) reads the states of this format.
+  static constexpr std::string_view kStateFormat = "dataecho-pipeline-state-v3";
 
   int64_t elements_returned() const { return returned_; }
   PipelineStats stats() const;

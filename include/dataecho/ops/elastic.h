@@ -9,10 +9,19 @@
 // of the epoch's order, in that order. A lane is the unit of state and ownership; its
 // iterator reads through a LaneSource, which takes the lane and the epoch from its
 // IteratorContext (`lane`, `epoch`).
+//
+// The merge (make_elastic_batch) reads one lane per thread over the stages before the
+// batch and collates the global batch G: global position i is element i div K of lane
+// i mod K, global batch s is positions [sG, (s + 1)G), and rank r of N owns the lanes k
+// with k mod N == r (N divides K), so its batch of step s is its positions of the global
+// batch, in increasing position. A position past its lane's end is a hole at a fixed
+// place: the end batches shrink alike for every N. Its state (merge_elastic_states) is
+// lane-indexed, so the ranks' states together restore on any N that divides K.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dataecho/core/dataset.h"
@@ -65,5 +74,50 @@ class ElasticPlan {
 // a lane in [0, lanes) throws kInvalidArgument. `source` must be the one the plan was
 // made of.
 DatasetPtr make_lane_source(DatasetPtr source, std::shared_ptr<const ElasticPlan> plan);
+
+struct ElasticBatchOptions {
+  int64_t world_size = 1;       // N: ranks; must divide the plan's lanes
+  int64_t rank = 0;             // r in [0, N)
+  int64_t global_batch = 32;    // G: rows of a step over all ranks
+  bool drop_remainder = false;  // true: a rank ends at the first step one of its lanes
+                                // cannot fill; false: at the first step it has no row in
+  // Batch echo, absorbed: each global batch s is returned floor(e) times, plus once with
+  // probability e - floor(e) drawn from (echo_seed, epoch, s) (the same on every rank);
+  // copy j raises every row's echo index by j. 1: no batch echo.
+  double batch_echo = 1;
+  uint64_t echo_seed = 0;
+  // Prefetch, absorbed: a thread collates up to this many batches ahead (0: the batch is
+  // collated in next()).
+  int64_t prefetch = 0;
+  // Elements each lane's thread reads ahead; 0: max(2, ceil(G / K)).
+  int64_t lane_queue = 0;
+};
+
+// The lanes of `lanes` that rank `rank` of `world_size` owns (k mod world_size == rank);
+// throws kInvalidArgument where world_size does not divide lanes ("12 lanes do not split
+// over 5 ranks: use 1, 2, 3, 4, 6 or 12") or the rank is not one of the world's.
+std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t rank);
+
+// Rank `rank`'s batches of the global order over `lane`, the stages before the batch
+// over make_lane_source(source, plan): one reading thread per owned lane (iterators of
+// `lane` with IteratorContext::lane set), collated through the batch builder. Its state
+// (the root of a Pipeline's state) is a JSON header, "dataecho-elastic/1" (the plan's
+// shards, the step and batch-echo copy the consumer is at, each saved lane's position),
+// then one blob per owned lane: the lane's iterator state and its queue, with the rows
+// of batches collated but not yet returned put back at its front (buffers are saved by
+// content, never read again). It restores from a state holding at least its own lanes:
+// its own state on the same (N, r), or merge_elastic_states of every rank's.
+// Memory: per rank, (K / N) * lane_queue elements and `prefetch` + 1 batches, besides
+// what the lanes' own stages hold.
+DatasetPtr make_elastic_batch(DatasetPtr lane, std::shared_ptr<const ElasticPlan> plan,
+                              const ElasticBatchOptions& options);
+
+// One Pipeline state of the lanes of every rank's state (Pipeline::save() of each rank
+// of an elastic pipeline, any order). Refuses, with kInvalidArgument, states of
+// different pipelines (fingerprints: "give every rank the same seed"), saved at
+// different steps or batch-echo copies ("rank 1 was saved at step 58, rank 0 at 57"), a
+// lane in two states and lanes in none, naming them. Keeps rank 0's count of elements
+// returned and tuner memo.
+std::string merge_elastic_states(const std::vector<std::string>& rank_states);
 
 }  // namespace dataecho

@@ -1,0 +1,459 @@
+// The elastic merge: rank r's batches of the global order over the lanes it owns
+// (include/dataecho/ops/elastic.h). One BackgroundPuller per owned lane reads the lane's
+// stages ahead; the merge takes, for step s, positions [sG, (s + 1)G) that are r mod N,
+// in increasing order (position i is the next element of lane i mod K), collates them
+// through the batch builder, and hands out floor(e) or ceil(e) copies of the batch
+// (batch echo). With `prefetch`, a collator thread does the taking and collating ahead.
+// save() puts the rows of batches collated but not returned back at the front of their
+// lanes' queues (elastic_state.h's row views: no copy, no re-read).
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "background_puller.h"
+#include "batch_builder.h"
+#include "dataecho/core/rng.h"
+#include "elastic_state.h"
+#include "worker_pause.h"
+
+namespace dataecho {
+namespace {
+
+namespace es = elastic_state;
+
+// A collated batch of one step, with the owned lane (its index among the rank's lanes)
+// of each row, in row order.
+struct Collated {
+  int64_t step = 0;
+  Example batch;
+  std::vector<size_t> lanes;
+};
+
+class ElasticBatchIt : public Iterator {
+ public:
+  ElasticBatchIt(const DatasetPtr& lane, std::shared_ptr<const ElasticPlan> plan,
+                 ElasticBatchOptions o, const IteratorContext& ctx, std::string label,
+                 std::shared_ptr<NodeStats> stats);
+  ~ElasticBatchIt() override {
+    token_->cancel();
+    stop_collator();
+  }
+
+  void save(StateWriter& w) override;
+  void restore(StateReader& r) override;
+
+ protected:
+  std::optional<Example> next_impl() override;
+
+ private:
+  std::optional<Example> take(size_t lane);
+  std::optional<Collated> collate(int64_t step);
+  std::optional<Collated> next_collated();
+  void run_collator();
+  void stop_collator();
+  int64_t copies_of(int64_t step) const;
+  std::string save_lane(size_t lane, const std::vector<Example>& ledger, nlohmann::json& entry);
+  void restore_lane(size_t lane, const std::string& blob, const nlohmann::json& entry);
+  nlohmann::json header() const;
+
+  const ElasticBatchOptions o_;
+  const std::shared_ptr<const ElasticPlan> plan_;
+  const std::string label_;
+  const std::shared_ptr<NodeStats> stats_;
+  const int64_t epoch_;
+  std::vector<int64_t> lanes_;                // the owned lanes, in increasing order
+  std::shared_ptr<CancellationToken> token_;  // cancelled with the pipeline's, or on destruction
+  CancellationToken::Registration registration_;
+  std::vector<std::unique_ptr<BackgroundPuller>> pullers_;
+  // Per owned lane: elements taken from its puller and given back unused (a short step
+  // under drop_remainder), whether its puller has ended, and elements taken from it.
+  std::vector<std::deque<Example>> front_;
+  std::vector<char> ended_;
+  std::vector<int64_t> taken_;
+  // The consumer's side: the step and batch copy it returns next, the batch whose copies
+  // it is returning.
+  int64_t step_ = 0;
+  int64_t copy_ = 0;
+  int64_t copies_ = 1;
+  std::optional<Collated> held_;
+  int64_t returned_ = 0;
+  BatchRowStats rows_;
+  std::atomic<int64_t>* collated_ = nullptr;
+  // The collator's side (under mu_): batches collated ahead, the next step to collate.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Collated> queue_;
+  int64_t collate_step_ = 0;
+  bool finished_ = false;  // no more batches: the last step was short or empty
+  std::exception_ptr error_;
+  bool paused_ = false;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::thread collator_;
+};
+
+ElasticBatchIt::ElasticBatchIt(const DatasetPtr& lane, std::shared_ptr<const ElasticPlan> plan,
+                               ElasticBatchOptions o, const IteratorContext& ctx, std::string label,
+                               std::shared_ptr<NodeStats> stats)
+    : o_(o),
+      plan_(std::move(plan)),
+      label_(std::move(label)),
+      stats_(std::move(stats)),
+      epoch_(ctx.epoch),
+      lanes_(elastic_lanes_of(plan_->lanes(), o.world_size, o.rank)),
+      token_(CancellationToken::make()) {
+  registration_ = ctx.cancel->on_cancel([t = token_] { t->cancel(); });
+  const int64_t k = plan_->lanes();
+  const size_t queue = static_cast<size_t>(
+      o_.lane_queue > 0 ? o_.lane_queue : std::max<int64_t>(2, (o_.global_batch + k - 1) / k));
+  for (int64_t l : lanes_) {
+    IteratorContext lane_ctx = ctx;
+    lane_ctx.cancel = token_;
+    lane_ctx.lane = l;
+    pullers_.push_back(std::make_unique<BackgroundPuller>(
+        lane, lane_ctx,
+        BackgroundPuller::Options{.capacity = queue,
+                                  .wake_consumer = std::max<size_t>(1, queue / 2),
+                                  .wake_worker = queue / 2,
+                                  .label = label_ + " lane " + std::to_string(l),
+                                  .stats = nullptr}));
+  }
+  front_.resize(lanes_.size());
+  ended_.assign(lanes_.size(), 0);
+  taken_.assign(lanes_.size(), 0);
+  if (stats_) collated_ = &stats_->counter("collated");
+}
+
+std::optional<Example> ElasticBatchIt::take(size_t lane) {
+  if (!front_[lane].empty()) {
+    Example e = std::move(front_[lane].front());
+    front_[lane].pop_front();
+    return e;
+  }
+  if (ended_[lane]) return std::nullopt;
+  std::optional<Example> e;
+  if (pullers_[lane]->take(e, /*wait=*/true) != BackgroundPuller::Take::kElement) {
+    ended_[lane] = 1;
+    return std::nullopt;
+  }
+  ++taken_[lane];
+  return e;
+}
+
+// Rank r's positions of global batch `step`, in increasing order; nullopt where the
+// step has no row, or (drop_remainder) a position has none: the stream's end.
+std::optional<Collated> ElasticBatchIt::collate(int64_t step) {
+  const int64_t g = o_.global_batch, k = plan_->lanes(), n = o_.world_size;
+  const int64_t begin = step * g, end = begin + g;
+  std::vector<Example> rows;
+  Collated c;
+  c.step = step;
+  for (int64_t i = begin + ((o_.rank - begin % n) % n + n) % n; i < end; i += n) {
+    const size_t lane = static_cast<size_t>((i % k) / n);
+    std::optional<Example> e = take(lane);
+    if (e) {
+      rows.push_back(std::move(*e));
+      c.lanes.push_back(lane);
+    } else if (o_.drop_remainder) {
+      for (size_t j = rows.size(); j-- > 0;) front_[c.lanes[j]].push_front(std::move(rows[j]));
+      return std::nullopt;
+    }
+  }
+  if (rows.empty()) return std::nullopt;
+  BatchBuilder b(static_cast<int64_t>(rows.size()), label_);
+  for (const Example& e : rows) b.add(e);
+  c.batch = b.finish();
+  if (collated_) collated_->fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+void ElasticBatchIt::run_collator() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const size_t ahead = static_cast<size_t>(o_.prefetch);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || (!paused_ && queue_.size() < ahead); });
+    if (stop_) return;
+    busy_ = true;
+    const int64_t step = collate_step_;
+    lock.unlock();
+    std::optional<Collated> c;
+    std::exception_ptr error;
+    try {
+      c = collate(step);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    busy_ = false;
+    if (c) {
+      queue_.push_back(std::move(*c));
+      ++collate_step_;
+    } else {
+      finished_ = true;
+      error_ = error;
+    }
+    cv_.notify_all();
+    if (finished_) return;
+  }
+}
+
+void ElasticBatchIt::stop_collator() {
+  if (!collator_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  collator_.join();
+  stop_ = false;
+}
+
+std::optional<Collated> ElasticBatchIt::next_collated() {
+  if (o_.prefetch == 0) {
+    if (finished_) return std::nullopt;
+    std::optional<Collated> c = collate(collate_step_);
+    if (c)
+      ++collate_step_;
+    else
+      finished_ = true;
+    return c;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!collator_.joinable() && !finished_) collator_ = std::thread([this] { run_collator(); });
+  cv_.wait(lock, [&] { return !queue_.empty() || finished_; });
+  if (queue_.empty()) {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return std::nullopt;
+  }
+  Collated c = std::move(queue_.front());
+  queue_.pop_front();
+  cv_.notify_all();
+  return c;
+}
+
+int64_t ElasticBatchIt::copies_of(int64_t step) const {
+  const double whole = std::floor(o_.batch_echo);
+  int64_t copies = static_cast<int64_t>(whole);
+  const double fraction = o_.batch_echo - whole;
+  if (fraction > 0) {
+    Rng rng(
+        mix64(o_.echo_seed ^ mix64(static_cast<uint64_t>(epoch_) ^ static_cast<uint64_t>(step))));
+    if (rng.bernoulli(fraction)) ++copies;
+  }
+  return copies;
+}
+
+std::optional<Example> ElasticBatchIt::next_impl() {
+  if (!held_) {
+    std::optional<Collated> c = next_collated();
+    if (!c) return std::nullopt;
+    if (c->step != step_)
+      throw_error(ErrorCode::kInternal, label_,
+                  "collated step " + std::to_string(c->step) + " where step " +
+                      std::to_string(step_) + " is due");
+    held_ = std::move(c);
+    copies_ = copies_of(step_);
+  }
+  Example out = held_->batch;
+  if (copy_ > 0) out.add_echo(static_cast<int32_t>(copy_));
+  if (++copy_ >= copies_) {
+    held_.reset();
+    ++step_;
+    copy_ = 0;
+  }
+  ++returned_;
+  rows_.count(stats(), out);
+  return out;
+}
+
+nlohmann::json ElasticBatchIt::header() const {
+  return {{"format", es::kFormat},
+          {"lanes", plan_->lanes()},
+          {"global_batch", o_.global_batch},
+          {"drop_remainder", o_.drop_remainder},
+          {"batch_echo", o_.batch_echo},
+          {"plan", es::plan_json(*plan_)},
+          {"step", step_},
+          {"echo_copy", copy_},
+          {"returned", returned_},
+          {"saved_by", {{"world_size", o_.world_size}, {"rank", o_.rank}}},
+          {"lane_state", nlohmann::json::array()}};
+}
+
+// A lane's blob: its queue (the ledger's rows, then what the merge gave back, then its
+// puller's queue) and its stages' state.
+std::string ElasticBatchIt::save_lane(size_t lane, const std::vector<Example>& ledger,
+                                      nlohmann::json& entry) {
+  StateWriter w;
+  w.begin(es::kLaneTag);
+  w.write_i64(lanes_[lane]);
+  int64_t queued = 0;
+  pullers_[lane]->save(w, [&](const std::vector<Example>& queue, bool input_done, bool failed) {
+    if (failed)
+      throw_error(ErrorCode::kInvalidArgument, label_, "cannot save a pipeline that has failed");
+    w.write_bool(input_done);
+    queued = static_cast<int64_t>(ledger.size() + front_[lane].size() + queue.size());
+    w.write_i64(queued);
+    for (const Example& e : ledger) w.write_example(e);
+    for (const Example& e : front_[lane]) w.write_example(e);
+    for (const Example& e : queue) w.write_example(e);
+  });
+  const auto given_back = static_cast<int64_t>(ledger.size() + front_[lane].size());
+  entry = {{"lane", lanes_[lane]},
+           {"position", taken_[lane] - given_back},
+           {"queued", queued},
+           {"exhausted", static_cast<bool>(ended_[lane])}};
+  return w.take();
+}
+
+void ElasticBatchIt::save(StateWriter& w) {
+  std::unique_lock<std::mutex> lock(mu_);
+  WorkerPause pause(lock, paused_, cv_, cv_, [&] { return !busy_; });
+  if (error_)
+    throw_error(ErrorCode::kInvalidArgument, label_, "cannot save a pipeline that has failed");
+  // The ledger: rows collated but not returned (all copies), by lane, in position order.
+  std::vector<std::vector<Example>> ledger(lanes_.size());
+  auto put_back = [&](const Collated& c) {
+    std::vector<Example> rows = es::row_views(c.batch);
+    for (size_t j = 0; j < rows.size(); ++j) ledger[c.lanes[j]].push_back(std::move(rows[j]));
+  };
+  if (held_) put_back(*held_);
+  for (const Collated& c : queue_) put_back(c);
+  es::RootState state;
+  state.header = header();
+  pause.unlocked([&] {
+    for (size_t lane = 0; lane < lanes_.size(); ++lane) {
+      nlohmann::json entry;
+      state.blobs.push_back(save_lane(lane, ledger[lane], entry));
+      state.header["lane_state"].push_back(std::move(entry));
+    }
+  });
+  es::write_root(w, state);
+}
+
+void ElasticBatchIt::restore_lane(size_t lane, const std::string& blob,
+                                  const nlohmann::json& entry) {
+  StateReader r(blob);
+  r.expect(es::kLaneTag);
+  if (r.read_i64() != lanes_[lane])
+    throw_error(ErrorCode::kDataLoss, label_,
+                "the blob of lane " + entry.at("lane").dump() + " holds another lane");
+  pullers_[lane]->restore(r, [&](std::vector<Example>& queue, bool& input_done) {
+    input_done = r.read_bool();
+    const int64_t n = r.read_i64();
+    for (int64_t i = 0; i < n; ++i) queue.push_back(r.read_example());
+  });
+  if (!r.at_end())
+    throw_error(ErrorCode::kDataLoss, label_,
+                "the state of lane " + entry.at("lane").dump() + " has trailing bytes");
+  front_[lane].clear();
+  ended_[lane] = 0;
+  taken_[lane] = entry.at("position").get<int64_t>();
+}
+
+void ElasticBatchIt::restore(StateReader& r) {
+  stop_collator();
+  es::RootState state = es::read_root(r, label_);
+  const nlohmann::json& h = state.header;
+  es::check_plan(h.at("plan"), *plan_, label_);
+  if (h.at("global_batch") != o_.global_batch || h.at("drop_remainder") != o_.drop_remainder)
+    throw_error(ErrorCode::kInvalidArgument, label_,
+                "the state was saved with global batch " + h.at("global_batch").dump() +
+                    " (drop_remainder " + h.at("drop_remainder").dump() +
+                    ") and this pipeline has " + std::to_string(o_.global_batch) + " (" +
+                    (o_.drop_remainder ? "true" : "false") + ")");
+  std::vector<int64_t> held;
+  std::map<int64_t, size_t> at;
+  for (size_t i = 0; i < h.at("lane_state").size(); ++i) {
+    held.push_back(h["lane_state"][i].at("lane").get<int64_t>());
+    at[held.back()] = i;
+  }
+  for (int64_t l : lanes_) {
+    if (!at.count(l))
+      throw_error(ErrorCode::kInvalidArgument, label_,
+                  "the state holds lanes " + es::join(held) + " of " +
+                      std::to_string(plan_->lanes()) + "; this rank (" + std::to_string(o_.rank) +
+                      " of " + std::to_string(o_.world_size) + ") needs " + es::join(lanes_) +
+                      ": restore from merge_elastic_states of every rank's state");
+  }
+  for (size_t lane = 0; lane < lanes_.size(); ++lane) {
+    const size_t i = at[lanes_[lane]];
+    restore_lane(lane, state.blobs[i], h["lane_state"][i]);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.clear();
+  held_.reset();
+  finished_ = false;
+  error_ = nullptr;
+  step_ = collate_step_ = h.at("step").get<int64_t>();
+  copy_ = h.at("echo_copy").get<int64_t>();
+  returned_ = h.at("returned").get<int64_t>();
+}
+
+class ElasticBatchDataset : public Dataset {
+ public:
+  ElasticBatchDataset(DatasetPtr lane, std::shared_ptr<const ElasticPlan> plan,
+                      ElasticBatchOptions o)
+      : lane_(std::move(lane)), plan_(std::move(plan)), o_(o) {}
+  std::string op_name() const override { return "elastic"; }
+  bool owns_threads() const override { return true; }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    return std::make_unique<ElasticBatchIt>(lane_, plan_, o_, ctx, label(), node_stats());
+  }
+
+ private:
+  DatasetPtr lane_;
+  std::shared_ptr<const ElasticPlan> plan_;
+  ElasticBatchOptions o_;
+};
+
+// "1, 2, 3, 4, 6 or 12": the world sizes that divide `lanes`.
+std::string divisors(int64_t lanes) {
+  std::vector<int64_t> d;
+  for (int64_t n = 1; n <= lanes; ++n)
+    if (lanes % n == 0) d.push_back(n);
+  if (d.size() == 1) return std::to_string(d[0]);
+  const int64_t last = d.back();
+  d.pop_back();
+  return es::join(d) + " or " + std::to_string(last);
+}
+
+}  // namespace
+
+std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t rank) {
+  if (lanes < 1 || world_size < 1 || lanes % world_size != 0)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                std::to_string(lanes) + " lanes do not split over " + std::to_string(world_size) +
+                    " ranks: use " + (lanes < 1 ? std::string("lanes >= 1") : divisors(lanes)));
+  if (rank < 0 || rank >= world_size)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                "rank " + std::to_string(rank) + " is not one of the " +
+                    std::to_string(world_size) + " ranks (0 to " + std::to_string(world_size - 1) +
+                    ")");
+  std::vector<int64_t> owned;
+  for (int64_t k = rank; k < lanes; k += world_size) owned.push_back(k);
+  return owned;
+}
+
+DatasetPtr make_elastic_batch(DatasetPtr lane, std::shared_ptr<const ElasticPlan> plan,
+                              const ElasticBatchOptions& o) {
+  if (!lane || !plan)
+    throw_error(ErrorCode::kInvalidArgument, "elastic", "needs the lanes' stages and a plan");
+  elastic_lanes_of(plan->lanes(), o.world_size, o.rank);
+  if (o.global_batch < 1)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                "the global batch must be >= 1, got " + std::to_string(o.global_batch));
+  if (!std::isfinite(o.batch_echo) || o.batch_echo < 1)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                "the batch echo factor must be a number >= 1, got " + std::to_string(o.batch_echo));
+  if (o.prefetch < 0 || o.lane_queue < 0)
+    throw_error(ErrorCode::kInvalidArgument, "elastic", "prefetch and lane_queue must be >= 0");
+  return std::make_shared<ElasticBatchDataset>(std::move(lane), std::move(plan), o);
+}
+
+}  // namespace dataecho
