@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/prctl.h>
 #include <unistd.h>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -172,6 +174,25 @@ void write_file(const std::string& path, const std::string& bytes) {
 std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip) {
   std::ofstream(path, std::ios::binary) << gzip_bytes(bytes, dictzip);
   return path;
+}
+
+int spawn_tied(const std::vector<std::string>& argv, const std::array<int, 3>& stdio) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed for " + argv.at(0));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    for (int fd = 0; fd < 3; ++fd) {
+      if (stdio[fd] >= 0) dup2(stdio[fd], fd);
+    }
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
 }
 
 }  // namespace dataecho::testing

@@ -1,6 +1,7 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,13 @@ void write_file(const std::string& path, const std::string& bytes);
 
 // Writes gzip_bytes(bytes, dictzip) to `path`; returns `path`.
 std::string write_gzip(const std::string& path, const std::string& bytes, bool dictzip = false);
+
+// Forks and runs argv[0] (a path) with `argv`; the child is killed when the thread that
+// started it ends (PR_SET_PDEATHSIG), so a failed test leaves no server behind. `stdio`
+// gives the descriptors the child takes as its standard input, output and error (-1: the
+// parent's). The caller waits for the child.
+int spawn_tied(const std::vector<std::string>& argv,
+               const std::array<int, 3>& stdio = {-1, -1, -1});
 
 // Saves after k elements, restores into a fresh pipeline from the same spec, and checks
 // that the rest equals an uninterrupted run. Returns the uninterrupted run.

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,18 +70,7 @@ void NginxServer::restart() {
 void NginxServer::launch() {
   write_nginx_config(config_);
   std::vector<std::string> cmd = nginx_command(config_);
-  std::vector<char*> argv;
-  for (auto& s : cmd) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  pid_t pid = testing::spawn_tied(cmd);
   pid_ = pid;
   // Bounded wait: up to 10 s for the port to accept connections.
   for (int i = 0; i < 1000; ++i) {

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,8 +77,8 @@ std::string node_for(const std::string& server_dir) {
   return node;
 }
 
-// Forks and runs `argv` with PR_SET_PDEATHSIG, stderr appended to `log_path`, stdout (and
-// stdin when `control`: a socket pair for both) to the returned descriptor.
+// Runs `argv` tied to this thread (spawn_tied), stderr appended to `log_path`, stdout
+// (and stdin when `control`: a socket pair for both) to the returned descriptor.
 std::pair<pid_t, int> spawn(const std::vector<std::string>& argv, const std::string& log_path,
                             bool control) {
   int fds[2];
@@ -89,22 +88,9 @@ std::pair<pid_t, int> spawn(const std::vector<std::string>& argv, const std::str
   }
   // pipe2: fds[0] reads; a socket pair: either end does both (the child takes fds[1]).
   const int ours = fds[0], theirs = fds[1];
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log >= 0) dup2(log, 2);
-    dup2(theirs, 1);
-    if (control) dup2(theirs, 0);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  pid_t pid = spawn_tied(argv, {control ? theirs : -1, theirs, log});
+  if (log >= 0) close(log);
   close(theirs);
   return {pid, ours};
 }
