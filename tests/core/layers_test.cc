@@ -1,14 +1,15 @@
 // The layers, enforced: an #include in src/ or include/ may reach its own layer or one
 // below it, never one above. The order, lowest first (README, Architecture):
-//   core < ops < io < image < formats < spec (and the entry header dataecho.h) < train
-//   < cli; and python (the extension), which reaches the engine but never train or cli
-//   (it must not link LibTorch).
+//   core < ops < io < image < formats < service < spec (and the entry header
+//   dataecho.h) < train < cli; and python (the extension), which reaches the engine but never train
+//   or cli (it must not link LibTorch).
 // Linking cannot catch an upward include, as every public header lives under one
 // include/dataecho/ root; this test reads every include edge of the tree instead. It
 // also checks that no file includes another layer's private header (src/<layer>/*.h),
 // and that each engine layer's target links exactly what its files include: the layers
 // it includes headers of, and the third-party libraries whose headers it includes
-// (CMakeLists.txt writes the links to layer_links.txt).
+// (CMakeLists.txt writes the links to layer_links.txt). gRPC's headers (grpcpp/) appear
+// only in the gRPC plugin (src/service/grpc_plugin/), which no program links.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -29,8 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // python: the Python extension (src/python), on the engine only, never on the trainer.
-const std::vector<std::string> kLayers = {"core", "ops",   "io",  "image", "formats",
-                                          "spec", "train", "cli", "python"};
+const std::vector<std::string> kLayers = {"core",    "ops",  "io",    "image", "formats",
+                                          "service", "spec", "train", "cli",   "python"};
 
 std::optional<size_t> rank_of(const std::string& layer) {
   auto it = std::find(kLayers.begin(), kLayers.end(), layer);
@@ -40,8 +41,9 @@ std::optional<size_t> rank_of(const std::string& layer) {
 
 // The layer of a header named "dataecho/..." (relative to include/).
 std::string public_layer(const std::vector<std::string>& parts) {
-  if (parts.size() == 2) return "spec";       // dataecho/dataecho.h: the engine's entry header
-  if (parts[1] == "proto") return "formats";  // the generated tf.Example messages
+  if (parts.size() == 2) return "spec";  // dataecho/dataecho.h: the engine's entry header
+  if (parts[1] == "proto")               // generated messages: the data service's, or tf.Example's
+    return parts.size() > 2 && parts[2].rfind("service.", 0) == 0 ? "service" : "formats";
   return parts[1];
 }
 
@@ -96,14 +98,19 @@ std::vector<std::string> upward_includes(const fs::path& root) {
 // ---- links ----
 
 // The engine's layers, each a static library dataecho_<layer>.
-const std::vector<std::string> kEngineLayers = {"core", "ops", "io", "image", "formats", "spec"};
+const std::vector<std::string> kEngineLayers = {"core",    "ops",     "io",  "image",
+                                                "formats", "service", "spec"};
+
+// The gRPC plugin's folder: a library of its own (MODULE dataecho_grpc), the only place
+// gRPC's headers may appear; not part of its layer's library.
+const std::string kGrpcPluginDir = "src/service/grpc_plugin";
 
 // A third-party library by the headers that use it (<curl/curl.h>: libcurl).
 std::string library_of_header(const std::string& inc) {
   static const std::vector<std::pair<std::string, std::string>> kByPrefix = {
       {"curl/", "libcurl"},
       {"zlib.h", "zlib"},
-      {"dlfcn.h", "dl"},  // dlopen: the SentencePiece plugin (formats/tokenize.cc)
+      {"dlfcn.h", "dl"},  // dlopen: the SentencePiece and gRPC plugins
       {"archive.h", "libarchive"},
       {"archive_entry.h", "libarchive"},
       {"turbojpeg.h", "libturbojpeg"},
@@ -140,6 +147,7 @@ std::map<std::string, std::string> includes_of(const fs::path& root, const std::
       const std::string ext = entry.path().extension().string();
       if (!entry.is_regular_file() || (ext != ".h" && ext != ".cc")) continue;
       const std::string rel = fs::relative(entry.path(), root).generic_string();
+      if (rel.rfind(kGrpcPluginDir + "/", 0) == 0) continue;  // a library of its own
       std::ifstream in(entry.path());
       std::string line;
       for (int n = 1; std::getline(in, line); ++n) {
@@ -240,6 +248,30 @@ std::vector<std::string> private_includes(const fs::path& root) {
   return found;
 }
 
+// Includes of gRPC's headers (<grpcpp/...>, <grpc/...>) outside the gRPC plugin's folder:
+// a program that links them maps gRPC at start.
+std::vector<std::string> grpc_includes(const fs::path& root) {
+  std::vector<std::string> found;
+  const std::regex grpc_re(R"(^\s*#\s*include\s*[<"](grpcpp?/[^>"]+)[>"])");
+  for (const char* top : {"src", "include", "bench"}) {
+    if (!fs::exists(root / top)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".h" && ext != ".cc")) continue;
+      const std::string rel = fs::relative(entry.path(), root).generic_string();
+      if (rel.rfind(kGrpcPluginDir + "/", 0) == 0) continue;
+      std::ifstream in(entry.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        std::smatch m;
+        if (std::regex_search(line, m, grpc_re))
+          found.push_back(rel + ":" + std::to_string(n) + ": includes <" + std::string(m[1]) + ">");
+      }
+    }
+  }
+  return found;
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + "\n";
@@ -254,6 +286,26 @@ TEST(Layers, NoIncludeReachesUp) {
 TEST(Layers, NoLayerIncludesAnotherLayersPrivateHeader) {
   const auto found = private_includes(DATAECHO_SOURCE_DIR);
   EXPECT_TRUE(found.empty()) << "private headers of another layer:\n" << joined(found);
+}
+
+TEST(Layers, GrpcHeadersOnlyInTheGrpcPlugin) {
+  const auto found = grpc_includes(DATAECHO_SOURCE_DIR);
+  EXPECT_TRUE(found.empty()) << "gRPC headers outside " << kGrpcPluginDir << ":\n" << joined(found);
+}
+
+TEST(Layers, TheGrpcCheckFindsAnIncludeOutsideThePlugin) {
+  const fs::path root = fs::temp_directory_path() / ("dataecho_grpc_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / kGrpcPluginDir);
+  fs::create_directories(root / "src/service");
+  std::ofstream(root / kGrpcPluginDir / "grpc_plugin.cc") << "#include <grpcpp/grpcpp.h>\n";
+  std::ofstream(root / "src/service/transport.cc") << "#include <vector>\n";
+  EXPECT_TRUE(grpc_includes(root).empty()) << joined(grpc_includes(root));
+  std::ofstream(root / "src/service/transport.cc")
+      << "#include <vector>\n#include <grpcpp/channel.h>\n";
+  EXPECT_EQ(grpc_includes(root),
+            std::vector<std::string>{"src/service/transport.cc:2: includes <grpcpp/channel.h>"});
+  fs::remove_all(root);
 }
 
 TEST(Layers, EachLayerLinksExactlyWhatItIncludes) {
@@ -280,6 +332,8 @@ TEST(Layers, TheLinkCheckFindsAnExtraAMissingAndAnUpwardLink) {
   write("src/io/a.cc", "#include \"dataecho/io/byte_stream.h\"\n#include <curl/curl.h>\n");
   write("src/image/a.cc", "#include <spng.h>\n#include \"dataecho/core/tensor.h\"\n");
   write("src/formats/a.cc", "#include \"dataecho/image/codec.h\"\n");
+  write("src/service/a.cc", "#include \"dataecho/core/error.h\"\n#include <dlfcn.h>\n");
+  write("src/service/grpc_plugin/p.cc", "#include <grpcpp/grpcpp.h>\n#include <curl/curl.h>\n");
   write("src/spec/a.cc", "#include \"dataecho/formats/convert.h\"\n");
   std::string links =
       "core: nlohmann_json::nlohmann_json, Threads::Threads\n"
@@ -287,6 +341,7 @@ TEST(Layers, TheLinkCheckFindsAnExtraAMissingAndAnUpwardLink) {
       "io: PkgConfig::DE_libcurl\n"
       "image: dataecho_core, PkgConfig::DE_spng\n"
       "formats: dataecho_image\n"
+      "service: dataecho_core, dl\n"
       "spec: dataecho_formats\n";
   EXPECT_TRUE(link_mismatches(root, links).empty()) << joined(link_mismatches(root, links));
   // formats linking io, io not linking curl, ops linking spec (up the order).
@@ -296,6 +351,7 @@ TEST(Layers, TheLinkCheckFindsAnExtraAMissingAndAnUpwardLink) {
       "io: dataecho_core\n"
       "image: dataecho_core, PkgConfig::DE_spng\n"
       "formats: dataecho_image, dataecho_io\n"
+      "service: dataecho_core, dl\n"
       "spec: dataecho_formats\n";
   auto found = link_mismatches(root, links);
   std::sort(found.begin(), found.end());
