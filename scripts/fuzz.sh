@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang-14, ASan + UBSan) for the TFRecord framing, the
 # tf.Example parser, the tar reader, the image decoders (with the fused decode and
-# augmentation) and dataecho's JPEG Huffman decoder against libjpeg's, and runs each for
+# augmentation), dataecho's JPEG Huffman decoder against libjpeg's, and the texts an s3://
+# read parses (S3's XML answers, AWS ini files), and runs each for
 # a bounded time. Any crash, leak, sanitizer report or difference fails the script.
 #   scripts/fuzz.sh [seconds per target, default 20] [target ...]
 # The corpus each target grows is kept between runs in FUZZ_CORPUS (default
@@ -37,7 +38,8 @@ for lib in libclang_rt.fuzzer-x86_64.a libclang_rt.asan-x86_64.a libclang_rt.ubs
 done
 # A CMake build of the layer libraries the targets link (formats, image and the layers
 # below them), every file compiled with the sanitizers and libFuzzer's coverage hooks.
-TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz image_decode_fuzz jpeg_huffman_fuzz)
+TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz image_decode_fuzz jpeg_huffman_fuzz
+  s3_text_fuzz)
 [ $# -gt 0 ] && TARGETS=("$@")
 cmake -S "$ROOT" -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$CXX" \
   -DCMAKE_CXX_FLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
@@ -67,6 +69,12 @@ for t in "${TARGETS[@]}"; do
       tar --sort=name -cf "$SEEDS/$t/seed.tar" -C "$SEEDS/src" . ;;
     tf_example_fuzz)
       printf '\x0a\x0c\x0a\x0a\x0a\x01a\x12\x05\x1a\x03\x0a\x01\x07' > "$SEEDS/$t/seed" ;;
+    s3_text_fuzz)  # an even byte then S3's XML, an odd byte then an AWS ini file
+      printf '0<Error><Code>NoSuchKey</Code><Message>a &amp; &#x263A;</Message><Key>k</Key></Error>' \
+        > "$SEEDS/$t/error.fuzz"
+      printf '0<R><Key>a</Key><Key/><Key>b&lt;</Key></R>' > "$SEEDS/$t/keys.fuzz"
+      printf '1[default]\naws_access_key_id = A\ns3 =\n  addressing_style = path\n# c\n[profile x]\nregion=eu-west-1\n' \
+        > "$SEEDS/$t/ini.fuzz" ;;
   esac
 done
 
