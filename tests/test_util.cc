@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <csignal>
 #include <cstdlib>
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 
 #include <zlib.h>
 
@@ -193,6 +197,32 @@ int spawn_tied(const std::vector<std::string>& argv, const std::array<int, 3>& s
     _exit(127);
   }
   return pid;
+}
+
+int listen_loopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot listen on loopback");
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+void send_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k <= 0) return;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
 }
 
 }  // namespace dataecho::testing

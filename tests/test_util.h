@@ -61,6 +61,12 @@ std::string write_gzip(const std::string& path, const std::string& bytes, bool d
 int spawn_tied(const std::vector<std::string>& argv,
                const std::array<int, 3>& stdio = {-1, -1, -1});
 
+// A TCP socket listening on 127.0.0.1 at a free port, which is stored in `*port`;
+// throws std::runtime_error when it cannot listen. The caller closes it.
+int listen_loopback(int* port);
+// Sends the `n` bytes at `p` on the socket `fd`, stopping at the first failure.
+void send_all(int fd, const char* p, size_t n);
+
 // Saves after k elements, restores into a fresh pipeline from the same spec, and checks
 // that the rest equals an uninterrupted run. Returns the uninterrupted run.
 void expect_save_restore_identical(const std::string& json_text,

@@ -233,8 +233,8 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *,
           allow_empty: Optional[bool] = None, reads_in_flight: Optional[int] = None,
           path: Optional[bool] = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
           cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None, cache_max_bytes: Optional[int] = None,
-          cache_revalidate_s: Optional[float] = None,
-          http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+          cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None,
+          s3: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Files read as they are, one element each ("image": the bytes, "label"): an ImageFolder
     tree, a pattern, or a CSV or TSV list (docs/formats.md).
 
@@ -269,6 +269,8 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *,
     a number in [0, 1000000000]; default 60.0.
     ``http``: http(s) transfers (docs/http.md); harmless for local files; an object; default
     none.
+    ``s3``: s3:// objects: store, region, profile (docs/http.md); secrets only from the
+    environment or ~/.aws; an object; default none.
     """
     return _source("files", locals())
 
@@ -276,7 +278,8 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *,
 def idx(images: Union[str, "os.PathLike[str]"], labels: Optional[Union[str, "os.PathLike[str]"]] = None, *,
         limit: Optional[int] = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
         cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None, cache_max_bytes: Optional[int] = None,
-        cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+        cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None,
+        s3: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """MNIST's IDX files (optionally gzipped): fields "image" (uint8 [h, w]) and "label"
     (int64).
 
@@ -297,6 +300,8 @@ def idx(images: Union[str, "os.PathLike[str]"], labels: Optional[Union[str, "os.
     a number in [0, 1000000000]; default 60.0.
     ``http``: http(s) transfers (docs/http.md); harmless for local files; an object; default
     none.
+    ``s3``: s3:// objects: store, region, profile (docs/http.md); secrets only from the
+    environment or ~/.aws; an object; default none.
     """
     return _source("idx", locals())
 
@@ -316,14 +321,14 @@ def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: 
 def tar(uri: Union[str, Sequence[str]], *, fields: Any = None, on_error: Optional[str] = None,
         buffer_bytes: Optional[int] = None, cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
         cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
-        http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+        http: Optional[Mapping[str, Any]] = None, s3: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Tar shards in the WebDataset layout: files sharing a key make one sample
     (docs/formats.md).
 
     Options (docs/spec.md, "tar"):
 
-    ``uri``: paths, globs, brace ranges ({00000..00007}), http(s) URLs or @manifest files; a
-    string or a list of strings; required.
+    ``uri``: paths, globs, brace ranges ({00000..00007}), http(s) or s3:// URLs or @manifest
+    files; a string or a list of strings; required.
     ``fields``: the files of a sample to keep, each required; a list of extensions, or an
     object {field: extension}; default every extension, each named by it.
     ``on_error``: a bad record: stop with an error naming it, skip it, or repeat the last
@@ -338,6 +343,8 @@ def tar(uri: Union[str, Sequence[str]], *, fields: Any = None, on_error: Optiona
     a number in [0, 1000000000]; default 60.0.
     ``http``: http(s) transfers (docs/http.md); harmless for local files; an object; default
     none.
+    ``s3``: s3:// objects: store, region, profile (docs/http.md); secrets only from the
+    environment or ~/.aws; an object; default none.
     """
     return _source("tar", locals())
 
@@ -346,15 +353,16 @@ def text(uri: Union[str, Sequence[str]], *, format: Optional[str] = None, separa
          max_bytes: Optional[int] = None, utf8: Optional[bool] = None, keep_empty: Optional[bool] = None,
          fields: Any = None, on_error: Optional[str] = None, buffer_bytes: Optional[int] = None,
          cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None, cache_max_bytes: Optional[int] = None,
-         cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+         cache_revalidate_s: Optional[float] = None, http: Optional[Mapping[str, Any]] = None,
+         s3: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """Text files (plain, gzip or dictzip) or JSON Lines: a line, or a document split by
     ``separator``, as field "text" (uint8 bytes); JSON Lines give a field per key
     (docs/text.md).
 
     Options (docs/spec.md, "text"):
 
-    ``uri``: paths, globs, brace ranges ({00000..00007}), http(s) URLs or @manifest files; a
-    string or a list of strings; required.
+    ``uri``: paths, globs, brace ranges ({00000..00007}), http(s) or s3:// URLs or @manifest
+    files; a string or a list of strings; required.
     ``format``: text records, or a JSON object per line; one of "lines" or "jsonl"; default
     "lines".
     ``separator``: what ends a record (not empty); a string; default "\n".
@@ -376,6 +384,8 @@ def text(uri: Union[str, Sequence[str]], *, format: Optional[str] = None, separa
     a number in [0, 1000000000]; default 60.0.
     ``http``: http(s) transfers (docs/http.md); harmless for local files; an object; default
     none.
+    ``s3``: s3:// objects: store, region, profile (docs/http.md); secrets only from the
+    environment or ~/.aws; an object; default none.
     """
     return _source("text", locals())
 
@@ -384,13 +394,13 @@ def tfrecord(uri: Union[str, Sequence[str]], *, features: Any = None, raw: Optio
              verify_crc: Optional[bool] = None, on_error: Optional[str] = None,
              buffer_bytes: Optional[int] = None, cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
              cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,
-             http: Optional[Mapping[str, Any]] = None) -> PipelineDef:
+             http: Optional[Mapping[str, Any]] = None, s3: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """TFRecord files of tf.train.Example records (docs/formats.md).
 
     Options (docs/spec.md, "tfrecord"):
 
-    ``uri``: paths, globs, brace ranges ({00000..00007}), http(s) URLs or @manifest files; a
-    string or a list of strings; required.
+    ``uri``: paths, globs, brace ranges ({00000..00007}), http(s) or s3:// URLs or @manifest
+    files; a string or a list of strings; required.
     ``features``: the features to read, by field name; an object {field: tf.Example key or
     {"key": key}}; default every feature (image/encoded as "image", image/class/label as
     "label").
@@ -409,5 +419,7 @@ def tfrecord(uri: Union[str, Sequence[str]], *, features: Any = None, raw: Optio
     a number in [0, 1000000000]; default 60.0.
     ``http``: http(s) transfers (docs/http.md); harmless for local files; an object; default
     none.
+    ``s3``: s3:// objects: store, region, profile (docs/http.md); secrets only from the
+    environment or ~/.aws; an object; default none.
     """
     return _source("tfrecord", locals())

@@ -151,7 +151,7 @@ ShardIndex walk_tfrecord(const std::string& label, const std::string& uri,
   ShardIndex ix;
   ix.uri = uri;
   ix.bytes = in->size();
-  const bool seek = !is_http_uri(uri) && ix.bytes >= 0;
+  const bool seek = !is_remote_uri(uri) && ix.bytes >= 0;
   uint64_t at = 0;
   for (;;) {
     unsigned char h[12];

@@ -11,6 +11,7 @@
 #include "dataecho/io/http_stream.h"
 #include "http_common.h"
 #include "http_connections.h"
+#include "s3_stream.h"
 
 namespace dataecho {
 namespace http {
@@ -22,7 +23,7 @@ std::string env_ca_file() {
 }
 
 void configure_common(CURL* easy, const std::string& url, const StreamOptions& options,
-                      curl_slist* headers, char* errbuf) {
+                      curl_slist* headers, char* errbuf, const s3::Config* s3) {
   curl_easy_reset(easy);
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
@@ -50,6 +51,7 @@ void configure_common(CURL* easy, const std::string& url, const StreamOptions& o
     curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
                      std::max(1L, static_cast<long>(options.low_speed_time_s)));
   }
+  if (s3) s3::configure_request(easy, *s3);  // after FOLLOWLOCATION and FAILONERROR: overrides them
 }
 namespace {
 size_t on_head_header(char* p, size_t size, size_t n, void* out) {

@@ -4,9 +4,14 @@
 
 #include <curl/curl.h>
 
+#include <memory>
 #include <string>
 
 #include "dataecho/io/byte_stream.h"
+
+namespace dataecho::s3 {
+struct Config;
+}
 
 namespace dataecho::http {
 
@@ -18,8 +23,18 @@ std::string env_ca_file();
 
 // Resets `easy` and sets the options every request to `url` takes from StreamOptions:
 // redirects, TLS, extra headers, timeouts (`errbuf` and `headers` must outlive the
-// request).
+// request). With `s3`, the request is an S3 one: signed with its credentials (unless
+// anonymous), not redirected, and an error status's body is delivered (not failed on).
 void configure_common(CURL* easy, const std::string& url, const StreamOptions& options,
-                      curl_slist* headers, char* errbuf);
+                      curl_slist* headers, char* errbuf, const s3::Config* s3 = nullptr);
+
+// What a stream reads: the URL requested and what its uri() and errors show.
+struct Target {
+  std::string url;
+  std::string display;  // the URL itself for http(s); "s3://bucket/key" for S3
+  // An S3 object: requests signed as its configuration says, S3's error bodies read.
+  std::shared_ptr<const s3::Config> s3;
+};
+std::unique_ptr<ByteStream> open_target_stream(Target target, const StreamOptions& options);
 
 }  // namespace dataecho::http

@@ -22,6 +22,12 @@
 // first N bytes of it are skipped. A size or ETag that changes between attempts is data
 // loss, not retried. Which failures are retried, and the backoff between tries, are the
 // retry policy's (http_retry.h); this file is the curl transfer.
+//
+// S3. An s3:// object (s3_stream.h) is read by the same stream: its requests are signed
+// (configure_common with the object's configuration), uri() and errors show
+// s3://bucket/key, and an answer with an error status is not failed on by libcurl: its
+// body, S3's XML error, is kept and says whether to retry or what to tell the user
+// (s3_errors.h).
 #include "dataecho/io/http_stream.h"
 
 #include <curl/curl.h>
@@ -46,6 +52,9 @@
 #include "http_common.h"
 #include "http_connections.h"
 #include "http_retry.h"
+#include "ring_buffer.h"
+#include "s3_errors.h"
+#include "s3_stream.h"
 
 namespace dataecho {
 namespace {
@@ -56,47 +65,7 @@ using http::ensure_curl_initialized;
 using http::env_ca_file;
 using http::handle_pool;
 using http::origin_of;
-
-// A byte ring of fixed capacity. Not thread-safe (guarded by the stream's mutex).
-class RingBuffer {
- public:
-  explicit RingBuffer(size_t capacity) : data_(capacity) {}
-  size_t size() const { return count_; }
-  size_t capacity() const { return data_.size(); }
-  size_t room() const { return data_.size() - count_; }
-  void clear() { head_ = count_ = 0; }
-  // Makes room for one chunk larger than the ring; only when empty.
-  void grow_to(size_t n) {
-    if (count_ == 0 && n > data_.size()) {
-      data_.assign(n, 0);
-      head_ = 0;
-    }
-  }
-  void push(const char* src, size_t n) {
-    size_t tail = (head_ + count_) % data_.size();
-    size_t first = std::min(n, data_.size() - tail);
-    std::memcpy(data_.data() + tail, src, first);
-    std::memcpy(data_.data(), src + first, n - first);
-    count_ += n;
-  }
-  size_t pop(char* dst, size_t n) {
-    n = std::min(n, count_);
-    size_t first = std::min(n, data_.size() - head_);
-    if (dst) {
-      std::memcpy(dst, data_.data() + head_, first);
-      std::memcpy(dst + first, data_.data(), n - first);
-    }
-    head_ = (head_ + n) % data_.size();
-    count_ -= n;
-    if (count_ == 0) head_ = 0;
-    return n;
-  }
-
- private:
-  std::vector<char> data_;
-  size_t head_ = 0;
-  size_t count_ = 0;
-};
+using http::RingBuffer;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -116,8 +85,10 @@ bool iequals_prefix(const std::string& line, const char* name) {
 
 class HttpStream final : public ByteStream {
  public:
-  HttpStream(std::string url, const StreamOptions& options)
-      : url_(std::move(url)),
+  HttpStream(http::Target target, const StreamOptions& options)
+      : url_(std::move(target.url)),
+        display_(std::move(target.display)),
+        s3_(std::move(target.s3)),
         options_(options),
         curl_buffer_(std::clamp<size_t>(options.buffer_bytes / 4, CURL_MAX_WRITE_SIZE, 512 << 10)),
         ring_(std::max<size_t>(options.buffer_bytes, 2 * curl_buffer_)) {
@@ -129,15 +100,19 @@ class HttpStream final : public ByteStream {
       c_resumed_ = &options_.stats->counter("http_resumed");
       c_connections_ = &options_.stats->counter("http_connections");
       c_range_ignored_ = &options_.stats->counter("http_range_ignored");
+      if (s3_) c_slow_down_ = &options_.stats->counter("s3_retries_slowdown");
     }
     if (!is_https() && !options_.plain_http_credentials && carries_credentials()) {
       throw Error(ErrorCode::kInvalidArgument, http::kStage,
                   "refusing to send credentials (an Authorization header or user:password in "
                   "the URL) over plain http: use https, or set "
                   "\"http\": {\"plain_http_credentials\": true}",
-                  url_);
+                  display_);
     }
     for (const auto& h : options_.headers) headers_ = curl_slist_append(headers_, h.c_str());
+    if (s3_)
+      for (const auto& h : s3::request_headers(*s3_))
+        headers_ = curl_slist_append(headers_, h.c_str());
     if (options_.insecure && options_.stats) ++options_.stats->counter("http_tls_unverified");
     // Connections are reused only between streams with the same TLS settings.
     handles_ = handle_pool().take(origin_of(url_) + "|" + tls_key());
@@ -188,7 +163,7 @@ class HttpStream final : public ByteStream {
         throw Error(ErrorCode::kOutOfRange, http::kStage,
                     "seek to byte " + std::to_string(offset) + " past the end (" +
                         std::to_string(size_) + " bytes)",
-                    url_);
+                    display_);
       }
       // Forward within what is already buffered: no new request.
       if (offset > position_ && offset - position_ <= ring_.size()) {
@@ -208,7 +183,7 @@ class HttpStream final : public ByteStream {
     return size_;
   }
 
-  const std::string& uri() const override { return url_; }
+  const std::string& uri() const override { return display_; }
 
  private:
   struct Attempt {
@@ -222,6 +197,8 @@ class HttpStream final : public ByteStream {
     uint64_t delivered = 0;    // bytes put in the ring by this attempt
     std::exception_ptr fatal;  // a protocol violation found by a callback
     std::string error_text;    // libcurl's own message for a failure
+    std::string error_body;    // S3: the body of a status >= 300 (its XML error)
+    std::string region;        // S3: x-amz-bucket-region
   };
 
   // An Authorization header, or userinfo in the URL's authority.
@@ -305,21 +282,24 @@ class HttpStream final : public ByteStream {
       }
       if (a.fatal) std::rethrow_exception(a.fatal);
       std::string err;
-      if (code == CURLE_OK || (code == CURLE_HTTP_RETURNED_ERROR && a.status == 416)) {
+      // An error status whose body was read (S3's), where plain HTTP fails on it.
+      const bool error_status = s3_ && code == CURLE_OK && a.status >= 300;
+      // 416: asked for bytes at or past the end, nothing more to read.
+      const bool past_end = a.status == 416 && (code == CURLE_HTTP_RETURNED_ERROR || error_status);
+      if ((code == CURLE_OK && !error_status) || past_end) {
         std::lock_guard<std::mutex> lock(mu_);
-        // 416: asked for bytes at or past the end, nothing more to read.
-        if (code != CURLE_OK || size_ < 0 || next_offset_ >= static_cast<uint64_t>(size_)) {
-          if (code == CURLE_OK && size_ < 0) size_ = static_cast<int64_t>(next_offset_);
+        if (past_end || size_ < 0 || next_offset_ >= static_cast<uint64_t>(size_)) {
+          if (!past_end && size_ < 0) size_ = static_cast<int64_t>(next_offset_);
           done_ = true;
           response_seen_ = true;
           return;
         }
         err = "body ended at byte " + std::to_string(next_offset_) + " of " + std::to_string(size_);
       } else {
-        err = http::retry_reason({code, a.status, a.error_text}, url_);
+        err = why_failed(a, code);
       }
       // A transient failure: retry from the next byte not yet delivered.
-      const double delay = backoff.after_failure(a.delivered, err, url_);
+      const double delay = backoff.after_failure(a.delivered, err, display_);
       if (c_retries_) ++*c_retries_;
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::duration<double>(delay), [&] { return stop_; });
@@ -328,10 +308,21 @@ class HttpStream final : public ByteStream {
     }
   }
 
+  // Why a failed attempt is worth another try; throws for one that is not (http_retry.h,
+  // s3_errors.h).
+  std::string why_failed(const Attempt& a, CURLcode code) {
+    if (!s3_ || code != CURLE_OK)
+      return http::retry_reason({code, a.status, a.error_text}, display_);
+    const s3::Retry r =
+        s3::classify_reply({a.status, a.error_body, a.region}, display_, s3_->region, "GET");
+    if (r.slow_down && c_slow_down_) ++*c_slow_down_;
+    return r.reason;
+  }
+
   // The easy handle's options for one GET of a.offset onwards (`range` and `errbuf` must
   // outlive the transfer).
   void configure(CURL* easy, Attempt& a, char* errbuf, const std::string& range) {
-    configure_common(easy, url_, options_, headers_, errbuf);
+    configure_common(easy, url_, options_, headers_, errbuf, s3_.get());
     curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, static_cast<long>(curl_buffer_));
     if (a.offset > 0) curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &HttpStream::on_body);
@@ -404,7 +395,10 @@ class HttpStream final : public ByteStream {
       a.status_line = trim(line);
       a.content_range.clear();
       a.etag.clear();
+      a.region.clear();
       a.content_length = -1;
+    } else if (iequals_prefix(line, "x-amz-bucket-region:")) {
+      a.region = trim(line.substr(20));
     } else if (iequals_prefix(line, "content-range:")) {
       a.content_range = trim(line.substr(14));
     } else if (iequals_prefix(line, "etag:")) {
@@ -443,13 +437,13 @@ class HttpStream final : public ByteStream {
       } else if (std::sscanf(a.content_range.c_str(), "bytes %llu-%llu/%c", &first, &last, &star) <
                  2) {
         throw Error(ErrorCode::kDataLoss, http::kStage,
-                    "206 response with a bad Content-Range '" + a.content_range + "'", url_);
+                    "206 response with a bad Content-Range '" + a.content_range + "'", display_);
       }
       if (first != a.offset) {
         throw Error(ErrorCode::kDataLoss, http::kStage,
                     "asked for bytes " + std::to_string(a.offset) + "- and got Content-Range '" +
                         a.content_range + "'",
-                    url_);
+                    display_);
       }
     } else {
       total = a.content_length;
@@ -461,12 +455,12 @@ class HttpStream final : public ByteStream {
       throw Error(ErrorCode::kDataLoss, http::kStage,
                   "changed size on the server during the read (" + std::to_string(size_) +
                       " bytes, now " + std::to_string(total) + ")",
-                  url_);
+                  display_);
     }
     if (!etag_.empty() && !a.etag.empty() && a.etag != etag_) {
       throw Error(ErrorCode::kDataLoss, http::kStage,
                   "changed on the server during the read (ETag " + etag_ + ", now " + a.etag + ")",
-                  url_);
+                  display_);
     }
     if (size_ < 0 && total >= 0) size_ = total;
     if (etag_.empty()) etag_ = a.etag;
@@ -479,6 +473,12 @@ class HttpStream final : public ByteStream {
     auto* s = static_cast<HttpStream*>(self);
     Attempt& a = *s->current_;
     size_t len = size * n;
+    if (s->s3_ && a.status >= 300) {  // S3's XML error, read by why_failed
+      constexpr size_t kMaxErrorBody = 16 << 10;
+      a.error_body.append(
+          p, std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, a.error_body.size())));
+      return len;
+    }
     if (!a.decided) {
       // Headers without an end-of-headers line reached us: decide now.
       try {
@@ -511,7 +511,9 @@ class HttpStream final : public ByteStream {
   }
 
   const std::string url_;
-  curl_slist* headers_ = nullptr;  // options_.headers, for CURLOPT_HTTPHEADER
+  const std::string display_;                   // what uri() and errors show
+  const std::shared_ptr<const s3::Config> s3_;  // an S3 object: signed, S3's errors read
+  curl_slist* headers_ = nullptr;               // options_.headers, for CURLOPT_HTTPHEADER
   const StreamOptions options_;
   const size_t curl_buffer_;
   std::unique_ptr<CurlHandles> handles_;
@@ -542,12 +544,18 @@ class HttpStream final : public ByteStream {
   std::atomic<int64_t>* c_resumed_ = nullptr;
   std::atomic<int64_t>* c_connections_ = nullptr;
   std::atomic<int64_t>* c_range_ignored_ = nullptr;
+  std::atomic<int64_t>* c_slow_down_ = nullptr;
 };
 
 }  // namespace
 
+std::unique_ptr<ByteStream> http::open_target_stream(http::Target target,
+                                                     const StreamOptions& options) {
+  return std::make_unique<HttpStream>(std::move(target), options);
+}
+
 std::unique_ptr<ByteStream> open_http_stream(const std::string& url, const StreamOptions& options) {
-  return std::make_unique<HttpStream>(url, options);
+  return http::open_target_stream({url, url, nullptr}, options);
 }
 
 }  // namespace dataecho

@@ -1,5 +1,6 @@
 // open_stream: one entry point for every file-based source; dispatches on the URI
-// scheme (http:// and https:// to the libcurl stream, everything else to a local file).
+// scheme (http://, https:// and s3:// to the libcurl stream, everything else to a local
+// file).
 #include <algorithm>
 #include <cctype>
 
@@ -7,6 +8,7 @@
 #include "dataecho/io/byte_stream.h"
 #include "dataecho/io/http_stream.h"
 #include "dataecho/io/shard_cache.h"
+#include "io/s3_stream.h"
 #include "io/sha256.h"
 
 namespace dataecho {
@@ -22,7 +24,7 @@ bool starts_with_nocase(const std::string& s, const char* prefix) {
   }
   return true;
 }
-// An http(s) stream whose URL gives a `#sha256=`: the bytes are hashed as they are read
+// An http(s) or s3 stream whose URI gives a `#sha256=`: the bytes are hashed as they are read
 // and, at the end of the data, compared with it (a kDataLoss error when they differ).
 // A stream that was sought (a restored position) cannot be checked and is not.
 class Sha256CheckedStream : public ByteStream {
@@ -62,6 +64,12 @@ class Sha256CheckedStream : public ByteStream {
   bool checking_ = true;
 };
 
+// `stream`, checked against `sha256` at its end when that is not "".
+std::unique_ptr<ByteStream> checked(std::unique_ptr<ByteStream> stream, std::string sha256) {
+  if (sha256.empty()) return stream;
+  return std::make_unique<Sha256CheckedStream>(std::move(stream), std::move(sha256));
+}
+
 }  // namespace
 
 bool is_http_uri(const std::string& uri) {
@@ -69,12 +77,17 @@ bool is_http_uri(const std::string& uri) {
 }
 
 std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOptions& options) {
+  if (is_s3_uri(uri)) {
+    if (!options.cache_dir.empty())
+      throw Error(ErrorCode::kInvalidArgument, s3::kStage,
+                  "cache_dir does not keep s3:// objects yet: leave it out for this source", uri);
+    const std::string sha256 = s3::parse_uri(uri).sha256;
+    return checked(s3::open_s3_stream(uri, options), sha256);
+  }
   if (is_http_uri(uri) && !options.cache_dir.empty()) return open_cached_http_stream(uri, options);
   if (is_http_uri(uri)) {
     std::optional<std::string> sha256 = url_sha256(uri);
-    auto stream = open_http_stream(uri, options);
-    if (!sha256) return stream;
-    return std::make_unique<Sha256CheckedStream>(std::move(stream), std::move(*sha256));
+    return checked(open_http_stream(uri, options), sha256.value_or(""));
   }
   return open_local_stream(uri, options);
 }

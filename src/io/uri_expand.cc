@@ -1,8 +1,8 @@
 // expand_uris: the `uri` list of a spec turned into an ordered list of shards.
 // Brace groups expand first (`{00000..00007}` numeric ranges keep the zero padding of
 // their bounds, `{a,b}` lists), then local entries with glob characters are matched
-// with glob(3) and sorted bytewise. http(s) URLs only get their braces expanded.
-// An entry `@MANIFEST` (a path or an http(s) URL, taken literally) is read through
+// with glob(3) and sorted bytewise. http(s) and s3:// URLs only get their braces
+// expanded. An entry `@MANIFEST` (a path, an http(s) or s3:// URL, taken literally) is read through
 // open_stream: each line that is neither empty nor a `#` comment names one shard, taken
 // literally (no braces, no globs); relative lines are relative to the manifest's own
 // folder (or URL directory).
@@ -157,7 +157,7 @@ std::string read_manifest(const std::string& location, const std::string& patter
 // The directory of a manifest, with its trailing slash ("http://h/d/m.txt?x" ->
 // "http://h/d/", "http://h" -> "http://h/", "/a/m.txt" -> "/a/", "m.txt" -> "").
 std::string manifest_dir(std::string s) {
-  if (is_http_uri(s)) {
+  if (is_remote_uri(s)) {
     s = s.substr(0, s.find_first_of("?#"));
     if (s.find('/', s.find("//") + 2) == std::string::npos) return s + "/";
   }
@@ -177,7 +177,7 @@ void expand_manifest(const std::string& pattern, const std::string& base_dir,
   std::string name = pattern.substr(1);
   if (name.empty())
     uri_error(ErrorCode::kInvalidArgument, pattern, "'@' needs a manifest path or URL");
-  bool http = is_http_uri(name);
+  bool http = is_remote_uri(name);
   std::string location = http ? name : local_path(name, base_dir);
   if (!http) check_local_file(location, pattern);
   std::string text = read_manifest(location, pattern);
@@ -194,7 +194,7 @@ void expand_manifest(const std::string& pattern, const std::string& base_dir,
     line = line.substr(a, line.find_last_not_of(" \t\r") + 1 - a);
     std::string where = pattern + " line " + std::to_string(line_no);
     std::string uri;
-    if (is_http_uri(line)) {
+    if (is_remote_uri(line)) {
       uri = line;
     } else if (line.rfind("file://", 0) == 0) {
       uri = line.substr(7);
@@ -203,7 +203,7 @@ void expand_manifest(const std::string& pattern, const std::string& base_dir,
     } else {
       uri = line[0] == '/' ? line : dir + line;
     }
-    if (!is_http_uri(uri)) check_local_file(uri, where);
+    if (!is_remote_uri(uri)) check_local_file(uri, where);
     result.push_back(uri);
     if (++count > kMaxExpansion) {
       uri_error(ErrorCode::kInvalidArgument, pattern,
@@ -226,7 +226,11 @@ std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
     }
     std::vector<std::string> names;
     expand_braces(pattern, pattern, names);
-    if (is_http_uri(pattern)) {
+    if (is_s3_uri(pattern) && has_glob_chars(pattern))
+      uri_error(ErrorCode::kInvalidArgument, pattern,
+                "an s3:// pattern cannot hold * ? or [ (buckets are not listed): name the keys, "
+                "with brace ranges or a manifest");
+    if (is_remote_uri(pattern)) {
       result.insert(result.end(), names.begin(), names.end());
       continue;
     }

@@ -44,7 +44,7 @@ std::unique_ptr<Pipeline> build_pipeline_from_file(const std::string& path, Buil
 }
 
 std::string resolve_spec_path(const std::string& base_dir, const std::string& path) {
-  if (path.empty() || path[0] == '/' || base_dir.empty() || is_http_uri(path) ||
+  if (path.empty() || path[0] == '/' || base_dir.empty() || is_remote_uri(path) ||
       path.rfind("file://", 0) == 0)
     return path;
   return base_dir + "/" + path;

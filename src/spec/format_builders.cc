@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "dataecho/core/redact.h"
 #include "dataecho/formats/files.h"
 #include "dataecho/formats/idx.h"
 #include "dataecho/formats/tar.h"
@@ -71,6 +72,34 @@ std::vector<OptionDecl> http_options() {
            .doc = "request headers; {\"env\": ...} reads a value from the environment"}};
 }
 
+// The "s3" object's options (docs/http.md). Never a secret: credentials come from the
+// environment or the AWS files only.
+std::vector<OptionDecl> s3_options() {
+  return {{.name = "profile",
+           .type = OptionType::kString,
+           .default_text = "AWS_PROFILE, else default",
+           .doc = "the profile of ~/.aws/credentials and ~/.aws/config (the AWS_ACCESS_KEY_ID "
+                  "variables are then not used)"},
+          {.name = "region",
+           .type = OptionType::kString,
+           .default_text = "AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1",
+           .doc = "the bucket's region, which every request is signed for"},
+          {.name = "endpoint",
+           .type = OptionType::kString,
+           .default_text = "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's, else AWS's",
+           .doc = "the store, http(s)://host[:port] (an S3-compatible store, a local server)"},
+          {.name = "addressing",
+           .type = OptionType::kString,
+           .fallback = "auto",
+           .choices = {"auto", "path", "virtual"},
+           .doc = "the bucket in the path or in the host name; auto: the profile's "
+                  "s3.addressing_style, else virtual on AWS and path elsewhere"},
+          {.name = "anonymous",
+           .type = OptionType::kBool,
+           .fallback = false,
+           .doc = "unsigned requests, for public buckets (no credentials looked for)"}};
+}
+
 // What every file source takes beside its own options: bad records and the byte stream.
 std::vector<OptionDecl> stream_options() {
   const StreamOptions d;
@@ -103,7 +132,12 @@ std::vector<OptionDecl> stream_options() {
           {.name = "http",
            .type = OptionType::kObject,
            .fields = http_options(),
-           .doc = "http(s) transfers (docs/http.md); harmless for local files"}};
+           .doc = "http(s) transfers (docs/http.md); harmless for local files"},
+          {.name = "s3",
+           .type = OptionType::kObject,
+           .fields = s3_options(),
+           .doc = "s3:// objects: store, region, profile (docs/http.md); secrets only from the "
+                  "environment or ~/.aws"}};
 }
 
 // A source's own options followed by stream_options().
@@ -118,7 +152,89 @@ OptionDecl uri_option() {
   return {.name = "uri",
           .type = OptionType::kStrings,
           .required = true,
-          .doc = "paths, globs, brace ranges ({00000..00007}), http(s) URLs or @manifest files"};
+          .doc =
+              "paths, globs, brace ranges ({00000..00007}), http(s) or s3:// URLs or "
+              "@manifest files"};
+}
+
+// "headers": {"Authorization": "Bearer ..."} or, to keep secrets out of spec files,
+// {"Authorization": {"env": "DATAECHO_TOKEN"}} (the variable's value, read at build and
+// redacted from every text: redact.h).
+void read_headers(SpecObject& h, StreamOptions& o) {
+  const nlohmann::json* hs = h.raw("headers");
+  if (!hs) return;
+  const std::string path = h.field_path("headers");
+  if (!hs->is_object())
+    throw_spec_error(path, "expected an object {header name: value or {\"env\": VAR}}");
+  for (const auto& [name, v] : hs->items()) {
+    std::string value;
+    if (v.is_string()) {
+      value = v.get<std::string>();
+    } else if (v.is_object() && v.size() == 1 && v.contains("env") && v["env"].is_string()) {
+      const std::string var = v["env"].get<std::string>();
+      const char* env = std::getenv(var.c_str());
+      if (!env)
+        throw_spec_error(path + "." + name + ".env",
+                         "the environment variable " + var + " is not set");
+      value = env;
+      register_secret(value);
+    } else {
+      throw_spec_error(path + "." + name, "expected a string or {\"env\": \"VARIABLE\"}, got a " +
+                                              std::string(v.type_name()));
+    }
+    if (name.empty() || name.find_first_of(":\r\n") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos)
+      throw_spec_error(path + "." + name, "a header name or value may not hold ':' or a newline");
+    o.headers.push_back(name + ": " + value);
+  }
+}
+
+// "http": {"connect_timeout_s", "low_speed_time_s", "max_retries", "backoff_initial_s",
+// "backoff_max_s"} (docs/http.md); used by http(s) and s3 shards, harmless for local ones.
+// TLS: "ca_file", "ca_path" (relative to the spec's folder), "insecure"; "headers".
+void read_http_options(SpecObject& h, const std::string& base_dir, StreamOptions& o) {
+  o.connect_timeout_s = h.get_number("connect_timeout_s");
+  o.low_speed_time_s = h.get_number("low_speed_time_s");
+  o.max_retries = static_cast<int>(h.get_int("max_retries"));
+  o.backoff_initial_s = h.get_number("backoff_initial_s");
+  o.backoff_max_s = h.get_number("backoff_max_s", std::max(o.backoff_max_s, o.backoff_initial_s));
+  if (o.backoff_max_s < o.backoff_initial_s) {
+    throw_spec_error(h.field_path("backoff_max_s"), "expected a number >= backoff_initial_s (" +
+                                                        nlohmann::json(o.backoff_initial_s).dump() +
+                                                        "), got " +
+                                                        nlohmann::json(o.backoff_max_s).dump());
+  }
+  if (h.has("ca_file")) o.ca_file = resolve_spec_path(base_dir, h.get_string("ca_file"));
+  if (h.has("ca_path")) o.ca_path = resolve_spec_path(base_dir, h.get_string("ca_path"));
+  o.insecure = h.get_bool("insecure");
+  o.plain_http_credentials = h.get_bool("plain_http_credentials");
+  if (o.insecure) {
+    std::cerr << "dataecho: warning: " << h.field_path("insecure")
+              << " is true: https certificates and host names are NOT verified for this "
+                 "source\n";
+  }
+  read_headers(h, o);
+  h.finish();
+}
+
+// "s3": {"profile", "region", "endpoint", "addressing", "anonymous"}. A secret written
+// there is refused: it would sit in a file that is copied, logged and committed.
+void read_s3_options(SpecObject& s, S3Options& o) {
+  const nlohmann::json* j = s.raw("s3");
+  if (!j) return;
+  for (const char* secret : {"access_key_id", "secret_access_key", "session_token"})
+    if (j->is_object() && j->contains(secret))
+      throw_spec_error(s.field_path("s3") + "." + secret,
+                       "a secret may not be written in a spec: set AWS_ACCESS_KEY_ID, "
+                       "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) or use a profile of "
+                       "~/.aws/credentials");
+  SpecObject s3 = s.get_object("s3");
+  if (s3.has("profile")) o.profile = s3.get_string("profile");
+  if (s3.has("region")) o.region = s3.get_string("region");
+  if (s3.has("endpoint")) o.endpoint = s3.get_string("endpoint");
+  o.addressing = s3.get_string("addressing");
+  o.anonymous = s3.get_bool("anonymous");
+  s3.finish();
 }
 
 StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
@@ -129,62 +245,11 @@ StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
   if (s.has("cache_dir")) o.cache_dir = resolve_spec_path(base_dir, s.get_string("cache_dir"));
   o.cache_max_bytes = s.get_int("cache_max_bytes");
   o.cache_revalidate_s = s.get_number("cache_revalidate_s");
-  // "http": {"connect_timeout_s", "low_speed_time_s", "max_retries", "backoff_initial_s",
-  // "backoff_max_s"} (docs/http.md); used by http(s) shards, harmless for local ones.
   if (s.has("http")) {
     SpecObject h = s.get_object("http");
-    o.connect_timeout_s = h.get_number("connect_timeout_s");
-    o.low_speed_time_s = h.get_number("low_speed_time_s");
-    o.max_retries = static_cast<int>(h.get_int("max_retries"));
-    o.backoff_initial_s = h.get_number("backoff_initial_s");
-    o.backoff_max_s = h.get_number("backoff_max_s", std::max(o.backoff_max_s, o.backoff_initial_s));
-    if (o.backoff_max_s < o.backoff_initial_s) {
-      throw_spec_error(h.field_path("backoff_max_s"),
-                       "expected a number >= backoff_initial_s (" +
-                           nlohmann::json(o.backoff_initial_s).dump() + "), got " +
-                           nlohmann::json(o.backoff_max_s).dump());
-    }
-    // TLS: "ca_file", "ca_path" (relative to the spec's folder), "insecure"; "headers":
-    // {"Authorization": "Bearer ..."} or, to keep secrets out of spec files,
-    // {"Authorization": {"env": "DATAECHO_TOKEN"}} (the variable's value, read at build).
-    if (h.has("ca_file")) o.ca_file = resolve_spec_path(base_dir, h.get_string("ca_file"));
-    if (h.has("ca_path")) o.ca_path = resolve_spec_path(base_dir, h.get_string("ca_path"));
-    o.insecure = h.get_bool("insecure");
-    o.plain_http_credentials = h.get_bool("plain_http_credentials");
-    if (o.insecure) {
-      std::cerr << "dataecho: warning: " << h.field_path("insecure")
-                << " is true: https certificates and host names are NOT verified for this "
-                   "source\n";
-    }
-    if (const nlohmann::json* hs = h.raw("headers")) {
-      const std::string path = h.field_path("headers");
-      if (!hs->is_object())
-        throw_spec_error(path, "expected an object {header name: value or {\"env\": VAR}}");
-      for (const auto& [name, v] : hs->items()) {
-        std::string value;
-        if (v.is_string()) {
-          value = v.get<std::string>();
-        } else if (v.is_object() && v.size() == 1 && v.contains("env") && v["env"].is_string()) {
-          const std::string var = v["env"].get<std::string>();
-          const char* env = std::getenv(var.c_str());
-          if (!env)
-            throw_spec_error(path + "." + name + ".env",
-                             "the environment variable " + var + " is not set");
-          value = env;
-        } else {
-          throw_spec_error(
-              path + "." + name,
-              "expected a string or {\"env\": \"VARIABLE\"}, got a " + std::string(v.type_name()));
-        }
-        if (name.empty() || name.find_first_of(":\r\n") != std::string::npos ||
-            value.find_first_of("\r\n") != std::string::npos)
-          throw_spec_error(path + "." + name,
-                           "a header name or value may not hold ':' or a newline");
-        o.headers.push_back(name + ": " + value);
-      }
-    }
-    h.finish();
+    read_http_options(h, base_dir, o);
   }
+  read_s3_options(s, o.s3);
   return o;
 }
 

@@ -1,5 +1,5 @@
-// The "http" object of file sources: HTTP stream options from the spec, validated with
-// JSON paths, and reaching the stream (the retry budget is the one the spec asked for).
+// The "http" and "s3" objects of file sources: stream options from the spec, validated
+// with JSON paths, and reaching the stream (the retry budget is the one the spec asked for).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -93,6 +93,25 @@ TEST(StreamOptionsSpec, RetryBudgetReachesTheStream) {
                           {"images", port.url("images-idx3-ubyte")},
                           {"http", {{"max_retries", 1}, {"backoff_initial_s", 0.001}}}}}};
   expect_contains(error_of([&] { build(idx.dump()); }), {"after 2 tries"});
+}
+
+// The "s3" object: its options are checked with their JSON paths, and a secret written in
+// a spec is refused (credentials come from the environment or ~/.aws only).
+TEST(StreamOptionsSpec, S3OptionsAreCheckedAndSecretsRefused) {
+  auto err = [](const nlohmann::json& s3) {
+    nlohmann::json s = {{"source", {{"kind", "text"}, {"uri", "s3://bkt/a.txt"}, {"s3", s3}}}};
+    return error_of([&] { build(s.dump()); });
+  };
+  for (const char* secret : {"access_key_id", "secret_access_key", "session_token"})
+    expect_contains(err({{secret, "AKIAEXAMPLE"}}), {std::string("$.source.s3.") + secret,
+                                                     "a secret may not be written in a spec"});
+  expect_contains(err({{"addressing", "vhost"}}), {"$.source.s3.addressing", "\"virtual\""});
+  expect_contains(err({{"regoin", "eu-west-1"}}), {"$.source.s3.regoin", "unknown field"});
+  expect_contains(err({{"anonymous", "yes"}}), {"$.source.s3.anonymous"});
+  // Globs need a listing of the bucket, which is not done: the pattern is named.
+  nlohmann::json glob = {{"source", {{"kind", "text"}, {"uri", "s3://bkt/*.txt"}}}};
+  expect_contains(error_of([&] { build(glob.dump()); }),
+                  {"s3://bkt/*.txt", "cannot hold * ? or ["});
 }
 
 }  // namespace

@@ -26,8 +26,10 @@
 namespace dataecho {
 namespace {
 
+using testing::listen_loopback;
 using testing::NginxServer;
 using testing::NginxServerOptions;
+using testing::send_all;
 
 std::string random_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -77,18 +79,7 @@ class ScriptedServer {
  public:
   ScriptedServer(std::string body, std::function<Reply(int)> script)
       : body_(std::move(body)), script_(std::move(script)) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("cannot listen on loopback");
-    }
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_loopback(&port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~ScriptedServer() {
@@ -153,15 +144,6 @@ class ScriptedServer {
     head += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
     send_all(c, head.data(), head.size());
     send_all(c, body.data(), std::min(body.size(), reply.cut_after));
-  }
-
-  static void send_all(int c, const char* p, size_t n) {
-    while (n > 0) {
-      ssize_t k = send(c, p, n, MSG_NOSIGNAL);
-      if (k <= 0) return;
-      p += k;
-      n -= static_cast<size_t>(k);
-    }
   }
 
   std::string body_;

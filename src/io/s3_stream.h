@@ -1,0 +1,44 @@
+// s3:// objects read over HTTP(S) (private to io): the URI is parsed, the configuration
+// resolved (s3_config.h) before any request, and the object read by the HTTP stream
+// (http_stream.cc) with each request signed by libcurl's AWS Signature V4
+// (CURLOPT_AWS_SIGV4 "aws:amz:REGION:s3").
+//
+// What libcurl 7.88 leaves to us: it signs the path and query exactly as given (so they
+// are built already encoded and sorted: s3_uri.h), it does not add
+// x-amz-content-sha256 (S3 refuses a signed request without it: the empty body's SHA-256
+// is sent, right for every GET and HEAD), it knows no session token (x-amz-security-token
+// is added as a header, which curl then signs with the others), and an Authorization
+// header among the request's own makes it skip signing (refused here).
+#pragma once
+
+#include <curl/curl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataecho/io/byte_stream.h"
+#include "s3_config.h"
+
+namespace dataecho::s3 {
+
+// SHA-256 of no bytes: the payload hash of a request without a body.
+inline constexpr const char* kEmptyPayloadSha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+// The signing and error options of an S3 request: SigV4 with the credentials (none when
+// anonymous), the path sent as it is (keys may hold "..", "//"), no redirects followed (a
+// region redirect is read and named), no FAILONERROR (the error's XML body is read).
+void configure_request(CURL* easy, const Config& config);
+
+// The headers every S3 request adds to its own: x-amz-content-sha256 and, with session
+// credentials, x-amz-security-token.
+std::vector<std::string> request_headers(const Config& config);
+
+// Opens "s3://bucket/key" for reading. Throws dataecho::Error (stage "s3", naming the URI)
+// for a bad URI, missing credentials, an Authorization header in the options, or plain
+// http to a host other than loopback without plain_http_credentials; and for what the
+// server answers (s3_errors.h).
+std::unique_ptr<ByteStream> open_s3_stream(const std::string& uri, const StreamOptions& options);
+
+}  // namespace dataecho::s3
