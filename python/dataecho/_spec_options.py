@@ -527,6 +527,27 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                       "derived from the pipeline's seed",
                       'the seed of the fractional and adaptive draws (the same in every epoch when '
                       'given)')],
+            'elastic': [('lanes',
+                         'an integer in [1, 4096]',
+                         '12',
+                         'lanes, fixed for the job; world_size must divide it'),
+                        ('pieces_per_lane',
+                         'an integer in [1, 1024]',
+                         '4',
+                         "pieces of the source each lane reads per epoch (an in-lane interleave's "
+                         'slots)'),
+                        ('world_size',
+                         'an integer in [1, 4096]',
+                         '1',
+                         "ranks (not part of the state's fingerprint)"),
+                        ('rank',
+                         'an integer in [0, 4095]',
+                         '0',
+                         "this rank, < world_size (not part of the state's fingerprint)"),
+                        ('seed',
+                         'an integer >= 0',
+                         "derived from the pipeline's seed",
+                         'the seed of the deal of pieces to lanes (each epoch deals anew)')],
             'filter': [('fn', 'a string', 'required', 'the predicate (filters, below)'),
                        ('args',
                         "an object of the predicate's options",
@@ -674,6 +695,12 @@ DOCS: Dict[str, Dict[str, str]] = {'filters': {'even': 'Elements of even id.',
                     'as helps and the training loop still waits. A small `buffer` makes an '
                     "adaptive echo repeat while the reader stalls between a network's bursts, so "
                     'that it settles above R.',
+            'elastic': 'Splits the data between ranks so that a job can resume on another number '
+                       'of ranks (include/dataecho/ops/elastic.h): the stages before the batch run '
+                       'once per lane over `lanes` lanes of balanced pieces of the source, rank '
+                       '`rank` of `world_size` owns the lanes k with k mod world_size == rank, and '
+                       "the batch's size is the global batch of all ranks. The first stage; "
+                       'PipelineDef::with_elastic_first puts it there.',
             'filter': 'Keeps the elements a registered predicate ("fn") accepts.',
             'interleave': 'Reads `cycle` shards (files) at once, one element from each in turn; '
                           'right after a source over several files. With `parallelism` "auto", one '

@@ -4,9 +4,36 @@
 
 #include "commands.h"
 #include "dataecho/core/example_json.h"
+#include "dataecho/ops/elastic.h"
 #include "dataecho/spec/build.h"
+#include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho::cli {
+namespace {
+
+std::string read_state_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kNotFound, "pipe", "cannot open state file", path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The spec's pipeline; with a world size, as rank `rank` of it: the spec's elastic stage
+// told so, or an elastic stage of `lanes` lanes put first.
+std::unique_ptr<Pipeline> build_rank(const std::string& path, int64_t world_size, int64_t rank,
+                                     int64_t lanes) {
+  if (world_size <= 0) return build_pipeline_from_file(path);
+  PipelineDef d = PipelineDef::from_json(load_spec_file(path));
+  if (!d.stages().empty() && d.stages()[0].op == "elastic")
+    d = d.with_option(0, "world_size", world_size).with_option(0, "rank", rank);
+  else
+    d = d.with_elastic_first(lanes, world_size, rank);
+  BuildOptions o;
+  if (const auto slash = path.find_last_of('/'); path != "-" && slash != std::string::npos)
+    o.base_dir = path.substr(0, slash);
+  return d.build(o);
+}
+
+}  // namespace
 
 void add_pipe_command(CLI::App& app) {
   struct Args {
@@ -16,7 +43,10 @@ void add_pipe_command(CLI::App& app) {
     bool stats = false;
     std::string stats_json;
     std::string save_state;
-    std::string restore_state;
+    std::vector<std::string> restore_state;
+    int64_t world_size = 0;
+    int64_t rank = 0;
+    int64_t lanes = 12;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd =
@@ -30,15 +60,21 @@ void add_pipe_command(CLI::App& app) {
   cmd->add_option("--save-state", args->save_state,
                   "after the last element printed, save the pipeline state to FILE");
   cmd->add_option("--restore-state", args->restore_state,
-                  "start from a state saved with --save-state");
+                  "start from a state saved with --save-state (several: the states of every "
+                  "rank of an elastic pipeline, merged)");
+  cmd->add_option("--world-size", args->world_size,
+                  "run as one of N ranks of an elastic pipeline (ops/elastic.h): the spec's "
+                  "elastic stage, or one put first");
+  cmd->add_option("--rank", args->rank, "this rank, with --world-size");
+  cmd->add_option("--lanes", args->lanes,
+                  "lanes of the elastic stage put first (default 12; the world size divides it)");
   cmd->callback([args] {
-    auto pipeline = build_pipeline_from_file(args->spec);
-    if (!args->restore_state.empty()) {
-      std::ifstream f(args->restore_state, std::ios::binary);
-      if (!f)
-        throw Error(ErrorCode::kNotFound, "pipe", "cannot open state file", args->restore_state);
-      std::string state((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      pipeline->restore(state);
+    auto pipeline = build_rank(args->spec, args->world_size, args->rank, args->lanes);
+    if (args->restore_state.size() == 1) pipeline->restore(read_state_file(args->restore_state[0]));
+    if (args->restore_state.size() > 1) {
+      std::vector<std::string> states;
+      for (const auto& path : args->restore_state) states.push_back(read_state_file(path));
+      pipeline->restore(merge_elastic_states(states));
     }
     std::ios::sync_with_stdio(false);
     int64_t n = 0;

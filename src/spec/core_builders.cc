@@ -327,6 +327,49 @@ void register_flow_stages(Registry& r) {
               });
 }
 
+// elastic: declared here, built by PipelineDef::build_nodes when it is the first stage
+// (src/spec/elastic_build.h); anywhere else it is refused.
+void register_elastic_stage(Registry& r) {
+  r.add_stage({"elastic",
+               "Splits the data between ranks so that a job can resume on another number of "
+               "ranks (include/dataecho/ops/elastic.h): the stages before the "
+               "batch run once per lane over `lanes` lanes of balanced pieces of the source, "
+               "rank `rank` of `world_size` owns the lanes k with k mod world_size == rank, "
+               "and the batch's size is the global batch of all ranks. The first stage; "
+               "PipelineDef::with_elastic_first puts it there.",
+               {{.name = "lanes",
+                 .fallback = 12,
+                 .min = 1,
+                 .max = 4096,
+                 .written = Written::kAlways,
+                 .doc = "lanes, fixed for the job; world_size must divide it"},
+                {.name = "pieces_per_lane",
+                 .fallback = 4,
+                 .min = 1,
+                 .max = 1024,
+                 .doc = "pieces of the source each lane reads per epoch (an in-lane "
+                        "interleave's slots)"},
+                {.name = "world_size",
+                 .fallback = 1,
+                 .min = 1,
+                 .max = 4096,
+                 .doc = "ranks (not part of the state's fingerprint)"},
+                {.name = "rank",
+                 .fallback = 0,
+                 .min = 0,
+                 .max = 4095,
+                 .doc = "this rank, < world_size (not part of the state's fingerprint)"},
+                {.name = "seed",
+                 .min = 0,
+                 .default_text = "derived from the pipeline's seed",
+                 .doc = "the seed of the deal of pieces to lanes (each epoch deals anew)"}}},
+              [](SpecObject& s, DatasetPtr, BuildContext&) -> DatasetPtr {
+                throw_spec_error(s.path(),
+                                 "elastic must be the pipeline's first stage "
+                                 "(PipelineDef::with_elastic_first puts it there)");
+              });
+}
+
 }  // namespace
 
 void register_core_builders(Registry& r) {
@@ -334,6 +377,7 @@ void register_core_builders(Registry& r) {
   register_function_stages(r);
   register_order_stages(r);
   register_flow_stages(r);
+  register_elastic_stage(r);
 }
 
 }  // namespace dataecho

@@ -12,6 +12,7 @@
 #include "dataecho/spec/memory_check.h"
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/spec_reader.h"
+#include "elastic_build.h"
 
 namespace dataecho {
 namespace {
@@ -230,6 +231,19 @@ PipelineDef PipelineDef::with_shard_first(int64_t num_shards, int64_t index) con
   return d;
 }
 
+PipelineDef PipelineDef::with_elastic_first(int64_t lanes, int64_t world_size, int64_t rank) const {
+  for (const char* op : {"elastic", "shard"}) {
+    if (const auto at = find(op))
+      edit_error(*at, op,
+                 std::string("the pipeline has a") + (op[0] == 'e' ? "n" : "") + " " + op +
+                     " stage already; an elastic stage shares the data between ranks itself");
+  }
+  PipelineDef d = *this;
+  d.insert(0,
+           {StageDef{"elastic", {{"lanes", lanes}, {"world_size", world_size}, {"rank", rank}}}});
+  return d;
+}
+
 PipelineDef PipelineDef::with_mixed_seed(std::initializer_list<uint64_t> salts) const {
   uint64_t mixed = seed();
   for (uint64_t salt : salts) mixed = mix_seed(mixed, salt);
@@ -362,6 +376,19 @@ nlohmann::json PipelineDef::canonical_json() const {
   return canonical;
 }
 
+namespace {
+// What the state fingerprint hashes: the canonical JSON without the elastic stage's
+// options that say where the pipeline runs (its world size and rank), so that a state
+// restores on another number of ranks. Other definitions hash as they are.
+nlohmann::json fingerprinted(const nlohmann::json& canonical) {
+  if (!canonical.contains("stages") || !elastic_build::first_is_elastic(canonical["stages"]))
+    return canonical;
+  nlohmann::json j = canonical;
+  for (const char* key : elastic_build::kRuntimeOptions) j["stages"][0].erase(key);
+  return j;
+}
+}  // namespace
+
 DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::string& label_prefix,
                                     std::vector<DatasetPtr>& nodes) const {
   return build_nodes(options, label_prefix, nodes, canonical_json());
@@ -394,10 +421,24 @@ DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::stri
   }
   attach(ds, label_prefix, 0, nodes);
 
+  // An elastic pipeline: the stages before the batch are one lane's, over a lane source,
+  // rewritten for lanes; the batch and what follows it are the merge.
+  std::optional<elastic_build::Lanes> lanes;
+  if (elastic_build::first_is_elastic(stages_json))
+    lanes = elastic_build::plan_lanes(canonical, ds, reg, ctx);
+  const nlohmann::json& stages = lanes ? lanes->stages : stages_json;
   KnownSize known;  // the elements' least size, where the spec fixes it
-  for (size_t i = 0; i < stages_json.size(); ++i) {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (lanes && (i == 0 || i == lanes->batch)) {
+      const int64_t index = static_cast<int64_t>(i) + 1;
+      ctx.node_index = index;
+      ds = i == 0 ? make_lane_source(ds, lanes->plan) : elastic_build::merge_over(*lanes, ds, ctx);
+      attach(ds, label_prefix, index, nodes);
+      if (i == 0) continue;
+      break;
+    }
     const DatasetPtr in = ds;
-    SpecObject st(stages_json[i], "$.stages[" + std::to_string(i) + "]");
+    SpecObject st(stages[i], "$.stages[" + std::to_string(i) + "]");
     std::string op = st.get_string("op");
     auto b = reg.stages.find(op);
     if (b == reg.stages.end())
@@ -413,7 +454,7 @@ DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::stri
     // Rewrites: a batch right after an ordered map becomes the fused batch node.
     if (options.map_and_batch_fusion && op == "batch") ds = fuse_map_and_batch(ds);
     attach(ds, label_prefix, ctx.node_index, nodes);
-    arm_memory_watch(stages_json[i], in, ds, options.memory_check, known);
+    arm_memory_watch(stages[i], in, ds, options.memory_check, known);
   }
   return ds;
 }
@@ -433,7 +474,7 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& given) const {
   if (source_dataset_) {
     fingerprint = v1 = source_fingerprint_ + ":" + canonical.at("stages").dump();
   } else {
-    const std::string text = canonical.dump();
+    const std::string text = fingerprinted(canonical).dump();
     fingerprint = spec_fingerprint(text);
     v1 = std::to_string(std::hash<std::string>{}(text));
   }

@@ -29,6 +29,24 @@ grep -q '"2:batch"' "$tmp/stats.json" || fail "no stats json"
 rest=$("$BIN" pipe "$tmp/spec.json" --restore-state "$tmp/state")
 [ "$rest" = "$(echo "$out" | tail -2)" ] || fail "restore: $rest"
 
+# an elastic pipeline on two ranks, saved after 2 batches each, goes on as one rank from
+# both states: the ids of both parts are the ids of the whole range, once each
+cat > "$tmp/elastic.json" <<'JSON'
+{"seed": 5, "source": {"kind": "range", "count": 48, "shards": 4},
+ "stages": [{"op": "shuffle", "buffer": 12}, {"op": "batch", "size": 8}]}
+JSON
+for r in 0 1; do
+  "$BIN" pipe "$tmp/elastic.json" --world-size 2 --rank $r --lanes 6 --limit 2 \
+    --save-state "$tmp/rank$r.state" > "$tmp/rank$r.out"
+done
+"$BIN" pipe "$tmp/elastic.json" --world-size 1 --rank 0 --lanes 6 \
+  --restore-state "$tmp/rank0.state" "$tmp/rank1.state" > "$tmp/rest.out"
+ids=$(cat "$tmp/rank0.out" "$tmp/rank1.out" "$tmp/rest.out" | /usr/bin/python3 -c \
+  'import json, sys; print(sorted(i for l in sys.stdin for i in json.loads(l)["ids"]) == list(range(48)))')
+[ "$ids" = True ] || fail "elastic resume on another world size: $(cat "$tmp/rest.out")"
+"$BIN" pipe "$tmp/elastic.json" --world-size 5 --lanes 6 2> "$tmp/err" && fail "5 ranks of 6 lanes"
+grep -q "6 lanes do not split over 5 ranks" "$tmp/err" || fail "no refusal: $(cat "$tmp/err")"
+
 # text through tokenize, pack and padded_batch (docs/text.md); the uri is relative
 # to the spec's folder
 printf 'hi\nyo there\n' > "$tmp/corpus.txt"

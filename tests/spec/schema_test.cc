@@ -79,6 +79,12 @@ TEST(Schema, TheTypedBuilderWritesExactlyTheDeclaredOptions) {
   typed["take"] = {with([](PipelineDef& d) { d.take(2); })};
   typed["skip"] = {with([](PipelineDef& d) { d.skip(2); })};
   typed["shard"] = {with([](PipelineDef& d) { d.shard(2, 1); })};
+  // The elastic stage is put first by with_elastic_first; its other options are written
+  // as every declared stage's.
+  typed["elastic"] = {with([](PipelineDef& d) { d = d.with_elastic_first(6, 2, 1); }),
+                      with([](PipelineDef& d) {
+                        d.declared_stage("elastic", {{"pieces_per_lane", 2}, {"seed", 3}});
+                      })};
 
   const Registry& r = registry();
   for (const auto& [op, defs] : typed) {

@@ -174,6 +174,11 @@ class PipelineDef {
   // the data in data-parallel training. Refused when the pipeline has a shard stage
   // already, which would shard the shares again.
   PipelineDef with_shard_first(int64_t num_shards, int64_t index) const;
+  // An `elastic` stage put first (ops/elastic.h): the data split into `lanes` lanes, of
+  // which rank `rank` of `world_size` reads its own, and the batch's size the global
+  // batch; a state of its pipeline restores on any world size that divides `lanes`.
+  // Refused when the pipeline has an elastic or a shard stage already.
+  PipelineDef with_elastic_first(int64_t lanes, int64_t world_size, int64_t rank) const;
   // The pipeline seed mixed with each salt in turn (core/rng.h mix_seed, from seed()),
   // then halved into [0, 2^63) so that it is a valid spec "seed": a run's seed, a rank.
   PipelineDef with_mixed_seed(std::initializer_list<uint64_t> salts) const;
