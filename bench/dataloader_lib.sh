@@ -1,5 +1,5 @@
-# Shared by bench/dataloader_compare.sh, bench/fusion_compare.sh and
-# bench/python_overhead.sh: the benchmark data, the dataecho pipeline specs, and running a
+# Shared by bench/dataloader_compare.sh, bench/fusion_compare.sh, bench/elastic_compare.sh
+# and bench/python_overhead.sh: the benchmark data, the dataecho pipeline specs, and running a
 # measured command. Needs DE (the dataecho binary), DATA (the data folder) and FM
 # (Debian's Fashion-MNIST folder); `timed` needs RUNS (the runs folder).
 
