@@ -115,9 +115,9 @@ DatasetPtr make_elastic_batch(DatasetPtr lane, std::shared_ptr<const ElasticPlan
 // One Pipeline state of the lanes of every rank's state (Pipeline::save() of each rank
 // of an elastic pipeline, any order). Refuses, with kInvalidArgument, states of
 // different pipelines (fingerprints: "give every rank the same seed"), saved at
-// different steps or batch-echo copies ("rank 1 was saved at step 58, rank 0 at 57"), a
-// lane in two states and lanes in none, naming them. Keeps rank 0's count of elements
-// returned and tuner memo.
+// different steps or batch-echo copies ("rank 1 of 2 was saved at step 58 (batch copy
+// 0), rank 0 of 2 at 57 ..."), a lane in two states and lanes in none, naming them.
+// Keeps rank 0's count of elements returned and tuner memo.
 std::string merge_elastic_states(const std::vector<std::string>& rank_states);
 
 }  // namespace dataecho
