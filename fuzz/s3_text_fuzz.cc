@@ -1,7 +1,7 @@
 // libFuzzer target: the texts an s3:// read parses, on arbitrary bytes: S3's XML answers
-// (the error body, element texts, character references) when the first byte is even, an
-// AWS ini file (~/.aws/credentials, ~/.aws/config) when it is odd. The XML reader never
-// throws; the ini parser throws only dataecho::Error.
+// (the error body, a listing page, element texts, character references) when the first
+// byte is even, an AWS ini file (~/.aws/credentials, ~/.aws/config) when it is odd. The
+// XML reader never throws; the ini parser throws only dataecho::Error.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t end = 0;
     for (int i = 0; i < 64 && end != std::string::npos; ++i) s3::xml_text(text, "Key", end, &end);
     if (text.find('&') == std::string::npos && s3::xml_decode(text) != text) std::abort();
+    for (const s3::ListedObject& o : s3::parse_list_page(text).objects)
+      if (o.size < -1) std::abort();
     return 0;
   }
   try {

@@ -72,7 +72,8 @@ for t in "${TARGETS[@]}"; do
     s3_text_fuzz)  # an even byte then S3's XML, an odd byte then an AWS ini file
       printf '0<Error><Code>NoSuchKey</Code><Message>a &amp; &#x263A;</Message><Key>k</Key></Error>' \
         > "$SEEDS/$t/error.fuzz"
-      printf '0<R><Key>a</Key><Key/><Key>b&lt;</Key></R>' > "$SEEDS/$t/keys.fuzz"
+      printf '0<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>a</Key><Size>3</Size></Contents><Contents><Key/><ETag>&quot;e&quot;</ETag></Contents><NextContinuationToken>t=</NextContinuationToken></ListBucketResult>' \
+        > "$SEEDS/$t/list.fuzz"
       printf '1[default]\naws_access_key_id = A\ns3 =\n  addressing_style = path\n# c\n[profile x]\nregion=eu-west-1\n' \
         > "$SEEDS/$t/ini.fuzz" ;;
   esac

@@ -1,7 +1,10 @@
 // s3_stream.h: signing S3 requests and opening s3:// objects.
 #include "s3_stream.h"
 
+#include <fnmatch.h>
 #include <strings.h>
+
+#include <algorithm>
 
 #include "dataecho/core/error.h"
 #include "http_common.h"
@@ -36,6 +39,22 @@ void check_request(const Config& config, const std::string& url, const StreamOpt
                 display);
 }
 
+// The whole body of a listing page (at most 64 MiB).
+std::string read_listing(ByteStream& in, const std::string& display) {
+  constexpr size_t kMaxPage = 64 << 20;
+  std::string body;
+  char buf[64 << 10];
+  while (const size_t n = in.read(buf, sizeof buf)) {
+    body.append(buf, n);
+    if (body.size() > kMaxPage)
+      throw Error(ErrorCode::kDataLoss, kStage, "a listing page is larger than 64 MiB", display);
+  }
+  if (body.find("<ListBucketResult") == std::string::npos)
+    throw Error(ErrorCode::kDataLoss, kStage,
+                "the server's answer to a listing is not S3's ListBucketResult", display);
+  return body;
+}
+
 }  // namespace
 
 void configure_request(CURL* easy, const Config& config) {
@@ -65,6 +84,54 @@ std::unique_ptr<ByteStream> open_s3_stream(const std::string& uri, const StreamO
   check_request(*config, target.url, options, target.display);
   target.s3 = std::move(config);
   return http::open_target_stream(std::move(target), options);
+}
+
+std::vector<ListedObject> list_objects(const std::string& bucket, const std::string& prefix,
+                                       const StreamOptions& options, int max_keys) {
+  const std::string display = "s3://" + bucket + "/" + prefix;
+  auto config = std::make_shared<const Config>(resolve_config(options.s3, display));
+  const std::string base = object_url(config->endpoint, config->addressing, bucket, "");
+  check_request(*config, base, options, display);
+  std::vector<ListedObject> out;
+  std::string token;
+  while (true) {
+    const std::string url = base + "?" + list_query(prefix, "", token, max_keys);
+    auto stream = http::open_target_stream({url, display, config}, options);
+    const std::string body = read_listing(*stream, display);
+    ListPage page = parse_list_page(body);
+    std::move(page.objects.begin(), page.objects.end(), std::back_inserter(out));
+    if (!page.truncated) return out;
+    if (page.next_token.empty() || page.next_token == token)
+      throw Error(ErrorCode::kDataLoss, kStage,
+                  "a truncated listing page gave no new continuation token", display);
+    token = page.next_token;
+  }
+}
+
+std::vector<std::string> expand_pattern(const std::string& pattern, const StreamOptions& options) {
+  // The bucket is checked as in a URI; the key part may hold '?' (a glob's, not a query).
+  const size_t slash = pattern.find('/', 5);
+  const std::string bucket = pattern.substr(5, slash == std::string::npos ? slash : slash - 5);
+  parse_uri("s3://" + bucket + "/", false);
+  const std::string key = slash == std::string::npos ? "" : pattern.substr(slash + 1);
+  const size_t glob = key.find_first_of("*?[");
+  const std::string prefix = key.substr(0, glob);
+  const std::vector<ListedObject> listed = list_objects(bucket, prefix, options);
+  std::vector<std::string> out;
+  for (const ListedObject& o : listed) {
+    if (o.key.empty() || o.key.back() == '/') continue;
+    if (glob != std::string::npos &&
+        fnmatch(key.c_str(), o.key.c_str(), FNM_PATHNAME | FNM_PERIOD) != 0)
+      continue;
+    out.push_back("s3://" + bucket + "/" + o.key);
+  }
+  if (out.empty())
+    throw Error(ErrorCode::kNotFound, "uri",
+                "matches no key (" + std::to_string(listed.size()) + " listed under s3://" +
+                    bucket + "/" + prefix + ")",
+                pattern);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace dataecho::s3

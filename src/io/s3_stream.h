@@ -19,6 +19,7 @@
 
 #include "dataecho/io/byte_stream.h"
 #include "s3_config.h"
+#include "s3_xml.h"
 
 namespace dataecho::s3 {
 
@@ -40,5 +41,19 @@ std::vector<std::string> request_headers(const Config& config);
 // http to a host other than loopback without plain_http_credentials; and for what the
 // server answers (s3_errors.h).
 std::unique_ptr<ByteStream> open_s3_stream(const std::string& uri, const StreamOptions& options);
+
+// Every object whose key starts with `prefix` in `bucket`, from ListObjectsV2 pages of
+// at most `max_keys` (1 to 1000) keys, in the server's (byte) order of keys. Each page is
+// one signed GET through the HTTP stream (retries and S3's errors as for objects).
+std::vector<ListedObject> list_objects(const std::string& bucket, const std::string& prefix,
+                                       const StreamOptions& options, int max_keys = 1000);
+
+// The s3:// URIs a pattern names, sorted bytewise: "s3://b/dir/" every key under dir/
+// (folder markers, keys ending '/', left out); a glob ("s3://b/train-*.tfrecord") the
+// keys that match it as glob(3) matches paths ('*' and '?' never cross '/', a name
+// starting '.' needs an explicit '.'), listed from the literal prefix before its first
+// '*', '?' or '['. Throws dataecho::Error (kNotFound, stage "uri", naming the pattern)
+// when no key matches.
+std::vector<std::string> expand_pattern(const std::string& pattern, const StreamOptions& options);
 
 }  // namespace dataecho::s3

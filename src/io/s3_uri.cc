@@ -137,9 +137,10 @@ std::string object_url(const std::string& endpoint, Addressing addressing,
     addressing =
         aws && bucket.find('.') == std::string::npos ? Addressing::kVirtual : Addressing::kPath;
   }
-  const std::string path = "/" + uri_encode(key, false);
+  std::string path;  // appended: g++ 12 warns falsely (-Wrestrict) on "/" + a temporary
+  if (!key.empty()) path.append("/").append(uri_encode(key, false));
   if (addressing == Addressing::kPath) return base + "/" + bucket + path;
-  return base.substr(0, start) + bucket + "." + base.substr(start) + path;
+  return base.substr(0, start) + bucket + "." + base.substr(start) + (path.empty() ? "/" : path);
 }
 
 std::string list_query(const std::string& prefix, const std::string& delimiter,

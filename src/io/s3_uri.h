@@ -43,7 +43,8 @@ Addressing parse_addressing(const std::string& text, const std::string& where);
 // The URL of `key` in `bucket` at `endpoint` ("https://host[:port]", a trailing '/'
 // ignored): virtual-hosted "https://bucket.host/key" or path-style "https://host/bucket/
 // key". kAuto is virtual for an amazonaws.com endpoint and a bucket without dots, path
-// otherwise (S3-compatible stores and loopback servers). The key is uri_encode()d.
+// otherwise (S3-compatible stores and loopback servers). The key is uri_encode()d. An
+// empty key gives the bucket's URL ("https://host/bucket", "https://bucket.host/").
 std::string object_url(const std::string& endpoint, Addressing addressing,
                        const std::string& bucket, const std::string& key);
 

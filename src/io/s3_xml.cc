@@ -71,7 +71,11 @@ std::string xml_decode(std::string_view text) {
 
 std::string xml_text(std::string_view xml, std::string_view tag, size_t from, size_t* end) {
   if (end) *end = std::string_view::npos;
-  const std::string open = "<" + std::string(tag);
+  // (Appended, not "<" + std::string(tag): g++ 12 warns falsely (-Wrestrict) on that.)
+  std::string open = "<", close = "</";
+  open += tag;
+  close += tag;
+  close += '>';
   for (size_t at = xml.find(open, from); at != std::string_view::npos;
        at = xml.find(open, at + 1)) {
     const size_t after = at + open.size();
@@ -83,7 +87,6 @@ std::string xml_text(std::string_view xml, std::string_view tag, size_t from, si
     if (xml[after] != '>' && xml[after] != ' ') continue;  // a longer tag name
     const size_t content = xml.find('>', after);
     if (content == std::string_view::npos) return "";
-    const std::string close = "</" + std::string(tag) + ">";
     const size_t stop = xml.find(close, content + 1);
     if (stop == std::string_view::npos) return "";
     if (end) *end = stop + close.size();
@@ -104,6 +107,30 @@ ErrorBody parse_error_body(std::string_view xml) {
   e.bucket = xml_text(body, "BucketName");
   e.key = xml_text(body, "Key");
   return e;
+}
+
+ListPage parse_list_page(std::string_view xml) {
+  ListPage page;
+  page.truncated = xml_text(xml, "IsTruncated") == "true";
+  page.next_token = xml_text(xml, "NextContinuationToken");
+  size_t at = 0;
+  while (true) {
+    const size_t open = xml.find("<Contents>", at);
+    if (open == std::string_view::npos) break;
+    const size_t close = xml.find("</Contents>", open);
+    if (close == std::string_view::npos) break;
+    const std::string_view c = xml.substr(open, close - open);
+    ListedObject o;
+    o.key = xml_text(c, "Key");
+    const std::string size = xml_text(c, "Size");
+    char* end = nullptr;
+    const long long n = std::strtoll(size.c_str(), &end, 10);
+    if (!size.empty() && *end == '\0' && n >= 0) o.size = n;
+    o.etag = xml_text(c, "ETag");
+    page.objects.push_back(std::move(o));
+    at = close + 11;
+  }
+  return page;
 }
 
 }  // namespace dataecho::s3

@@ -4,8 +4,10 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dataecho::s3 {
 
@@ -30,5 +32,19 @@ struct ErrorBody {
   std::string key;       // <Key>
 };
 ErrorBody parse_error_body(std::string_view xml);
+
+// One object of a listing.
+struct ListedObject {
+  std::string key;
+  int64_t size = -1;
+  std::string etag;  // as S3 gives it, quotes included
+};
+// One page of a ListObjectsV2 answer (<ListBucketResult>).
+struct ListPage {
+  std::vector<ListedObject> objects;  // <Contents>, in the server's (byte) order
+  bool truncated = false;             // <IsTruncated>true</IsTruncated>: more pages follow
+  std::string next_token;             // <NextContinuationToken>
+};
+ListPage parse_list_page(std::string_view xml);
 
 }  // namespace dataecho::s3

@@ -1,9 +1,10 @@
 // expand_uris: the `uri` list of a spec turned into an ordered list of shards.
 // Brace groups expand first (`{00000..00007}` numeric ranges keep the zero padding of
 // their bounds, `{a,b}` lists), then local entries with glob characters are matched
-// with glob(3) and sorted bytewise. http(s) and s3:// URLs only get their braces
-// expanded. An entry `@MANIFEST` (a path, an http(s) or s3:// URL, taken literally) is read through
-// open_stream: each line that is neither empty nor a `#` comment names one shard, taken
+// with glob(3) and sorted bytewise. http(s) URLs only get their braces expanded; an
+// s3:// entry with glob characters, or ending '/', lists the bucket (s3_stream.h's
+// expand_pattern). An entry `@MANIFEST` (a path, an http(s) or s3:// URL, taken literally) is read
+// through open_stream: each line that is neither empty nor a `#` comment names one shard, taken
 // literally (no braces, no globs); relative lines are relative to the manifest's own
 // folder (or URL directory).
 // Errors: a dataecho::Error (stage "uri") naming the pattern that matched nothing or
@@ -15,6 +16,7 @@
 
 #include "dataecho/core/error.h"
 #include "dataecho/io/byte_stream.h"
+#include "s3_stream.h"
 
 namespace dataecho {
 namespace {
@@ -135,10 +137,13 @@ void check_local_file(const std::string& path, const std::string& pattern) {
 
 constexpr size_t kMaxManifestBytes = 64 << 20;
 
-std::string read_manifest(const std::string& location, const std::string& pattern) {
+std::string read_manifest(const std::string& location, const std::string& pattern,
+                          const StreamOptions& options) {
   std::string text;
   try {
-    auto stream = open_stream(location);
+    StreamOptions o = options;
+    o.cache_dir.clear();  // a manifest is read afresh: it names what the shards are
+    auto stream = open_stream(location, o);
     char buf[64 << 10];
     while (size_t n = stream->read(buf, sizeof(buf))) {
       text.append(buf, n);
@@ -173,14 +178,14 @@ std::string url_origin(const std::string& url) {
 }
 
 void expand_manifest(const std::string& pattern, const std::string& base_dir,
-                     std::vector<std::string>& result) {
+                     const StreamOptions& options, std::vector<std::string>& result) {
   std::string name = pattern.substr(1);
   if (name.empty())
     uri_error(ErrorCode::kInvalidArgument, pattern, "'@' needs a manifest path or URL");
   bool http = is_remote_uri(name);
   std::string location = http ? name : local_path(name, base_dir);
   if (!http) check_local_file(location, pattern);
-  std::string text = read_manifest(location, pattern);
+  std::string text = read_manifest(location, pattern, options);
   std::string dir = manifest_dir(location);
   size_t count = 0, line_no = 0, start = 0;
   while (start < text.size()) {
@@ -216,21 +221,28 @@ void expand_manifest(const std::string& pattern, const std::string& base_dir,
 }  // namespace
 
 std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
-                                     const std::string& base_dir) {
+                                     const std::string& base_dir, const StreamOptions& options) {
   std::vector<std::string> result;
   for (const auto& pattern : patterns) {
     if (pattern.empty()) uri_error(ErrorCode::kInvalidArgument, "\"\"", "empty uri");
     if (pattern[0] == '@') {
-      expand_manifest(pattern, base_dir, result);
+      expand_manifest(pattern, base_dir, options, result);
       continue;
     }
     std::vector<std::string> names;
     expand_braces(pattern, pattern, names);
-    if (is_s3_uri(pattern) && has_glob_chars(pattern))
-      uri_error(ErrorCode::kInvalidArgument, pattern,
-                "an s3:// pattern cannot hold * ? or [ (buckets are not listed): name the keys, "
-                "with brace ranges or a manifest");
-    if (is_remote_uri(pattern)) {
+    if (is_s3_uri(pattern)) {
+      for (const auto& name : names) {
+        if (!has_glob_chars(name) && name.back() != '/') {
+          result.push_back(name);
+          continue;
+        }
+        const std::vector<std::string> keys = s3::expand_pattern(name, options);
+        result.insert(result.end(), keys.begin(), keys.end());
+      }
+      continue;
+    }
+    if (is_http_uri(pattern)) {
       result.insert(result.end(), names.begin(), names.end());
       continue;
     }

@@ -32,10 +32,16 @@ nlohmann::json source_files(const nlohmann::json& source, const std::string& bas
   for (const char* key : {"uri", "images", "labels"}) {
     if (!source.is_object() || !source.contains(key)) continue;
     const nlohmann::json& v = source[key];
-    if (v.is_string()) patterns.push_back(v.get<std::string>());
+    // Remote entries (and remote manifests) are not listed or read here: they are no
+    // local files, and listing a bucket would need the source's stream options.
+    auto add = [&](const std::string& p) {
+      if (!is_remote_uri(p) && !(p.size() > 1 && p[0] == '@' && is_remote_uri(p.substr(1))))
+        patterns.push_back(p);
+    };
+    if (v.is_string()) add(v.get<std::string>());
     if (v.is_array())
       for (const auto& x : v)
-        if (x.is_string()) patterns.push_back(x.get<std::string>());
+        if (x.is_string()) add(x.get<std::string>());
   }
   nlohmann::json files = nlohmann::json::array();
   std::vector<std::string> uris;
@@ -46,7 +52,7 @@ nlohmann::json source_files(const nlohmann::json& source, const std::string& bas
   }
   for (const std::string& uri : uris) {
     struct stat st {};
-    if (is_http_uri(uri) || ::stat(uri.c_str(), &st) != 0) continue;
+    if (is_remote_uri(uri) || ::stat(uri.c_str(), &st) != 0) continue;
     files.push_back({uri, static_cast<int64_t>(st.st_size),
                      static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec});
   }

@@ -253,12 +253,14 @@ StreamOptions read_stream_options(SpecObject& s, const std::string& base_dir) {
   return o;
 }
 
-std::vector<std::string> read_uris(SpecObject& s, const BuildContext& ctx) {
+// The "uri" list expanded; s3:// globs and manifests are listed and read with `stream`.
+std::vector<std::string> read_uris(SpecObject& s, const BuildContext& ctx,
+                                   const StreamOptions& stream) {
   std::vector<std::string> patterns = s.get_strings("uri");
   if (patterns.empty())
     throw_spec_error(s.field_path("uri"), "expected at least one path, glob or URL");
   try {
-    return expand_uris(patterns, ctx.base_dir);
+    return expand_uris(patterns, ctx.base_dir, stream);
   } catch (const Error& e) {
     throw_spec_error(s.field_path("uri"), e.what());
   }
@@ -313,7 +315,8 @@ std::vector<std::pair<std::string, std::string>> read_key_fields(SpecObject& s) 
 
 DatasetPtr build_text_source(SpecObject& s, BuildContext& ctx) {
   TextOptions o;
-  o.uris = read_uris(s, ctx);
+  o.stream = read_stream_options(s, ctx.base_dir);
+  o.uris = read_uris(s, ctx, o.stream);
   const bool jsonl = s.get_string("format") == "jsonl";
   o.format = jsonl ? TextOptions::Format::kJsonLines : TextOptions::Format::kLines;
   o.separator = s.get_string("separator");
@@ -325,7 +328,6 @@ DatasetPtr build_text_source(SpecObject& s, BuildContext& ctx) {
     throw_spec_error(s.field_path("fields"), "\"fields\" needs \"format\": \"jsonl\"");
   o.fields = read_key_fields(s);
   o.on_error = read_on_error(s);
-  o.stream = read_stream_options(s, ctx.base_dir);
   return make_text_source(o);
 }
 
@@ -507,7 +509,8 @@ void register_record_sources(Registry& r) {
             .doc = "check each record's CRCs"}}),
       [](SpecObject& s, BuildContext& ctx) {
         TfRecordOptions o;
-        o.uris = read_uris(s, ctx);
+        o.stream = read_stream_options(s, ctx.base_dir);
+        o.uris = read_uris(s, ctx, o.stream);
         o.features = read_features(s);
         o.raw = s.get_bool("raw");
         if (o.raw && !o.features.empty())
@@ -515,7 +518,6 @@ void register_record_sources(Registry& r) {
                            "\"raw\" gives the record bytes as field \"record\"; drop \"features\"");
         o.on_error = read_on_error(s);
         o.verify_crc = s.get_bool("verify_crc");
-        o.stream = read_stream_options(s, ctx.base_dir);
         return make_tfrecord_source(o);
       });
 }
@@ -535,7 +537,8 @@ void register_tar_source(Registry& r) {
                       .doc = "the files of a sample to keep, each required"}}),
       [](SpecObject& s, BuildContext& ctx) {
         TarOptions o;
-        o.uris = read_uris(s, ctx);
+        o.stream = read_stream_options(s, ctx.base_dir);
+        o.uris = read_uris(s, ctx, o.stream);
         if (const nlohmann::json* f = s.raw("fields")) {
           std::string path = s.field_path("fields");
           if (f->is_array()) {
@@ -560,7 +563,6 @@ void register_tar_source(Registry& r) {
           }
         }
         o.on_error = read_on_error(s);
-        o.stream = read_stream_options(s, ctx.base_dir);
         return make_tar_source(o);
       });
 }

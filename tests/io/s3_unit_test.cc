@@ -77,6 +77,11 @@ TEST(S3Uri, PathAndVirtualHostedUrls) {
             "http://bkt.minio.lan:9000/k");
   EXPECT_EQ(object_url(aws, Addressing::kPath, "bkt", "k"),
             "https://s3.eu-west-1.amazonaws.com/bkt/k");
+  // The bucket's own URL (a listing's), without a trailing '/' in the path style.
+  EXPECT_EQ(object_url(aws, Addressing::kPath, "bkt", ""),
+            "https://s3.eu-west-1.amazonaws.com/bkt");
+  EXPECT_EQ(object_url(aws, Addressing::kVirtual, "bkt", ""),
+            "https://bkt.s3.eu-west-1.amazonaws.com/");
   EXPECT_CONTAINS(error_of([] { parse_addressing("vhost", "the spec"); }),
                   "\"auto\", \"path\" or \"virtual\", not \"vhost\"");
 }
@@ -92,6 +97,30 @@ TEST(S3Xml, EntitiesAndElements) {
   EXPECT_EQ(xml_text(xml, "Key", end, &end), "");
   EXPECT_EQ(end, std::string::npos);
   EXPECT_EQ(xml_text("<Key>unclosed", "Key"), "");
+}
+
+TEST(S3Xml, ListPageObjectsTruncationAndToken) {
+  const ListPage page = parse_list_page(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult><Name>bkt</Name>"
+      "<Prefix>set/</Prefix><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys>"
+      "<IsTruncated>true</IsTruncated><Contents><Key>set/a&amp;b.txt</Key>"
+      "<LastModified>2026-12-06T00:00:00.000Z</LastModified><ETag>&quot;9a0364b9&quot;</ETag>"
+      "<Size>12</Size><StorageClass>STANDARD</StorageClass></Contents><Contents><Key>set/c</Key>"
+      "<ETag>\"d41d-2\"</ETag><Size>0</Size></Contents>"
+      "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>"
+      "</ListBucketResult>");
+  ASSERT_EQ(page.objects.size(), 2u);
+  EXPECT_EQ(page.objects[0].key, "set/a&b.txt");
+  EXPECT_EQ(page.objects[0].size, 12);
+  EXPECT_EQ(page.objects[0].etag, "\"9a0364b9\"");
+  EXPECT_EQ(page.objects[1].key, "set/c");
+  EXPECT_EQ(page.objects[1].size, 0);
+  EXPECT_TRUE(page.truncated);
+  EXPECT_EQ(page.next_token, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=");
+  const ListPage last =
+      parse_list_page("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>");
+  EXPECT_TRUE(last.objects.empty());
+  EXPECT_FALSE(last.truncated);
 }
 
 TEST(S3Xml, ErrorCodeRegionMessage) {

@@ -3,6 +3,7 @@
 // retried or named. Fixtures are uploaded by boto3 (an independent client).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "dataecho/core/stats.h"
 #include "dataecho/formats/tfrecord.h"
 #include "dataecho/io/byte_stream.h"
+#include "io/s3_stream.h"
 #include "io/s3_test_env.h"
 #include "s3_server.h"
 #include "test_util.h"
@@ -47,7 +49,8 @@ std::string idx_file(const std::vector<int32_t>& dims, const std::string& data) 
 
 // Writes the fixtures of every source kind under `dir`: set/train-{0..2}.tfrecord (20
 // records each, 0 to 20 KB), set/shard.tar (GNU tar, 12 samples), set/lines.txt,
-// set/images and set/labels (IDX).
+// set/images and set/labels (IDX), set/.hidden, and set/list.txt (a manifest of two
+// shards, one relative, one from the bucket's root).
 void write_fixtures(const std::string& dir) {
   std::mt19937_64 rng(5);
   std::filesystem::create_directories(dir + "/set");
@@ -72,6 +75,8 @@ void write_fixtures(const std::string& dir) {
   }
   write_file(dir + "/set/images", idx_file({9, 4, 4}, images));
   write_file(dir + "/set/labels", idx_file({9}, labels));
+  write_file(dir + "/set/.hidden", "not matched by *\n");
+  write_file(dir + "/set/list.txt", "# two shards\ntrain-2.tfrecord\n/set/train-0.tfrecord\n");
 }
 
 // A server holding the fixtures as s3://data/set/..., the environment's credentials its
@@ -80,6 +85,9 @@ class S3Read : public ::testing::Test {
  protected:
   void SetUp() override {
     write_fixtures(dir_);
+    // The server makes its continuation tokens with DES, which Node.js 20's OpenSSL 3
+    // keeps in its legacy provider: without it every truncated listing is a 500.
+    setenv("NODE_OPTIONS", "--openssl-legacy-provider", 1);
     server_.start();
     server_.create_bucket("data");
     server_.upload("data", dir_ + "/set", "set/");
@@ -152,6 +160,60 @@ TEST_F(S3Read, SaveMidShardRestoresExactly) {
     EXPECT_NE(r.header("Authorization"), "") << r.target;
   }
   EXPECT_TRUE(ranged);
+}
+
+// Every entry of `patterns` expanded with the spec's stream options (the server's endpoint).
+std::vector<std::string> expand(const std::vector<std::string>& patterns,
+                                const std::string& endpoint, const std::string& base_dir = "") {
+  StreamOptions o;
+  o.s3.endpoint = endpoint;
+  return expand_uris(patterns, base_dir, o);
+}
+
+// `uris` with `from` replaced by `to` at their start.
+std::vector<std::string> rebased(std::vector<std::string> uris, const std::string& from,
+                                 const std::string& to) {
+  for (std::string& u : uris)
+    if (u.rfind(from, 0) == 0) u = to + u.substr(from.size());
+  return uris;
+}
+
+TEST_F(S3Read, GlobsFoldersBracesAndManifestsListLikeLocal) {
+  const std::string e = server_.endpoint();
+  for (const std::string p : {"train-*.tfrecord", "*", "train-[02].tfrecord", "t*-?.tfrecord",
+                              "{train-1,lines}.*", ".h*"}) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(rebased(expand({remote(p)}, e), "s3://data/set/", dir_ + "/set/"),
+              expand_uris({local(p)}));
+  }
+  // A trailing '/' names every key under it, hidden ones too.
+  EXPECT_EQ(expand({"s3://data/set/"}, e).size(), 9u);
+  EXPECT_EQ(expand({"@s3://data/set/list.txt"}, e),
+            (std::vector<std::string>{remote("train-2.tfrecord"), remote("train-0.tfrecord")}));
+  EXPECT_CONTAINS(error_of([&] { expand({remote("nope-*")}, e); }),
+                  "matches no key (0 listed under s3://data/set/nope-)");
+  // A pipeline reads a listed glob as the local one.
+  EXPECT_EQ(elements({{"kind", "tfrecord"}, {"uri", remote("train-*.tfrecord")}, {"raw", true}}),
+            elements({{"kind", "tfrecord"}, {"uri", local("train-*.tfrecord")}, {"raw", true}}));
+}
+
+TEST_F(S3Read, ListingPaginatesWithContinuationTokens) {
+  proxy_.start(server_);
+  StreamOptions o;
+  o.s3.endpoint = proxy_.endpoint();
+  const std::vector<s3::ListedObject> all = s3::list_objects("data", "set/", o, 3);
+  std::vector<std::string> keys;
+  for (const auto& x : all) keys.push_back(x.key);
+  EXPECT_EQ(keys.size(), 9u);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_EQ(all.front().key, "set/.hidden");
+  EXPECT_EQ(all.front().size, 17);
+  EXPECT_EQ(all.front().etag.size(), 34u);  // a quoted MD5
+  std::vector<std::string> targets;
+  for (const ProxiedRequest& r : proxy_.requests()) targets.push_back(r.target);
+  ASSERT_EQ(targets.size(), 3u);  // 3 + 3 + 3 keys
+  EXPECT_EQ(targets[0], "/data?list-type=2&max-keys=3&prefix=set%2F");
+  EXPECT_EQ(targets[1].rfind("/data?continuation-token=", 0), 0u) << targets[1];
 }
 
 // The error of reading `uri` (a text source), and the requests the proxy saw for it.

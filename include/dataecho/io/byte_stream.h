@@ -101,10 +101,13 @@ bool is_remote_uri(const std::string& uri);
 
 // Turns the `uri` list of a spec into the ordered list of shards: each entry may be a
 // path, a glob (`train-*.tfrecord`), a brace range (`train-{00000..00007}.tfrecord`),
-// or an http(s) URL (brace ranges expand there too). Local globs are sorted. Relative
-// local paths are taken relative to `base_dir` when it is not empty. An entry that
-// matches nothing is an error naming it.
+// an http(s) URL (brace ranges expand there too) or an s3:// URI (brace ranges, and
+// globs or a trailing '/' that list the bucket with `options`). Globs' matches are
+// sorted. Relative local paths are taken relative to `base_dir` when it is not empty.
+// An entry that matches nothing is an error naming it. Manifests are read with
+// `options`.
 std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
-                                     const std::string& base_dir = "");
+                                     const std::string& base_dir = "",
+                                     const StreamOptions& options = {});
 
 }  // namespace dataecho
