@@ -77,23 +77,31 @@ size_t on_head_header(char* p, size_t size, size_t n, void* out) {
 }  // namespace http
 
 HttpHead http_head(const std::string& url, const StreamOptions& options) {
-  http::ensure_curl_initialized();
+  return http::head_target({url, url, nullptr}, options);
+}
+
+HttpHead http::head_target(const Target& t, const StreamOptions& options) {
+  ensure_curl_initialized();
   curl_slist* headers = nullptr;
   for (const auto& h : options.headers) headers = curl_slist_append(headers, h.c_str());
+  if (t.s3)
+    for (const auto& h : s3::request_headers(*t.s3))
+      headers = curl_slist_append(headers, h.c_str());
   CURL* easy = curl_easy_init();
   char errbuf[CURL_ERROR_SIZE] = {0};
   HttpHead head;
   double delay = options.backoff_initial_s;
   CURLcode rc = CURLE_OK;
   for (int attempt = 0; attempt <= options.max_retries; ++attempt) {
-    http::configure_common(easy, url, options, headers, errbuf);
+    configure_common(easy, t.url, options, headers, errbuf, t.s3.get());
     curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &http::on_head_header);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &on_head_header);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &head);
     rc = curl_easy_perform(easy);
     long status = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-    if (rc == CURLE_OK || (status >= 400 && status < 500)) break;  // 4xx: not retried
+    // 4xx: not retried. S3's 5xx come back as CURLE_OK (no FAILONERROR): retried.
+    if ((rc == CURLE_OK && !(t.s3 && status >= 500)) || (status >= 400 && status < 500)) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     delay = std::min(options.backoff_max_s, delay * 2);
   }
@@ -101,8 +109,9 @@ HttpHead http_head(const std::string& url, const StreamOptions& options) {
   curl_easy_cleanup(easy);
   curl_slist_free_all(headers);
   if (rc != CURLE_OK)
-    throw Error(ErrorCode::kIo, "http",
-                std::string("HEAD failed: ") + (errbuf[0] ? errbuf : curl_easy_strerror(rc)), url);
+    throw Error(ErrorCode::kIo, t.s3 ? s3::kStage : kStage,
+                std::string("HEAD failed: ") + (errbuf[0] ? errbuf : curl_easy_strerror(rc)),
+                t.display);
   return head;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dataecho/io/byte_stream.h"
+#include "dataecho/io/http_stream.h"
 
 namespace dataecho::s3 {
 struct Config;
@@ -36,5 +37,8 @@ struct Target {
   std::shared_ptr<const s3::Config> s3;
 };
 std::unique_ptr<ByteStream> open_target_stream(Target target, const StreamOptions& options);
+// A HEAD request to the target, with the options' retries (http_head, http_stream.h); for
+// an S3 target signed, and its 5xx retried too. The status is the caller's to judge.
+HttpHead head_target(const Target& target, const StreamOptions& options);
 
 }  // namespace dataecho::http

@@ -77,14 +77,12 @@ bool is_http_uri(const std::string& uri) {
 }
 
 std::unique_ptr<ByteStream> open_stream(const std::string& uri, const StreamOptions& options) {
+  if (is_remote_uri(uri) && !options.cache_dir.empty())
+    return open_cached_http_stream(uri, options);
   if (is_s3_uri(uri)) {
-    if (!options.cache_dir.empty())
-      throw Error(ErrorCode::kInvalidArgument, s3::kStage,
-                  "cache_dir does not keep s3:// objects yet: leave it out for this source", uri);
     const std::string sha256 = s3::parse_uri(uri).sha256;
     return checked(s3::open_s3_stream(uri, options), sha256);
   }
-  if (is_http_uri(uri) && !options.cache_dir.empty()) return open_cached_http_stream(uri, options);
   if (is_http_uri(uri)) {
     std::optional<std::string> sha256 = url_sha256(uri);
     return checked(open_http_stream(uri, options), sha256.value_or(""));

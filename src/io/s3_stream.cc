@@ -55,6 +55,18 @@ std::string read_listing(ByteStream& in, const std::string& display) {
   return body;
 }
 
+// "s3://bucket/key" resolved and checked: the request URL, what errors show, the signing.
+http::Target object_target(const std::string& uri, const StreamOptions& options) {
+  const ObjectUri object = parse_uri(uri);
+  http::Target target;
+  target.display = object.display();
+  auto config = std::make_shared<const Config>(resolve_config(options.s3, target.display));
+  target.url = object_url(config->endpoint, config->addressing, object.bucket, object.key);
+  check_request(*config, target.url, options, target.display);
+  target.s3 = std::move(config);
+  return target;
+}
+
 }  // namespace
 
 void configure_request(CURL* easy, const Config& config) {
@@ -76,14 +88,18 @@ std::vector<std::string> request_headers(const Config& config) {
 }
 
 std::unique_ptr<ByteStream> open_s3_stream(const std::string& uri, const StreamOptions& options) {
-  const ObjectUri object = parse_uri(uri);
-  http::Target target;
-  target.display = object.display();
-  auto config = std::make_shared<const Config>(resolve_config(options.s3, target.display));
-  target.url = object_url(config->endpoint, config->addressing, object.bucket, object.key);
-  check_request(*config, target.url, options, target.display);
-  target.s3 = std::move(config);
-  return http::open_target_stream(std::move(target), options);
+  return http::open_target_stream(object_target(uri, options), options);
+}
+
+std::string object_request_url(const std::string& uri, const StreamOptions& options) {
+  return object_target(uri, options).url;
+}
+
+HttpHead head_object(const std::string& uri, const StreamOptions& options) {
+  const http::Target target = object_target(uri, options);
+  const HttpHead head = http::head_target(target, options);
+  if (head.status >= 300) http::open_target_stream(target, options);  // throws, naming it
+  return head;
 }
 
 std::vector<ListedObject> list_objects(const std::string& bucket, const std::string& prefix,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dataecho/io/byte_stream.h"
+#include "dataecho/io/http_stream.h"
 #include "s3_config.h"
 #include "s3_xml.h"
 
@@ -41,6 +42,15 @@ std::vector<std::string> request_headers(const Config& config);
 // http to a host other than loopback without plain_http_credentials; and for what the
 // server answers (s3_errors.h).
 std::unique_ptr<ByteStream> open_s3_stream(const std::string& uri, const StreamOptions& options);
+
+// The request URL of "s3://bucket/key" (endpoint, bucket and key: what a local copy is
+// keyed by), resolved and checked as open_s3_stream does.
+std::string object_request_url(const std::string& uri, const StreamOptions& options);
+
+// What a signed HEAD request says of the object: its size and ETag. An error status is
+// read again by a GET, so that the error thrown names it as open_s3_stream does (a HEAD
+// answer has no body to tell a missing bucket from a missing key, or a wrong secret).
+HttpHead head_object(const std::string& uri, const StreamOptions& options);
 
 // Every object whose key starts with `prefix` in `bucket`, from ListObjectsV2 pages of
 // at most `max_keys` (1 to 1000) keys, in the server's (byte) order of keys. Each page is

@@ -21,6 +21,7 @@
 #include "dataecho/core/error.h"
 #include "dataecho/core/hash.h"
 #include "dataecho/io/http_stream.h"
+#include "io/s3_stream.h"
 #include "io/sha256.h"
 
 namespace dataecho {
@@ -119,13 +120,25 @@ StreamOptions without_cache(const StreamOptions& o) {
   return plain;
 }
 
+// The checksum a URI gives (#sha256=), if any: an s3:// key may hold other '#'s.
+std::optional<std::string> uri_sha256(const std::string& uri) {
+  if (!is_s3_uri(uri)) return url_sha256(uri);
+  std::string hex = s3::parse_uri(uri).sha256;
+  return hex.empty() ? std::nullopt : std::optional<std::string>(std::move(hex));
+}
+
+// The remote shard: a plain GET, or a signed one for s3://.
+std::unique_ptr<ByteStream> open_remote(const std::string& uri, const StreamOptions& o) {
+  return is_s3_uri(uri) ? s3::open_s3_stream(uri, o) : open_http_stream(uri, o);
+}
+
 // Downloads `url` whole into base.shard (through a temporary file) and writes base.meta.
 // The copy is kept only when its length is the server's and, when the URL gives one
 // (`#sha256=`), its SHA-256 is that one.
 void fetch(const std::string& url, const StreamOptions& o, const std::string& base,
            const HttpHead& head) {
-  auto in = open_http_stream(url, without_cache(o));
-  const std::optional<std::string> want_sha256 = url_sha256(url);
+  auto in = open_remote(url, without_cache(o));
+  const std::optional<std::string> want_sha256 = uri_sha256(url);
   Sha256 sha256;
   std::random_device rd;
   const std::string tmp =
@@ -281,12 +294,16 @@ std::unique_ptr<ByteStream> open_copy(const std::string& url, const std::string&
 
 std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
                                                     const StreamOptions& o) {
-  url_sha256(url);  // a malformed #sha256= fragment fails before anything is fetched
+  uri_sha256(url);  // a malformed #sha256= fragment fails before anything is fetched
   std::error_code ec;
   fs::create_directories(o.cache_dir, ec);
   if (ec)
     fail(ErrorCode::kIo, o.cache_dir + ": cannot create the cache folder: " + ec.message(), url);
-  const std::string base = (fs::path(o.cache_dir) / url_hash(url)).string();
+  // An s3:// copy is keyed by its request URL (endpoint, bucket, key): two stores never
+  // share one.
+  const bool s3 = is_s3_uri(url);
+  const std::string key = s3 ? s3::object_request_url(url, without_cache(o)) : url;
+  const std::string base = (fs::path(o.cache_dir) / url_hash(key)).string();
   // One process checks and fetches a shard at a time (.lock); readers hold .use shared
   // for as long as they read, which only eviction waits for.
   ShardLock lock(base + ".lock", LOCK_EX);
@@ -296,7 +313,7 @@ std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
   }
   std::optional<HttpHead> head;
   try {
-    head = http_head(url, without_cache(o));
+    head = s3 ? s3::head_object(url, without_cache(o)) : http_head(url, without_cache(o));
   } catch (const Error&) {
     if (!is_current(url, base, nullptr)) throw;  // no copy to fall back on
   }

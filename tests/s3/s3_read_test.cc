@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 
 #include "dataecho/core/error.h"
@@ -47,18 +48,24 @@ std::string idx_file(const std::vector<int32_t>& dims, const std::string& data) 
   return s + data;
 }
 
+// TFRecord shard `shard`: 20 records of 0 to 20 KB, their sizes fixed by the shard, their
+// bytes by the shard and `version` (another version: the same length, other bytes).
+void write_shard(const std::string& path, int shard, uint64_t version) {
+  std::mt19937_64 sizes(5 + shard);
+  TfRecordWriter w(path);
+  for (int i = 0; i < 20; ++i)
+    w.write(bytes_of(sizes() % 20000, 1000 * shard + i + (version << 32)));
+  w.close();
+}
+
 // Writes the fixtures of every source kind under `dir`: set/train-{0..2}.tfrecord (20
 // records each, 0 to 20 KB), set/shard.tar (GNU tar, 12 samples), set/lines.txt,
 // set/images and set/labels (IDX), set/.hidden, and set/list.txt (a manifest of two
 // shards, one relative, one from the bucket's root).
 void write_fixtures(const std::string& dir) {
-  std::mt19937_64 rng(5);
   std::filesystem::create_directories(dir + "/set");
-  for (int shard = 0; shard < 3; ++shard) {
-    TfRecordWriter w(dir + "/set/train-" + std::to_string(shard) + ".tfrecord");
-    for (int i = 0; i < 20; ++i) w.write(bytes_of(rng() % 20000, rng()));
-    w.close();
-  }
+  for (int shard = 0; shard < 3; ++shard)
+    write_shard(dir + "/set/train-" + std::to_string(shard) + ".tfrecord", shard, 0);
   for (int i = 0; i < 12; ++i) {
     write_file(dir + "/tar/s" + std::to_string(i) + ".bin", bytes_of(100 + 700 * i, i));
     write_file(dir + "/tar/s" + std::to_string(i) + ".cls", std::to_string(i % 4) + "\n");
@@ -214,6 +221,51 @@ TEST_F(S3Read, ListingPaginatesWithContinuationTokens) {
   ASSERT_EQ(targets.size(), 3u);  // 3 + 3 + 3 keys
   EXPECT_EQ(targets[0], "/data?list-type=2&max-keys=3&prefix=set%2F");
   EXPECT_EQ(targets[1].rfind("/data?continuation-token=", 0), 0u) << targets[1];
+}
+
+// How many requests of `method` the proxy saw for each path.
+std::map<std::string, int> count_by_path(const std::vector<ProxiedRequest>& requests,
+                                         const std::string& method) {
+  std::map<std::string, int> n;
+  for (const ProxiedRequest& r : requests)
+    if (r.method == method) ++n[r.target.substr(0, r.target.find('?'))];
+  return n;
+}
+
+TEST_F(S3Read, CacheFetchesEachObjectOnceAndAgainWhenItsETagChanges) {
+  proxy_.start(server_);
+  const std::string cache = temp_dir();
+  auto source = [&](const std::string& where, double revalidate_s) {
+    return json{{"kind", "tfrecord"},
+                {"uri", where + "train-{0..2}.tfrecord"},
+                {"raw", true},
+                {"cache_dir", cache},
+                {"cache_revalidate_s", revalidate_s}};
+  };
+  const auto want =
+      elements({{"kind", "tfrecord"}, {"uri", local("train-{0..2}.tfrecord")}, {"raw", true}});
+  EXPECT_EQ(elements(source("s3://data/set/", 60)), want);
+  EXPECT_EQ(elements(source("s3://data/set/", 60)), want);  // checked < 60 s ago: no request
+  const std::map<std::string, int> once = {{"/data/set/train-0.tfrecord", 1},
+                                           {"/data/set/train-1.tfrecord", 1},
+                                           {"/data/set/train-2.tfrecord", 1}};
+  EXPECT_EQ(count_by_path(proxy_.requests(), "GET"), once);
+  EXPECT_EQ(count_by_path(proxy_.requests(), "HEAD"), once);
+  // train-1 uploaded anew (boto3): a new ETag, fetched again; the others are current.
+  // Of the same length: only the ETag tells the copy is stale.
+  std::filesystem::create_directories(dir_ + "/new");
+  write_shard(dir_ + "/new/train-1.tfrecord", 1, 1);
+  ASSERT_EQ(std::filesystem::file_size(dir_ + "/new/train-1.tfrecord"),
+            std::filesystem::file_size(local("train-1.tfrecord")));
+  server_.upload("data", dir_ + "/new/train-1.tfrecord", "set/train-1.tfrecord");
+  std::vector<std::string> local_new = {local("train-0.tfrecord"), dir_ + "/new/train-1.tfrecord",
+                                        local("train-2.tfrecord")};
+  proxy_.clear();
+  EXPECT_EQ(elements(source("s3://data/set/", 0)),
+            elements({{"kind", "tfrecord"}, {"uri", local_new}, {"raw", true}}));
+  EXPECT_EQ(count_by_path(proxy_.requests(), "GET"),
+            (std::map<std::string, int>{{"/data/set/train-1.tfrecord", 1}}));
+  EXPECT_EQ(count_by_path(proxy_.requests(), "HEAD"), once);
 }
 
 // The error of reading `uri` (a text source), and the requests the proxy saw for it.

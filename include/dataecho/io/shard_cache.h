@@ -1,6 +1,8 @@
 // Remote shards kept on local disk (the HTTP sources' "cache_dir", as WebDataset and
-// MosaicML Streaming keep theirs): each http(s) shard is downloaded once into the folder
-// and read from there after, also by later runs and by other processes on the machine.
+// MosaicML Streaming keep theirs): each http(s) or s3:// shard is downloaded once into
+// the folder and read from there after, also by later runs and by other processes on the
+// machine. An s3:// shard is asked for with signed requests, and its copy is keyed by its
+// request URL (endpoint, bucket and key), so that two stores never share one.
 //
 // - Checked: a download is kept only when its length equals the server's; the server's
 //   ETag is stored beside it, and each open asks the server (a HEAD request) whether the
@@ -27,6 +29,7 @@
 
 namespace dataecho {
 
+// `url`: an http(s):// URL or an s3:// URI.
 std::unique_ptr<ByteStream> open_cached_http_stream(const std::string& url,
                                                     const StreamOptions& options);
 
