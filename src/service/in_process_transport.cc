@@ -88,6 +88,7 @@ class Endpoint {
     auto state = std::make_shared<StreamState>();
     {
       std::lock_guard lock(mu_);
+      std::erase_if(streams_, [](const auto& weak) { return weak.expired(); });
       streams_.push_back(state);
     }
     spawn([this, state, method, request = std::move(request)] {

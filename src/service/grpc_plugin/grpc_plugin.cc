@@ -92,6 +92,11 @@ struct Channel {
 
 // ---- client streams ----
 
+// A server stream's client side. The reactor holds the call (AddHold) while the engine
+// may still start reads from its own thread (next(), when it takes a frame after reading
+// had paused): without the hold, gRPC may finish and free the call between the decision
+// to read and StartRead. The hold goes when reading is over, or on cancel or free; those
+// decisions and StartRead from outside gRPC's callbacks happen under start_mu_.
 class ClientStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   static constexpr size_t kReadAhead = 2;  // frames received and not yet taken
@@ -105,6 +110,7 @@ class ClientStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc
     StartWriteLast(&request_, grpc::WriteOptions());
     reading_ = true;
     StartRead(&incoming_);
+    AddHold();
     StartCall();
   }
 
@@ -115,8 +121,10 @@ class ClientStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc
       reading_ = false;
       if (ok) {
         frames_.push_back(std::move(incoming_));
-        more = frames_.size() < kReadAhead;
+        more = frames_.size() < kReadAhead && !cancelled_;
         reading_ = more;
+      } else {
+        reads_over_ = true;
       }
     }
     cv_.notify_all();
@@ -132,22 +140,31 @@ class ClientStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc
 
   int next(int64_t timeout_ms, dataecho_grpc_slice_sink sink, void* user,
            dataecho_grpc_status* status) {
+    {
+      std::unique_lock lock(mu_);
+      auto ready = [&] { return !frames_.empty() || done_ || reads_over_; };
+      if (timeout_ms < 0)
+        cv_.wait(lock, ready);
+      else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready))
+        return DATAECHO_GRPC_STREAM_TIMEOUT;
+    }
+    std::unique_lock start(start_mu_);
     std::unique_lock lock(mu_);
-    auto ready = [&] { return !frames_.empty() || done_; };
-    if (timeout_ms < 0)
-      cv_.wait(lock, ready);
-    else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready))
-      return DATAECHO_GRPC_STREAM_TIMEOUT;
-    if (frames_.empty()) {
+    if (frames_.empty()) {  // no more frames: the call's status once gRPC is done with it
+      lock.unlock();
+      release_hold();
+      lock.lock();
+      cv_.wait(lock, [&] { return done_; });
       set_status(status, status_);
       return DATAECHO_GRPC_STREAM_END;
     }
     grpc::ByteBuffer frame = std::move(frames_.front());
     frames_.erase(frames_.begin());
-    const bool resume = !reading_ && !done_ && !cancelled_;
+    const bool resume = held_ && !reading_ && !reads_over_ && !cancelled_;
     reading_ = reading_ || resume;
     lock.unlock();
     if (resume) StartRead(&incoming_);
+    start.unlock();
     std::vector<grpc::Slice> slices;
     frame.Dump(&slices);
     for (const grpc::Slice& s : slices) {
@@ -159,33 +176,39 @@ class ClientStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc
   }
 
   void cancel() {
+    std::lock_guard start(start_mu_);
     {
       std::lock_guard lock(mu_);
       cancelled_ = true;
     }
     context_.TryCancel();
+    release_hold();
   }
 
   // Cancels the call unless it is over and waits for gRPC's last callback.
   void finish() {
+    cancel();
     std::unique_lock lock(mu_);
-    if (!done_) {
-      cancelled_ = true;
-      lock.unlock();
-      context_.TryCancel();
-      lock.lock();
-    }
     cv_.wait(lock, [&] { return done_; });
   }
 
  private:
+  void release_hold() {  // under start_mu_
+    if (!held_) return;
+    held_ = false;
+    RemoveHold();
+  }
+
   grpc::ClientContext context_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer incoming_;
+  std::mutex start_mu_;  // the engine's threads: reads started, the hold released
+  bool held_ = true;     // under start_mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<grpc::ByteBuffer> frames_;
-  bool reading_ = false;  // a StartRead is outstanding
+  bool reading_ = false;     // a StartRead is outstanding
+  bool reads_over_ = false;  // a read failed: the stream has no more frames
   bool cancelled_ = false;
   bool done_ = false;
   grpc::Status status_;
@@ -206,6 +229,7 @@ struct dataecho_grpc_call final : public grpc::ServerGenericBidiReactor {
     std::lock_guard lock(mu);
     write_pending = false;
     write_ok = ok;
+    cancelled = cancelled || !ok;  // a failed write: cancelled or broken (OnCancel may follow)
     cv.notify_all();
   }
   void OnCancel() override {
