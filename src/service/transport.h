@@ -22,22 +22,23 @@
 
 #include "dataecho/core/error.h"
 #include "dataecho/core/tensor.h"
+#include "service/grpc_plugin.h"
 
 namespace dataecho::service {
 
 using Frame = std::vector<std::shared_ptr<const Buffer>>;
 
-// gRPC's status codes that the service tells apart (grpc_plugin.h has the same numbers).
+// gRPC's status codes that the service tells apart (the numbers: grpc_plugin.h's).
 enum class CallCode : int {
-  kOk = 0,
-  kCancelled = 1,
-  kUnknown = 2,
-  kInvalidArgument = 3,
-  kDeadlineExceeded = 4,
-  kNotFound = 5,
-  kInternal = 13,
-  kUnavailable = 14,
-  kUnauthenticated = 16,
+  kOk = DATAECHO_GRPC_OK,
+  kCancelled = DATAECHO_GRPC_CANCELLED,
+  kUnknown = DATAECHO_GRPC_UNKNOWN,
+  kInvalidArgument = DATAECHO_GRPC_INVALID_ARGUMENT,
+  kDeadlineExceeded = DATAECHO_GRPC_DEADLINE_EXCEEDED,
+  kNotFound = DATAECHO_GRPC_NOT_FOUND,
+  kInternal = DATAECHO_GRPC_INTERNAL,
+  kUnavailable = DATAECHO_GRPC_UNAVAILABLE,
+  kUnauthenticated = DATAECHO_GRPC_UNAUTHENTICATED,
 };
 // "DEADLINE_EXCEEDED", as gRPC spells it ("code 7" for the others).
 std::string call_code_name(CallCode code);

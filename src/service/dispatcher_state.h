@@ -1,0 +1,117 @@
+// The dispatcher's state: jobs, their epochs of pieces (PENDING from a record, LEASED to
+// a worker for a consumer, DONE), and the workers. It changes only by apply(entry), the
+// entries the dispatcher journals first (journal.h), so that replaying the journal after
+// a restart gives the same state. Pure: no network, files or clock; a beat's time is
+// given by the caller.
+//
+// The rules (docs/history/2026-12-06-data-service-plan.md, "Positions, exactly once"):
+// - at most one live lease per piece; lease ids only grow;
+// - consumer r of N owns the lanes k with k mod N == r, and is leased only their pieces,
+//   released ones first, then in piece order;
+// - a lease ends only by its consumer's report: done, or released at the count of
+//   records it kept (the piece is then PENDING from there), or by the consumer's rewind
+//   to a checkpoint. A silent worker's leases stay until their consumer reports, since
+//   only the consumer knows what it kept.
+// Each request has a const method that builds its entry and checks it as apply() does
+// (throwing an Error that names the job, piece and lease), so one set of rules serves
+// requests and replay.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataecho/proto/service.pb.h"
+
+namespace dataecho::service {
+
+enum class PieceStatus { kPending, kLeased, kDone };
+
+struct PieceState {
+  int32_t lane = 0;
+  PieceStatus status = PieceStatus::kPending;
+  int64_t from = 0;       // pending: where a lease starts; leased: where this one started
+  bool released = false;  // pending after a release or rewind: leased before the others
+  int64_t lease = 0;      // leased: its id
+  int64_t worker = 0;     // leased: to whom
+};
+
+struct EpochState {
+  std::vector<PieceState> pieces;
+};
+
+struct JobState {
+  int64_t id = 0;
+  JobSpec spec;
+  std::string plan_json;
+  std::map<int64_t, EpochState> epochs;
+  std::vector<int64_t> incarnations;  // per consumer: its last rewind's
+  bool stopped = false;
+};
+
+struct WorkerState {
+  std::string address;
+  int64_t last_beat_ms = 0;  // not journaled
+};
+
+class DispatcherState {
+ public:
+  // The only mutator of jobs, pieces and workers. Throws an Error naming what is wrong
+  // for an entry that does not apply here.
+  void apply(const JournalEntry& entry);
+
+  // ---- the entries of requests, checked (Errors as apply's) ----
+  // A new job, or nullopt when a job of that name and fingerprint runs already; refuses
+  // another fingerprint under a running job's name, and lanes that do not split evenly.
+  std::optional<JournalEntry> register_job(const JobSpec& spec, const std::string& plan_json) const;
+  JournalEntry register_worker(int64_t worker, const std::string& address) const;
+  JournalEntry open_epoch(int64_t job, int64_t epoch,
+                          const std::vector<int32_t>& piece_lanes) const;
+  // The consumer's next piece of the epoch, leased to `worker`; nullopt when none is pending.
+  std::optional<JournalEntry> next_lease(int64_t job, int32_t consumer, int64_t epoch,
+                                         int64_t worker) const;
+  JournalEntry done(int64_t job, int64_t epoch, int64_t piece, int64_t lease) const;
+  JournalEntry release(int64_t job, int64_t epoch, int64_t piece, int64_t lease,
+                       int64_t kept) const;
+  JournalEntry rewind(int64_t job, int32_t consumer, int64_t incarnation, int64_t epoch,
+                      const std::vector<PiecePos>& positions) const;
+  JournalEntry stop_job(int64_t job) const;
+  // The whole state as one entry, which apply() takes on an empty state only (the first
+  // entry of a compacted journal).
+  JournalEntry snapshot() const;
+
+  // ---- queries ----
+  const JobState* find_job(const std::string& name) const;  // the running job of that name
+  const JobState& job(int64_t id) const;                    // throws for an unknown id
+  const std::map<int64_t, WorkerState>& workers() const { return workers_; }
+  // Whether every piece of the consumer's lanes in the epoch is done.
+  bool epoch_done(int64_t job, int32_t consumer, int64_t epoch) const;
+  // The whole state as text, one line per job, epoch and worker (tests, status).
+  std::string describe() const;
+
+  // ---- liveness: not journaled ----
+  void beat(int64_t worker, int64_t now_ms);
+  // Workers whose last beat is more than timeout_ms before now_ms, in number order.
+  std::vector<int64_t> silent_workers(int64_t now_ms, int64_t timeout_ms) const;
+
+ private:
+  void check(const JournalEntry& entry) const;
+  void check_job(const RegisterJob& r) const;
+  void check_epoch(const OpenEpoch& o) const;
+  void check_lease(const Lease& l) const;
+  void check_report(bool done, const PieceReport& r) const;
+  void check_rewind(const Rewind& r) const;
+  const JobState& running_job(int64_t id) const;  // refuses a stopped job
+  JobState& job_mut(int64_t id) { return const_cast<JobState&>(job(id)); }
+  const PieceState& leased_piece(int64_t job, int64_t epoch, int64_t piece, int64_t lease) const;
+  void apply_rewind(const Rewind& r);
+  void apply_snapshot(const StateSnapshot& s);
+
+  std::map<int64_t, JobState> jobs_;
+  std::map<int64_t, WorkerState> workers_;
+  int64_t last_lease_ = 0;
+};
+
+}  // namespace dataecho::service
