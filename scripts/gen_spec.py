@@ -132,12 +132,13 @@ def python_table(schema: Dict[str, Any]) -> str:
 # The Python API's shape where the declaration does not decide it. Required options are
 # positional; these optional ones are positional too, in declared order. Ops whose Python
 # form is written by hand in _definition.py (a callable, options of their own) are not
-# generated. A default for Python where the spec requires the option: echo(2).
+# generated (elastic: put first, not appended). A default for Python where the spec
+# requires the option: echo(2).
 PYTHON_POSITIONAL = {"bucket": {"boundaries", "batch_sizes"}, "idx": {"images", "labels"},
                      "echo": {"factor"}, "files": {"root"}, "cache": {"path"},
                      "interleave": {"cycle"}, "prefetch": {"buffer"}, "repeat": {"count"}}
 PYTHON_DEFAULTS = {("echo", "factor"): 2}
-HAND_WRITTEN = {"stages": {"map", "filter", "pack"}, "sources": {"sample"}}
+HAND_WRITTEN = {"stages": {"map", "filter", "pack", "elastic"}, "sources": {"sample"}}
 PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels"}
 PY_TYPES = {"int": "int", "number": "float", "bool": "bool", "string": "str",
             "strings": "Union[str, Sequence[str]]", "ints": "Sequence[int]",

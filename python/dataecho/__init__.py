@@ -25,8 +25,8 @@ definition can be the start of several. ``build()`` starts a ``Pipeline``: an it
 whose threads run in C++, without the GIL. See docs/python.md for the whole reference.
 
 The modules: ``_definition`` (PipelineDef and the sources), ``_pipeline`` (Pipeline,
-Batch), ``_profile`` (profile), ``_torch`` (TorchIterable, which imports torch when
-first used); ``_core`` is the C++ extension. ``dataecho.stats`` (imported on its own:
+Batch, merge_states), ``_profile`` (profile), ``_torch`` (TorchIterable, which imports
+torch when first used); ``_core`` is the C++ extension. ``dataecho.stats`` (imported on its own:
 ``from dataecho import stats``) has the experiment protocol's statistics, the engine's
 medians and bootstrap intervals.
 """
@@ -38,7 +38,7 @@ from typing import Any
 from . import _core
 from ._core import DataError, Error, SpecError
 from ._definition import PipelineDef, class_to_idx, files, idx, range, sample, source, tar, text, tfrecord
-from ._pipeline import Batch, Pipeline, clear_tuner_memory
+from ._pipeline import Batch, Pipeline, clear_tuner_memory, merge_states
 from ._profile import profile
 
 __version__: str = _core.__version__
@@ -55,6 +55,7 @@ __all__ = [
     "files",
     "TorchIterable",
     "idx",
+    "merge_states",
     "profile",
     "range",
     "sample",

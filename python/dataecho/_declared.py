@@ -113,30 +113,6 @@ class DeclaredStages:
         """
         return self._declared("echo", locals())
 
-    def elastic(self, *, lanes: int = 12, pieces_per_lane: Optional[int] = None,
-                world_size: Optional[int] = None, rank: Optional[int] = None,
-                seed: Optional[int] = None) -> PipelineDef:
-        """Splits the data between ranks so that a job can resume on another number of ranks
-        (include/dataecho/ops/elastic.h): the stages before the batch run once per lane over
-        ``lanes`` lanes of balanced pieces of the source, rank ``rank`` of ``world_size``
-        owns the lanes k with k mod world_size == rank, and the batch's size is the global
-        batch of all ranks. The first stage; PipelineDef::with_elastic_first puts it there.
-
-        Options (docs/spec.md, "elastic"):
-
-        ``lanes``: lanes, fixed for the job; world_size must divide it; an integer in [1,
-        4096]; default 12.
-        ``pieces_per_lane``: pieces of the source each lane reads per epoch (an in-lane
-        interleave's slots); an integer in [1, 1024]; default 4.
-        ``world_size``: ranks (not part of the state's fingerprint); an integer in [1,
-        4096]; default 1.
-        ``rank``: this rank, < world_size (not part of the state's fingerprint); an integer
-        in [0, 4095]; default 0.
-        ``seed``: the seed of the deal of pieces to lanes (each epoch deals anew); an
-        integer >= 0; default derived from the pipeline's seed.
-        """
-        return self._declared("elastic", locals())
-
     def interleave(self, cycle: int = 4, *, parallelism: Optional[Union[int, str]] = None,
                    buffer_per_shard: Optional[int] = None) -> PipelineDef:
         """Reads ``cycle`` shards (files) at once, one element from each in turn; right after a

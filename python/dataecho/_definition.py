@@ -258,18 +258,49 @@ class PipelineDef(DeclaredStages):
         return self._derive(self._d.memory_check(share, limit_mb, action))
 
     # ------------------------------------------------------------------ edits
-    def distributed(self, rank: Optional[int] = None, world_size: Optional[int] = None) -> "PipelineDef":
+    def elastic(self, lanes: int = 12, *, pieces_per_lane: Optional[int] = None, world_size: Optional[int] = None,
+                rank: Optional[int] = None, seed: Optional[int] = None) -> "PipelineDef":
+        """The elastic stage put first (C++ ``with_elastic_first``): the data split into
+        ``lanes`` lanes of balanced pieces of the source, of which rank ``rank`` of
+        ``world_size`` reads the lanes k with k mod world_size == rank; the stages before
+        the batch run once per lane, and the batch's size is the global batch of all
+        ranks. Every step's global batch is the same for any world size that divides
+        ``lanes``, and the ranks' ``state_dict()``s merged by ``merge_states`` resume on
+        any such world size (docs/python.md, "Elastic resumption"). Build every rank with
+        the same seed. Refused when the pipeline has an elastic or a shard stage already.
+        """
+        given = _none_dropped({"lanes": lanes, "pieces_per_lane": pieces_per_lane, "world_size": world_size,
+                               "rank": rank, "seed": seed})
+        # The stage as its declaration writes it (types checked now, at $.stages[0]).
+        declared = _core.PipelineDef(self._d.source_kind, self._d.source_options).declared_stage("elastic", given)
+        first = self._d.with_elastic_first(lanes, 1 if world_size is None else world_size, 0 if rank is None else rank)
+        return self._derive(first.replacing("elastic", declared.stages))
+
+    def distributed(self, rank: Optional[int] = None, world_size: Optional[int] = None, *, elastic: bool = False,
+                    lanes: int = 12) -> "PipelineDef":
         """This process's share for data-parallel training with PyTorch's own DDP.
 
-        Puts a ``shard`` stage first, right after the source, as ``dataecho train``
-        does for its ranks (C++ ``with_shard_first``, docs/distributed.md): whole files
-        when there are at least ``world_size`` files, else every ``world_size``-th
-        element. Every stage after it, echo included, works on this rank's stream only,
-        so each example of an epoch is read by exactly one rank. ``rank`` and
-        ``world_size`` default to ``torch.distributed``'s (initialized), else to the
-        ``RANK`` and ``WORLD_SIZE`` environment variables of torchrun. Give each rank its
-        own ``build(seed=...)`` (``base + rank``) so that ranks do not draw the same
-        augmentations.
+        ``rank`` and ``world_size`` default to ``torch.distributed``'s (initialized),
+        else to the ``RANK`` and ``WORLD_SIZE`` environment variables of torchrun.
+
+        By default, a ``shard`` stage first, right after the source, as ``dataecho
+        train`` does for its ranks (C++ ``with_shard_first``, docs/distributed.md):
+        whole files when there are at least ``world_size`` files, else every
+        ``world_size``-th element. Every stage after it, echo included, works on this
+        rank's stream only, so each example of an epoch is read by exactly one rank.
+        Give each rank its own ``build(seed=...)`` (``base + rank``) so that ranks do
+        not draw the same augmentations. A state of such a pipeline resumes only on the
+        same rank of the same world size.
+
+        ``elastic=True``: an ``elastic`` stage first instead (``elastic()``, C++
+        ``with_elastic_first``), with ``lanes`` lanes (``world_size`` must divide
+        it). The batch's size is then the global batch: each rank gets its part of
+        every global batch, the same rows whatever the world size. Every rank must be
+        built with the **same** seed (``build(seed=run_seed)``: an elastic pipeline
+        without a seed is refused); it draws the order, and the augmentations stay
+        different per example through the examples' ids. The ranks' ``state_dict()``s,
+        gathered (``torch.distributed.all_gather_object``) and merged by
+        ``dataecho.merge_states``, resume on any world size that divides ``lanes``.
         """
         if rank is None or world_size is None:
             r, w = _distributed_rank_and_world()
@@ -277,6 +308,8 @@ class PipelineDef(DeclaredStages):
             world_size = w if world_size is None else world_size
         if not 0 <= rank < world_size:
             raise SpecError(f"distributed: rank {rank} is outside a world of {world_size}")
+        if elastic:
+            return self._derive(self._d.with_elastic_first(lanes, world_size, rank))
         return self.with_shard_first(world_size, rank)
 
     def with_shard_first(self, num_shards: int, index: int) -> "PipelineDef":
@@ -350,6 +383,9 @@ class PipelineDef(DeclaredStages):
         raises ``SpecError`` naming the echo stage. See docs/python.md, "Shared buffers,
         opt in".
         """
+        if seed is None and self.find("elastic") is not None and "seed" not in self._d.to_json():
+            raise SpecError("elastic: the pipeline has no seed: build(seed=...) with the same seed on every rank "
+                            "(every rank draws the order of the lanes from it)")
         d = self if seed is None else self.seed(seed)
         return Pipeline(d, as_numpy=as_numpy, base_dir=base_dir, fusion=fusion, share_buffers=share_buffers,
                         epoch=epoch)

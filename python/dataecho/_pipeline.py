@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _core
 from ._core import SpecError
@@ -68,6 +68,61 @@ class _ProcessLocalState(bytes):
         )
 
     __reduce__ = __reduce_ex__  # type: ignore[assignment]
+
+
+_STATE_FORMAT = "dataecho.state/1"  # the dict state_dict() returns
+
+
+def _in_python_terms(e: _core.Error, message: str) -> _core.Error:
+    """The engine's error `e` with `message`, which names the package's functions where the
+    engine's message names C++ ones (merge_elastic_states: ``dataecho.merge_states``)."""
+    error = type(e)(message.replace("merge_elastic_states", "dataecho.merge_states"))
+    error.code, error.stage, error.input = e.code, e.stage, e.input
+    return error
+
+
+def merge_states(states: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """One state of an elastic pipeline's ranks: the ``state_dict()`` of every rank, saved
+    after the same step of the same epoch, in any order, merged into one that each rank of
+    any world size dividing the lanes restores with ``load_state_dict`` (docs/python.md,
+    "Elastic resumption"). A state holds each lane's position and buffers, and the merge
+    takes each lane from the rank that read it, so nothing is lost or read twice.
+
+    With PyTorch's DDP, gather the dicts on every rank, merge, and save the merged one in
+    the checkpoint::
+
+        states = [None] * dist.get_world_size()
+        dist.all_gather_object(states, pipeline.state_dict())
+        if dist.get_rank() == 0:
+            torch.save({"model": model.state_dict(), "data": dataecho.merge_states(states)}, path)
+        # on resume, on any world size dividing the lanes, every rank:
+        pipeline.load_state_dict(torch.load(path)["data"])
+
+    Raises ``SpecError`` naming what is wrong: states of different pipelines (another seed
+    or spec), of different epochs or steps, a lane in two states, lanes in none (a rank's
+    state left out), or a state that is not an elastic pipeline's.
+    """
+    if not states:
+        raise SpecError("merge_states: no states to merge (give the state_dict() of every rank)")
+    for i, st in enumerate(states):
+        if not isinstance(st, Mapping) or st.get("format") != _STATE_FORMAT or \
+                not isinstance(st.get("state"), (bytes, bytearray)):
+            raise SpecError(f"merge_states: state {i} is not a state_dict() of a dataecho pipeline")
+        epoch, first = st.get("epoch", 0), states[0].get("epoch", 0)
+        if epoch != first:
+            raise SpecError(f"merge_states: state {i} is at epoch {epoch} and state 0 at epoch {first}: save every "
+                            "rank at the same step")
+    try:
+        merged = _core.merge_elastic_states([bytes(st["state"]) for st in states])
+    except _core.Error as e:  # the engine's refusal, named as this function's
+        raise _in_python_terms(e, "merge_states: " + str(e).removeprefix("merge_elastic_states: ")) from None
+    local = [st["state"] for st in states if isinstance(st["state"], _ProcessLocalState)]
+    state: bytes = merged
+    if local:  # a Python callable's state restores in this process only
+        state = _ProcessLocalState(merged)
+        state.names = local[0].names
+    return {"format": _STATE_FORMAT, "elements": states[0].get("elements", 0), "epoch": states[0].get("epoch", 0),
+            "state": state}
 
 
 class Pipeline:
@@ -206,13 +261,13 @@ class Pipeline:
             local = _ProcessLocalState(raw)
             local.names = ", ".join(repr(c.name) for c in self._def._callables)
             state = local
-        return {"format": "dataecho.state/1", "elements": self.elements_returned, "epoch": self._epoch,
+        return {"format": _STATE_FORMAT, "elements": self.elements_returned, "epoch": self._epoch,
                 "state": state}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continues from a ``state_dict()``: the same epoch, and the next element is the
         one that followed."""
-        if state.get("format") != "dataecho.state/1" or not isinstance(state.get("state"), (bytes, bytearray)):
+        if state.get("format") != _STATE_FORMAT or not isinstance(state.get("state"), (bytes, bytearray)):
             raise SpecError("load_state_dict: not a dataecho state (expected the dict state_dict() returns)")
         epoch = state.get("epoch", 0)  # states saved before epochs were in them: epoch 0
         if not isinstance(epoch, int) or epoch < 0:
@@ -222,7 +277,12 @@ class Pipeline:
             self._epoch = epoch
             self._exhausted = False
             self._p = self._start()
-        self._p.restore(bytes(state["state"]))
+        try:
+            self._p.restore(bytes(state["state"]))
+        except _core.Error as e:
+            if "merge_elastic_states" not in str(e):
+                raise
+            raise _in_python_terms(e, str(e)) from None  # a rank's own state on another world size
 
     def close(self) -> None:
         """Cancels the pipeline and joins its threads (idempotent)."""

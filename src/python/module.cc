@@ -19,6 +19,7 @@
 
 #include "dataecho/core/run_statistics.h"
 #include "dataecho/formats/files.h"
+#include "dataecho/ops/elastic.h"
 #include "dataecho/ops/pack.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/echo_advice.h"
@@ -166,6 +167,8 @@ void bind_settings(py::class_<PipelineDef>& c) {
 void bind_edits(py::class_<PipelineDef>& c) {
   c.def("with_shard_first", &PipelineDef::with_shard_first, py::arg("num_shards"),
         py::arg("index"));
+  c.def("with_elastic_first", &PipelineDef::with_elastic_first, py::arg("lanes"),
+        py::arg("world_size"), py::arg("rank"));
   c.def(
       "with_mixed_seed",
       [](const PipelineDef& d, const std::vector<uint64_t>& salts) {
@@ -368,6 +371,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("register_callable", &register_callable, py::arg("fn"), py::arg("name"));
   m.def("unregister_callable", &unregister_callable, py::arg("id"));
   m.def("clear_tuner_memory", &dataecho::clear_tuner_memory);
+  // Every rank's Pipeline.save() of an elastic pipeline, as one state (ops/elastic.h).
+  m.def(
+      "merge_elastic_states",
+      [](const std::vector<std::string>& states) {
+        std::string merged;
+        {
+          pybind11::gil_scoped_release nogil;
+          merged = dataecho::merge_elastic_states(states);
+        }
+        return pybind11::bytes(merged);
+      },
+      pybind11::arg("states"));
   bind_stats(m);
   m.def("copy_counters",
         [] { return py::make_tuple(g_copied_bytes.load(), g_shared_bytes.load()); });
