@@ -103,7 +103,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
     memory and nothing else. With ``num_workers=N`` anyway, each worker builds its own
     pipeline after the fork (never forking live threads) and takes a share of the
     files (whole files when there are at least N, else every N-th element), so no
-    example is read twice; the threads inside each worker still run in parallel.
+    example is read twice; the threads inside each worker still run in parallel. An
+    elastic pipeline (``distributed(elastic=True)``) takes ``num_workers`` 0 or 1.
 
     Each pass of the DataLoader (each ``for batch in loader:``) is a new epoch: epoch
     0, 1, 2, ... (``PipelineDef.for_epoch``: its shuffles and augmentations draw anew
@@ -145,6 +146,10 @@ class TorchIterable(torch.utils.data.IterableDataset):
             epoch = self._epochs.claim(None, 1)
         else:
             epoch = self._epochs.claim(int(info.seed) - int(info.id), int(info.num_workers))
+        if info is not None and info.num_workers > 1 and d.find("elastic") is not None:
+            raise SpecError(f"TorchIterable: the pipeline is elastic and the DataLoader has {info.num_workers} "
+                            "workers: use num_workers=0 (an elastic rank reads its lanes on the pipeline's own "
+                            "threads; DataLoader workers do not share a rank's lanes)")
         if info is not None and info.num_workers > 1:
             # Put first, also before a rank's shard stage (distributed()): each worker
             # takes its share of the rank's share.

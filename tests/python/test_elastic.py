@@ -168,3 +168,16 @@ def test_two_gloo_ranks_then_one(tmp_path):
     assert len(before) == 2 * SAVED_AT * 6
     uninterrupted = [r for s in global_steps(rank_pipelines(example_echo(), 1)) for r in s]
     assert Counter(before + after) == Counter(uninterrupted)
+
+
+def test_a_dataloader_without_workers_reads_the_ranks_batches_and_workers_are_refused():
+    import torch
+
+    d = example_echo().distributed(rank=1, world_size=2, elastic=True, lanes=LANES)
+    expected = [rows(b) for b in d.build(seed=SEED, as_numpy=True)]
+    loader = torch.utils.data.DataLoader(de.TorchIterable(d, seed=SEED, provenance=True), batch_size=None)
+    assert [list(zip(b["__ids__"].tolist(), b["__echo__"].tolist())) for b in loader] == expected
+    workers = torch.utils.data.DataLoader(de.TorchIterable(d, seed=SEED), batch_size=None, num_workers=2)
+    with pytest.raises(de.SpecError, match=r"TorchIterable: the pipeline is elastic and the DataLoader has 2 "
+                                           r"workers: use num_workers=0"):
+        next(iter(workers))
