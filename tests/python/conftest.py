@@ -4,8 +4,10 @@ Debian's Fashion-MNIST, the `dataecho` tool, and a real nginx (`dataecho serve`)
 import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -38,6 +40,19 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def run_ranks(script: Path, world_size: int) -> List[int]:
+    """Runs `script` as ranks 0..world_size-1 of a torch.distributed job on loopback, at
+    once, and returns their exit codes. Started with torchrun's environment by hand:
+    Debian's torch 1.13 torchrun fails on Python 3.11 before it starts a rank (its
+    redirects default)."""
+    port = str(_free_port())
+    ranks = [subprocess.Popen([sys.executable, str(script)],
+                              env=dict(os.environ, OMP_NUM_THREADS="1", RANK=str(r), WORLD_SIZE=str(world_size),
+                                       LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+             for r in range(world_size)]
+    return [p.wait(timeout=300) for p in ranks]
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,12 @@
 """PipelineDef.distributed(): each rank of a PyTorch DDP job reads its own share."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 import dataecho as de
-from conftest import IMAGES, LABELS, _free_port
+from conftest import IMAGES, LABELS, run_ranks
 
 
 def ids_of(definition):
@@ -66,14 +63,7 @@ def test_ranks_of_torch_distributed_read_disjoint_shares(tmp_path):
             open({str(tmp_path / "ids.json")!r}, "w").write(json.dumps(everyone))
         dist.destroy_process_group()
     """))
-    # Started with torchrun's environment by hand: Debian's torch 1.13 torchrun fails on
-    # Python 3.11 before it starts a rank (its redirects default).
-    port = str(_free_port())
-    ranks = [subprocess.Popen([sys.executable, str(script)],
-                              env=dict(os.environ, OMP_NUM_THREADS="1", RANK=str(r), WORLD_SIZE="2",
-                                       LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
-             for r in range(2)]
-    assert [p.wait(timeout=300) for p in ranks] == [0, 0]
+    assert run_ranks(script, 2) == [0, 0]
     a, b = json.loads((tmp_path / "ids.json").read_text())
     assert len(a) == len(b) == 150
     assert not set(a) & set(b)

@@ -3,17 +3,14 @@ the ranks' state_dicts merge (dataecho.merge_states) into one that resumes on an
 number of ranks with nothing lost and nothing read twice."""
 
 import json
-import os
 import pickle
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 
 import pytest
 
 import dataecho as de
-from conftest import _free_port
+from conftest import run_ranks
 
 LANES = 6
 SEED = 11
@@ -154,12 +151,7 @@ def test_two_gloo_ranks_then_one(tmp_path):
             open({str(tmp_path / "rows.json")!r}, "w").write(json.dumps(everyone))
         dist.destroy_process_group()
     """))
-    port = str(_free_port())
-    ranks = [subprocess.Popen([sys.executable, str(script)],
-                              env=dict(os.environ, OMP_NUM_THREADS="1", RANK=str(r), WORLD_SIZE="2",
-                                       LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
-             for r in range(2)]
-    assert [p.wait(timeout=300) for p in ranks] == [0, 0]
+    assert run_ranks(script, 2) == [0, 0]
     before = [tuple(r) for rank in json.loads((tmp_path / "rows.json").read_text()) for b in rank for r in b]
     one = example_echo().distributed(rank=0, world_size=1, elastic=True, lanes=LANES).build(seed=SEED,
                                                                                             as_numpy=True)
