@@ -225,13 +225,13 @@ int64_t local_size(const std::string& path) {
 }
 
 std::shared_ptr<const FileListing> list_uris(const FilesOptions& o) {
-  std::vector<std::string> paths = expand_uris(o.uris, o.base_dir);
+  std::vector<std::string> paths = expand_uris(o.uris, o.base_dir, o.stream);
   bool mixed = false;
-  for (const auto& p : paths) mixed |= is_http_uri(p) != is_http_uri(paths.front());
+  for (const auto& p : paths) mixed |= is_remote_uri(p) != is_remote_uri(paths.front());
   FileListingBuilder b(mixed ? "" : common_folder(paths));
   const size_t skip = b.listing().root().size();
   for (const auto& p : paths)
-    b.add(std::string_view(p).substr(skip), is_http_uri(p) ? -1 : local_size(p), nullptr);
+    b.add(std::string_view(p).substr(skip), is_remote_uri(p) ? -1 : local_size(p), nullptr);
   return b.finish();
 }
 
@@ -251,7 +251,7 @@ std::string read_text(const std::string& location, const StreamOptions& so) {
 
 // The folder of a list ("http://h/d/l.csv?x" -> "http://h/d/", "/a/l.csv" -> "/a/").
 std::string folder_of(std::string s) {
-  if (is_http_uri(s)) s = s.substr(0, s.find_first_of("?#"));
+  if (is_remote_uri(s)) s = s.substr(0, s.find_first_of("?#"));
   size_t slash = s.rfind('/');
   return slash == std::string::npos ? "" : s.substr(0, slash + 1);
 }
@@ -331,15 +331,15 @@ void add_list_row(FileListingBuilder& b, const std::vector<std::string>& cells, 
   b.add(cells[0], -1, f.width > 1 ? &label : nullptr, rest);
   const FileListing& l = b.listing();
   const std::string full = l.full_path(l.size() - 1);
-  if (!is_http_uri(full)) b.set_last_size(local_size(full));
+  if (!is_remote_uri(full)) b.set_last_size(local_size(full));
 }
 
 std::shared_ptr<const FileListing> list_file(const FilesOptions& o) {
-  const std::string location = is_http_uri(o.list) ? o.list : local_path(o.base_dir, o.list);
+  const std::string location = is_remote_uri(o.list) ? o.list : local_path(o.base_dir, o.list);
   std::string text = read_text(location, o.stream);
-  std::string root = o.base.empty()        ? folder_of(location)
-                     : is_http_uri(o.base) ? o.base
-                                           : local_path(o.base_dir, o.base);
+  std::string root = o.base.empty()          ? folder_of(location)
+                     : is_remote_uri(o.base) ? o.base
+                                             : local_path(o.base_dir, o.base);
   FileListingBuilder b(root);
   ListFormat f;
   const std::string name = location.substr(0, location.find_first_of("?#"));
@@ -416,10 +416,10 @@ std::string_view FileListing::cell(size_t i, size_t c) const {
 
 std::string FileListing::full_path(size_t i) const {
   std::string_view p = path(i);
-  if (is_http_uri(std::string(p))) return std::string(p);
+  if (is_remote_uri(std::string(p))) return std::string(p);
   if (p.rfind("file://", 0) == 0) return std::string(p.substr(7));
   if (!p.empty() && p[0] == '/') {
-    if (!is_http_uri(root_)) return std::string(p);
+    if (!is_remote_uri(root_)) return std::string(p);
     size_t host = root_.find("//") + 2;
     return root_.substr(0, root_.find('/', host)) + std::string(p);
   }

@@ -75,7 +75,7 @@ FileRead read_local(const std::string& path, int64_t listed) {
   return r;
 }
 
-FileRead read_http(const std::string& url, const StreamOptions& so) {
+FileRead read_remote(const std::string& url, const StreamOptions& so) {
   FileRead r;
   try {
     auto stream = open_stream(url, so);
@@ -96,7 +96,7 @@ FileRead read_http(const std::string& url, const StreamOptions& so) {
 FileRead read_file(const FilesShared& sh, uint64_t i) noexcept {
   try {
     const std::string path = sh.listing->full_path(i);
-    if (is_http_uri(path)) return read_http(path, sh.stream);
+    if (is_remote_uri(path)) return read_remote(path, sh.stream);
     return read_local(path, sh.listing->file_size(i));
   } catch (const std::exception& e) {  // std::bad_alloc for a huge file
     return {nullptr, e.what()};

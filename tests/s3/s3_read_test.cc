@@ -223,6 +223,28 @@ TEST_F(S3Read, ListingPaginatesWithContinuationTokens) {
   EXPECT_EQ(targets[1].rfind("/data?continuation-token=", 0), 0u) << targets[1];
 }
 
+TEST_F(S3Read, FilesReadsListedObjectsAndAListLikeLocal) {
+  const auto glob = [](const std::string& uri) { return json{{"kind", "files"}, {"uri", uri}}; };
+  const auto from_glob = elements(glob(local("train-*.tfrecord")));
+  EXPECT_EQ(from_glob.size(), 3u);
+  EXPECT_EQ(elements(glob(remote("train-*.tfrecord"))), from_glob);
+  // A CSV list on the store; its relative paths are relative to its folder there, a path
+  // starting with '/' to the bucket's root.
+  write_file(local("files.csv"), "lines.txt,1\nimages,0\n");
+  write_file(dir_ + "/rooted.csv", "/set/labels,2\n");
+  server_.upload("data", local("files.csv"), "set/files.csv");
+  server_.upload("data", dir_ + "/rooted.csv", "lists/rooted.csv");
+  const auto list = [](const std::string& uri) {
+    return json{{"kind", "files"}, {"list", uri}, {"header", false}};
+  };
+  const auto from_list = elements(list(local("files.csv")));
+  EXPECT_EQ(from_list.size(), 2u);
+  EXPECT_EQ(elements(list(remote("files.csv"))), from_list);
+  const std::vector<Example> rooted = run(spec(list("s3://data/lists/rooted.csv")));
+  ASSERT_EQ(rooted.size(), 1u);
+  EXPECT_EQ(std::string(rooted[0].get("image").bytes()), slurp(local("labels")));
+}
+
 // How many requests of `method` the proxy saw for each path.
 std::map<std::string, int> count_by_path(const std::vector<ProxiedRequest>& requests,
                                          const std::string& method) {

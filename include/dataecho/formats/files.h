@@ -55,7 +55,7 @@ struct FilesOptions {
   // Exactly one of root, uris, list.
   std::string root;               // an ImageFolder tree (a local folder)
   std::vector<std::string> uris;  // paths, globs, brace patterns, URLs (expand_uris)
-  std::string list;               // a CSV or TSV list file, local or http(s)
+  std::string list;               // a CSV or TSV list file, local, http(s) or s3://
   std::string base;               // list only: what relative paths are relative to
   char delimiter = 0;             // list only; 0: tab for .tsv/.tab, else ','
   // list only: whether the first row names the columns; unset: it does when its second
