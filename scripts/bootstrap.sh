@@ -43,7 +43,8 @@ PACKAGES=(
   python3-setuptools python3-wheel python3-pip python3-venv python3-build
   # tests/s3: the S3 test server runs on Node.js (pinned by its lock file); boto3 uploads
   # the fixtures, so that a bug shared by writer and reader cannot hide
-  nodejs python3-boto3
+  # (ca-certificates: npm fetches them over TLS; nodejs only recommends it)
+  nodejs ca-certificates python3-boto3
   # the data service's transport (gRPC's generic API, in a plugin loaded only when used)
   libgrpc++-dev
 )
@@ -88,7 +89,10 @@ fi
 # install scripts run; again only when the lock file changes.
 if ! cmp -s tests/s3/server/package-lock.json tests/s3/server/node_modules/.dataecho-lock; then
   echo "bootstrap: npm ci in tests/s3/server"
-  npm ci --prefix tests/s3/server --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error
+  # Node.js trusts only the certificates built into it; the system's store also holds a
+  # site's own (a TLS-inspecting proxy's), which apt and curl already trust.
+  NODE_EXTRA_CA_CERTS=${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt} \
+    npm ci --prefix tests/s3/server --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error
   cp tests/s3/server/package-lock.json tests/s3/server/node_modules/.dataecho-lock
 fi
 [ "${1:-}" = "--deps" ] && exit 0

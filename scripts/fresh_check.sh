@@ -139,6 +139,13 @@ debootstrap --variant=minbase --unpack-tarball="$BASE" bookworm "$ROOT" "$mirror
 echo "   $(($(date +%s) - t0)) s"
 
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# The network's own certificate authorities, as its resolver: a machine on this network
+# trusts them (a TLS-inspecting proxy stands between it and the npm registry). They join
+# the system's store when bootstrap installs ca-certificates.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$ROOT/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+fi
 # A chroot has no init: keep package scripts from starting daemons (nginx on port 80)
 # that would outlive the check and hold its mounts. The tests start their own nginx.
 printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
