@@ -21,15 +21,18 @@
 #include "dataecho/core/error.h"
 #include "dataecho/io/http_stream.h"
 #include "nginx_server.h"
+#include "recording_server.h"
 #include "test_util.h"
 
 namespace dataecho {
 namespace {
 
-using testing::listen_loopback;
 using testing::NginxServer;
 using testing::NginxServerOptions;
-using testing::send_all;
+using testing::object_answer;
+using testing::RecordedRequest;
+using testing::RecordingServer;
+using testing::ScriptedAnswer;
 
 std::string random_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -73,87 +76,44 @@ struct Reply {
   size_t cut_after = SIZE_MAX;  // close the connection after this many body bytes
 };
 
-// Serves one body at any path, one connection at a time, `Connection: close` on every
-// reply. Records the Range header of every request. Stopped and joined by its destructor.
+// Serves one body at any path (a RecordingServer: one connection at a time,
+// `Connection: close` on every reply). Records the Range of every request.
 class ScriptedServer {
  public:
   ScriptedServer(std::string body, std::function<Reply(int)> script)
-      : body_(std::move(body)), script_(std::move(script)) {
-    fd_ = listen_loopback(&port_);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~ScriptedServer() {
-    stop_ = true;
-    thread_.join();
-    close(fd_);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/data.bin"; }
+      : body_(std::move(body)),
+        script_(std::move(script)),
+        server_([this](int i, const RecordedRequest& r) { return answer(script_(i), r); }) {}
+  std::string url() const { return server_.endpoint() + "/data.bin"; }
+  // The Range of each request ("100-"), "" for none.
   std::vector<std::string> ranges() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return ranges_;
+    std::vector<std::string> out;
+    for (const RecordedRequest& r : server_.requests()) {
+      const std::string range = r.header("Range");
+      out.push_back(range.rfind("bytes=", 0) == 0 ? range.substr(6) : "");
+    }
+    return out;
   }
 
  private:
-  void serve() {
-    int index = 0;
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 20) <= 0) continue;
-      int c = accept(fd_, nullptr, nullptr);
-      if (c < 0) continue;
-      handle(c, script_(index++));
-      close(c);
-    }
-  }
-
-  void handle(int c, const Reply& reply) {
-    std::string request;
-    char buf[4096];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 65536) {
-      pollfd p{c, POLLIN, 0};
-      if (poll(&p, 1, 2000) <= 0) return;
-      ssize_t n = recv(c, buf, sizeof(buf), 0);
-      if (n <= 0) return;
-      request.append(buf, static_cast<size_t>(n));
-    }
-    uint64_t from = 0;
-    std::string range;
-    size_t r = request.find("\r\nRange: bytes=");
-    if (r != std::string::npos) {
-      size_t start = r + 15;
-      range = request.substr(start, request.find("\r\n", start) - start);
-      from = std::stoull(range);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ranges_.push_back(range);
-    }
-    std::string head;
-    std::string body;
+  ScriptedAnswer answer(const Reply& reply, const RecordedRequest& r) const {
+    ScriptedAnswer a;
+    a.cut_after = reply.cut_after;
     if (reply.status != 200) {
-      body = "error\n";
-      head = "HTTP/1.1 " + std::to_string(reply.status) + " Scripted\r\n";
-    } else if (!range.empty() && reply.honor_range) {
-      body = body_.substr(from);
-      head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " + std::to_string(from) + "-" +
-             std::to_string(body_.size() - 1) + "/" + std::to_string(body_.size()) + "\r\n";
+      a.status = reply.status;
+      a.body = "error\n";
+    } else if (!r.header("Range").empty() && reply.honor_range) {
+      a = object_answer(r, body_);
+      a.cut_after = reply.cut_after;
     } else {
-      body = body_;
-      head = "HTTP/1.1 200 OK\r\n";
+      a.body = body_;
     }
-    head += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
-    send_all(c, head.data(), head.size());
-    send_all(c, body.data(), std::min(body.size(), reply.cut_after));
+    return a;
   }
 
   std::string body_;
   std::function<Reply(int)> script_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> ranges_;
+  RecordingServer server_;
 };
 
 // ---- against nginx --------------------------------------------------------------------

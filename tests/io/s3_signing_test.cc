@@ -12,7 +12,7 @@
 #include "io/http_common.h"
 #include "io/http_connections.h"
 #include "io/s3_stream.h"
-#include "s3_recorder.h"
+#include "recording_server.h"
 #include "s3_test_env.h"
 #include "test_util.h"
 

@@ -1,6 +1,7 @@
 // RecordingServer: a loopback HTTP/1.1 server that records every request head and answers
-// each from a script (one connection per request, `Connection: close`). The tests of S3
-// signing give it AWS's documented requests; the tests of S3 answers script S3's errors.
+// each from a script (one connection per request, `Connection: close`). The HTTP stream's
+// tests script its faults (errors, cut bodies, an ignored Range); the S3 signing tests
+// give it AWS's documented requests.
 #pragma once
 
 #include <poll.h>
@@ -8,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -47,6 +50,7 @@ struct ScriptedAnswer {
   int status = 200;
   std::string headers;
   std::string body;
+  size_t cut_after = SIZE_MAX;  // close the connection after this many body bytes
 };
 
 // `body` as S3 serves an object: 206 with Content-Range for a "Range: bytes=N-" request.
@@ -124,7 +128,8 @@ class RecordingServer {
     const bool head_only = r.head.rfind("HEAD ", 0) == 0;
     std::string out = "HTTP/1.1 " + std::to_string(a.status) + " Scripted\r\n" + a.headers +
                       "Content-Length: " + std::to_string(a.body.size()) +
-                      "\r\nConnection: close\r\n\r\n" + (head_only ? "" : a.body);
+                      "\r\nConnection: close\r\n\r\n";
+    if (!head_only) out.append(a.body, 0, std::min(a.body.size(), a.cut_after));
     send_all(c, out.data(), out.size());
   }
 
