@@ -212,7 +212,8 @@ class GlooCollective final : public Collective {
     broadcast_tensors(all);
   }
 
-  void average_gradients(ClassifierImpl& model, float& loss, std::vector<float>& sums) override {
+  void average_gradients(ClassifierImpl& model, float& loss, std::vector<float>& sums,
+                         std::optional<int64_t> rows) override {
     const int64_t t0 = now_ns();
     torch::NoGradGuard no_grad;
     std::vector<at::Tensor> params = model.parameters();
@@ -233,7 +234,10 @@ class GlooCollective final : public Collective {
       if (b.scalar_type() == torch::kFloat32) buffers.push_back(b);
     for (auto& b : buffers)
       flat.push_back(o_.rank == 0 ? b.detach().reshape({-1}) : torch::zeros({b.numel()}));
+    // Weighted by rows: the rows go last, and their sum divides.
+    if (rows) flat.push_back(torch::tensor({static_cast<float>(*rows)}, torch::kFloat32));
     std::vector<at::Tensor> bucket{torch::cat(flat)};
+    if (rows) bucket[0].narrow(0, 0, averaged).mul_(static_cast<double>(*rows));
     guarded("averaging the gradients", [&] { pg_->allreduce(bucket)->wait(); });
     if (n_sums > 0)
       std::memcpy(sums.data(), bucket[0].narrow(0, averaged, n_sums).data_ptr(),
@@ -243,7 +247,10 @@ class GlooCollective final : public Collective {
       b.detach().copy_(bucket[0].narrow(0, from, b.numel()).view(b.sizes()));
       from += b.numel();
     }
-    bucket[0].narrow(0, 0, averaged).div_(static_cast<double>(o_.world_size));
+    const double total_rows = rows ? bucket[0][bucket[0].numel() - 1].item<double>() : 0.0;
+    bucket[0]
+        .narrow(0, 0, averaged)
+        .div_(rows ? std::max(total_rows, 1.0) : static_cast<double>(o_.world_size));
     int64_t at = 0;
     for (auto& p : params) {
       const int64_t n = p.numel();

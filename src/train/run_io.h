@@ -134,4 +134,11 @@ inline ReadSet load_read_set(const std::string& bytes, bool copies = false) {
   return set;
 }
 
+// The union of several read sets' bytes (the ranks' of elastic sharding), as bytes.
+inline std::string united_read_sets(const std::vector<std::string>& sets, bool copies = false) {
+  std::string all;
+  for (const std::string& s : sets) all += s;
+  return save_read_set(load_read_set(all, copies), copies);
+}
+
 }  // namespace dataecho::train::run_io

@@ -116,6 +116,10 @@ const std::vector<Field<TrainConfig>>& config_fields() {
       member<C, &C::keep_snapshots>("", {.name = "keep_snapshots"}),
       member<C, &C::eval_at_end>("", {.name = "eval_at_end"}),
       member<C, &C::checkpoint_every>("", {.name = "checkpoint_every"}),
+      // Written when not "files" and 12: the configs of file-sharded runs stay as they were.
+      member<C, &C::sharding>(
+          "", {.name = "sharding", .choices = {"files", "elastic"}, .written = kWhenGiven}),
+      member<C, &C::lanes>("", {.name = "lanes", .min = 1, .written = kWhenGiven}),
       member<C, &C::progress>("", {.name = "progress"}),
       member<C, &C::progress_seconds>("", {.name = "progress_seconds"}),
   };
@@ -308,6 +312,13 @@ void validate_train_config(const TrainConfig& c) {
   if (c.checkpoint_every < 0)
     config_error("checkpoint_every must be >= 0, got " + std::to_string(c.checkpoint_every));
   if (c.resume && c.out.empty()) config_error("--resume needs the run's output directory (--out)");
+  if (c.sharding != "files" && c.sharding != "elastic")
+    config_error("sharding must be \"files\" or \"elastic\", got \"" + c.sharding + "\"");
+  if (c.lanes < 1) config_error("lanes must be >= 1, got " + std::to_string(c.lanes));
+  if (c.sharding == "elastic" && c.train_pipeline)
+    config_error(
+        "elastic sharding needs a training spec (the trainer puts its elastic stage first): a "
+        "training pipeline factory cannot be split into lanes");
   validate_optimizer(c.optimizer);
   if (c.model.language_model()) validate_language_model(c);
   for (double s : c.input.std) {

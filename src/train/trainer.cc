@@ -22,6 +22,7 @@
 #include "dataecho/core/process_memory.h"
 #include "dataecho/core/redact.h"
 #include "dataecho/core/rng.h"
+#include "dataecho/ops/elastic.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/train/distributed.h"
 #include "dataecho/train/model.h"
@@ -62,26 +63,38 @@ std::optional<T> json_opt(const nlohmann::json& j, const char* key) {
   return j[key].get<T>();
 }
 
-// `rank` of `world` > 1: this rank's share of the data, by a `shard` stage put first (whole
-// files when there are at least as many files as ranks, otherwise every world-th element;
-// make_shard decides), and a pipeline seed of its own, so that ranks do not draw the same
-// augmentations. Rank 0 keeps the one-process seed.
+// `rank` of `world` > 1, file sharding: this rank's share of the data, by a `shard` stage
+// put first (whole files when there are at least as many files as ranks, otherwise every
+// world-th element; make_shard decides), and a pipeline seed of its own, so that ranks do
+// not draw the same augmentations. Rank 0 keeps the one-process seed.
+// `elastic_lanes` > 0, elastic sharding (at any world size, 1 included, so that the
+// stages' seeds do not move with it): the same seed on every rank, and an elastic stage
+// of that many lanes first, of which this rank reads its own.
 std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory,
                                         const std::optional<PipelineDef>& spec,
                                         const std::string& dir, std::optional<uint64_t> seed,
-                                        int rank = 0, int world = 1) {
+                                        int rank = 0, int world = 1, int64_t elastic_lanes = 0) {
   if (factory) return factory();
   if (!spec) fail(ErrorCode::kInvalidArgument, "no pipeline: give a spec or a factory");
   PipelineDef def = *spec;
-  if (seed && *seed != 0)
-    def = rank > 0 ? def.with_mixed_seed({*seed, static_cast<uint64_t>(rank)})
-                   : def.with_mixed_seed({*seed});
-  if (world > 1) {
-    if (def.find("shard"))
+  if ((world > 1 || elastic_lanes > 0) && def.find("shard"))
+    fail(ErrorCode::kInvalidArgument,
+         "training pipeline: has a \"shard\" stage, but data-parallel training shares the data "
+         "between ranks itself (a shard or elastic stage first); remove it from the spec");
+  if (elastic_lanes > 0) {
+    if (seed && *seed != 0)
+      def = def.with_mixed_seed({*seed});
+    else if (!def.to_json().contains("seed"))
       fail(ErrorCode::kInvalidArgument,
-           "training pipeline: has a \"shard\" stage, but data-parallel training shards by "
-           "rank itself (a shard stage first); remove it from the spec");
-    def = def.with_shard_first(world, rank);
+           "training pipeline: elastic sharding needs a pipeline seed, the same on every rank "
+           "(every rank draws the global order and the augmentations from it): give the spec "
+           "a \"seed\", or the run a --seed other than 0");
+    def = def.with_elastic_first(elastic_lanes, world, rank);
+  } else {
+    if (seed && *seed != 0)
+      def = rank > 0 ? def.with_mixed_seed({*seed, static_cast<uint64_t>(rank)})
+                     : def.with_mixed_seed({*seed});
+    if (world > 1) def = def.with_shard_first(world, rank);
   }
   BuildOptions o;
   o.base_dir = dir;
@@ -94,6 +107,12 @@ std::string source_of(const std::optional<PipelineDef>& spec) {
   const nlohmann::json j = spec->to_json();
   if (!j.contains("source") || !j["source"].contains("uri")) return "";
   return " (source: " + j["source"]["uri"].dump() + ")";
+}
+
+// The global batch of an elastic pipeline: its (first) batch stage's size.
+int64_t global_batch_of(const PipelineDef& spec) {
+  const std::optional<size_t> at = spec.find("batch");
+  return at ? spec.option<int64_t>(*at, "size").value_or(0) : 0;
 }
 
 // Elements the pipeline's source has produced so far (read-ahead included).
@@ -176,6 +195,7 @@ class TrainRun {
         rank_(dist_ ? dist_->rank() : 0),
         world_(dist_ ? dist_->world_size() : 1),
         lead_(rank_ == 0),
+        elastic_(c.sharding == "elastic"),
         out_(c.out),
         ckpt_dir_(out_ / "checkpoint"),
         snap_dir_(out_ / "snapshots"),
@@ -186,6 +206,7 @@ class TrainRun {
     r_.train_cpus = split.train;
     r_.pipeline_cpus = split.pipeline;
     cpu_start_ns_ = process_cpu_ns();
+    check_elastic_world();
     read_checkpoint_state();
     load_held_out_sets();
     start_training_pipeline();
@@ -223,6 +244,46 @@ class TrainRun {
            (ckpt_dir_ / "state.json").string());
     }
     ckpt_ = nlohmann::json::parse(shared_read(ckpt_dir_ / "state.json"));
+    check_checkpoint_sharding();
+    if (ckpt_.at("model") != model_json_) {
+      fail(ErrorCode::kInvalidArgument,
+           "--resume: the checkpoint was made with model " + ckpt_.at("model").dump() + ", not " +
+               model_json_.dump(),
+           ckpt_dir_.string());
+    }
+  }
+
+  // Elastic sharding: this job's world size divides the lanes.
+  void check_elastic_world() {
+    if (!elastic_) return;
+    try {
+      elastic_lanes_of(c_.lanes, world_, rank_);
+    } catch (const Error& e) {
+      fail(ErrorCode::kInvalidArgument, "--sharding elastic: " + e.message());
+    }
+  }
+
+  // The checkpoint's sharding against this job's: file sharding resumes on the same world
+  // size; elastic sharding on any that divides the lanes, which must be the checkpoint's.
+  void check_checkpoint_sharding() {
+    const std::string saved = ckpt_.value("sharding", std::string("files"));
+    if (saved != c_.sharding)
+      fail(ErrorCode::kInvalidArgument,
+           "--resume: the checkpoint was written with sharding \"" + saved +
+               "\" and this job has sharding \"" + c_.sharding + "\": resume with --sharding " +
+               saved +
+               " (file sharding saves each rank's own pipeline state, elastic sharding "
+               "the state of every lane of one global order)",
+           ckpt_dir_.string());
+    if (elastic_) {
+      const int64_t lanes = ckpt_.value("lanes", int64_t{0});
+      if (lanes != c_.lanes)
+        fail(ErrorCode::kInvalidArgument,
+             "--resume: the checkpoint has " + std::to_string(lanes) + " lanes and this job " +
+                 std::to_string(c_.lanes) + ": resume with --lanes " + std::to_string(lanes),
+             ckpt_dir_.string());
+      return;
+    }
     const int64_t saved_world = ckpt_.value("world_size", int64_t{1});
     if (saved_world != world_) {
       fail(ErrorCode::kInvalidArgument,
@@ -230,13 +291,7 @@ class TrainRun {
                (saved_world == 1 ? " rank" : " ranks") + " and this job has " +
                std::to_string(world_) +
                "; resume with the same world size (a checkpoint holds each rank's pipeline "
-               "state, and is not re-sharded)",
-           ckpt_dir_.string());
-    }
-    if (ckpt_.at("model") != model_json_) {
-      fail(ErrorCode::kInvalidArgument,
-           "--resume: the checkpoint was made with model " + ckpt_.at("model").dump() + ", not " +
-               model_json_.dump(),
+               "state, and is not re-sharded; elastic sharding resumes on another world size)",
            ckpt_dir_.string());
     }
   }
@@ -288,7 +343,13 @@ class TrainRun {
     clock_start_ = now_ns();
     train_ = make_pipeline(c_.train_pipeline, c_.train_spec, c_.train_spec_dir,
                            c_.seed_pipeline ? std::optional<uint64_t>(c_.seed) : std::nullopt,
-                           rank_, world_);
+                           rank_, world_, elastic_ ? c_.lanes : 0);
+    if (elastic_) global_batch_ = global_batch_of(*c_.train_spec);
+    if (c_.resume && ckpt_.value("pipeline_ended", false))
+      fail(ErrorCode::kInvalidArgument,
+           "training pipeline: nothing left after the checkpoint (it was written at the end of "
+           "the data)" +
+               source_of(c_.train_spec));
     if (c_.resume) train_->restore(own_read("pipeline", ".state"));
     initial_pipeline_state_ = out_.empty() ? std::string() : train_->save();
     pending_ = train_->next();
@@ -390,13 +451,18 @@ class TrainRun {
     if (dist_) dist_->broadcast(bytes);
     return bytes;
   }
+  // Whether the checkpoint has a file per rank: file sharding's data-parallel jobs.
+  // Elastic sharding writes one of each, which every rank reads.
+  bool per_rank_files() const { return dist_ && !elastic_; }
   // A per-rank checkpoint file: "pipeline.state" for one process, "pipeline-rank-R.state"
   // for rank R of a data-parallel job.
   std::string rank_file(const char* stem, const char* ext, int r) const {
-    return dist_ ? std::string(stem) + "-rank-" + std::to_string(r) + ext : std::string(stem) + ext;
+    return per_rank_files() ? std::string(stem) + "-rank-" + std::to_string(r) + ext
+                            : std::string(stem) + ext;
   }
-  // This rank's per-rank file of the checkpoint.
+  // This rank's per-rank file of the checkpoint (the one file, without per-rank files).
   std::string own_read(const char* stem, const char* ext) {
+    if (!per_rank_files()) return shared_read(ckpt_dir_ / rank_file(stem, ext, 0));
     std::string mine;
     for (int r = 0; r < world_; ++r) {
       std::string bytes = shared_read(ckpt_dir_ / rank_file(stem, ext, r));
@@ -454,14 +520,7 @@ class TrainRun {
         batch = train_->next();
       }
       pipeline_untouched_ = false;
-      if (dist_) {
-        // Ranks whose shares are uneven run out at different steps: the job stops at the
-        // first step for which some rank has no batch (the others' batches of that step
-        // are dropped), so that no rank waits in an allreduce for a rank that has ended.
-        std::vector<double> have{batch ? 1.0 : 0.0};
-        dist_->sum(have);
-        if (have[0] < world_) batch.reset();
-      }
+      if ((dist_ || elastic_) && !step_is_whole(batch)) batch.reset();
       if (!batch) {
         r_.stop_reason = "end_of_data";
         break;
@@ -482,6 +541,21 @@ class TrainRun {
       report(last_loss_, eval_now);
       if (!done && c_.checkpoint_every > 0 && step_ % c_.checkpoint_every == 0) checkpoint(false);
     }
+  }
+
+  // Whether the step goes ahead, the same answer on every rank. File sharding: ranks whose
+  // shares are uneven run out at different steps: the job stops at the first step for
+  // which some rank has no batch (the others' batches of that step are dropped), so that
+  // no rank waits in an allreduce for a rank that has ended. Elastic sharding: at the
+  // first step whose global batch is not whole (a lane has ended; its end is a fixed
+  // position of the global order, so that is the same step for every world size, and
+  // the rows of a short last batch are dropped even where the batch keeps its remainder).
+  bool step_is_whole(const std::optional<Example>& batch) {
+    std::vector<double> have{!batch     ? 0.0
+                             : elastic_ ? static_cast<double>(batch->num_rows())
+                                        : 1.0};
+    if (dist_) dist_->sum(have);
+    return have[0] >= (elastic_ ? static_cast<double>(global_batch_) : world_);
   }
 
   // One SGD step on `batch` (pulled since `t0`); returns its fresh rows.
@@ -522,7 +596,9 @@ class TrainRun {
       std::vector<float> extra{static_cast<float>(new_fresh), static_cast<float>(rows),
                                static_cast<float>(echo0),     stop_.load() ? 1.0f : 0.0f,
                                time_up ? 1.0f : 0.0f,         static_cast<float>(duplicates)};
-      dist_->average_gradients(*model_, last_loss_, extra);
+      // Elastic sharding: weighted by rows, the mean over the global batch for any world size.
+      dist_->average_gradients(*model_, last_loss_, extra,
+                               elastic_ ? std::optional<int64_t>(tb.rows) : std::nullopt);
       new_fresh = std::llround(extra[0]);
       rows = std::llround(extra[1]);
       echo0 = std::llround(extra[2]);
@@ -709,11 +785,18 @@ class TrainRun {
 
   // Written atomically: every file into checkpoint.tmp/ and synced, then renamed into
   // place (the previous one survives as checkpoint.old until then). Data-parallel: every
-  // rank's pipeline state and read set go to rank 0, which writes them all.
+  // rank's pipeline state and read set go to rank 0, which writes them all (file
+  // sharding) or their merge and union (elastic sharding).
   void checkpoint(bool pipeline_untouched) {
     if (out_.empty()) return;
     const int64_t t0 = now_ns();
-    std::vector<std::string> states{pipeline_untouched ? initial_pipeline_state_ : train_->save()};
+    // Elastic sharding at the end of the data: ranks that took a batch of the dropped
+    // last step stand a step past those that had none, and their states do not merge;
+    // nothing is left to resume from there, so no pipeline state is written.
+    const bool ended = elastic_ && r_.stop_reason == "end_of_data";
+    std::vector<std::string> states{ended                ? std::string()
+                                    : pipeline_untouched ? initial_pipeline_state_
+                                                         : train_->save()};
     std::vector<std::string> reads{save_read_set(seen_)};
     std::vector<std::string> copies{save_read_set(copies_, /*copies=*/true)};
     if (dist_) {
@@ -728,6 +811,11 @@ class TrainRun {
         return;
       }
     }
+    if (elastic_) {  // one of each, which every rank restores from
+      states = {ended ? std::string() : merge_elastic_states(states)};
+      reads = {run_io::united_read_sets(reads)};
+      copies = {run_io::united_read_sets(copies, /*copies=*/true)};
+    }
     run_io::publish_checkpoint(out_, [&](const fs::path& tmp) {
       {
         torch::serialize::OutputArchive a;
@@ -737,25 +825,30 @@ class TrainRun {
         optimizer_->save(b);
         b.save_to((tmp / "optimizer.pt").string());
       }
-      for (int r = 0; r < world_; ++r) {
-        write_file(tmp / rank_file("pipeline", ".state", r), states[static_cast<size_t>(r)]);
-        write_file(tmp / rank_file("fresh_keys", ".bin", r), reads[static_cast<size_t>(r)]);
-        if (!copies[static_cast<size_t>(r)].empty())
-          write_file(tmp / rank_file("copy_keys", ".bin", r), copies[static_cast<size_t>(r)]);
+      for (size_t r = 0; r < states.size(); ++r) {
+        const int rank = static_cast<int>(r);
+        if (!ended) write_file(tmp / rank_file("pipeline", ".state", rank), states[r]);
+        write_file(tmp / rank_file("fresh_keys", ".bin", rank), reads[r]);
+        if (!copies[r].empty()) write_file(tmp / rank_file("copy_keys", ".bin", rank), copies[r]);
       }
       write_file(tmp / "losses.bin", std::string(reinterpret_cast<const char*>(r_.losses.data()),
                                                  r_.losses.size() * sizeof(float)));
-      write_file(tmp / "state.json", checkpoint_state().dump(1) + "\n");
+      write_file(tmp / "state.json", checkpoint_state(ended).dump(1) + "\n");
     });
     eval_s_ += (now_ns() - t0) / 1e9;  // bookkeeping, not training
   }
 
-  // The checkpoint's state.json: the model, the world size, the running counts and
-  // clocks, and the evaluations so far.
-  nlohmann::json checkpoint_state() {
+  // The checkpoint's state.json: the model, the world size (and elastic sharding's lanes),
+  // the running counts and clocks, and the evaluations so far.
+  nlohmann::json checkpoint_state(bool pipeline_ended) {
     nlohmann::json s;
     s["model"] = model_json_;
     s["world_size"] = world_;
+    if (elastic_) {
+      s["sharding"] = c_.sharding;
+      s["lanes"] = c_.lanes;
+      if (pipeline_ended) s["pipeline_ended"] = true;
+    }
     checkpoint_fields([&](const char* key, const auto& v, bool) {
       if constexpr (is_optional<std::decay_t<decltype(v)>>::value)
         s[key] = opt_json(v);
@@ -850,7 +943,8 @@ class TrainRun {
   const std::unique_ptr<Task> task_;  // classification or language modeling
   Collective* const dist_;            // null: one process
   const int rank_, world_;
-  const bool lead_;  // rank 0: evaluates, reports and writes
+  const bool lead_;     // rank 0: evaluates, reports and writes
+  const bool elastic_;  // elastic sharding (TrainConfig::sharding)
   const fs::path out_, ckpt_dir_, snap_dir_;
 
   nlohmann::json model_json_, ckpt_;
@@ -859,6 +953,7 @@ class TrainRun {
   int64_t cpu_start_ns_ = 0;  // process_cpu_ns() at the start of run()
   double startup_s_ = 0;
   std::unique_ptr<Pipeline> train_;
+  int64_t global_batch_ = 0;  // elastic sharding: the rows of a whole step over all ranks
   std::string initial_pipeline_state_;
   std::optional<Example> pending_;  // peeked at start-up, not trained on yet
   bool pipeline_untouched_ = true;

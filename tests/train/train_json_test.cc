@@ -116,9 +116,9 @@ TEST(TrainJsonTest, BadConfigsGetTheSameErrors) {
   EXPECT_EQ(error(R"({"max_step":3})"),
             "train config: $.max_step: unknown field; did you mean \"max_steps\"? (known here: "
             "checkpoint_every, comment, cpu_split, eval_at_end, eval_every, eval_every_fresh, "
-            "eval_mode, eval_spec, input, keep_snapshots, max_fresh, max_seconds, max_steps, "
-            "model, optimizer, out, progress, progress_seconds, seed, seed_pipeline, "
-            "target_accuracy, target_loss, test_spec, threads, train_spec)");
+            "eval_mode, eval_spec, input, keep_snapshots, lanes, max_fresh, max_seconds, "
+            "max_steps, model, optimizer, out, progress, progress_seconds, seed, seed_pipeline, "
+            "sharding, target_accuracy, target_loss, test_spec, threads, train_spec)");
   EXPECT_EQ(error(R"({"optimizer":{"clip":1},"max_fresh":-1.5})"),
             "train config: $.optimizer.clip: unknown field (known here: beta2, clip_norm, "
             "decay_steps, final_lr_fraction, kind, lr, momentum, nesterov, warmup_steps, "
@@ -127,6 +127,47 @@ TEST(TrainJsonTest, BadConfigsGetTheSameErrors) {
             "train config: $.input.mean: expected a number or a list of numbers");
   EXPECT_EQ(error(R"({"optimizer":{"lr":"x","kind":"no"},"model":{"depth":-1}})"),
             "train config: $.model.depth: expected an integer >= 0, got number -1");
+}
+
+// How the ranks share the data: "files" (the default, written only when another is
+// given, so that the configs of file-sharded runs stay as they were) or "elastic" with
+// its lanes.
+TEST(TrainJsonTest, ShardingAndLanesAreCheckedAndWrittenWhenGiven) {
+  TrainConfig c;
+  EXPECT_EQ(c.sharding, "files");
+  EXPECT_EQ(c.lanes, 12);
+  json j = train_config_to_json(c);
+  EXPECT_FALSE(j.contains("sharding"));
+  EXPECT_FALSE(j.contains("lanes"));
+  c = train_config_from_json(json::parse(R"({"sharding": "elastic", "lanes": 6})"));
+  EXPECT_EQ(c.sharding, "elastic");
+  EXPECT_EQ(c.lanes, 6);
+  j = train_config_to_json(c);
+  EXPECT_EQ(j["sharding"], "elastic");
+  EXPECT_EQ(j["lanes"], 6);
+  auto error = [](const char* text) {
+    return dataecho::testing::error_of([&] { train_config_from_json(json::parse(text)); });
+  };
+  EXPECT_EQ(error(R"({"sharding": "ranks"})"),
+            "train config: $.sharding: expected one of \"files\" or \"elastic\", got string "
+            "\"ranks\"");
+  EXPECT_EQ(error(R"({"lanes": 0})"),
+            "train config: $.lanes: expected an integer >= 1, got number 0");
+  // Set in C++ (or by the flags), checked before a run.
+  c = TrainConfig{};
+  c.train_pipeline = [] { return std::unique_ptr<Pipeline>(); };
+  c.sharding = "elastic";
+  EXPECT_NE(dataecho::testing::error_of([&] {
+              validate_train_config(c);
+            }).find("elastic sharding needs a training spec"),
+            std::string::npos);
+  c.sharding = "lanes";
+  EXPECT_EQ(dataecho::testing::error_of([&] { validate_train_config(c); }),
+            "train config: sharding must be \"files\" or \"elastic\", got \"lanes\"");
+  c.sharding = "files";
+  c.lanes = 0;
+  EXPECT_EQ(dataecho::testing::error_of([&] { validate_train_config(c); }),
+            "train config: lanes must be >= 1, got 0");
 }
 
 TEST(TrainJsonTest, ABadSummaryNamesTheField) {

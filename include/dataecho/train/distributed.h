@@ -68,7 +68,12 @@ class Collective {
   // broadcasts them before each forward; carrying them after the step keeps every rank's
   // parameters and buffers bitwise identical between steps, so a checkpoint or an
   // evaluation sees the same model on any rank.
-  virtual void average_gradients(ClassifierImpl& model, float& loss, std::vector<float>& sums) = 0;
+  // With `rows` (elastic sharding: this rank's rows of the global batch), each rank's
+  // gradients and loss are weighted by its rows and divided by the sum of the ranks'
+  // rows instead of by the world size: the mean over the global batch's rows, however
+  // they are split between ranks.
+  virtual void average_gradients(ClassifierImpl& model, float& loss, std::vector<float>& sums,
+                                 std::optional<int64_t> rows = std::nullopt) = 0;
 
   // Before this process exits on an error of its own (a bad record, a bad config): tells
   // the other ranks what happened, so that their error names this rank and its reason.

@@ -156,6 +156,14 @@ struct TrainConfig {
   // gradients are averaged over ranks every step. Counts, budgets and evaluations are
   // global; rank 0 evaluates and writes the outputs and the checkpoint.
   std::shared_ptr<Collective> collective;
+  // How the ranks share the training data (docs/distributed.md): "files", each rank its
+  // own `shard` of the spec's data with a seed of its own and the spec's batch per rank;
+  // or "elastic", an `elastic` stage of `lanes` lanes first (PipelineDef::
+  // with_elastic_first), the same seed on every rank, the spec's batch the global batch
+  // and each rank's gradient weighted by its rows: N ranks train the steps one rank
+  // trains, and a checkpoint resumes on any number of ranks that divides `lanes`.
+  std::string sharding = "files";
+  int64_t lanes = 12;
 
   // "auto": a \r-updated line when stderr is a terminal, plain lines every
   // progress_seconds otherwise; "tty", "lines" or "off" force one.

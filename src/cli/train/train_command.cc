@@ -141,6 +141,13 @@ void bind_config_flags(ConfigFlags& f) {
                   DATAECHO_FIELD(eval_every_fresh));
   f.bind<int64_t>("--checkpoint-every", "steps between checkpoints (default: at the end)",
                   DATAECHO_FIELD(checkpoint_every));
+  f.bind<std::string>("--sharding",
+                      "data-parallel: files (each rank its shard, batch per rank; default) | "
+                      "elastic (lanes of one global order, the spec's batch global; resumes "
+                      "on another number of ranks)",
+                      DATAECHO_FIELD(sharding));
+  f.bind<int64_t>("--lanes", "elastic sharding: lanes (default 12); the world sizes divide it",
+                  DATAECHO_FIELD(lanes));
   f.bind<std::string>("--out", "output directory: evals.jsonl, summary.json, checkpoint/",
                       DATAECHO_FIELD(out));
   f.bind<std::string>("--progress", "auto | tty | lines | off", DATAECHO_FIELD(progress));
