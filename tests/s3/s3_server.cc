@@ -156,7 +156,11 @@ void S3Server::start(const S3ServerOptions& options) {
 }
 
 void S3Server::launch() {
+  // The server makes its listings' continuation tokens with DES, which OpenSSL 3 (under
+  // Node.js 20, and Debian's Node.js 18) keeps in its legacy provider: without it every
+  // truncated listing (more than max-keys, at most 1,000) is a 500 InternalError.
   std::vector<std::string> argv = {node_for(options_.server_dir),
+                                   "--openssl-legacy-provider",
                                    options_.server_dir + "/start.js",
                                    "--directory",
                                    options_.directory,

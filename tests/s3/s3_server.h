@@ -6,8 +6,9 @@
 // key id InvalidAccessKeyId), lists with ListObjectsV2, answers ranged GETs and keeps its
 // buckets as folders of a directory, so that a restart on the same folder serves the same
 // objects. It also serves requests without an Authorization header (as anonymous), and it
-// checks no region: any region signs. Objects are written by an independent client, boto3
-// (tests/s3/fixtures.py), never by dataecho.
+// checks no region: any region signs. Node.js runs with --openssl-legacy-provider: the
+// server makes its listings' continuation tokens with DES, which OpenSSL 3 keeps there. Objects are
+// written by an independent client, boto3 (tests/s3/fixtures.py), never by dataecho.
 //
 // S3FaultProxy runs tests/s3/fault_proxy.py in front of a server: it relays every request
 // unchanged (signatures still verify), records each one, and answers by script instead:
