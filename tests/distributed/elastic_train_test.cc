@@ -83,6 +83,14 @@ TEST_F(DistributedTest, ElasticResumeOnAnotherWorldSize) {
     EXPECT_EQ(keys.begin()->first, 0);
     EXPECT_EQ(keys.rbegin()->first, 599);
   }
+  // A checkpoint at the end of the data holds no pipeline state, and says so on --resume.
+  const fs::path ended = fs::path(out("2to1")) / "checkpoint";
+  EXPECT_EQ(json::parse(read_bytes(ended / "state.json"))["pipeline_ended"], true);
+  EXPECT_FALSE(fs::exists(ended / "pipeline.state"));
+  Ran again = sh(train(elastic_args(s) + " --resume --out " + out("2to1")));
+  EXPECT_NE(again.status, 0);
+  EXPECT_NE(again.output.find("nothing left after the checkpoint"), std::string::npos)
+      << again.output;
 }
 
 TEST_F(DistributedTest, ElasticAndFileCheckpointsRefuseEachOther) {
