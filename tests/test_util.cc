@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 #include <zlib.h>
 
@@ -223,6 +225,28 @@ void send_all(int fd, const char* p, size_t n) {
     p += k;
     n -= static_cast<size_t>(k);
   }
+}
+
+std::vector<Example> read_through_outage(Pipeline& pipeline, int first,
+                                         const std::function<void()>& stop,
+                                         const std::function<void()>& restart, std::string& error) {
+  std::vector<Example> got;
+  for (int i = 0; i < first; ++i) got.push_back(*pipeline.next());
+  stop();
+  error.clear();
+  std::thread reader([&] {
+    try {
+      while (auto e = pipeline.next()) got.push_back(std::move(*e));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  if (restart) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    restart();
+  }
+  reader.join();
+  return got;
 }
 
 }  // namespace dataecho::testing

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,14 @@ int spawn_tied(const std::vector<std::string>& argv,
 int listen_loopback(int* port);
 // Sends the `n` bytes at `p` on the socket `fd`, stopping at the first failure.
 void send_all(int fd, const char* p, size_t n);
+
+// Reads `first` elements of `pipeline`, calls `stop` (a server goes down), reads on in
+// another thread, and after 2 s calls `restart` (when given; else the reading ends on its
+// own); returns every element read. `error` gets the text of an exception the reading
+// ended with ("" if none). The restart tests of HTTP, HTTPS and S3.
+std::vector<Example> read_through_outage(Pipeline& pipeline, int first,
+                                         const std::function<void()>& stop,
+                                         const std::function<void()>& restart, std::string& error);
 
 // Saves after k elements, restores into a fresh pipeline from the same spec, and checks
 // that the rest equals an uninterrupted run. Returns the uninterrupted run.

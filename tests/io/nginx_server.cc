@@ -114,21 +114,8 @@ std::string NginxServer::url(const std::string& path) const {
 
 std::vector<Example> read_through_restart(Pipeline& pipeline, NginxServer& server, int first,
                                           std::string& error) {
-  std::vector<Example> got;
-  for (int i = 0; i < first; ++i) got.push_back(*pipeline.next());
-  server.stop();
-  error.clear();
-  std::thread reader([&] {
-    try {
-      while (auto e = pipeline.next()) got.push_back(std::move(*e));
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  server.restart();
-  reader.join();
-  return got;
+  return read_through_outage(
+      pipeline, first, [&] { server.stop(); }, [&] { server.restart(); }, error);
 }
 
 }  // namespace dataecho::testing

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -285,6 +286,83 @@ TEST_F(S3Read, CacheFetchesEachObjectOnceAndAgainWhenItsETagChanges) {
   EXPECT_EQ(count_by_path(proxy_.requests(), "GET"),
             (std::map<std::string, int>{{"/data/set/train-1.tfrecord", 1}}));
   EXPECT_EQ(count_by_path(proxy_.requests(), "HEAD"), once);
+}
+
+// A server killed in the middle of a shard: the HTTP reader's retries resume it with a
+// ranged GET once the server is back (docs/http.md, "Retries and resume"), or, when it
+// stays down, fail after max_retries naming the object. The shard (12 MB: 48 records of
+// 250 KB) is more than the socket buffers hold, and the read-ahead buffer is 4 KB, so the
+// kill cuts a transfer in flight.
+class S3Killed : public S3Read {
+ protected:
+  void SetUp() override {
+    S3Read::SetUp();
+    TfRecordWriter w(dir_ + "/big.tfrecord");
+    for (int i = 0; i < 48; ++i) w.write(bytes_of(250'000, 9000 + i));
+    w.close();
+    server_.upload("data", dir_ + "/big.tfrecord", "big/shard.tfrecord");
+  }
+  // The shard's pipeline, with `retries` consecutive failed attempts allowed and backoff
+  // from `backoff_initial_s` to `backoff_max_s`.
+  std::unique_ptr<Pipeline> pipeline(int retries, double initial, double max) const {
+    json s = json::parse(spec(source("s3://data/big/shard.tfrecord")));
+    s["source"]["http"] = {
+        {"max_retries", retries}, {"backoff_initial_s", initial}, {"backoff_max_s", max}};
+    return build(s.dump());
+  }
+  json source(const std::string& uri) const {
+    return {{"kind", "tfrecord"}, {"uri", uri}, {"raw", true}, {"buffer_bytes", 4096}};
+  }
+  std::vector<std::string> local_records() const {
+    return elements(source(dir_ + "/big.tfrecord"));
+  }
+};
+
+std::vector<std::string> as_json(const std::vector<Example>& examples) {
+  std::vector<std::string> out;
+  for (const Example& e : examples) out.push_back(example_to_json(e, true).dump());
+  return out;
+}
+
+// Counter `name` of the source node in the pipeline's stats JSON (0 when absent).
+int64_t source_counter(Pipeline& p, const std::string& name) {
+  for (const json& node : p.stats().to_json()) {
+    if (node.contains("counters") && node["counters"].contains(name))
+      return node["counters"][name].get<int64_t>();
+  }
+  return 0;
+}
+
+TEST_F(S3Killed, RestartedServerResumesEveryRecordExactlyOnce) {
+  const auto want = local_records();
+  ASSERT_EQ(want.size(), 48u);
+  // At least 8 s of retries (backoff 0.1 s doubling to 0.5 s, jitter >= 0.5, 40 tries)
+  // cover the 2 s outage and the server's start.
+  auto p = pipeline(40, 0.1, 0.5);
+  std::string error;
+  auto got = read_through_outage(
+      *p, 10, [&] { server_.stop(); }, [&] { server_.restart(); }, error);
+  ASSERT_EQ(error, "");
+  EXPECT_TRUE(as_json(got) == want) << got.size() << " records";
+  EXPECT_GE(source_counter(*p, "http_resumed"), 1) << p->stats().to_json().dump();
+}
+
+TEST_F(S3Killed, ServerThatStaysDownFailsNamingTheObjectAfterItsRetries) {
+  const auto want = local_records();
+  auto p = pipeline(3, 0.01, 0.05);
+  std::string error;
+  const auto began = std::chrono::steady_clock::now();
+  auto got = read_through_outage(
+      *p, 10, [&] { server_.stop(); }, nullptr, error);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10));
+  // Not a silent truncation: an error naming the object, the tries and why.
+  EXPECT_CONTAINS(error, "(s3://data/big/shard.tfrecord)");
+  EXPECT_CONTAINS(error, "failed after 4 tries");
+  EXPECT_CONTAINS(error, "Couldn't connect to server");
+  ASSERT_LT(got.size(), want.size());
+  // What was read before the failure is the shard's beginning, each record once.
+  auto read = as_json(got);
+  EXPECT_TRUE(std::equal(read.begin(), read.end(), want.begin()));
 }
 
 // The error of reading `uri` (a text source), and the requests the proxy saw for it.
