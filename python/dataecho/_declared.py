@@ -261,8 +261,8 @@ def files(root: Optional[Union[str, "os.PathLike[str]"]] = None, *,
     good one (docs/formats.md); one of "fail", "skip" or "echo"; default "fail".
     ``buffer_bytes``: a stream's read-ahead buffer; an integer in [1, 1073741824]; default
     1048576.
-    ``cache_dir``: http(s) files kept in this folder on local disk (relative to the spec's);
-    a string; default none.
+    ``cache_dir``: http(s) and s3:// files kept in this folder on local disk (relative to
+    the spec's); a string; default none.
     ``cache_max_bytes``: the cache folder's bound, least recently used first out (0: none);
     an integer in [0, 1125899906842624]; default 0.
     ``cache_revalidate_s``: seconds a cached file is used before the server is asked again;
@@ -292,8 +292,8 @@ def idx(images: Union[str, "os.PathLike[str]"], labels: Optional[Union[str, "os.
     good one (docs/formats.md); one of "fail", "skip" or "echo"; default "fail".
     ``buffer_bytes``: a stream's read-ahead buffer; an integer in [1, 1073741824]; default
     1048576.
-    ``cache_dir``: http(s) files kept in this folder on local disk (relative to the spec's);
-    a string; default none.
+    ``cache_dir``: http(s) and s3:// files kept in this folder on local disk (relative to
+    the spec's); a string; default none.
     ``cache_max_bytes``: the cache folder's bound, least recently used first out (0: none);
     an integer in [0, 1125899906842624]; default 0.
     ``cache_revalidate_s``: seconds a cached file is used before the server is asked again;
@@ -335,8 +335,8 @@ def tar(uri: Union[str, Sequence[str]], *, fields: Any = None, on_error: Optiona
     good one (docs/formats.md); one of "fail", "skip" or "echo"; default "fail".
     ``buffer_bytes``: a stream's read-ahead buffer; an integer in [1, 1073741824]; default
     1048576.
-    ``cache_dir``: http(s) files kept in this folder on local disk (relative to the spec's);
-    a string; default none.
+    ``cache_dir``: http(s) and s3:// files kept in this folder on local disk (relative to
+    the spec's); a string; default none.
     ``cache_max_bytes``: the cache folder's bound, least recently used first out (0: none);
     an integer in [0, 1125899906842624]; default 0.
     ``cache_revalidate_s``: seconds a cached file is used before the server is asked again;
@@ -376,8 +376,8 @@ def text(uri: Union[str, Sequence[str]], *, format: Optional[str] = None, separa
     good one (docs/formats.md); one of "fail", "skip" or "echo"; default "fail".
     ``buffer_bytes``: a stream's read-ahead buffer; an integer in [1, 1073741824]; default
     1048576.
-    ``cache_dir``: http(s) files kept in this folder on local disk (relative to the spec's);
-    a string; default none.
+    ``cache_dir``: http(s) and s3:// files kept in this folder on local disk (relative to
+    the spec's); a string; default none.
     ``cache_max_bytes``: the cache folder's bound, least recently used first out (0: none);
     an integer in [0, 1125899906842624]; default 0.
     ``cache_revalidate_s``: seconds a cached file is used before the server is asked again;
@@ -411,8 +411,8 @@ def tfrecord(uri: Union[str, Sequence[str]], *, features: Any = None, raw: Optio
     good one (docs/formats.md); one of "fail", "skip" or "echo"; default "fail".
     ``buffer_bytes``: a stream's read-ahead buffer; an integer in [1, 1073741824]; default
     1048576.
-    ``cache_dir``: http(s) files kept in this folder on local disk (relative to the spec's);
-    a string; default none.
+    ``cache_dir``: http(s) and s3:// files kept in this folder on local disk (relative to
+    the spec's); a string; default none.
     ``cache_max_bytes``: the cache folder's bound, least recently used first out (0: none);
     an integer in [0, 1125899906842624]; default 0.
     ``cache_revalidate_s``: seconds a cached file is used before the server is asked again;

@@ -244,7 +244,8 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                        ('cache_dir',
                         'a string',
                         'none',
-                        "http(s) files kept in this folder on local disk (relative to the spec's)"),
+                        'http(s) and s3:// files kept in this folder on local disk (relative to '
+                        "the spec's)"),
                        ('cache_max_bytes',
                         'an integer in [0, 1125899906842624]',
                         '0',
@@ -277,7 +278,8 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                      ('cache_dir',
                       'a string',
                       'none',
-                      "http(s) files kept in this folder on local disk (relative to the spec's)"),
+                      'http(s) and s3:// files kept in this folder on local disk (relative to the '
+                      "spec's)"),
                      ('cache_max_bytes',
                       'an integer in [0, 1125899906842624]',
                       '0',
@@ -344,7 +346,8 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                      ('cache_dir',
                       'a string',
                       'none',
-                      "http(s) files kept in this folder on local disk (relative to the spec's)"),
+                      'http(s) and s3:// files kept in this folder on local disk (relative to the '
+                      "spec's)"),
                      ('cache_max_bytes',
                       'an integer in [0, 1125899906842624]',
                       '0',
@@ -394,7 +397,8 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                       ('cache_dir',
                        'a string',
                        'none',
-                       "http(s) files kept in this folder on local disk (relative to the spec's)"),
+                       'http(s) and s3:// files kept in this folder on local disk (relative to the '
+                       "spec's)"),
                       ('cache_max_bytes',
                        'an integer in [0, 1125899906842624]',
                        '0',
@@ -438,8 +442,8 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                           ('cache_dir',
                            'a string',
                            'none',
-                           'http(s) files kept in this folder on local disk (relative to the '
-                           "spec's)"),
+                           'http(s) and s3:// files kept in this folder on local disk (relative to '
+                           "the spec's)"),
                           ('cache_max_bytes',
                            'an integer in [0, 1125899906842624]',
                            '0',

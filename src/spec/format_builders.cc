@@ -117,7 +117,8 @@ std::vector<OptionDecl> stream_options() {
           {.name = "cache_dir",
            .type = OptionType::kString,
            .default_text = "none",
-           .doc = "http(s) files kept in this folder on local disk (relative to the spec's)"},
+           .doc = "http(s) and s3:// files kept in this folder on local disk (relative to "
+                  "the spec's)"},
           {.name = "cache_max_bytes",
            .fallback = d.cache_max_bytes,
            .min = 0,
