@@ -85,6 +85,10 @@ class BackgroundPuller {
   void save(StateWriter& w, const Writer& write);
   void restore(StateReader& r, const Reader& read);
 
+  // The input's iterator, for the operator to set up before the first take() (the
+  // elastic merge hands a lane's map its RowPlacer).
+  Iterator& input() { return *in_; }
+
   // A new capacity and wake-up points (an autotuned buffer), from any thread. Elements
   // queued above a smaller capacity stay; the worker waits until the queue is below it.
   void resize(size_t capacity, size_t wake_consumer, size_t wake_worker);

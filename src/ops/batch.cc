@@ -109,8 +109,10 @@ void BatchBuilder::add(const Example& e) {
         continue;
       }
       // Output k of the map is row k of this numbering by construction; anything else
-      // would mean a row of this batch holds an element not yet added.
-      if (t.buffer() != nullptr && placer_->holds(t.buffer().get()))
+      // would mean a row of this batch holds an element not yet added. A placer whose
+      // rows may move (the elastic merge's forecast) has its misplaced rows copied: they
+      // only move to rows before their own, whose elements are already added.
+      if (!placer_->rows_may_move() && t.buffer() != nullptr && placer_->holds(t.buffer().get()))
         throw_error(ErrorCode::kInternal, stage_,
                     "map-and-batch fusion: field '" + c.name + "' of element id " +
                         std::to_string(e.id()) + " is not in its row",

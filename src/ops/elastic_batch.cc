@@ -6,9 +6,13 @@
 // (batch echo). With `prefetch`, a collator thread does the taking and collating ahead.
 // save() puts the rows of batches collated but not returned back at the front of their
 // lanes' queues (elastic_state.h's row views: no copy, no re-read).
+// Map-and-batch fusion across lanes (place_rows): where a lane ends in a map that keeps
+// order, each lane's map computes its output into the row of the batch its position
+// falls in (LanePlacer), and collation finds it there instead of copying it.
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -17,12 +21,54 @@
 #include "batch_builder.h"
 #include "dataecho/core/rng.h"
 #include "elastic_state.h"
+#include "map_and_batch.h"
 #include "worker_pause.h"
 
 namespace dataecho {
 namespace {
 
 namespace es = elastic_state;
+
+// Where a lane's map places its outputs: lane l's element j is global position
+// i = jK + l, in step i div G at row (i - first) / N, first being the step's first
+// position of the rank. The lane's numbering starts at `base` (its elements before the
+// map's output 0: a restore's queue); steps before `floor` (collated already, or every
+// step during a restore) are not placed. A forecast only: a row that collation puts
+// elsewhere (a hole where a lane ends early moves the rows after it) is copied
+// (RowPlacer's rows_may_move). The batches of the steps the lanes' maps run ahead to
+// hold about the rows those maps hold ahead anyway: L lanes ahead by q elements fill
+// q K / G steps of G / N rows, q L rows.
+class LanePlacer : public RowPlacer {
+ public:
+  struct Geometry {
+    int64_t lanes, global_batch, world_size, rank;
+  };
+  LanePlacer(std::shared_ptr<RowPlacer> batches, Geometry g, int64_t lane,
+             const std::atomic<int64_t>* floor)
+      : RowPlacer(1), batches_(std::move(batches)), g_(g), lane_(lane), floor_(floor) {}
+  bool slot_for(int64_t k, OutputSlot* slot) override {
+    const int64_t i = (base_.load(std::memory_order_acquire) + k) * g_.lanes + lane_;
+    const int64_t step = i / g_.global_batch;
+    const int64_t floor = floor_->load(std::memory_order_acquire);
+    if (k < 0 || step < floor) return false;
+    const int64_t begin = step * g_.global_batch;
+    const int64_t first =
+        begin + ((g_.rank - begin % g_.world_size) % g_.world_size + g_.world_size) % g_.world_size;
+    return batches_->slot_at(step, (i - first) / g_.world_size, slot);
+  }
+  void reset() override {}  // the merge sets the base and the batches after a restore
+  void set_base(int64_t base) { base_.store(base, std::memory_order_release); }
+
+ private:
+  const std::shared_ptr<RowPlacer> batches_;
+  const Geometry g_;
+  const int64_t lane_;
+  const std::atomic<int64_t>* const floor_;
+  std::atomic<int64_t> base_{0};
+};
+
+// The floor that stops every placement (during a restore).
+constexpr int64_t kNoPlacing = std::numeric_limits<int64_t>::max() / 4;
 
 // A collated batch of one step, with the owned lane (its index among the rank's lanes)
 // of each row, in row order.
@@ -49,6 +95,7 @@ class ElasticBatchIt : public Iterator {
   std::optional<Example> next_impl() override;
 
  private:
+  void place_rows(const DatasetPtr& lane);
   std::optional<Example> take(size_t lane);
   std::optional<Collated> collate(int64_t step);
   std::optional<Collated> next_collated();
@@ -82,6 +129,12 @@ class ElasticBatchIt : public Iterator {
   int64_t returned_ = 0;
   BatchRowStats rows_;
   std::atomic<int64_t>* collated_ = nullptr;
+  std::atomic<int64_t>* placed_rows_ = nullptr;
+  // Fusion across lanes: the rank's batches (numbered by step) and each lane's placer;
+  // floor_ is the step being collated (kNoPlacing during a restore).
+  std::shared_ptr<RowPlacer> batches_;
+  std::vector<std::shared_ptr<LanePlacer>> placers_;
+  std::atomic<int64_t> floor_{0};
   // The collator's side (under mu_): batches collated ahead, the next step to collate.
   std::mutex mu_;
   std::condition_variable cv_;
@@ -125,6 +178,28 @@ ElasticBatchIt::ElasticBatchIt(const DatasetPtr& lane, std::shared_ptr<const Ela
   ended_.assign(lanes_.size(), 0);
   taken_.assign(lanes_.size(), 0);
   if (stats_) collated_ = &stats_->counter("collated");
+  if (o_.place_rows) place_rows(lane);
+}
+
+// Hands each lane's map a LanePlacer, where the lane's last stage is a map that keeps
+// order (as fuse_map_and_batch requires of a batch's input).
+void ElasticBatchIt::place_rows(const DatasetPtr& lane) {
+  const auto* map = dynamic_cast<const RowPlacingDataset*>(lane.get());
+  if (map == nullptr || !map->keeps_order()) return;
+  const int64_t k = plan_->lanes(), g = o_.global_batch, n = o_.world_size;
+  const LanePlacer::Geometry geometry{k, g, n, o_.rank};
+  batches_ = std::make_shared<RowPlacer>((g + n - 1) / n, /*rows_may_move=*/true);
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    auto* placing = dynamic_cast<RowPlacingIterator*>(&pullers_[i]->input());
+    if (placing == nullptr) {
+      batches_.reset();
+      placers_.clear();
+      return;
+    }
+    placers_.push_back(std::make_shared<LanePlacer>(batches_, geometry, lanes_[i], &floor_));
+    placing->set_row_placer(placers_.back());
+  }
+  if (stats_) placed_rows_ = &stats_->counter("placed_rows");
 }
 
 std::optional<Example> ElasticBatchIt::take(size_t lane) {
@@ -151,6 +226,15 @@ std::optional<Collated> ElasticBatchIt::collate(int64_t step) {
   std::vector<Example> rows;
   Collated c;
   c.step = step;
+  if (batches_) floor_.store(step, std::memory_order_release);
+  // The placer lets go of the step's batch whatever becomes of it (its rows keep it).
+  struct Finish {
+    RowPlacer* batches;
+    int64_t step;
+    ~Finish() {
+      if (batches) batches->finish_batch(step);
+    }
+  } finish{batches_.get(), step};
   for (int64_t i = begin + ((o_.rank - begin % n) % n + n) % n; i < end; i += n) {
     const size_t lane = static_cast<size_t>((i % k) / n);
     std::optional<Example> e = take(lane);
@@ -163,8 +247,11 @@ std::optional<Collated> ElasticBatchIt::collate(int64_t step) {
     }
   }
   if (rows.empty()) return std::nullopt;
-  BatchBuilder b(static_cast<int64_t>(rows.size()), label_);
+  const auto size = static_cast<int64_t>(rows.size());
+  BatchBuilder b =
+      batches_ ? BatchBuilder(size, label_, batches_.get(), step) : BatchBuilder(size, label_);
   for (const Example& e : rows) b.add(e);
+  if (placed_rows_) placed_rows_->fetch_add(b.placed_rows(), std::memory_order_relaxed);
   c.batch = b.finish();
   if (collated_) collated_->fetch_add(1, std::memory_order_relaxed);
   return c;
@@ -341,21 +428,25 @@ void ElasticBatchIt::restore_lane(size_t lane, const std::string& blob,
   if (r.read_i64() != lanes_[lane])
     throw_error(ErrorCode::kDataLoss, label_,
                 "the blob of lane " + entry.at("lane").dump() + " holds another lane");
+  const int64_t position = entry.at("position").get<int64_t>();
   pullers_[lane]->restore(r, [&](std::vector<Example>& queue, bool& input_done) {
     input_done = r.read_bool();
     const int64_t n = r.read_i64();
     for (int64_t i = 0; i < n; ++i) queue.push_back(r.read_example());
+    // The map's output 0 after the restore is the lane's element after its queue.
+    if (!placers_.empty()) placers_[lane]->set_base(position + n);
   });
   if (!r.at_end())
     throw_error(ErrorCode::kDataLoss, label_,
                 "the state of lane " + entry.at("lane").dump() + " has trailing bytes");
   front_[lane].clear();
   ended_[lane] = 0;
-  taken_[lane] = entry.at("position").get<int64_t>();
+  taken_[lane] = position;
 }
 
 void ElasticBatchIt::restore(StateReader& r) {
   stop_collator();
+  floor_.store(kNoPlacing, std::memory_order_release);
   es::RootState state = es::read_root(r, label_);
   const nlohmann::json& h = state.header;
   es::check_plan(h.at("plan"), *plan_, label_);
@@ -391,6 +482,10 @@ void ElasticBatchIt::restore(StateReader& r) {
   step_ = collate_step_ = h.at("step").get<int64_t>();
   copy_ = h.at("echo_copy").get<int64_t>();
   returned_ = h.at("returned").get<int64_t>();
+  if (batches_) {
+    batches_->reset();
+    floor_.store(step_, std::memory_order_release);
+  }
 }
 
 class ElasticBatchDataset : public Dataset {

@@ -2,13 +2,13 @@
 
 namespace dataecho {
 
-bool RowPlacer::slot_for(int64_t k, OutputSlot* slot) {
+bool RowPlacer::slot_at(int64_t b, int64_t row, OutputSlot* slot) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!has_column_ || k < 0) return false;
+  if (!has_column_ || b < 0 || row < 0 || row >= size_) return false;
   slot->dtype = dtype_;
   slot->shape = shape_;
-  slot->buffer = buffer_locked(k / size_);
-  slot->offset = static_cast<size_t>(k % size_) * row_bytes_;
+  slot->buffer = buffer_locked(b);
+  slot->offset = static_cast<size_t>(row) * row_bytes_;
   slot->taken = false;
   return true;
 }

@@ -38,12 +38,21 @@ namespace dataecho {
 // started or was restored belongs in row k % size of batch k / size; the batch (its
 // BatchBuilder) chooses the column from its first element. Thread-safe: the map's
 // workers place rows while the batch takes finished batches.
+// A subclass may number otherwise (the elastic merge's lanes: ops/elastic_batch.cc):
+// slot_for() and reset() are what the map calls. With `rows_may_move`, a row found in one
+// of the placer's buffers but not in its own row is copied (the merge's forecast of a
+// row can be off where a lane ends early) instead of being an internal error.
 class RowPlacer {
  public:
   static constexpr size_t kMinRowBytes = 16 << 10;
-  explicit RowPlacer(int64_t batch_size) : size_(batch_size) {}
+  explicit RowPlacer(int64_t batch_size, bool rows_may_move = false)
+      : size_(batch_size), rows_may_move_(rows_may_move) {}
+  virtual ~RowPlacer() = default;
   // Map side: prepares `slot` for output k; false while no column is chosen.
-  bool slot_for(int64_t k, OutputSlot* slot);
+  virtual bool slot_for(int64_t k, OutputSlot* slot) { return slot_at(k / size_, k % size_, slot); }
+  // Prepares `slot` for row `row` of batch `b`; false while no column is chosen.
+  bool slot_at(int64_t b, int64_t row, OutputSlot* slot);
+  bool rows_may_move() const { return rows_may_move_; }
   // Batch side.
   bool has_column() const;
   void set_column(DType dtype, const Shape& shape);
@@ -51,11 +60,12 @@ class RowPlacer {
   std::shared_ptr<Buffer> batch_buffer(int64_t b);  // created on first use
   bool holds(const Buffer* buffer) const;           // one of the batch buffers
   void finish_batch(int64_t b);                     // the placer lets go of it
-  void reset();  // numbering starts again at 0 (restore); buffers are let go
+  virtual void reset();  // numbering starts again at 0 (restore); buffers are let go
 
  private:
   std::shared_ptr<Buffer> buffer_locked(int64_t b);
   const int64_t size_;
+  const bool rows_may_move_;
   mutable std::mutex mu_;
   bool has_column_ = false;
   DType dtype_ = DType::kUInt8;

@@ -426,6 +426,7 @@ DatasetPtr PipelineDef::build_nodes(const BuildOptions& options, const std::stri
   std::optional<elastic_build::Lanes> lanes;
   if (elastic_build::first_is_elastic(stages_json))
     lanes = elastic_build::plan_lanes(canonical, ds, reg, ctx);
+  if (lanes) lanes->merge.place_rows = options.map_and_batch_fusion;
   const nlohmann::json& stages = lanes ? lanes->stages : stages_json;
   KnownSize known;  // the elements' least size, where the spec fixes it
   for (size_t i = 0; i < stages.size(); ++i) {

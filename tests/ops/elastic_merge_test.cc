@@ -36,6 +36,11 @@ struct Variant {
   bool drop_remainder = false;
   bool short_lane = false;  // a filter drops ids 0..9, which shortens a lane
   int64_t prefetch = 2;
+  // The noise map also computes "pixels" (16 KiB: a row the merge's lanes place in the
+  // batch, ops/map_and_batch.h) and "pixels_of", the number its row's values start at.
+  bool pixels = false;
+  int map_parallelism = 1;
+  bool place_rows = true;
 };
 
 const Variant kEchoBeforeAugment{.name = "EchoBeforeAugment", .example_echo = 2, .shuffle = 4};
@@ -57,6 +62,37 @@ void attach(const DatasetPtr& ds, const std::string& label, std::vector<DatasetP
   nodes.push_back(ds);
 }
 
+constexpr int64_t kPixels = 4096;
+
+// "pixels": kPixels floats from id * 8 + echo on, made with Tensor::make (placed in its
+// batch row where the merge fuses); "pixels_of": that first value.
+void add_pixels(Example& e) {
+  const int64_t first = e.id() * 8 + e.echo();
+  e.set("pixels_of", Tensor::scalar<int64_t>(first));
+  e.set("pixels", Tensor::make(DType::kFloat32, {kPixels}, [first](std::byte* bytes) {
+          auto* f = reinterpret_cast<float*>(bytes);
+          for (int64_t j = 0; j < kPixels; ++j) f[j] = static_cast<float>(first + j);
+        }));
+}
+
+// The rows of `batch` whose pixels are not their own element's.
+int64_t wrong_pixel_rows(const Example& batch) {
+  const Tensor* pixels = batch.find("pixels");
+  if (pixels == nullptr) return 0;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < batch.num_rows(); ++i) {
+    const int64_t first = batch.get("pixels_of").data<int64_t>()[i];
+    const float* row = pixels->data<float>() + i * kPixels;
+    for (int64_t j = 0; j < kPixels; ++j) {
+      if (row[j] != static_cast<float>(first + j)) {
+        ++wrong;
+        break;
+      }
+    }
+  }
+  return wrong;
+}
+
 // Rank `rank` of `world` over range(records) in 4 shards, K = 6 lanes of 2 pieces:
 // lane source -> [reads] -> [filter] -> [echo] -> [shuffle] -> noise map -> merge.
 std::unique_ptr<Pipeline> rank_pipeline(const Variant& v, int64_t world, int64_t rank,
@@ -76,12 +112,15 @@ std::unique_ptr<Pipeline> rank_pipeline(const Variant& v, int64_t world, int64_t
   if (v.short_lane) ds = make_filter(ds, "short", [](const Example& e) { return e.id() >= 10; });
   if (v.example_echo > 1) ds = make_echo(ds, {.factor = v.example_echo, .seed = 5});
   if (v.shuffle > 0) ds = make_shuffle(ds, {.buffer = v.shuffle, .seed = 7});
+  const bool pixels = v.pixels;
   ds = make_map(ds, {.name = "noise",
                      .fn =
-                         [](Example e, const MapContext& ctx) {
+                         [pixels](Example e, const MapContext& ctx) {
                            e.set("noise", Tensor::scalar<double>(ctx.rng_for(e).uniform01()));
+                           if (pixels) add_pixels(e);
                            return e;
                          },
+                     .parallelism = v.map_parallelism,
                      .seed = 11});
   attach(ds, "1:lane", nodes);
   ElasticBatchOptions o{.world_size = world,
@@ -90,7 +129,8 @@ std::unique_ptr<Pipeline> rank_pipeline(const Variant& v, int64_t world, int64_t
                         .drop_remainder = v.drop_remainder,
                         .batch_echo = v.batch_echo,
                         .echo_seed = 3,
-                        .prefetch = v.prefetch};
+                        .prefetch = v.prefetch,
+                        .place_rows = v.place_rows};
   DatasetPtr merge = make_elastic_batch(ds, plan, o);
   attach(merge, "2:elastic", nodes);
   return std::make_unique<Pipeline>(merge, nodes, "elastic-test:" + v.name);
@@ -111,6 +151,7 @@ struct Record {
   std::vector<std::vector<Key>> steps;          // each step's rows of all ranks, sorted
   std::vector<std::vector<int64_t>> rank_rows;  // rows per rank per step (0: none)
   std::map<Key, double> noise;                  // each row's augmentation
+  int64_t wrong_pixels = 0;                     // rows with another element's pixels
   std::vector<Key> all() const {
     std::vector<Key> out;
     for (const auto& s : steps) out.insert(out.end(), s.begin(), s.end());
@@ -121,6 +162,7 @@ struct Record {
     steps.insert(steps.end(), more.steps.begin(), more.steps.end());
     rank_rows.insert(rank_rows.end(), more.rank_rows.begin(), more.rank_rows.end());
     noise.insert(more.noise.begin(), more.noise.end());
+    wrong_pixels += more.wrong_pixels;
   }
 };
 
@@ -134,6 +176,7 @@ Record run(std::vector<std::unique_ptr<Pipeline>>& ranks, int64_t calls = -1) {
       std::optional<Example> b = p->next();
       rows.push_back(b ? static_cast<int64_t>(b->num_rows()) : 0);
       if (!b) continue;
+      out.wrong_pixels += wrong_pixel_rows(*b);
       const Tensor& noise = b->get("noise");
       for (size_t i = 0; i < b->num_rows(); ++i) {
         const Key key{b->row(i).id, b->row(i).echo};
@@ -280,6 +323,51 @@ INSTANTIATE_TEST_SUITE_P(Worlds, ElasticResume, ::testing::ValuesIn(resume_cases
                            return std::to_string(info.param.from) + "to" +
                                   std::to_string(info.param.to) + "_" + info.param.v.name;
                          });
+
+int64_t placed_rows(const std::vector<std::unique_ptr<Pipeline>>& ranks) {
+  int64_t placed = 0;
+  for (const auto& p : ranks) placed += p->nodes().back()->node_stats()->counter("placed_rows");
+  return placed;
+}
+
+// Map-and-batch fusion across lanes: the lanes' maps compute their rows in the rank's
+// batch, and every row holds its own element's pixels, with holes at a lane's end (rows
+// after a hole move), batch echo, a parallel map and resumes on other world sizes.
+TEST(ElasticFusion, RowsComputedInPlaceHoldTheirOwnElements) {
+  Variant tail{.name = "PixelsTail", .short_lane = true, .pixels = true};
+  Variant echo = kBatchEcho;
+  echo.pixels = true;
+  echo.map_parallelism = 3;
+  echo.records = 960;  // the parallel maps run ahead of the first batch's column
+  Variant before = kEchoBeforeAugment;
+  before.pixels = true;
+  for (const Variant& v : {tail, echo, before}) {
+    SCOPED_TRACE(v.name);
+    Variant copied = v;
+    copied.place_rows = false;
+    const Record one = uninterrupted(copied, 1);
+    EXPECT_EQ(one.wrong_pixels, 0);
+    for (int64_t n : {1, 2, 3}) {
+      SCOPED_TRACE("ranks " + std::to_string(n));
+      auto ranks = ranks_of(v, n);
+      const Record fused = run(ranks);
+      EXPECT_EQ(fused.steps, one.steps);
+      EXPECT_EQ(fused.wrong_pixels, 0);
+      // All but the rows computed before the first batch chose its column and, in the
+      // tail, the rows after a hole (each row is collated once, whatever the batch echo).
+      const double collated = static_cast<double>(one.all().size()) / v.batch_echo;
+      EXPECT_GT(static_cast<double>(placed_rows(ranks)), collated / 4);
+    }
+    for (auto [from, to] : {std::pair{2, 3}, {3, 2}, {1, 2}}) {
+      SCOPED_TRACE(std::to_string(from) + " to " + std::to_string(to));
+      for (int64_t calls : {1, 4, 9}) {
+        const Record r = resumed(v, from, to, calls);
+        EXPECT_EQ(r.steps, one.steps) << "saved after " << calls;
+        EXPECT_EQ(r.wrong_pixels, 0) << "saved after " << calls;
+      }
+    }
+  }
+}
 
 // Waits until the ranks' threads have read all they may read ahead (the count of reads
 // has not moved for 300 ms).

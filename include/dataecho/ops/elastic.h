@@ -91,6 +91,10 @@ struct ElasticBatchOptions {
   int64_t prefetch = 0;
   // Elements each lane's thread reads ahead; 0: max(2, ceil(G / K)).
   int64_t lane_queue = 0;
+  // Map-and-batch fusion across lanes: where a lane's last stage is a map that keeps
+  // order, its output's largest tensor is computed straight into its row of the rank's
+  // batch (ops/map_and_batch.h), so that the merge does not copy it.
+  bool place_rows = true;
 };
 
 // The lanes of `lanes` that rank `rank` of `world_size` owns (k mod world_size == rank);
@@ -108,7 +112,8 @@ std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t
 // content, never read again). It restores from a state holding at least its own lanes:
 // its own state on the same (N, r), or merge_elastic_states of every rank's.
 // Memory: per rank, (K / N) * lane_queue elements and `prefetch` + 1 batches, besides
-// what the lanes' own stages hold.
+// what the lanes' own stages hold (with place_rows, the rows the lanes' maps compute
+// ahead are in the batches of the steps they fall in: about as many rows).
 DatasetPtr make_elastic_batch(DatasetPtr lane, std::shared_ptr<const ElasticPlan> plan,
                               const ElasticBatchOptions& options);
 
