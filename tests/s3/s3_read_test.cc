@@ -302,8 +302,8 @@ class S3Killed : public S3Read {
     w.close();
     server_.upload("data", dir_ + "/big.tfrecord", "big/shard.tfrecord");
   }
-  // The shard's pipeline, with `retries` consecutive failed attempts allowed and backoff
-  // from `backoff_initial_s` to `backoff_max_s`.
+  // The shard's pipeline, with `retries` consecutive failed attempts allowed and a backoff
+  // from `initial` doubling to `max` seconds.
   std::unique_ptr<Pipeline> pipeline(int retries, double initial, double max) const {
     json s = json::parse(spec(source("s3://data/big/shard.tfrecord")));
     s["source"]["http"] = {
