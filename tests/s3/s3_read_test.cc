@@ -283,8 +283,12 @@ TEST_F(S3Read, CacheFetchesEachObjectOnceAndAgainWhenItsETagChanges) {
   proxy_.clear();
   EXPECT_EQ(elements(source("s3://data/set/", 0)),
             elements({{"kind", "tfrecord"}, {"uri", local_new}, {"raw", true}}));
+  std::string seen;  // shown on failure: each request's method, target, range and answer
+  for (const ProxiedRequest& r : proxy_.requests())
+    seen += r.method + " " + r.target + " [" + r.header("Range") + "] " + r.answer + "\n";
   EXPECT_EQ(count_by_path(proxy_.requests(), "GET"),
-            (std::map<std::string, int>{{"/data/set/train-1.tfrecord", 1}}));
+            (std::map<std::string, int>{{"/data/set/train-1.tfrecord", 1}}))
+      << seen;
   EXPECT_EQ(count_by_path(proxy_.requests(), "HEAD"), once);
 }
 
