@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (clang-14, ASan + UBSan) for the TFRecord framing, the
 # tf.Example parser, the tar reader, the image decoders (with the fused decode and
 # augmentation), dataecho's JPEG Huffman decoder against libjpeg's, and the texts an s3://
-# read parses (S3's XML answers, AWS ini files), and runs each for
+# read parses (S3's XML answers, AWS ini files), the data service's frames, and runs each for
 # a bounded time. Any crash, leak, sanitizer report or difference fails the script.
 #   scripts/fuzz.sh [seconds per target, default 20] [target ...]
 # The corpus each target grows is kept between runs in FUZZ_CORPUS (default
@@ -39,7 +39,7 @@ done
 # A CMake build of the layer libraries the targets link (formats, image and the layers
 # below them), every file compiled with the sanitizers and libFuzzer's coverage hooks.
 TARGETS=(tfrecord_framing_fuzz tf_example_fuzz tar_reader_fuzz image_decode_fuzz jpeg_huffman_fuzz
-  s3_text_fuzz)
+  s3_text_fuzz frame_decode_fuzz)
 [ $# -gt 0 ] && TARGETS=("$@")
 cmake -S "$ROOT" -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$CXX" \
   -DCMAKE_CXX_FLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
@@ -60,6 +60,8 @@ for t in "${TARGETS[@]}"; do
     image_decode_fuzz)
       DATAECHO_FUZZ_WRITE_SEEDS="$SEEDS/$t" "$BIN/$t"
       cp "$REGRESSIONS"/*.fuzz "$SEEDS/$t/" ;;
+    frame_decode_fuzz)
+      DATAECHO_FUZZ_WRITE_SEEDS="$SEEDS/$t" "$BIN/$t" ;;
     jpeg_huffman_fuzz)  # an option byte of 0, then the file
       for f in "$REGRESSIONS"/*.jpg; do
         { printf '\x00'; cat "$f"; } > "$SEEDS/$t/$(basename "$f" .jpg).fuzz"

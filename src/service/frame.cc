@@ -1,5 +1,6 @@
 #include "service/frame.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -133,13 +134,17 @@ Shape read_shape(Cursor& c, DType dtype, uint64_t& nbytes) {
   if (rank > kMaxRank) c.fail("bad tensor rank " + std::to_string(rank), at);
   c.need(rank * 8, "tensor shape");
   Shape shape(rank);
+  // `bound`, the product of the dimensions other than 0, keeps every partial product of
+  // shape_elements() within int64_t, whatever the order of the dimensions.
   uint64_t elements = 1;
+  int64_t bound = 1;
   for (auto& d : shape) {
     const uint64_t dim_at = c.pos();
     d = static_cast<int64_t>(c.u64("tensor dimension"));
     if (d < 0) c.fail("negative tensor dimension " + std::to_string(d), dim_at);
-    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements))
+    if (__builtin_mul_overflow(bound, std::max<int64_t>(d, 1), &bound))
       c.fail("tensor shape too large", dim_at);
+    elements *= static_cast<uint64_t>(d);
   }
   if (__builtin_mul_overflow(elements, dtype_size(dtype), &nbytes))
     c.fail("tensor shape too large", at);

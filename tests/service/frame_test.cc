@@ -188,9 +188,12 @@ void expect_refused(const Frame& frame, const std::string& needle) {
 }
 
 // The u64 at `at` replaced by `value`.
-Frame patched(std::string bytes, size_t at, uint64_t value) {
+std::string patched_bytes(std::string bytes, size_t at, uint64_t value) {
   for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<char>((value >> (8 * i)) & 0xff);
-  return Frame{buffer_of(bytes)};
+  return bytes;
+}
+Frame patched(const std::string& bytes, size_t at, uint64_t value) {
+  return Frame{buffer_of(patched_bytes(bytes, at, value))};
 }
 
 TEST(Frame, TruncatedOrCorruptFramesNameThePeer) {
@@ -216,6 +219,11 @@ TEST(Frame, TruncatedOrCorruptFramesNameThePeer) {
   expect_refused(patched(bytes, 133, ~0ULL), "negative tensor dimension -1");
   expect_refused(patched(bytes, 133, 1ULL << 40), "tensor of 1728 bytes where its shape");
   expect_refused(patched(bytes, 96, 1ULL << 50), "truncated: field name needs");
+  // Dimensions whose product overflows, with a 0 after them (found by the fuzz target).
+  // [2^62, 3, 0] of 0 bytes: 0 elements, but 2^62 * 3 overflows int64_t.
+  std::string big = patched_bytes(patched_bytes(bytes, 133, 1ULL << 62), 141, 3);
+  expect_refused(patched(patched_bytes(big, 149, 0), 157, 0),
+                 "tensor shape too large in element 0 (record 7), field 'image' at byte 141");
 }
 
 TEST(Frame, RandomDamageIsRefusedOrReadNeverACrash) {
