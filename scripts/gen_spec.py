@@ -191,7 +191,13 @@ def _load_option_text() -> Any:
     spec = importlib.util.spec_from_file_location("dataecho_option_text", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # No bytecode cache: a __pycache__ in the package's source folder would be packaged.
+    writes_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     return module
 
 
