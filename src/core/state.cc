@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "dataecho/core/row_codec.h"
+
 namespace dataecho {
 
 void StateWriter::write_u64(uint64_t v) {
@@ -36,10 +38,7 @@ void StateWriter::write_example(const Example& e) {
   write_u64(rows.size());
   for (const auto& r : rows) {
     write_i64(r.id);
-    // The epoch rides in the upper half of what was the echo index's 64-bit slot, so
-    // states written before epochs existed (upper half 0) still read back.
-    write_u64(static_cast<uint64_t>(static_cast<uint32_t>(r.epoch)) << 32 |
-              static_cast<uint32_t>(r.echo));
+    write_u64(pack_echo_epoch(r));
   }
   write_u64(e.fields().size());
   for (const auto& [name, t] : e.fields()) {
@@ -127,17 +126,9 @@ Example StateReader::read_example() {
   std::vector<RowMeta> rows(n);
   for (auto& r : rows) {
     r.id = read_i64();
-    const uint64_t echo_epoch = read_u64();
-    r.echo = static_cast<int32_t>(static_cast<uint32_t>(echo_epoch));
-    r.epoch = static_cast<int32_t>(static_cast<uint32_t>(echo_epoch >> 32));
+    unpack_echo_epoch(read_u64(), r);
   }
-  if (batch) {
-    e.set_rows(std::move(rows));
-  } else if (!rows.empty()) {
-    e.set_id(rows[0].id);
-    e.set_echo(rows[0].echo);
-    e.stamp_epoch(rows[0].epoch);
-  }
+  set_rows_read(e, batch, std::move(rows));
   uint64_t nf = read_u64();
   for (uint64_t i = 0; i < nf; ++i) {
     std::string name = read_string();

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "dataecho/core/row_codec.h"
+
 namespace dataecho::service {
 namespace {
 
@@ -180,17 +182,9 @@ Example read_element(Cursor& c, const std::string& place) {
   std::vector<RowMeta> rows(n);
   for (auto& r : rows) {
     r.id = static_cast<int64_t>(c.u64("row id"));
-    const uint64_t echo_epoch = c.u64("row echo");
-    r.echo = static_cast<int32_t>(static_cast<uint32_t>(echo_epoch));
-    r.epoch = static_cast<int32_t>(static_cast<uint32_t>(echo_epoch >> 32));
+    unpack_echo_epoch(c.u64("row echo"), r);
   }
-  if (batch) {
-    e.set_rows(std::move(rows));
-  } else if (!rows.empty()) {
-    e.set_id(rows[0].id);
-    e.set_echo(rows[0].echo);
-    e.stamp_epoch(rows[0].epoch);
-  }
+  set_rows_read(e, batch, std::move(rows));
   at = c.pos();
   const uint64_t fields = c.u64("field count");
   if (fields > c.left() / 16)
@@ -264,8 +258,7 @@ void FrameWriter::add(int64_t record, const Example& e) {
   put_u64(rows.size());
   for (const auto& r : rows) {
     put_u64(static_cast<uint64_t>(r.id));
-    put_u64(static_cast<uint64_t>(static_cast<uint32_t>(r.epoch)) << 32 |
-            static_cast<uint32_t>(r.echo));
+    put_u64(pack_echo_epoch(r));
   }
   put_u64(e.fields().size());
   for (const auto& [name, t] : e.fields()) {
