@@ -5,8 +5,14 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <system_error>
+#include <thread>
 
+#include "dataecho/core/cpu_affinity.h"
 #include "dataecho/core/error.h"
+#include "dataecho/core/stats.h"
 #include "http_common.h"
 
 namespace dataecho::s3 {
@@ -110,8 +116,11 @@ std::vector<ListedObject> list_objects(const std::string& bucket, const std::str
   check_request(*config, base, options, display);
   std::vector<ListedObject> out;
   std::string token;
+  std::atomic<int64_t>* requests =
+      options.stats ? &options.stats->counter("s3_list_requests") : nullptr;
   while (true) {
     const std::string url = base + "?" + list_query(prefix, "", token, max_keys);
+    if (requests) ++*requests;
     auto stream = http::open_target_stream({url, display, config}, options);
     const std::string body = read_listing(*stream, display);
     ListPage page = parse_list_page(body);
@@ -132,7 +141,8 @@ std::vector<std::string> expand_pattern(const std::string& pattern, const Stream
   const std::string key = slash == std::string::npos ? "" : pattern.substr(slash + 1);
   const size_t glob = key.find_first_of("*?[");
   const std::string prefix = key.substr(0, glob);
-  const std::vector<ListedObject> listed = list_objects(bucket, prefix, options);
+  const std::vector<ListedObject> listed =
+      list_objects(bucket, prefix, options, options.s3.max_keys);
   std::vector<std::string> out;
   for (const ListedObject& o : listed) {
     if (o.key.empty() || o.key.back() == '/') continue;
@@ -147,6 +157,37 @@ std::vector<std::string> expand_pattern(const std::string& pattern, const Stream
                     bucket + "/" + prefix + ")",
                 pattern);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::vector<std::string>> expand_patterns(const std::vector<std::string>& patterns,
+                                                      const StreamOptions& options) {
+  std::vector<std::vector<std::string>> out(patterns.size());
+  std::vector<std::exception_ptr> errors(patterns.size());
+  // Patterns are taken in order, so every one before a failed one is listed to its end:
+  // the first failure in order is the one a serial listing meets.
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto work = [&] {
+    for (size_t i; !failed.load() && (i = next.fetch_add(1)) < patterns.size();) {
+      try {
+        out[i] = expand_pattern(patterns[i], options);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        failed.store(true);
+      }
+    }
+  };
+  const size_t width = std::min<size_t>(std::max(options.s3.list_parallelism, 1), patterns.size());
+  std::vector<std::thread> threads;
+  try {
+    while (threads.size() + 1 < width) threads.push_back(start_engine_thread(work));
+  } catch (const std::system_error&) {  // no more threads: the ones started do the work
+  }
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

@@ -54,7 +54,8 @@ HttpHead head_object(const std::string& uri, const StreamOptions& options);
 
 // Every object whose key starts with `prefix` in `bucket`, from ListObjectsV2 pages of
 // at most `max_keys` (1 to 1000) keys, in the server's (byte) order of keys. Each page is
-// one signed GET through the HTTP stream (retries and S3's errors as for objects).
+// one signed GET through the HTTP stream (retries and S3's errors as for objects), counted
+// as s3_list_requests on options.stats.
 std::vector<ListedObject> list_objects(const std::string& bucket, const std::string& prefix,
                                        const StreamOptions& options, int max_keys = 1000);
 
@@ -64,6 +65,15 @@ std::vector<ListedObject> list_objects(const std::string& bucket, const std::str
 // starting '.' needs an explicit '.'), listed from the literal prefix before its first
 // '*', '?' or '['. Throws dataecho::Error (kNotFound, stage "uri", naming the pattern)
 // when no key matches.
+// (Pages of options.s3.max_keys keys.)
 std::vector<std::string> expand_pattern(const std::string& pattern, const StreamOptions& options);
+
+// expand_pattern of each of `patterns` (the prefixes of one brace pattern), listed by up
+// to options.s3.list_parallelism threads at once (each stream takes its own connection),
+// the keys of patterns[i] in element i. When some fail, the error thrown is the one of
+// the first pattern (in their order) that failed, as listing them one after another
+// would throw; no pattern after a failure is started.
+std::vector<std::vector<std::string>> expand_patterns(const std::vector<std::string>& patterns,
+                                                      const StreamOptions& options);
 
 }  // namespace dataecho::s3

@@ -3,16 +3,17 @@
 // their bounds, `{a,b}` lists), then local entries with glob characters are matched
 // with glob(3) and sorted bytewise. http(s) URLs only get their braces expanded; an
 // s3:// entry with glob characters, or ending '/', lists the bucket (s3_stream.h's
-// expand_pattern). An entry `@MANIFEST` (a path, an http(s) or s3:// URL, taken literally) is read
-// through open_stream: each line that is neither empty nor a `#` comment names one shard, taken
-// literally (no braces, no globs); relative lines are relative to the manifest's own
-// folder (or URL directory).
-// Errors: a dataecho::Error (stage "uri") naming the pattern that matched nothing or
-// the malformed brace group, or the manifest and line.
+// expand_pattern; the names of one entry's braces several at once: expand_patterns). An entry
+// `@MANIFEST` (a path, an http(s) or s3:// URL, taken literally) is read through open_stream: each
+// line that is neither empty nor a `#` comment names one shard, taken literally (no braces, no
+// globs); relative lines are relative to the manifest's own folder (or URL directory). Errors: a
+// dataecho::Error (stage "uri") naming the pattern that matched nothing or the malformed brace
+// group, or the manifest and line.
 #include <glob.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "dataecho/core/error.h"
 #include "dataecho/io/byte_stream.h"
@@ -218,6 +219,27 @@ void expand_manifest(const std::string& pattern, const std::string& base_dir,
   if (count == 0) uri_error(ErrorCode::kNotFound, pattern, "manifest lists no shard");
 }
 
+// The names of one s3:// pattern's braces: a key taken as given, or (a glob, a name ending
+// '/') the keys listed, the listings made at once (s3::expand_patterns), kept in order.
+void expand_s3_names(const std::vector<std::string>& names, const StreamOptions& options,
+                     std::vector<std::string>& result) {
+  const auto listed = [](const std::string& name) {
+    return has_glob_chars(name) || name.back() == '/';
+  };
+  std::vector<std::string> patterns;
+  std::copy_if(names.begin(), names.end(), std::back_inserter(patterns), listed);
+  const std::vector<std::vector<std::string>> keys = s3::expand_patterns(patterns, options);
+  size_t next = 0;
+  for (const auto& name : names) {
+    if (!listed(name)) {
+      result.push_back(name);
+      continue;
+    }
+    result.insert(result.end(), keys[next].begin(), keys[next].end());
+    ++next;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
@@ -232,14 +254,7 @@ std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
     std::vector<std::string> names;
     expand_braces(pattern, pattern, names);
     if (is_s3_uri(pattern)) {
-      for (const auto& name : names) {
-        if (!has_glob_chars(name) && name.back() != '/') {
-          result.push_back(name);
-          continue;
-        }
-        const std::vector<std::string> keys = s3::expand_pattern(name, options);
-        result.insert(result.end(), keys.begin(), keys.end());
-      }
+      expand_s3_names(names, options, result);
       continue;
     }
     if (is_http_uri(pattern)) {

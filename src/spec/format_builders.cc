@@ -97,7 +97,17 @@ std::vector<OptionDecl> s3_options() {
           {.name = "anonymous",
            .type = OptionType::kBool,
            .fallback = false,
-           .doc = "unsigned requests, for public buckets (no credentials looked for)"}};
+           .doc = "unsigned requests, for public buckets (no credentials looked for)"},
+          {.name = "max_keys",
+           .fallback = int64_t{S3Options().max_keys},
+           .min = 1,
+           .max = 1000,
+           .doc = "the keys a listing page asks for"},
+          {.name = "list_parallelism",
+           .fallback = int64_t{S3Options().list_parallelism},
+           .min = 1,
+           .max = 64,
+           .doc = "the prefixes of a brace pattern listed at once"}};
 }
 
 // What every file source takes beside its own options: bad records and the byte stream.
@@ -218,8 +228,9 @@ void read_http_options(SpecObject& h, const std::string& base_dir, StreamOptions
   h.finish();
 }
 
-// "s3": {"profile", "region", "endpoint", "addressing", "anonymous"}. A secret written
-// there is refused: it would sit in a file that is copied, logged and committed.
+// "s3": {"profile", "region", "endpoint", "addressing", "anonymous", "max_keys",
+// "list_parallelism"}. A secret written there is refused: it would sit in a file that is
+// copied, logged and committed.
 void read_s3_options(SpecObject& s, S3Options& o) {
   const nlohmann::json* j = s.raw("s3");
   if (!j) return;
@@ -235,6 +246,8 @@ void read_s3_options(SpecObject& s, S3Options& o) {
   if (s3.has("endpoint")) o.endpoint = s3.get_string("endpoint");
   o.addressing = s3.get_string("addressing");
   o.anonymous = s3.get_bool("anonymous");
+  o.max_keys = static_cast<int>(s3.get_int("max_keys"));
+  o.list_parallelism = static_cast<int>(s3.get_int("list_parallelism"));
   s3.finish();
 }
 

@@ -15,10 +15,11 @@ Prints "listening 127.0.0.1:PORT" once it listens (--port 0, the default: a free
 then reads commands from stdin, one JSON object a line, and answers each with one JSON
 line on stdout; it exits when stdin closes.
 
-  {"fault": KIND, "path": P, "times": N, "method": M, "region": R, "bytes": K}
+  {"fault": KIND, "path": P, "query": Q, "times": N, "method": M, "region": R, "bytes": K}
       answer the next N requests (default 1; -1: every one) whose path (the target
       without its query) is P ("/bucket/key"; "/bucket/pre*" matches a prefix; "*" or
-      no path: any) and, if given, whose method is M, with KIND:
+      no path: any), whose query, if Q is given, holds Q ("prefix=a%2F": one listing's
+      prefix) and, if given, whose method is M, with KIND:
         slowdown      503 SlowDown
         unavailable   503 ServiceUnavailable
         internal      500 InternalError
@@ -90,11 +91,11 @@ class Script:
 
     def take(self, method: str, target: str, headers: List[List[str]]) -> Optional[Dict[str, Any]]:
         """Logs the request and returns the fault that answers it (None: relay it)."""
-        path = target.split("?", 1)[0]
+        path, _, query = target.partition("?")
         with self.lock:
             chosen = None
             for f in self.faults:
-                if matches(f, method, path):
+                if matches(f, method, path, query):
                     chosen = dict(f)
                     if f["times"] > 0:
                         f["times"] -= 1
@@ -105,9 +106,11 @@ class Script:
             return chosen
 
 
-def matches(fault: Dict[str, Any], method: str, path: str) -> bool:
-    """Whether `fault` answers a request of `method` for `path`."""
+def matches(fault: Dict[str, Any], method: str, path: str, query: str) -> bool:
+    """Whether `fault` answers a request of `method` for `path` with `query`."""
     if fault.get("method") not in (None, method):
+        return False
+    if str(fault.get("query", "")) not in query:
         return False
     want = str(fault.get("path", "*"))
     if want == "*":

@@ -283,6 +283,7 @@ void S3FaultProxy::fault(const S3Fault& f) {
                       {"region", f.region},
                       {"bytes", f.bytes}};
   if (!f.method.empty()) j["method"] = f.method;
+  if (!f.query.empty()) j["query"] = f.query;
   command(j.dump());
 }
 

@@ -111,6 +111,7 @@ struct S3Fault {
   // slowdown, unavailable, internal, timeout, denied, redirect, malformed or cut
   std::string kind = "";
   std::string path = "*";            // "/bucket/key", "/bucket/prefix*" or "*" (the target's path)
+  std::string query = "";            // text the target's query holds ("prefix=a%2F"); "": any
   int times = 1;                     // the next `times` matching requests; -1: every one
   std::string method = "";           // "GET", "HEAD", ...; empty: any
   std::string region = "eu-west-1";  // redirect and malformed: the bucket's region

@@ -54,6 +54,10 @@ struct S3Options {
   std::string addressing;
   // Unsigned requests (public buckets): no credentials are looked for.
   bool anonymous = false;
+  // Listing: the keys a page asks for (1 to 1000), and how many prefixes of a brace
+  // pattern are listed at once (1 to 64).
+  int max_keys = 1000;
+  int list_parallelism = 8;
 };
 
 struct StreamOptions {
@@ -102,10 +106,12 @@ bool is_remote_uri(const std::string& uri);
 // Turns the `uri` list of a spec into the ordered list of shards: each entry may be a
 // path, a glob (`train-*.tfrecord`), a brace range (`train-{00000..00007}.tfrecord`),
 // an http(s) URL (brace ranges expand there too) or an s3:// URI (brace ranges, and
-// globs or a trailing '/' that list the bucket with `options`). Globs' matches are
-// sorted. Relative local paths are taken relative to `base_dir` when it is not empty.
-// An entry that matches nothing is an error naming it. Manifests are read with
-// `options`.
+// globs or a trailing '/' that list the bucket with `options`; the prefixes of one
+// entry's brace groups are listed options.s3.list_parallelism at a time, their keys kept
+// in the entry's order). Globs' matches are sorted. Relative local paths are taken
+// relative to `base_dir` when it is not empty. An entry that matches nothing is an error
+// naming it (an s3:// entry: the first of its prefixes that fails). Manifests are read
+// with `options`.
 std::vector<std::string> expand_uris(const std::vector<std::string>& patterns,
                                      const std::string& base_dir = "",
                                      const StreamOptions& options = {});
