@@ -139,7 +139,7 @@ PYTHON_POSITIONAL = {"bucket": {"boundaries", "batch_sizes"}, "idx": {"images", 
                      "interleave": {"cycle"}, "prefetch": {"buffer"}, "repeat": {"count"}}
 PYTHON_DEFAULTS = {("echo", "factor"): 2}
 HAND_WRITTEN = {"stages": {"map", "filter", "pack", "elastic"}, "sources": {"sample"}}
-PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels"}
+PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels", "token_file"}
 PY_TYPES = {"int": "int", "number": "float", "bool": "bool", "string": "str",
             "strings": "Union[str, Sequence[str]]", "ints": "Sequence[int]",
             "int_or_auto": "Union[int, str]", "factor": "Union[float, str]",

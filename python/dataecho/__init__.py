@@ -37,7 +37,7 @@ from typing import Any
 
 from . import _core
 from ._core import DataError, Error, SpecError
-from ._definition import PipelineDef, class_to_idx, files, idx, range, sample, source, tar, text, tfrecord
+from ._definition import PipelineDef, class_to_idx, files, idx, range, sample, service, source, tar, text, tfrecord
 from ._pipeline import Batch, Pipeline, clear_tuner_memory, merge_states
 from ._profile import profile
 
@@ -59,6 +59,7 @@ __all__ = [
     "profile",
     "range",
     "sample",
+    "service",
     "source",
     "tar",
     "text",

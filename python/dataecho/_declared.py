@@ -318,6 +318,31 @@ def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: 
     return _source("range", locals())
 
 
+def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str] = None,
+            buffer_mb: Optional[int] = None, token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+            connect_timeout_s: Optional[float] = None) -> PipelineDef:
+    """The elements of a pipeline that runs on the data service's workers (docs/service.md);
+    the token comes from token_file or DATAECHO_SERVICE_TOKEN, never from the spec.
+
+    Options (docs/spec.md, "service"):
+
+    ``dispatcher``: the dispatcher's HOST:PORT; a string; required.
+    ``job``: the job's name: trainers that name the same job and upstream share it; a
+    string; required.
+    ``pipeline``: the upstream the workers run (seeded from the job's name when it has no
+    seed); a pipeline {"source": ..., "stages": [...]} or a source {"kind": ...}; required.
+    ``sharding``: "off": each worker makes its own passes of the whole upstream ("dynamic"
+    and "static" are not available yet); one of "off", "dynamic" or "static"; default "off".
+    ``buffer_mb``: MiB of elements read ahead from all workers together; an integer in [1,
+    1048576]; default 64.
+    ``token_file``: a file whose first line is the service's token ("":
+    $DATAECHO_SERVICE_TOKEN, or none); a string; default "".
+    ``connect_timeout_s``: how long to wait for the dispatcher and a first worker; a number
+    >= 0.001; default 30.
+    """
+    return _source("service", locals())
+
+
 def tar(uri: Union[str, Sequence[str]], *, fields: Any = None, on_error: Optional[str] = None,
         buffer_bytes: Optional[int] = None, cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
         cache_max_bytes: Optional[int] = None, cache_revalidate_s: Optional[float] = None,

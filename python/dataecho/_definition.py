@@ -18,12 +18,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core, _spec_options
 from ._core import SpecError
-from ._declared import DeclaredStages, files, idx, range, tar, text, tfrecord
+from ._declared import DeclaredStages, files, idx, range, service, tar, text, tfrecord
 from ._option_text import option_line
 from ._pipeline import Pipeline
 
-__all__ = ["PipelineDef", "class_to_idx", "declared_source", "files", "idx", "range", "sample", "source", "tar",
-           "text", "tfrecord"]
+__all__ = ["PipelineDef", "class_to_idx", "declared_source", "files", "idx", "range", "sample", "service", "source",
+           "tar", "text", "tfrecord"]
 
 _EPOCH_SALT = 0x65706F6368  # "epoch": mixed into the seed with the epoch (for_epoch)
 MapFunction = Callable[[Dict[str, Any]], Mapping[str, Any]]

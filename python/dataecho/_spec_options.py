@@ -325,6 +325,34 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                          '""',
                          'a field to add: the index of the input each element came from ("": '
                          'none)')],
+             'service': [('dispatcher', 'a string', 'required', "the dispatcher's HOST:PORT"),
+                         ('job',
+                          'a string',
+                          'required',
+                          "the job's name: trainers that name the same job and upstream share it"),
+                         ('pipeline',
+                          'a pipeline {"source": ..., "stages": [...]} or a source {"kind": ...}',
+                          'required',
+                          "the upstream the workers run (seeded from the job's name when it has no "
+                          'seed)'),
+                         ('sharding',
+                          'one of "off", "dynamic" or "static"',
+                          '"off"',
+                          '"off": each worker makes its own passes of the whole upstream '
+                          '("dynamic" and "static" are not available yet)'),
+                         ('buffer_mb',
+                          'an integer in [1, 1048576]',
+                          '64',
+                          'MiB of elements read ahead from all workers together'),
+                         ('token_file',
+                          'a string',
+                          '""',
+                          'a file whose first line is the service\'s token ("": '
+                          '$DATAECHO_SERVICE_TOKEN, or none)'),
+                         ('connect_timeout_s',
+                          'a number >= 0.001',
+                          '30',
+                          'how long to wait for the dispatcher and a first worker')],
              'tar': [('uri',
                       'a string or a list of strings',
                       'required',
@@ -670,6 +698,9 @@ DOCS: Dict[str, Dict[str, str]] = {'filters': {'even': 'Elements of even id.',
              'range': 'The integers 0..count-1 as field "value" (int64).',
              'sample': 'Several pipelines mixed by weight, deterministic with its seed '
                        '(docs/formats.md).',
+             'service': "The elements of a pipeline that runs on the data service's workers "
+                        '(docs/service.md); the token comes from token_file or '
+                        'DATAECHO_SERVICE_TOKEN, never from the spec.',
              'tar': 'Tar shards in the WebDataset layout: files sharing a key make one sample '
                     '(docs/formats.md).',
              'text': 'Text files (plain, gzip or dictzip) or JSON Lines: a line, or a document '

@@ -86,6 +86,7 @@ class DispatcherState {
   const JobState* find_job(const std::string& name) const;  // the running job of that name
   const JobState& job(int64_t id) const;                    // throws for an unknown id
   const std::map<int64_t, WorkerState>& workers() const { return workers_; }
+  const std::map<int64_t, JobState>& jobs() const { return jobs_; }
   // Whether every piece of the consumer's lanes in the epoch is done.
   bool epoch_done(int64_t job, int32_t consumer, int64_t epoch) const;
   // The whole state as text, one line per job, epoch and worker (tests, status).

@@ -10,6 +10,7 @@
 #include "dataecho/ops/sources.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/registry.h"
+#include "spec/nested_pipeline.h"
 
 namespace dataecho {
 namespace {
@@ -55,11 +56,11 @@ bool is_auto(SpecObject& s, const std::string& key) {
   return true;
 }
 
-// One input of a sample: a pipeline spec, or a source object alone ({"kind": ...}). Its
-// errors name it by its path ($.source.inputs[1].stages[0].size). Without a seed of its
-// own it gets one derived from the sample's, so that two inputs do not shuffle alike.
-DatasetPtr build_sample_input(const nlohmann::json& j, const std::string& path, size_t i,
-                              BuildContext& ctx) {
+}  // namespace
+
+void use_nested_pipeline(
+    const nlohmann::json& j, const std::string& path,
+    const std::function<void(PipelineDef& d, const nlohmann::json& spec)>& use) {
   if (!j.is_object())
     throw_spec_error(path,
                      "expected a pipeline {\"source\": ..., \"stages\": [...]} or a "
@@ -67,12 +68,7 @@ DatasetPtr build_sample_input(const nlohmann::json& j, const std::string& path, 
   const nlohmann::json spec = j.contains("kind") ? nlohmann::json{{"source", j}} : j;
   try {
     PipelineDef d = PipelineDef::from_json(spec);
-    if (!spec.contains("seed")) d.seed(mix_seed(ctx.node_seed(), i) >> 1);
-    if (!spec.contains("deterministic")) d.deterministic(ctx.deterministic);
-    BuildOptions o;
-    o.base_dir = ctx.base_dir;
-    std::vector<DatasetPtr> nodes;
-    return d.build_nodes(o, "sample[" + std::to_string(i) + "]/", nodes);
+    use(d, spec);
   } catch (const Error& e) {
     const std::string& m = e.message();
     if (e.stage() == "spec" && m.rfind("$", 0) == 0) {
@@ -81,6 +77,24 @@ DatasetPtr build_sample_input(const nlohmann::json& j, const std::string& path, 
     }
     throw_spec_error(path, e.what());
   }
+}
+
+namespace {
+
+// One input of a sample (use_nested_pipeline). Without a seed of its own it gets one
+// derived from the sample's, so that two inputs do not shuffle alike.
+DatasetPtr build_sample_input(const nlohmann::json& j, const std::string& path, size_t i,
+                              BuildContext& ctx) {
+  DatasetPtr input;
+  use_nested_pipeline(j, path, [&](PipelineDef& d, const nlohmann::json& spec) {
+    if (!spec.contains("seed")) d.seed(mix_seed(ctx.node_seed(), i) >> 1);
+    if (!spec.contains("deterministic")) d.deterministic(ctx.deterministic);
+    BuildOptions o;
+    o.base_dir = ctx.base_dir;
+    std::vector<DatasetPtr> nodes;
+    input = d.build_nodes(o, "sample[" + std::to_string(i) + "]/", nodes);
+  });
+  return input;
 }
 
 // {"kind": "sample", "inputs": [...], "weights": [...], "stop": "all", "seed": N}

@@ -380,11 +380,18 @@ namespace {
 // What the state fingerprint hashes: the canonical JSON without the elastic stage's
 // options that say where the pipeline runs (its world size and rank), so that a state
 // restores on another number of ranks. Other definitions hash as they are.
+// A service source's options that say where the dispatcher is and how the trainer
+// reads, not what the upstream produces: out of the state fingerprint, so that a moved
+// dispatcher (or another token file) still resumes.
+constexpr const char* kServiceRuntimeOptions[] = {"dispatcher", "token_file", "connect_timeout_s",
+                                                  "buffer_mb"};
+
 nlohmann::json fingerprinted(const nlohmann::json& canonical) {
-  if (!canonical.contains("stages") || !elastic_build::first_is_elastic(canonical["stages"]))
-    return canonical;
   nlohmann::json j = canonical;
-  for (const char* key : elastic_build::kRuntimeOptions) j["stages"][0].erase(key);
+  if (j.contains("source") && j["source"].is_object() && j["source"].value("kind", "") == "service")
+    for (const char* key : kServiceRuntimeOptions) j["source"].erase(key);
+  if (j.contains("stages") && elastic_build::first_is_elastic(j["stages"]))
+    for (const char* key : elastic_build::kRuntimeOptions) j["stages"][0].erase(key);
   return j;
 }
 }  // namespace
@@ -471,14 +478,10 @@ std::unique_ptr<Pipeline> PipelineDef::build(const BuildOptions& given) const {
   // The state fingerprint: a fixed hash (64-bit FNV-1a) of the canonical JSON, which does
   // not depend on the compiler's std::hash; beside it the first format's (std::hash of
   // the same JSON), so that states saved before the change still restore.
-  std::string fingerprint, v1;
-  if (source_dataset_) {
-    fingerprint = v1 = source_fingerprint_ + ":" + canonical.at("stages").dump();
-  } else {
-    const std::string text = fingerprinted(canonical).dump();
-    fingerprint = spec_fingerprint(text);
-    v1 = std::to_string(std::hash<std::string>{}(text));
-  }
+  const std::string fingerprint = this->fingerprint();
+  const std::string v1 =
+      source_dataset_ ? fingerprint
+                      : std::to_string(std::hash<std::string>{}(fingerprinted(canonical).dump()));
   TunerOptions tuning = options.tuning;
   if (autotune_.cpu_budget) tuning.cpu_budget = *autotune_.cpu_budget;
   if (autotune_.ram_budget_mb)
@@ -501,6 +504,12 @@ void drop_seeds(nlohmann::json& j) {
 }  // namespace
 
 std::string PipelineDef::tuner_memory_key() const { return tuner_memory_key(canonical_json()); }
+
+std::string PipelineDef::fingerprint() const {
+  const nlohmann::json canonical = canonical_json();
+  if (source_dataset_) return source_fingerprint_ + ":" + canonical.at("stages").dump();
+  return spec_fingerprint(fingerprinted(canonical).dump());
+}
 
 std::string PipelineDef::tuner_memory_key(const nlohmann::json& canonical) const {
   nlohmann::json j = canonical;  // already without "autotune"

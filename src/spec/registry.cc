@@ -23,6 +23,7 @@ Registry& the_registry() {
     register_cache_builders(reg);
     register_image_functions(reg);
     register_sequence_builders(reg);
+    register_service_builders(reg);
     return reg;
   }();
   return r;

@@ -219,6 +219,11 @@ class PipelineDef {
   // at any depth), the budgets ("autotune"), "name" and "comment", none of which changes
   // what a stage costs. build() gives it to the pipeline's tuner.
   std::string tuner_memory_key() const;
+  // The state fingerprint build() gives this definition's pipeline: a hash of the
+  // canonical JSON without what says where the pipeline runs (an elastic stage's world
+  // size and rank; a service source's dispatcher address, token file, timeout and
+  // buffer), so that a state restores after they change.
+  std::string fingerprint() const;
   // The nodes alone, without a Pipeline around them (the inputs of a `sample` source):
   // labeled label_prefix + "3:shuffle", appended to `nodes`, source first; returns the
   // last.
@@ -267,5 +272,21 @@ PipelineDef files(nlohmann::json options);
 // options: "stop" ("first", "all", "never"), "seed".
 PipelineDef sample(const std::vector<PipelineDef>& inputs, std::vector<double> weights = {},
                    nlohmann::json options = nlohmann::json::object());
+
+// The `service` source's options (docs/service.md): where the dispatcher is, the job's
+// name, and how the trainer reads. The token comes from `token_file` or
+// $DATAECHO_SERVICE_TOKEN, never from the spec.
+struct ServiceOptions {
+  std::string dispatcher = "";  // host:port
+  std::string job = "";
+  std::string sharding = "off";  // the only one built yet
+  int64_t buffer_mb = 64;        // elements read ahead from all workers together
+  std::string token_file = "";
+  double connect_timeout_s = 30;
+};
+// The `service` source: `upstream` runs on the data service's workers, and the pipeline
+// reads what they stream (src/spec/service_builders.cc). (The namespace
+// dataecho::service, the service layer's, takes the source's own name.)
+PipelineDef service_source(const PipelineDef& upstream, ServiceOptions options);
 
 }  // namespace dataecho

@@ -127,5 +127,6 @@ void register_format_builders(Registry& r);
 void register_cache_builders(Registry& r);
 void register_image_functions(Registry& r);
 void register_sequence_builders(Registry& r);
+void register_service_builders(Registry& r);
 
 }  // namespace dataecho

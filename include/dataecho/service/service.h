@@ -1,0 +1,125 @@
+// The data service (docs/service.md): a dispatcher that keeps the jobs and the workers,
+// workers that run a job's upstream pipeline and stream its elements, and the trainer's
+// `service` source that reads them. This header is the service layer's interface to the
+// layers above: the spec layer starts workers with its pipeline builder injected
+// (dataecho/spec/service.h) and builds the `service` source; the CLI starts the
+// processes (`dataecho dispatcher`, `dataecho worker`, `dataecho service status`).
+//
+// Sharding "off" (the only one built yet): every worker builds the whole upstream once
+// per job and epoch, its seed salted by its worker number, and streams its own pass; a
+// consumer reads every worker's pass. No element is exactly once across workers.
+//
+// The token (docs/service.md, Security) comes from a file or DATAECHO_SERVICE_TOKEN,
+// never from the command line, a spec or a log line.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataecho/core/dataset.h"
+#include "dataecho/core/pipeline.h"
+
+namespace dataecho::service {
+
+class Transport;  // the service layer's transport (gRPC, or in process for tests)
+
+// The transport that dispatchers, workers and service sources use when their options
+// give none: gRPC (its plugin loaded on first use) unless set_default_transport() chose
+// another for this process (tests: the in-process transport).
+std::shared_ptr<Transport> default_transport();
+void set_default_transport(std::shared_ptr<Transport> transport);
+
+// The service token: the first line of `token_file` when it is not empty (an error
+// names `what` and the file when it cannot be read or is empty), else
+// $DATAECHO_SERVICE_TOKEN, else "" (no token).
+std::string read_token(const std::string& token_file, const std::string& what);
+
+struct DispatcherOptions {
+  std::string bind = "0.0.0.0";
+  int port = 0;                          // 0: any free port (Dispatcher::port() says which)
+  std::string journal_dir;               // "": the state is kept in memory only
+  std::string token;                     // "": calls need none
+  int64_t worker_timeout_ms = 10'000;    // a worker silent this long is not listed for new jobs
+  std::shared_ptr<Transport> transport;  // null: default_transport()
+};
+
+class Dispatcher {
+ public:
+  virtual ~Dispatcher() = default;  // stops
+  virtual int port() const = 0;
+  // The journal's warnings at start (a torn last record dropped), and its file.
+  virtual const std::vector<std::string>& journal_warnings() const = 0;
+  virtual std::string journal_path() const = 0;
+  virtual void stop() = 0;
+};
+
+std::unique_ptr<Dispatcher> start_dispatcher(const DispatcherOptions& options);
+
+// Builds a job's upstream on a worker: the pipeline of `upstream_json` (a JSON pipeline
+// spec) for pass `epoch`, its seed salted by the worker's number and the epoch, within
+// `threads` cores (0: the pipeline's own budget). Injected by the spec layer.
+using UpstreamBuilder = std::function<std::unique_ptr<Pipeline>(
+    const std::string& upstream_json, int64_t worker, int64_t epoch, int threads)>;
+
+struct WorkerOptions {
+  std::string dispatcher;  // host:port
+  std::string bind = "0.0.0.0";
+  int port = 0;           // its Read server's port (0: any)
+  std::string advertise;  // host[:port] consumers reach it at ("": see worker.cc)
+  int threads = 0;
+  std::string token;
+  double connect_timeout_s = 30;  // for its first beat
+  int64_t beat_ms = 500;
+  UpstreamBuilder builder;
+  std::shared_ptr<Transport> transport;  // null: default_transport()
+};
+
+class Worker {
+ public:
+  virtual ~Worker() = default;         // stops
+  virtual int64_t number() const = 0;  // given by the dispatcher at its first beat
+  virtual int port() const = 0;
+  virtual const std::string& address() const = 0;  // as advertised
+  virtual void stop() = 0;
+};
+
+// Starts the Read server and registers with the dispatcher (its first beat, retried up
+// to connect_timeout_s); throws naming the dispatcher when that fails.
+std::unique_ptr<Worker> start_worker(const WorkerOptions& options);
+
+// The `service` source's options, as its spec builder reads them.
+struct ServiceSourceOptions {
+  std::string dispatcher;     // host:port
+  std::string job;            // the job's name
+  std::string upstream_json;  // the upstream pipeline's spec, seeded
+  std::string fingerprint;    // of the upstream
+  int64_t buffer_mb = 64;     // the elements read ahead from all workers together
+  std::string token;
+  double connect_timeout_s = 30;
+  std::shared_ptr<Transport> transport;  // null: default_transport()
+};
+
+// A source of the elements the job's workers stream: at each iteration (an epoch, as a
+// trainer-side repeat counts them) it gets or creates the job at the dispatcher, reads
+// every worker's pass of that epoch, and ends when all have ended. Errors name the
+// worker ("worker w2 (10.0.0.5:41071) cannot build the upstream: ...").
+DatasetPtr make_service_source(ServiceSourceOptions options);
+
+// The dispatcher's status (Status call) as JSON: {"dispatcher", "version", "journal",
+// "jobs": [{"job", "name", "fingerprint", "sharding"}], "workers": [{"worker",
+// "address", "version", "threads", "last_beat_s", "alive", "elements", "bytes"}]}.
+nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
+                              double timeout_s, std::shared_ptr<Transport> transport = nullptr);
+// The same for a person: a line per job and per worker.
+std::string status_text(const nlohmann::json& status);
+// Stops the running job `name` (`dataecho service stop-job`): its name is free for
+// another upstream, and workers are no longer given it. Returns its id.
+int64_t stop_job(const std::string& dispatcher, const std::string& name, const std::string& token,
+                 double timeout_s, std::shared_ptr<Transport> transport = nullptr);
+
+}  // namespace dataecho::service

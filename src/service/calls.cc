@@ -1,0 +1,217 @@
+// What the service's processes share: the default transport, the token, serving and
+// making calls, the status's text.
+#include "service/calls.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "dataecho/service/service.h"
+
+namespace dataecho::service {
+namespace {
+
+std::mutex& transport_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::shared_ptr<Transport>& chosen_transport() {
+  static std::shared_ptr<Transport> t;
+  return t;
+}
+
+CallCode call_code_of(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kDataLoss:
+    case ErrorCode::kOutOfRange:
+      return CallCode::kInvalidArgument;
+    case ErrorCode::kNotFound:
+      return CallCode::kNotFound;
+    case ErrorCode::kCancelled:
+      return CallCode::kCancelled;
+    case ErrorCode::kIo:
+      return CallCode::kUnavailable;
+    case ErrorCode::kInternal:
+      return CallCode::kInternal;
+  }
+  return CallCode::kUnknown;
+}
+
+}  // namespace
+
+std::shared_ptr<Transport> default_transport() {
+  {
+    std::lock_guard lock(transport_mutex());
+    if (chosen_transport()) return chosen_transport();
+  }
+  return grpc_transport();
+}
+
+void set_default_transport(std::shared_ptr<Transport> transport) {
+  std::lock_guard lock(transport_mutex());
+  chosen_transport() = std::move(transport);
+}
+
+std::string read_token(const std::string& token_file, const std::string& what) {
+  if (token_file.empty()) {
+    const char* env = std::getenv("DATAECHO_SERVICE_TOKEN");
+    return env == nullptr ? "" : env;
+  }
+  std::ifstream in(token_file);
+  std::string line;
+  if (!in || !std::getline(in, line))
+    throw_error(ErrorCode::kNotFound, "service",
+                what + ": cannot read the token file " + token_file);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+    line.pop_back();
+  if (line.empty())
+    throw_error(ErrorCode::kInvalidArgument, "service",
+                what + ": the token file " + token_file + " has no token on its first line");
+  return line;
+}
+
+std::string token_refusal(const Caller& caller, const std::string& server_role,
+                          const std::string& target, bool had_token) {
+  const std::string where = caller.token_source + " or DATAECHO_SERVICE_TOKEN";
+  if (!had_token)
+    return "the " + server_role + " at " + target + " needs a token and this " + caller.role +
+           " has none (give " + where + ")";
+  return "the " + server_role + " at " + target + " refused this " + caller.role +
+         "'s token (check " + where + ")";
+}
+
+std::string serve_unary(const std::function<std::string()>& body) {
+  try {
+    return body();
+  } catch (const CallError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CallError(call_code_of(e.code()), e.message());
+  }
+}
+
+void retry_unreachable(double timeout_s, const std::string& target,
+                       const std::function<void(int64_t deadline_ms)>& attempt,
+                       const std::function<bool()>& stopped) {
+  retry_unreachable_until(std::chrono::steady_clock::now() +
+                              std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
+                          timeout_s, target, attempt, stopped);
+}
+
+void retry_unreachable_until(std::chrono::steady_clock::time_point end, double timeout_s,
+                             const std::string& target,
+                             const std::function<void(int64_t deadline_ms)>& attempt,
+                             const std::function<bool()>& stopped) {
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    const int64_t left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+    std::string why;
+    try {
+      attempt(std::max<int64_t>(left, 1));
+      return;
+    } catch (const CallError& e) {
+      if (e.call_code() != CallCode::kUnavailable && e.call_code() != CallCode::kDeadlineExceeded)
+        throw;
+      why = e.detail();
+    }
+    if (Clock::now() + std::chrono::milliseconds(200) >= end) {
+      std::ostringstream s;
+      s << "cannot reach the dispatcher at " << target << " within " << timeout_s << " s (" << why
+        << ")";
+      throw_error(ErrorCode::kIo, "service", s.str());
+    }
+    for (int i = 0; i < 4; ++i) {
+      if (stopped && stopped()) throw_error(ErrorCode::kCancelled, "service", "stopped");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+std::string sharding_name(JobSpec::Sharding sharding) {
+  switch (sharding) {
+    case JobSpec::OFF:
+      return "off";
+    case JobSpec::STATIC:
+      return "static";
+    default:
+      return "dynamic";
+  }
+}
+
+nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
+                              double timeout_s, std::shared_ptr<Transport> transport) {
+  if (!transport) transport = default_transport();
+  auto channel = transport->open_channel(dispatcher);
+  CallOptions o{.deadline_ms = static_cast<int64_t>(timeout_s * 1000), .token = token};
+  const auto reply = call_unary<StatusRequest, StatusReply>(
+      *channel, kStatus, StatusRequest(), o, {"status client", "--token-file"}, "dispatcher");
+  nlohmann::json j = {{"dispatcher", dispatcher},
+                      {"version", reply.hello().version()},
+                      {"journal", reply.journal()},
+                      {"jobs", nlohmann::json::array()},
+                      {"workers", nlohmann::json::array()}};
+  for (const JobStatus& s : reply.jobs())
+    j["jobs"].push_back({{"job", s.job()},
+                         {"name", s.name()},
+                         {"fingerprint", s.fingerprint()},
+                         {"sharding", sharding_name(s.sharding())}});
+  for (const WorkerInfo& w : reply.workers())
+    j["workers"].push_back({{"worker", w.worker()},
+                            {"address", w.address()},
+                            {"version", w.version()},
+                            {"threads", w.threads()},
+                            {"last_beat_s", static_cast<double>(w.beat_age_ms()) / 1000.0},
+                            {"alive", w.beat_age_ms() <= reply.worker_timeout_ms()},
+                            {"elements", w.elements()},
+                            {"bytes", w.bytes()}});
+  return j;
+}
+
+int64_t stop_job(const std::string& dispatcher, const std::string& name, const std::string& token,
+                 double timeout_s, std::shared_ptr<Transport> transport) {
+  if (!transport) transport = default_transport();
+  auto channel = transport->open_channel(dispatcher);
+  StopJobRequest request;
+  request.set_name(name);
+  CallOptions o{.deadline_ms = static_cast<int64_t>(timeout_s * 1000), .token = token};
+  try {
+    return call_unary<StopJobRequest, StopJobReply>(*channel, kStopJob, request, o,
+                                                    {"status client", "--token-file"}, "dispatcher")
+        .job();
+  } catch (const CallError& e) {
+    throw Error(
+        ErrorCode::kInvalidArgument, "service",
+        "the dispatcher at " + dispatcher + " cannot stop job '" + name + "': " + e.detail());
+  }
+}
+
+std::string status_text(const nlohmann::json& s) {
+  std::ostringstream out;
+  out << "dispatcher " << s.value("dispatcher", "") << " (dataecho " << s.value("version", "")
+      << "), journal: "
+      << (s.value("journal", "").empty() ? "none (memory only)" : s.value("journal", "")) << "\n";
+  out << s["jobs"].size() << " job(s)\n";
+  for (const auto& j : s["jobs"])
+    out << "  job " << j["job"] << " '" << j["name"].get<std::string>() << "' sharding "
+        << j["sharding"].get<std::string>() << ", upstream " << j["fingerprint"].get<std::string>()
+        << "\n";
+  out << s["workers"].size() << " worker(s)\n";
+  for (const auto& w : s["workers"]) {
+    std::ostringstream beat;
+    beat.precision(1);
+    beat << std::fixed << w["last_beat_s"].get<double>();
+    out << "  w" << w["worker"] << " " << w["address"].get<std::string>() << " (dataecho "
+        << w["version"].get<std::string>() << ", threads " << w["threads"]
+        << "): " << (w["alive"].get<bool>() ? "alive" : "silent") << ", last beat " << beat.str()
+        << " s ago, " << w["elements"] << " elements, " << w["bytes"] << " bytes sent\n";
+  }
+  return out.str();
+}
+
+}  // namespace dataecho::service

@@ -1,0 +1,390 @@
+// A worker: registers with the dispatcher by its first beat, beats on, and serves Read
+// streams. In sharding "off" it builds a job's whole upstream for each pass (epoch)
+// through the injected builder, its seed salted by the worker's number and the epoch,
+// and a thread of the pass pulls the pipeline into frames (frame.h) only while the
+// pass's outbox of two frames has room: a consumer that stops reading stops the
+// pipeline. The streams reading one pass share its frames (each element goes to one of
+// them); when the last stream of a pass leaves, the pass is dropped, and the next Read
+// of that epoch starts it again from the beginning (off mode keeps no positions). The
+// first pass of a job is started when a beat lists it, so that its first frames are
+// ready when its consumer comes.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "dataecho/service/service.h"
+#include "service/calls.h"
+#include "service/frame.h"
+
+namespace dataecho::service {
+namespace {
+
+constexpr size_t kOutboxFrames = 2;
+constexpr size_t kFrameElements = 64;
+constexpr size_t kFrameBytes = 4 << 20;
+constexpr int64_t kTakeWaitMs = 200;
+
+struct Outgoing {
+  Frame frame;
+  int64_t elements = 0;
+  int64_t bytes = 0;
+};
+
+// One pass of a job's upstream.
+class Pass {
+ public:
+  Pass(std::function<std::unique_ptr<Pipeline>()> build, FrameHeader header)
+      : build_(std::move(build)), header_(header) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Pass() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      if (pipeline_) pipeline_->cancel();
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+
+  enum class Take { kFrame, kEnd, kWait };
+  // The next frame (kFrame), the end of the pass (kEnd: error() says whether it failed),
+  // or nothing yet after `wait_ms` (kWait).
+  Take take(Outgoing& out, int64_t wait_ms) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                 [&] { return !outbox_.empty() || ended_; });
+    if (!outbox_.empty()) {
+      out = std::move(outbox_.front());
+      outbox_.pop_front();
+      cv_.notify_all();
+      return Take::kFrame;
+    }
+    return ended_ ? Take::kEnd : Take::kWait;
+  }
+  std::string error() {
+    std::lock_guard lock(mu_);
+    return error_;
+  }
+  const FrameHeader& header() const { return header_; }
+  int streams = 0;  // under the worker's lock
+
+ private:
+  void run() {
+    std::unique_ptr<Pipeline> pipeline;
+    try {
+      pipeline = build_();
+    } catch (const std::exception& e) {
+      return finish("cannot build the upstream: " + std::string(e.what()));
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      pipeline_ = pipeline.get();
+    }
+    int64_t record = 0;
+    try {
+      while (fill(*pipeline, record)) {
+      }
+    } catch (const std::exception& e) {
+      finish("failed in its upstream after " + std::to_string(record) +
+             " elements: " + std::string(e.what()));
+    }
+    std::lock_guard lock(mu_);
+    pipeline_ = nullptr;
+  }
+
+  // Waits for room in the outbox, then makes a frame of the next elements. False at the
+  // end of the pass (or when stopping).
+  bool fill(Pipeline& pipeline, int64_t& record) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return outbox_.size() < kOutboxFrames || stopping_; });
+      if (stopping_) return false;
+    }
+    FrameWriter writer(header_);
+    Outgoing out;
+    bool more = true;
+    while (writer.count() < kFrameElements && writer.bytes() < kFrameBytes) {
+      auto element = pipeline.next();
+      if (!element) {
+        more = false;
+        break;
+      }
+      out.bytes += static_cast<int64_t>(element->nbytes());
+      writer.add(record++, *element);
+    }
+    out.elements = static_cast<int64_t>(writer.count());
+    std::lock_guard lock(mu_);
+    if (out.elements > 0) outbox_.push_back({writer.finish(), out.elements, out.bytes});
+    if (!more) ended_ = true;
+    cv_.notify_all();
+    return more;
+  }
+
+  void finish(const std::string& error) {
+    std::lock_guard lock(mu_);
+    if (!stopping_) error_ = error;
+    ended_ = true;
+    cv_.notify_all();
+  }
+
+  std::function<std::unique_ptr<Pipeline>()> build_;
+  const FrameHeader header_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Outgoing> outbox_;
+  bool ended_ = false;
+  bool stopping_ = false;
+  std::string error_;
+  Pipeline* pipeline_ = nullptr;  // while the thread reads it
+  std::thread thread_;
+};
+
+// host:port -> {host, port}; the host without the brackets of an IPv6 address.
+std::pair<std::string, std::string> split_address(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    throw_error(ErrorCode::kInvalidArgument, "service",
+                "expected HOST:PORT, got \"" + address + "\"");
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return {host, address.substr(colon + 1)};
+}
+
+// The local address of the route to `dispatcher` (a UDP socket connected to it, which
+// sends nothing): where this worker is reached from the dispatcher's side.
+std::string local_host_towards(const std::string& dispatcher) {
+  const auto [host, port] = split_address(dispatcher);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr)
+    throw_error(ErrorCode::kInvalidArgument, "service",
+                "cannot resolve the dispatcher's host " + host + ": give --advertise HOST");
+  std::string local;
+  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* a =
+        addr.ss_family == AF_INET6
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&addr)->sin_addr);
+    if (inet_ntop(addr.ss_family, a, text, sizeof(text)) != nullptr)
+      local = addr.ss_family == AF_INET6 ? "[" + std::string(text) + "]" : text;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (local.empty())
+    throw_error(ErrorCode::kIo, "service",
+                "cannot tell this worker's address on the route to " + dispatcher +
+                    ": give --advertise HOST");
+  return local;
+}
+
+std::string advertised(const WorkerOptions& o, int port) {
+  if (o.advertise.empty()) return local_host_towards(o.dispatcher) + ":" + std::to_string(port);
+  const bool has_port = o.advertise.back() != ']' && o.advertise.find(':') != std::string::npos &&
+                        o.advertise.find(':') == o.advertise.rfind(':');
+  return has_port ? o.advertise : o.advertise + ":" + std::to_string(port);
+}
+
+class WorkerImpl final : public Worker {
+ public:
+  explicit WorkerImpl(const WorkerOptions& o)
+      : o_(o), transport_(o.transport ? o.transport : default_transport()) {
+    if (!o_.builder)
+      throw_error(ErrorCode::kInvalidArgument, "service", "a worker needs an upstream builder");
+    Handlers h;
+    h.is_stream = [](const std::string& method) { return method == kRead; };
+    h.stream = [this](const std::string& method, std::string_view request, ServerCall& call) {
+      if (method != kRead)
+        throw CallError(CallCode::kNotFound, "the worker has no method " + method);
+      serve_unary([&] {
+        serve_read(request, call);
+        return std::string();
+      });
+    };
+    server_ = transport_->start_server(o_.bind + ":" + std::to_string(o_.port), TransportOptions{},
+                                       o_.token, std::move(h));
+    address_ = advertised(o_, server_->port());
+    channel_ = transport_->open_channel(o_.dispatcher);
+    retry_unreachable(o_.connect_timeout_s, o_.dispatcher, [&](int64_t ms) { beat(ms); });
+    beater_ = std::thread([this] { beat_loop(); });
+  }
+  ~WorkerImpl() override { stop(); }
+
+  int64_t number() const override { return number_; }
+  int port() const override { return server_->port(); }
+  const std::string& address() const override { return address_; }
+
+  void stop() override {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      cv_.notify_all();
+    }
+    if (beater_.joinable()) beater_.join();
+    server_->stop(0);
+    std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Pass>> passes;
+    {
+      std::lock_guard lock(mu_);
+      passes.swap(passes_);
+    }
+    passes.clear();  // joins their threads
+  }
+
+ private:
+  // One beat: says the worker is alive (registering it the first time) and takes the
+  // dispatcher's list of jobs, starting the first pass of each new one.
+  void beat(int64_t deadline_ms) {
+    WorkerBeatRequest request;
+    request.set_worker(number_);
+    request.set_address(address_);
+    request.set_threads(o_.threads);
+    request.set_elements(elements_);
+    request.set_bytes(bytes_);
+    const auto orders = call_unary<WorkerBeatRequest, WorkerOrders>(
+        *channel_, kWorkerBeat, request, {.deadline_ms = deadline_ms, .token = o_.token},
+        {"worker", "--token-file"}, "dispatcher");
+    number_ = orders.worker();
+    std::vector<std::shared_ptr<Pass>> dropped;  // joined outside the lock
+    std::lock_guard lock(mu_);
+    std::set<int64_t> listed;
+    for (const JobOrder& order : orders.jobs()) {
+      listed.insert(order.job());
+      if (jobs_.emplace(order.job(), order.spec()).second && !stopped_) join(order.job(), 0);
+    }
+    // A pass made ahead for a job no longer listed (stopped) that nobody reads.
+    for (auto it = passes_.begin(); it != passes_.end();) {
+      if (it->second->streams == 0 && !listed.count(it->first.first)) {
+        dropped.push_back(std::move(it->second));
+        it = passes_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void beat_loop() {
+    bool failing = false;
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(o_.beat_ms), [&] { return stopped_; })) {
+      lock.unlock();
+      try {
+        beat(5'000);
+        if (failing) std::cerr << "worker w" << number_ << ": the dispatcher answers again\n";
+        failing = false;
+      } catch (const std::exception& e) {
+        if (!failing) std::cerr << "worker w" << number_ << ": beat failed: " << e.what() << "\n";
+        failing = true;
+      }
+      lock.lock();
+    }
+  }
+
+  // The pass of (job, epoch), made when there is none; counted as read by one more
+  // stream unless it is made ahead of its reader (`ahead`). Under mu_.
+  std::shared_ptr<Pass> join(int64_t job, int64_t epoch, bool ahead = true) {
+    auto& pass = passes_[{job, epoch}];
+    if (!pass) {
+      const std::string upstream = jobs_.at(job).upstream_json();
+      auto build = [this, upstream, epoch] {
+        return o_.builder(upstream, number_, epoch, o_.threads);
+      };
+      pass = std::make_shared<Pass>(build, FrameHeader{.job = job, .epoch = epoch});
+    }
+    if (!ahead) ++pass->streams;
+    return pass;
+  }
+
+  // A stream left: the last one drops the pass.
+  void leave(int64_t job, int64_t epoch, const std::shared_ptr<Pass>& pass) {
+    std::shared_ptr<Pass> dropped;
+    {
+      std::lock_guard lock(mu_);
+      auto it = passes_.find({job, epoch});
+      if (--pass->streams == 0 && it != passes_.end() && it->second == pass) {
+        dropped = std::move(it->second);
+        passes_.erase(it);
+      }
+    }
+  }
+
+  void serve_read(std::string_view bytes, ServerCall& call) {
+    const auto request = parse_request<ReadRequest>(bytes, kRead);
+    check_hello(request.hello(), "(job '" + request.spec().name() + "')", "worker");
+    if (request.spec().sharding() != JobSpec::OFF)
+      throw CallError(CallCode::kInvalidArgument, "this worker serves sharding \"off\" only");
+    std::shared_ptr<Pass> pass;
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) throw CallError(CallCode::kUnavailable, "the worker is stopping");
+      jobs_.emplace(request.job(), request.spec());
+      pass = join(request.job(), request.epoch(), false);
+    }
+    try {
+      stream_pass(*pass, call);
+    } catch (...) {
+      leave(request.job(), request.epoch(), pass);
+      throw;
+    }
+    leave(request.job(), request.epoch(), pass);
+  }
+
+  void stream_pass(Pass& pass, ServerCall& call) {
+    for (;;) {
+      Outgoing out;
+      const Pass::Take t = pass.take(out, kTakeWaitMs);
+      if (t == Pass::Take::kWait) {
+        if (call.cancelled()) return;
+        continue;
+      }
+      if (t == Pass::Take::kEnd) {
+        if (const std::string error = pass.error(); !error.empty())
+          call.write(error_frame(pass.header(), error));
+        return;
+      }
+      if (!call.write(out.frame)) return;
+      elements_ += out.elements;
+      bytes_ += out.bytes;
+    }
+  }
+
+  const WorkerOptions o_;
+  std::shared_ptr<Transport> transport_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Channel> channel_;
+  std::string address_;
+  std::atomic<int64_t> number_{0};
+  std::atomic<int64_t> elements_{0}, bytes_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::map<int64_t, JobSpec> jobs_;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Pass>> passes_;
+  std::thread beater_;
+};
+
+}  // namespace
+
+std::unique_ptr<Worker> start_worker(const WorkerOptions& options) {
+  return std::make_unique<WorkerImpl>(options);
+}
+
+}  // namespace dataecho::service
