@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   dataecho::cli::add_convert_command(app);
   dataecho::cli::add_serve_command(app);
   dataecho::cli::add_spec_command(app);
+  dataecho::cli::add_service_commands(app);
 #ifdef DATAECHO_HAVE_TRAINER
   dataecho::cli::add_train_command(app);
   dataecho::cli::add_profile_command(app);

@@ -1,0 +1,165 @@
+// The data service's processes (docs/service.md):
+//   dataecho dispatcher --port P [--bind A] [--journal DIR] [--token-file F]
+//   dataecho worker --dispatcher HOST:P [--threads N] [--port 0] [--token-file F]
+//   dataecho service status HOST:P [--json]
+//   dataecho service stop-job HOST:P NAME
+// The dispatcher prints "listening on A:PORT" and the worker "worker wN serving on
+// HOST:PORT" on standard output once they serve (tests read the port there); both stop
+// cleanly on SIGTERM or SIGINT. The token is read from --token-file or
+// DATAECHO_SERVICE_TOKEN, never from an argument, and never printed.
+#include <signal.h>
+
+#include <iostream>
+
+#include "commands.h"
+#include "dataecho/service/service.h"
+#include "dataecho/spec/service.h"
+
+namespace dataecho::cli {
+namespace {
+
+// SIGTERM, SIGINT and SIGHUP blocked in this thread, and so in every thread started after
+// it, so that wait_for_stop() receives them.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+void wait_for_stop(const sigset_t& set) {
+  int sig = 0;
+  sigwait(&set, &sig);
+}
+
+void add_dispatcher_command(CLI::App& app) {
+  struct Args {
+    service::DispatcherOptions o;
+    std::string token_file;
+    double worker_timeout_s = 10;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "dispatcher", "run the data service's dispatcher: its jobs and workers (docs/service.md)");
+  cmd->add_option("--port", args->o.port, "port to listen on (0: any free port; default 0)");
+  cmd->add_option("--bind", args->o.bind, "address to listen on (default 0.0.0.0)");
+  cmd->add_option("--journal", args->o.journal_dir,
+                  "folder of the state's journal, replayed at start (default: memory only)");
+  cmd->add_option("--token-file", args->token_file,
+                  "file whose first line is the token calls must carry "
+                  "(default: $DATAECHO_SERVICE_TOKEN, or none)");
+  cmd->add_option("--worker-timeout", args->worker_timeout_s,
+                  "seconds without a beat after which a worker is not given new jobs (default 10)");
+  cmd->callback([args] {
+    const sigset_t signals = block_stop_signals();
+    args->o.token = service::read_token(args->token_file, "--token-file");
+    args->o.worker_timeout_ms = static_cast<int64_t>(args->worker_timeout_s * 1000);
+    auto dispatcher = service::start_dispatcher(args->o);
+    for (const std::string& w : dispatcher->journal_warnings())
+      std::cerr << "warning: " << w << "\n";
+    if (args->o.journal_dir.empty())
+      std::cerr << "no --journal: the dispatcher's state is kept in memory only\n";
+    std::cout << "listening on " << args->o.bind << ":" << dispatcher->port() << std::endl;
+    wait_for_stop(signals);
+    dispatcher->stop();
+    std::cerr << "stopped" << std::endl;
+  });
+}
+
+void add_worker_command(CLI::App& app) {
+  struct Args {
+    service::WorkerOptions o;
+    std::string token_file;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "worker", "run a data service worker: it runs jobs' upstream pipelines (docs/service.md)");
+  cmd->add_option("--dispatcher", args->o.dispatcher, "the dispatcher's HOST:PORT")->required();
+  cmd->add_option("--threads", args->o.threads,
+                  "CPU budget of its pipelines, in cores (default 0: the pipelines' own)");
+  cmd->add_option("--port", args->o.port, "port of its Read server (0: any free port; default 0)");
+  cmd->add_option("--bind", args->o.bind, "address to listen on (default 0.0.0.0)");
+  cmd->add_option("--advertise", args->o.advertise,
+                  "HOST[:PORT] consumers reach it at (default: its address on the route to the "
+                  "dispatcher)");
+  cmd->add_option("--token-file", args->token_file,
+                  "file whose first line is the service's token "
+                  "(default: $DATAECHO_SERVICE_TOKEN, or none)");
+  cmd->add_option("--connect-timeout", args->o.connect_timeout_s,
+                  "seconds to wait for the dispatcher at start (default 30)");
+  cmd->callback([args] {
+    const sigset_t signals = block_stop_signals();
+    args->o.token = service::read_token(args->token_file, "--token-file");
+    auto worker = start_service_worker(args->o);
+    std::cout << "worker w" << worker->number() << " serving on " << worker->address() << std::endl;
+    wait_for_stop(signals);
+    worker->stop();
+    std::cerr << "stopped" << std::endl;
+  });
+}
+
+// `dataecho service status|stop-job`: what every such command takes.
+struct ServiceArgs {
+  std::string dispatcher;
+  std::string token_file;
+  double timeout_s = 10;
+};
+
+void add_service_args(CLI::App* cmd, ServiceArgs& args) {
+  cmd->add_option("dispatcher", args.dispatcher, "the dispatcher's HOST:PORT")->required();
+  cmd->add_option("--token-file", args.token_file,
+                  "file whose first line is the service's token "
+                  "(default: $DATAECHO_SERVICE_TOKEN, or none)");
+  cmd->add_option("--timeout", args.timeout_s, "seconds to wait for the answer (default 10)");
+}
+
+void add_stop_job_command(CLI::App* service) {
+  struct Args : ServiceArgs {
+    std::string job;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = service->add_subcommand(
+      "stop-job", "stop a job: its name is free again, and workers are no longer given it");
+  add_service_args(cmd, *args);
+  cmd->add_option("job", args->job, "the job's name")->required();
+  cmd->callback([args] {
+    const int64_t id =
+        service::stop_job(args->dispatcher, args->job,
+                          service::read_token(args->token_file, "--token-file"), args->timeout_s);
+    std::cout << "stopped job " << id << " '" << args->job << "'\n";
+  });
+}
+
+void add_status_command(CLI::App& app) {
+  struct Args : ServiceArgs {
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* service = app.add_subcommand("service", "ask the data service (docs/service.md)");
+  service->require_subcommand(1);
+  CLI::App* cmd = service->add_subcommand("status", "the dispatcher's jobs and workers");
+  add_service_args(cmd, *args);
+  cmd->add_flag("--json", args->json, "print JSON");
+  add_stop_job_command(service);
+  cmd->callback([args] {
+    const auto status = service::service_status(
+        args->dispatcher, service::read_token(args->token_file, "--token-file"), args->timeout_s);
+    if (args->json)
+      std::cout << status.dump(2) << "\n";
+    else
+      std::cout << service::status_text(status);
+  });
+}
+
+}  // namespace
+
+void add_service_commands(CLI::App& app) {
+  add_dispatcher_command(app);
+  add_worker_command(app);
+  add_status_command(app);
+}
+
+}  // namespace dataecho::cli

@@ -1,0 +1,177 @@
+// The data service as separate processes over gRPC on 127.0.0.1: `dataecho dispatcher`,
+// `dataecho worker` and `dataecho pipe` on a spec with a `service` source, each started
+// as a person starts it, the ports read from the lines they print. Skipped where the build
+// has no gRPC plugin (TSan builds, or no libgrpc++-dev), as the transport's tests are.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace dataecho::service {
+namespace {
+
+using dataecho::testing::spawn_tied;
+using dataecho::testing::temp_dir;
+using dataecho::testing::write_file;
+
+const std::string kDataecho = std::string(DATAECHO_BINARY_DIR) + "/bin/dataecho";
+
+// A child process whose standard output is a pipe to us; killed when it goes out of scope.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& log) {
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
+    const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_ = spawn_tied(argv, {-1, out[1], err});
+    close(out[1]);
+    close(err);
+    out_ = out[0];
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(out_);
+  }
+  // The next line of its output within `seconds`, or nullopt.
+  std::optional<std::string> line(double seconds = 20) {
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    for (;;) {
+      if (const size_t nl = pending_.find('\n'); nl != std::string::npos) {
+        std::string l = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        return l;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(out_, buf, sizeof(buf));
+      if (n <= 0) return std::nullopt;
+      pending_.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // Sends SIGTERM and returns the exit status (-1: killed by a signal or not ended in 20 s).
+  int terminate() {
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 200; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      usleep(100'000);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string pending_;
+};
+
+// Runs a command to its end; its standard output.
+std::string run_output(const std::vector<std::string>& argv, const std::string& log, int* status) {
+  Child child(argv, log);
+  std::string out;
+  while (auto l = child.line(120)) out += *l + "\n";
+  *status = child.terminate();
+  return out;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// An idx file of `n` images of 2x2 bytes, image i's bytes all i % 251.
+void write_images(const std::string& path, uint32_t n) {
+  std::string b = {0, 0, 8, 3};
+  for (uint32_t v : {n, 2u, 2u})
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>((v >> s) & 0xff));
+  for (uint32_t i = 0; i < n; ++i) b.append(4, static_cast<char>(i % 251));
+  write_file(path, b);
+}
+
+TEST(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
+#ifndef DATAECHO_HAVE_GRPC_PLUGIN
+  GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
+#endif
+  const std::string dir = temp_dir();
+  Child dispatcher({kDataecho, "dispatcher", "--port", "0", "--bind", "127.0.0.1"},
+                   dir + "/dispatcher.log");
+  const auto listening = dispatcher.line();
+  ASSERT_TRUE(listening && listening->rfind("listening on 127.0.0.1:", 0) == 0)
+      << listening.value_or("(nothing)") << "; " << read_text(dir + "/dispatcher.log");
+  const std::string address = listening->substr(std::string("listening on ").size());
+
+  Child worker({kDataecho, "worker", "--dispatcher", address, "--bind", "127.0.0.1"},
+               dir + "/worker.log");
+  const auto serving = worker.line();
+  ASSERT_TRUE(serving && serving->rfind("worker w1 serving on 127.0.0.1:", 0) == 0)
+      << serving.value_or("(nothing)") << "; " << read_text(dir + "/worker.log");
+
+  write_images(dir + "/images.idx", 2000);
+  write_file(dir + "/spec.json",
+             nlohmann::json{
+                 {"source",
+                  {{"kind", "service"},
+                   {"dispatcher", address},
+                   {"job", "ids"},
+                   {"connect_timeout_s", 20},
+                   {"pipeline", {{"source", {{"kind", "idx"}, {"images", dir + "/images.idx"}}}}}}}}
+                 .dump());
+  int status = 0;
+  const std::string out =
+      run_output({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log", &status);
+  EXPECT_EQ(status, 0) << read_text(dir + "/pipe.log");
+  std::vector<int64_t> ids;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);) ids.push_back(nlohmann::json::parse(l)["ids"][0]);
+  std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ids.size(), 2000u) << read_text(dir + "/pipe.log");
+  for (int64_t i = 0; i < 2000; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+
+  // The worker's count reaches the dispatcher with its next beat (every 0.5 s).
+  nlohmann::json s;
+  for (int tries = 0; tries < 40; ++tries) {
+    const std::string text = run_output({kDataecho, "service", "status", address, "--json"},
+                                        dir + "/status.log", &status);
+    ASSERT_EQ(status, 0) << read_text(dir + "/status.log");
+    s = nlohmann::json::parse(text);
+    if (s["workers"].size() == 1 && s["workers"][0]["elements"] == 2000) break;
+    usleep(250'000);
+  }
+  ASSERT_EQ(s["jobs"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["jobs"][0]["name"], "ids");
+  ASSERT_EQ(s["workers"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["workers"][0]["elements"], 2000) << s.dump();
+
+  // SIGTERM stops both cleanly.
+  EXPECT_EQ(worker.terminate(), 0) << read_text(dir + "/worker.log");
+  EXPECT_EQ(dispatcher.terminate(), 0) << read_text(dir + "/dispatcher.log");
+}
+
+}  // namespace
+}  // namespace dataecho::service
