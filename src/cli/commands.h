@@ -9,7 +9,8 @@ void add_pipe_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_spec_command(CLI::App& app);
-// `dataecho dispatcher`, `dataecho worker`, `dataecho service status`: the data service.
+// `dataecho dispatcher`, `dataecho worker`, `dataecho service status|stop-job`: the data
+// service (docs/service.md).
 void add_service_commands(CLI::App& app);
 // `dataecho bench ...`: measurements a person runs by hand.
 void add_bench_echo_command(CLI::App& bench);
