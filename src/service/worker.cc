@@ -4,10 +4,10 @@
 // and a thread of the pass pulls the pipeline into frames (frame.h) only while the
 // pass's outbox of two frames has room: a consumer that stops reading stops the
 // pipeline. The streams reading one pass share its frames (each element goes to one of
-// them); when the last stream of a pass leaves, the pass is dropped, and the next Read
-// of that epoch starts it again from the beginning (off mode keeps no positions). The
-// first pass of a job is started when a beat lists it, so that its first frames are
-// ready when its consumer comes.
+// them); a pass is made by the first Read of its epoch, and when the last stream of a
+// pass leaves, the pass is dropped, so that the next Read of that epoch starts it again
+// from the beginning (off mode keeps no positions). A Read carries its job's spec, so a
+// worker serves a job its beats have not listed yet.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -19,8 +19,8 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
+#include <tuple>
 
 #include "dataecho/service/service.h"
 #include "service/calls.h"
@@ -241,7 +241,7 @@ class WorkerImpl final : public Worker {
     }
     if (beater_.joinable()) beater_.join();
     server_->stop(0);
-    std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Pass>> passes;
+    std::map<PassKey, std::shared_ptr<Pass>> passes;
     {
       std::lock_guard lock(mu_);
       passes.swap(passes_);
@@ -250,8 +250,8 @@ class WorkerImpl final : public Worker {
   }
 
  private:
-  // One beat: says the worker is alive (registering it the first time) and takes the
-  // dispatcher's list of jobs, starting the first pass of each new one.
+  // One beat: says the worker is alive (registering it the first time). The reply's list
+  // of jobs is not needed in off mode: a Read carries its job's spec.
   void beat(int64_t deadline_ms) {
     WorkerBeatRequest request;
     request.set_worker(number_);
@@ -263,22 +263,6 @@ class WorkerImpl final : public Worker {
         *channel_, kWorkerBeat, request, {.deadline_ms = deadline_ms, .token = o_.token},
         {"worker", "--token-file"}, "dispatcher");
     number_ = orders.worker();
-    std::vector<std::shared_ptr<Pass>> dropped;  // joined outside the lock
-    std::lock_guard lock(mu_);
-    std::set<int64_t> listed;
-    for (const JobOrder& order : orders.jobs()) {
-      listed.insert(order.job());
-      if (jobs_.emplace(order.job(), order.spec()).second && !stopped_) join(order.job(), 0);
-    }
-    // A pass made ahead for a job no longer listed (stopped) that nobody reads.
-    for (auto it = passes_.begin(); it != passes_.end();) {
-      if (it->second->streams == 0 && !listed.count(it->first.first)) {
-        dropped.push_back(std::move(it->second));
-        it = passes_.erase(it);
-      } else {
-        ++it;
-      }
-    }
   }
 
   void beat_loop() {
@@ -298,31 +282,34 @@ class WorkerImpl final : public Worker {
     }
   }
 
-  // The pass of (job, epoch), made when there is none; counted as read by one more
-  // stream unless it is made ahead of its reader (`ahead`). Under mu_.
-  std::shared_ptr<Pass> join(int64_t job, int64_t epoch, bool ahead = true) {
-    auto& pass = passes_[{job, epoch}];
+  // A pass's key: the job by name and upstream (its id is the dispatcher's, which a
+  // dispatcher restarted without a journal gives again to another job), and the epoch.
+  using PassKey = std::tuple<std::string, std::string, int64_t>;
+  static PassKey key_of(const ReadRequest& r) {
+    return {r.spec().name(), r.spec().fingerprint(), r.epoch()};
+  }
+
+  // The pass a Read asks for, made when there is none, read by one more stream. Under mu_.
+  std::shared_ptr<Pass> join(const ReadRequest& r) {
+    auto& pass = passes_[key_of(r)];
     if (!pass) {
-      const std::string upstream = jobs_.at(job).upstream_json();
-      auto build = [this, upstream, epoch] {
+      auto build = [this, upstream = r.spec().upstream_json(), epoch = r.epoch()] {
         return o_.builder(upstream, number_, epoch, o_.threads);
       };
-      pass = std::make_shared<Pass>(build, FrameHeader{.job = job, .epoch = epoch});
+      pass = std::make_shared<Pass>(build, FrameHeader{.job = r.job(), .epoch = r.epoch()});
     }
-    if (!ahead) ++pass->streams;
+    ++pass->streams;
     return pass;
   }
 
-  // A stream left: the last one drops the pass.
-  void leave(int64_t job, int64_t epoch, const std::shared_ptr<Pass>& pass) {
+  // A stream left: the last one drops the pass (its thread joined outside the lock).
+  void leave(const ReadRequest& r, const std::shared_ptr<Pass>& pass) {
     std::shared_ptr<Pass> dropped;
-    {
-      std::lock_guard lock(mu_);
-      auto it = passes_.find({job, epoch});
-      if (--pass->streams == 0 && it != passes_.end() && it->second == pass) {
-        dropped = std::move(it->second);
-        passes_.erase(it);
-      }
+    std::lock_guard lock(mu_);
+    auto it = passes_.find(key_of(r));
+    if (--pass->streams == 0 && it != passes_.end() && it->second == pass) {
+      dropped = std::move(it->second);
+      passes_.erase(it);
     }
   }
 
@@ -335,16 +322,15 @@ class WorkerImpl final : public Worker {
     {
       std::lock_guard lock(mu_);
       if (stopped_) throw CallError(CallCode::kUnavailable, "the worker is stopping");
-      jobs_.emplace(request.job(), request.spec());
-      pass = join(request.job(), request.epoch(), false);
+      pass = join(request);
     }
     try {
       stream_pass(*pass, call);
     } catch (...) {
-      leave(request.job(), request.epoch(), pass);
+      leave(request, pass);
       throw;
     }
-    leave(request.job(), request.epoch(), pass);
+    leave(request, pass);
   }
 
   void stream_pass(Pass& pass, ServerCall& call) {
@@ -376,8 +362,7 @@ class WorkerImpl final : public Worker {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;
-  std::map<int64_t, JobSpec> jobs_;
-  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Pass>> passes_;
+  std::map<PassKey, std::shared_ptr<Pass>> passes_;
   std::thread beater_;
 };
 
