@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "dataecho/core/error.h"
 #include "http_common.h"
@@ -90,7 +91,10 @@ double Backoff::after_failure(uint64_t delivered, const std::string& error,
                 "GET failed after " + std::to_string(failures_) + " tries, last error: " + error,
                 url);
   const double delay = std::min(max_s_, initial_s_ * std::pow(2.0, failures_ - 1));
-  return delay * std::uniform_real_distribution<double>(0.5, 1.0)(rng_);
+  // Seeded on a thread's first failure, not per stream: a random_device costs more than
+  // a small object's whole transfer.
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return delay * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
 }
 
 }  // namespace dataecho::http

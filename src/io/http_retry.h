@@ -8,7 +8,6 @@
 #include <curl/curl.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 
 namespace dataecho::http {
@@ -41,7 +40,6 @@ class Backoff {
   const int max_retries_;
   const double initial_s_, max_s_;
   int failures_ = 0;  // consecutive failed attempts that delivered nothing new
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 }  // namespace dataecho::http
