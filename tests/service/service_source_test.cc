@@ -226,6 +226,20 @@ TEST_F(ServiceSource, AWorkerThatCannotBuildTheUpstreamIsNamed) {
   EXPECT_CONTAINS(e, "blur");
 }
 
+TEST_F(ServiceSource, AWorkerThatStopsMidEpochIsNamed) {
+  auto d = start_dispatcher_with();
+  auto w = start_worker_at(d->port());
+  auto p = build(spec(d->port(), R"({"source": {"kind": "range", "count": 100000000}})",
+                      R"(, "buffer_mb": 1)"));
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(p->next().has_value());
+  w->stop();
+  const std::string e = error_of([&] {
+    while (p->next()) {
+    }
+  });
+  EXPECT_CONTAINS(e, "worker w1 (" + w->address() + "): ");
+}
+
 TEST_F(ServiceSource, AJobNameWithAnotherUpstreamIsRefused) {
   auto d = start_dispatcher_with();
   auto w = start_worker_at(d->port());
