@@ -46,8 +46,8 @@ class ServiceIterator final : public Iterator {
  protected:
   std::optional<Example> next_impl() override {
     if (!started_) {
+      start();  // throws when the job or its workers cannot be had; the next call tries again
       started_ = true;
-      start();
     }
     std::unique_lock lock(mu_);
     for (;;) {
