@@ -576,6 +576,26 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                          'an integer in [0, 4095]',
                          '0',
                          "this rank, < world_size (not part of the state's fingerprint)"),
+                        ('consumers_per_rank',
+                         'an integer in [1, 4096]',
+                         '1',
+                         "consumers of the rank's batches (DataLoader workers): consumer w acts as "
+                         'consumer rank + world_size * w of world_size * consumers_per_rank with a '
+                         "global batch consumers_per_rank times the batch's size, so that each of "
+                         "its batches has the rank's share of rows; world_size * "
+                         "consumers_per_rank must divide lanes (not part of the state's "
+                         'fingerprint)'),
+                        ('consumer',
+                         'an integer in [0, 4095]',
+                         '0',
+                         "this consumer, < consumers_per_rank (not part of the state's "
+                         'fingerprint)'),
+                        ('lane_counts',
+                         'true or false',
+                         'false',
+                         'add to each batch the int64 field __lanes__ [L, 2]: each lane the '
+                         "consumer owns and its elements in the consumer's batches so far (a "
+                         "DataLoader's snapshot and skip; not part of the state's fingerprint)"),
                         ('seed',
                          'an integer >= 0',
                          "derived from the pipeline's seed",

@@ -9,6 +9,9 @@
 // Map-and-batch fusion across lanes (place_rows): where a lane ends in a map that keeps
 // order, each lane's map computes its output into the row of the batch its position
 // falls in (LanePlacer), and collation finds it there instead of copying it.
+// A consumer of W (DataLoader workers) is the merge of consumer r + N w of N W. After a
+// restore, each lane drops its `skip` elements, then its next one goes to its first
+// position in the restored step, wherever the lane stood (a worker's snapshot).
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -47,10 +50,11 @@ class LanePlacer : public RowPlacer {
              const std::atomic<int64_t>* floor)
       : RowPlacer(1), batches_(std::move(batches)), g_(g), lane_(lane), floor_(floor) {}
   bool slot_for(int64_t k, OutputSlot* slot) override {
-    const int64_t i = (base_.load(std::memory_order_acquire) + k) * g_.lanes + lane_;
+    const int64_t j = base_.load(std::memory_order_acquire) + k;  // skipped ones: < 0
+    if (k < 0 || j < 0) return false;
+    const int64_t i = j * g_.lanes + lane_;
     const int64_t step = i / g_.global_batch;
-    const int64_t floor = floor_->load(std::memory_order_acquire);
-    if (k < 0 || step < floor) return false;
+    if (step < floor_->load(std::memory_order_acquire)) return false;
     const int64_t begin = step * g_.global_batch;
     const int64_t first =
         begin + ((g_.rank - begin % g_.world_size) % g_.world_size + g_.world_size) % g_.world_size;
@@ -76,6 +80,7 @@ struct Collated {
   int64_t step = 0;
   Example batch;
   std::vector<size_t> lanes;
+  std::vector<int64_t> emitted;  // lane_counts: each owned lane's rows so far, this included
 };
 
 class ElasticBatchIt : public Iterator {
@@ -97,16 +102,20 @@ class ElasticBatchIt : public Iterator {
  private:
   void place_rows(const DatasetPtr& lane);
   std::optional<Example> take(size_t lane);
+  std::optional<Example> take_one(size_t lane);
   std::optional<Collated> collate(int64_t step);
   std::optional<Collated> next_collated();
   void run_collator();
   void stop_collator();
   int64_t copies_of(int64_t step) const;
   std::string save_lane(size_t lane, const std::vector<Example>& ledger, nlohmann::json& entry);
-  void restore_lane(size_t lane, const std::string& blob, const nlohmann::json& entry);
+  void restore_lane(size_t lane, const std::string& blob, const nlohmann::json& entry,
+                    int64_t step);
   nlohmann::json header() const;
+  std::string who() const;
 
-  const ElasticBatchOptions o_;
+  const ElasticBatchOptions given_;  // as the spec gives them (the state's header)
+  const ElasticBatchOptions o_;      // as the merge reads: es::consumer_view(given_)
   const std::shared_ptr<const ElasticPlan> plan_;
   const std::string label_;
   const std::shared_ptr<NodeStats> stats_;
@@ -120,6 +129,10 @@ class ElasticBatchIt : public Iterator {
   std::vector<std::deque<Example>> front_;
   std::vector<char> ended_;
   std::vector<int64_t> taken_;
+  // Per owned lane: elements to drop before the next is taken (a restore's skip), and
+  // (lane_counts) rows of it collated since the start or the restore.
+  std::vector<int64_t> skip_;
+  std::vector<int64_t> emitted_;
   // The consumer's side: the step and batch copy it returns next, the batch whose copies
   // it is returning.
   int64_t step_ = 0;
@@ -151,12 +164,14 @@ class ElasticBatchIt : public Iterator {
 ElasticBatchIt::ElasticBatchIt(const DatasetPtr& lane, std::shared_ptr<const ElasticPlan> plan,
                                ElasticBatchOptions o, const IteratorContext& ctx, std::string label,
                                std::shared_ptr<NodeStats> stats)
-    : o_(o),
+    : given_(o),
+      o_(es::consumer_view(o)),
       plan_(std::move(plan)),
       label_(std::move(label)),
       stats_(std::move(stats)),
       epoch_(ctx.epoch),
-      lanes_(elastic_lanes_of(plan_->lanes(), o.world_size, o.rank)),
+      lanes_(
+          elastic_lanes_of(plan_->lanes(), o.world_size, o.rank, o.consumers_per_rank, o.consumer)),
       token_(CancellationToken::make()) {
   registration_ = ctx.cancel->on_cancel([t = token_] { t->cancel(); });
   const int64_t k = plan_->lanes();
@@ -177,6 +192,8 @@ ElasticBatchIt::ElasticBatchIt(const DatasetPtr& lane, std::shared_ptr<const Ela
   front_.resize(lanes_.size());
   ended_.assign(lanes_.size(), 0);
   taken_.assign(lanes_.size(), 0);
+  skip_.assign(lanes_.size(), 0);
+  emitted_.assign(lanes_.size(), 0);
   if (stats_) collated_ = &stats_->counter("collated");
   if (o_.place_rows) place_rows(lane);
 }
@@ -203,6 +220,17 @@ void ElasticBatchIt::place_rows(const DatasetPtr& lane) {
 }
 
 std::optional<Example> ElasticBatchIt::take(size_t lane) {
+  while (skip_[lane] > 0) {
+    --skip_[lane];
+    if (!take_one(lane)) {
+      skip_[lane] = 0;
+      return std::nullopt;
+    }
+  }
+  return take_one(lane);
+}
+
+std::optional<Example> ElasticBatchIt::take_one(size_t lane) {
   if (!front_[lane].empty()) {
     Example e = std::move(front_[lane].front());
     front_[lane].pop_front();
@@ -253,6 +281,10 @@ std::optional<Collated> ElasticBatchIt::collate(int64_t step) {
   for (const Example& e : rows) b.add(e);
   if (placed_rows_) placed_rows_->fetch_add(b.placed_rows(), std::memory_order_relaxed);
   c.batch = b.finish();
+  if (o_.lane_counts) {
+    for (size_t lane : c.lanes) ++emitted_[lane];
+    c.emitted = emitted_;
+  }
   if (collated_) collated_->fetch_add(1, std::memory_order_relaxed);
   return c;
 }
@@ -346,6 +378,13 @@ std::optional<Example> ElasticBatchIt::next_impl() {
   }
   Example out = held_->batch;
   if (copy_ > 0) out.add_echo(static_cast<int32_t>(copy_));
+  if (o_.lane_counts) {
+    std::vector<int64_t> counts;
+    for (size_t lane = 0; lane < lanes_.size(); ++lane)
+      counts.insert(counts.end(), {lanes_[lane], held_->emitted[lane]});
+    out.set("__lanes__", Tensor::from_data(DType::kInt64, {static_cast<int64_t>(lanes_.size()), 2},
+                                           counts.data(), counts.size() * sizeof(int64_t)));
+  }
   if (++copy_ >= copies_) {
     held_.reset();
     ++step_;
@@ -357,16 +396,21 @@ std::optional<Example> ElasticBatchIt::next_impl() {
 }
 
 nlohmann::json ElasticBatchIt::header() const {
+  nlohmann::json by = {{"world_size", given_.world_size}, {"rank", given_.rank}};
+  if (given_.consumers_per_rank > 1) {
+    by["consumers_per_rank"] = given_.consumers_per_rank;
+    by["consumer"] = given_.consumer;
+  }
   return {{"format", es::kFormat},
           {"lanes", plan_->lanes()},
-          {"global_batch", o_.global_batch},
+          {"global_batch", given_.global_batch},
           {"drop_remainder", o_.drop_remainder},
           {"batch_echo", o_.batch_echo},
           {"plan", es::plan_json(*plan_)},
           {"step", step_},
           {"echo_copy", copy_},
           {"returned", returned_},
-          {"saved_by", {{"world_size", o_.world_size}, {"rank", o_.rank}}},
+          {"saved_by", std::move(by)},
           {"lane_state", nlohmann::json::array()}};
 }
 
@@ -393,6 +437,7 @@ std::string ElasticBatchIt::save_lane(size_t lane, const std::vector<Example>& l
            {"position", taken_[lane] - given_back},
            {"queued", queued},
            {"exhausted", static_cast<bool>(ended_[lane])}};
+  if (skip_[lane] > 0) entry["skip"] = skip_[lane];
   return w.take();
 }
 
@@ -421,27 +466,43 @@ void ElasticBatchIt::save(StateWriter& w) {
   es::write_root(w, state);
 }
 
-void ElasticBatchIt::restore_lane(size_t lane, const std::string& blob,
-                                  const nlohmann::json& entry) {
+// Restores an owned lane; the merge goes on from `step`. The lane's next element after
+// `skip` dropped ones goes to its first position in `step`, whatever its saved position
+// (lanes of workers' snapshots stand at different ones).
+void ElasticBatchIt::restore_lane(size_t lane, const std::string& blob, const nlohmann::json& entry,
+                                  int64_t step) {
   StateReader r(blob);
   r.expect(es::kLaneTag);
   if (r.read_i64() != lanes_[lane])
     throw_error(ErrorCode::kDataLoss, label_,
                 "the blob of lane " + entry.at("lane").dump() + " holds another lane");
-  const int64_t position = entry.at("position").get<int64_t>();
+  const int64_t skip = entry.value("skip", int64_t{0});
+  // The lane's positions before the step: i = jK + lane < step G for j < this.
+  const int64_t k = plan_->lanes(), before = step * o_.global_batch - lanes_[lane];
+  const int64_t slots = before > 0 ? (before + k - 1) / k : 0;
   pullers_[lane]->restore(r, [&](std::vector<Example>& queue, bool& input_done) {
     input_done = r.read_bool();
     const int64_t n = r.read_i64();
     for (int64_t i = 0; i < n; ++i) queue.push_back(r.read_example());
     // The map's output 0 after the restore is the lane's element after its queue.
-    if (!placers_.empty()) placers_[lane]->set_base(position + n);
+    if (!placers_.empty()) placers_[lane]->set_base(slots + n - skip);
   });
   if (!r.at_end())
     throw_error(ErrorCode::kDataLoss, label_,
                 "the state of lane " + entry.at("lane").dump() + " has trailing bytes");
   front_[lane].clear();
   ended_[lane] = 0;
-  taken_[lane] = position;
+  taken_[lane] = entry.at("position").get<int64_t>();
+  skip_[lane] = skip;
+  emitted_[lane] = 0;
+}
+
+// "rank (0 of 2)", or "consumer (rank 0 of 2, consumer 1 of 3)".
+std::string ElasticBatchIt::who() const {
+  std::string rank = std::to_string(given_.rank) + " of " + std::to_string(given_.world_size);
+  if (given_.consumers_per_rank == 1) return "rank (" + rank + ")";
+  return "consumer (rank " + rank + ", consumer " + std::to_string(given_.consumer) + " of " +
+         std::to_string(given_.consumers_per_rank) + ")";
 }
 
 void ElasticBatchIt::restore(StateReader& r) {
@@ -450,11 +511,11 @@ void ElasticBatchIt::restore(StateReader& r) {
   es::RootState state = es::read_root(r, label_);
   const nlohmann::json& h = state.header;
   es::check_plan(h.at("plan"), *plan_, label_);
-  if (h.at("global_batch") != o_.global_batch || h.at("drop_remainder") != o_.drop_remainder)
+  if (h.at("global_batch") != given_.global_batch || h.at("drop_remainder") != o_.drop_remainder)
     throw_error(ErrorCode::kInvalidArgument, label_,
                 "the state was saved with global batch " + h.at("global_batch").dump() +
                     " (drop_remainder " + h.at("drop_remainder").dump() +
-                    ") and this pipeline has " + std::to_string(o_.global_batch) + " (" +
+                    ") and this pipeline has " + std::to_string(given_.global_batch) + " (" +
                     (o_.drop_remainder ? "true" : "false") + ")");
   std::vector<int64_t> held;
   std::map<int64_t, size_t> at;
@@ -466,20 +527,21 @@ void ElasticBatchIt::restore(StateReader& r) {
     if (!at.count(l))
       throw_error(ErrorCode::kInvalidArgument, label_,
                   "the state holds lanes " + es::join(held) + " of " +
-                      std::to_string(plan_->lanes()) + "; this rank (" + std::to_string(o_.rank) +
-                      " of " + std::to_string(o_.world_size) + ") needs " + es::join(lanes_) +
+                      std::to_string(plan_->lanes()) + "; this " + who() + " needs " +
+                      es::join(lanes_) +
                       ": restore from merge_elastic_states of every rank's state");
   }
+  const int64_t step = h.at("step").get<int64_t>();
   for (size_t lane = 0; lane < lanes_.size(); ++lane) {
     const size_t i = at[lanes_[lane]];
-    restore_lane(lane, state.blobs[i], h["lane_state"][i]);
+    restore_lane(lane, state.blobs[i], h["lane_state"][i], step);
   }
   std::lock_guard<std::mutex> lock(mu_);
   queue_.clear();
   held_.reset();
   finished_ = false;
   error_ = nullptr;
-  step_ = collate_step_ = h.at("step").get<int64_t>();
+  step_ = collate_step_ = step;
   copy_ = h.at("echo_copy").get<int64_t>();
   returned_ = h.at("returned").get<int64_t>();
   if (batches_) {
@@ -507,39 +569,19 @@ class ElasticBatchDataset : public Dataset {
   ElasticBatchOptions o_;
 };
 
-// "1, 2, 3, 4, 6 or 12": the world sizes that divide `lanes`.
-std::string divisors(int64_t lanes) {
-  std::vector<int64_t> d;
-  for (int64_t n = 1; n <= lanes; ++n)
-    if (lanes % n == 0) d.push_back(n);
-  if (d.size() == 1) return std::to_string(d[0]);
-  const int64_t last = d.back();
-  d.pop_back();
-  return es::join(d) + " or " + std::to_string(last);
-}
-
 }  // namespace
-
-std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t rank) {
-  if (lanes < 1 || world_size < 1 || lanes % world_size != 0)
-    throw_error(ErrorCode::kInvalidArgument, "elastic",
-                std::to_string(lanes) + " lanes do not split over " + std::to_string(world_size) +
-                    " ranks: use " + (lanes < 1 ? std::string("lanes >= 1") : divisors(lanes)));
-  if (rank < 0 || rank >= world_size)
-    throw_error(ErrorCode::kInvalidArgument, "elastic",
-                "rank " + std::to_string(rank) + " is not one of the " +
-                    std::to_string(world_size) + " ranks (0 to " + std::to_string(world_size - 1) +
-                    ")");
-  std::vector<int64_t> owned;
-  for (int64_t k = rank; k < lanes; k += world_size) owned.push_back(k);
-  return owned;
-}
 
 DatasetPtr make_elastic_batch(DatasetPtr lane, std::shared_ptr<const ElasticPlan> plan,
                               const ElasticBatchOptions& o) {
   if (!lane || !plan)
     throw_error(ErrorCode::kInvalidArgument, "elastic", "needs the lanes' stages and a plan");
-  elastic_lanes_of(plan->lanes(), o.world_size, o.rank);
+  elastic_lanes_of(plan->lanes(), o.world_size, o.rank, o.consumers_per_rank, o.consumer);
+  if (o.consumers_per_rank > 1 && o.batch_echo != 1)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                "batch echo is not available with " + std::to_string(o.consumers_per_rank) +
+                    " consumers per rank (DataLoader workers): which batches a worker echoes "
+                    "would depend on the number of workers, and a resume on another number "
+                    "would repeat other batches; echo before the batch, or use one consumer");
   if (o.global_batch < 1)
     throw_error(ErrorCode::kInvalidArgument, "elastic",
                 "the global batch must be >= 1, got " + std::to_string(o.global_batch));

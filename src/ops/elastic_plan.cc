@@ -1,9 +1,10 @@
-// ElasticPlan: the pieces of a source's records and their deal to lanes per epoch
-// (include/dataecho/ops/elastic.h).
+// ElasticPlan: the pieces of a source's records and their deal to lanes per epoch, and the
+// lanes a rank or consumer owns (include/dataecho/ops/elastic.h).
 #include <numeric>
 
 #include "dataecho/core/rng.h"
 #include "dataecho/ops/elastic.h"
+#include "elastic_state.h"
 
 namespace dataecho {
 namespace {
@@ -17,6 +18,17 @@ void check_count(const char* name, int64_t v) {
   if (v < 1)
     throw_error(ErrorCode::kInvalidArgument, "elastic",
                 std::string(name) + " must be >= 1, got " + std::to_string(v));
+}
+
+// "1, 2, 3, 4, 6 or 12": the world sizes that divide `lanes`.
+std::string divisors(int64_t lanes) {
+  std::vector<int64_t> d;
+  for (int64_t n = 1; n <= lanes; ++n)
+    if (lanes % n == 0) d.push_back(n);
+  if (d.size() == 1) return std::to_string(d[0]);
+  const int64_t last = d.back();
+  d.pop_back();
+  return elastic_state::join(d) + " or " + std::to_string(last);
 }
 
 }  // namespace
@@ -76,6 +88,33 @@ std::vector<int64_t> ElasticPlan::lane_pieces(int64_t lane, int64_t epoch) const
   std::vector<int64_t> order = epoch_order(epoch);
   auto first = order.begin() + lane * pieces_per_lane_;
   return std::vector<int64_t>(first, first + pieces_per_lane_);
+}
+
+std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t rank,
+                                      int64_t consumers_per_rank, int64_t consumer) {
+  if (lanes < 1 || world_size < 1 || lanes % world_size != 0)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                std::to_string(lanes) + " lanes do not split over " + std::to_string(world_size) +
+                    " ranks: use " + (lanes < 1 ? std::string("lanes >= 1") : divisors(lanes)));
+  if (rank < 0 || rank >= world_size)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                "rank " + std::to_string(rank) + " is not one of the " +
+                    std::to_string(world_size) + " ranks (0 to " + std::to_string(world_size - 1) +
+                    ")");
+  const int64_t w = consumers_per_rank, n = world_size;
+  if (w < 1 || lanes % (n * w) != 0)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                std::to_string(lanes) + " lanes do not split over " + std::to_string(n * w) +
+                    " consumers (" + std::to_string(n) + (n == 1 ? " rank" : " ranks") + " of " +
+                    std::to_string(w) + " consumers each): use " + divisors(lanes / n) +
+                    " consumers per rank");
+  if (consumer < 0 || consumer >= w)
+    throw_error(ErrorCode::kInvalidArgument, "elastic",
+                "consumer " + std::to_string(consumer) + " is not one of the rank's " +
+                    std::to_string(w) + " consumers (0 to " + std::to_string(w - 1) + ")");
+  std::vector<int64_t> owned;
+  for (int64_t k = rank + n * consumer; k < lanes; k += n * w) owned.push_back(k);
+  return owned;
 }
 
 }  // namespace dataecho

@@ -104,6 +104,16 @@ void check_plan(const nlohmann::json& saved, const ElasticPlan& plan, const std:
   }
 }
 
+ElasticBatchOptions consumer_view(const ElasticBatchOptions& o) {
+  ElasticBatchOptions v = o;
+  v.world_size = o.world_size * o.consumers_per_rank;
+  v.rank = o.rank + o.world_size * o.consumer;
+  v.global_batch = o.global_batch * o.consumers_per_rank;
+  v.consumers_per_rank = 1;
+  v.consumer = 0;
+  return v;
+}
+
 std::string join(const std::vector<int64_t>& values) {
   std::string out;
   for (int64_t v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
@@ -122,7 +132,7 @@ struct RankState {
   int64_t returned = 0;
   std::string memo;
   RootState root;
-  int64_t rank = 0;  // saved_by.rank, or its place in the list
+  int64_t rank = 0;  // r + N w (saved_by), or its place in the list
   std::string name;  // "rank 1 of 3"
 };
 
@@ -149,6 +159,11 @@ RankState read_rank_state(const std::string& bytes, size_t index) {
   s.name = by.contains("world_size")
                ? "rank " + std::to_string(s.rank) + " of " + by.at("world_size").dump()
                : "merged state " + std::to_string(index);
+  if (by.contains("consumer")) {
+    s.rank += by.at("world_size").get<int64_t>() * by.at("consumer").get<int64_t>();
+    s.name +=
+        ", consumer " + by.at("consumer").dump() + " of " + by.at("consumers_per_rank").dump();
+  }
   return s;
 }
 
@@ -156,8 +171,8 @@ RankState read_rank_state(const std::string& bytes, size_t index) {
   throw_error(ErrorCode::kInvalidArgument, "merge_elastic_states", why);
 }
 
-// The ranks' states agree on the pipeline and the step.
-void check_same_step(const std::vector<RankState>& states) {
+// The ranks' states agree on the pipeline and (same_step, or under batch echo) the step.
+void check_states(const std::vector<RankState>& states, bool same_step) {
   const RankState& first = states[0];
   const nlohmann::json& h0 = first.root.header;
   for (const RankState& s : states) {
@@ -165,23 +180,40 @@ void check_same_step(const std::vector<RankState>& states) {
     if (s.fingerprint != first.fingerprint || h.at("lanes") != h0.at("lanes"))
       refuse("the ranks' states come from different pipelines (" + first.name + " and " + s.name +
              "): give every rank the same seed and spec");
-    if (h.at("step") != h0.at("step") || h.at("echo_copy") != h0.at("echo_copy"))
+    if (h.at("step") == h0.at("step") && h.at("echo_copy") == h0.at("echo_copy")) continue;
+    if (same_step)
       refuse(s.name + " was saved at step " + h.at("step").dump() + " (batch copy " +
              h.at("echo_copy").dump() + "), " + first.name + " at " + h0.at("step").dump() +
              " (batch copy " + h0.at("echo_copy").dump() + "): save every rank at the same step");
+    if (h0.value("batch_echo", 1.0) != 1.0)
+      refuse(s.name + " was saved at step " + h.at("step").dump() + ", " + first.name + " at " +
+             h0.at("step").dump() +
+             ": under batch echo the states must be of the same step (a batch's copies "
+             "would be cut)");
   }
+}
+
+// A Pipeline state of `root`, with the fingerprint, count and memo of `like`.
+std::string write_state(const RankState& like, const RootState& root) {
+  StateWriter w;
+  w.begin(Pipeline::kStateFormat);
+  w.write_string(like.fingerprint);
+  w.write_i64(like.returned);
+  w.write_string(like.memo);
+  elastic_state::write_root(w, root);
+  return w.take();
 }
 
 }  // namespace
 
-std::string merge_elastic_states(const std::vector<std::string>& rank_states) {
+std::string merge_elastic_states(const std::vector<std::string>& rank_states, bool same_step) {
   if (rank_states.empty()) refuse("no states to merge");
   std::vector<RankState> states;
   for (size_t i = 0; i < rank_states.size(); ++i)
     states.push_back(read_rank_state(rank_states[i], i));
   std::stable_sort(states.begin(), states.end(),
                    [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
-  check_same_step(states);
+  check_states(states, same_step);
   // Each lane's entry and blob, by lane; each lane once.
   std::map<int64_t, std::pair<nlohmann::json, std::string>> lanes;
   std::map<int64_t, std::string> owner;
@@ -206,17 +238,32 @@ std::string merge_elastic_states(const std::vector<std::string>& rank_states) {
   merged.header = states[0].root.header;
   merged.header["lane_state"] = nlohmann::json::array();
   merged.header["saved_by"] = {{"merged", states.size()}};
+  for (const RankState& s : states)  // the earliest step (all equal when same_step)
+    if (s.root.header.at("step") < merged.header.at("step"))
+      merged.header["step"] = s.root.header.at("step");
   for (auto& [lane, entry] : lanes) {
     merged.header["lane_state"].push_back(entry.first);
     merged.blobs.push_back(std::move(entry.second));
   }
-  StateWriter w;
-  w.begin(Pipeline::kStateFormat);
-  w.write_string(states[0].fingerprint);
-  w.write_i64(states[0].returned);
-  w.write_string(states[0].memo);
-  elastic_state::write_root(w, merged);
-  return w.take();
+  return write_state(states[0], merged);
+}
+
+std::string with_lane_skips(const std::string& state, const std::map<int64_t, int64_t>& skip) {
+  RankState s = read_rank_state(state, 0);
+  std::map<int64_t, int64_t> left = skip;
+  for (nlohmann::json& entry : s.root.header.at("lane_state")) {
+    auto it = left.find(entry.at("lane").get<int64_t>());
+    if (it == left.end()) continue;
+    if (it->second < 0)
+      refuse("cannot skip " + std::to_string(it->second) + " elements of lane " +
+             std::to_string(it->first));
+    entry["skip"] = entry.value("skip", int64_t{0}) + it->second;
+    left.erase(it);
+  }
+  if (!left.empty())
+    refuse("the state does not hold lane " + std::to_string(left.begin()->first) +
+           ", whose elements it was asked to skip");
+  return write_state(s, s.root);
 }
 
 }  // namespace dataecho

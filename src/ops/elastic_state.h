@@ -37,6 +37,10 @@ std::vector<Example> row_views(const Example& batch);
 nlohmann::json plan_json(const ElasticPlan& plan);
 void check_plan(const nlohmann::json& saved, const ElasticPlan& plan, const std::string& label);
 
+// Consumer w of W of rank r of N, as the merge reads: consumer r + N w of N W, global
+// batch G W.
+ElasticBatchOptions consumer_view(const ElasticBatchOptions& o);
+
 // "1, 4, 7".
 std::string join(const std::vector<int64_t>& values);
 

@@ -373,6 +373,29 @@ void register_elastic_stage(Registry& r) {
                  .min = 0,
                  .max = 4095,
                  .doc = "this rank, < world_size (not part of the state's fingerprint)"},
+                {.name = "consumers_per_rank",
+                 .fallback = 1,
+                 .min = 1,
+                 .max = 4096,
+                 .doc = "consumers of the rank's batches (DataLoader workers): consumer w "
+                        "acts as consumer rank + world_size * w of world_size * "
+                        "consumers_per_rank with a global batch consumers_per_rank times "
+                        "the batch's size, so that each of its batches has the rank's share "
+                        "of rows; world_size * consumers_per_rank must divide lanes (not "
+                        "part of the state's fingerprint)"},
+                {.name = "consumer",
+                 .fallback = 0,
+                 .min = 0,
+                 .max = 4095,
+                 .doc = "this consumer, < consumers_per_rank (not part of the state's "
+                        "fingerprint)"},
+                {.name = "lane_counts",
+                 .type = OptionType::kBool,
+                 .fallback = false,
+                 .doc = "add to each batch the int64 field __lanes__ [L, 2]: each lane the "
+                        "consumer owns and its elements in the consumer's batches so far (a "
+                        "DataLoader's snapshot and skip; not part of the state's "
+                        "fingerprint)"},
                 {.name = "seed",
                  .min = 0,
                  .default_text = "derived from the pipeline's seed",

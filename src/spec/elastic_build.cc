@@ -77,9 +77,9 @@ size_t check(const nlohmann::json& canonical, const nlohmann::json& stages) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The in-lane rewrites of stages [1, batch).
-void rewrite(nlohmann::json& stages, size_t batch, int64_t lanes, int64_t world) {
-  const int64_t per_rank = lanes / world;
+// The in-lane rewrites of stages [1, batch); `consumers`: N W.
+void rewrite(nlohmann::json& stages, size_t batch, int64_t lanes, int64_t consumers) {
+  const int64_t per_rank = lanes / consumers;
   for (size_t i = 1; i < batch; ++i) {
     nlohmann::json& s = stages[i];
     const std::string op = s.value("op", "");
@@ -110,17 +110,21 @@ Lanes plan_lanes(const nlohmann::json& canonical, const DatasetPtr& source,
   const int64_t pieces = st.get_int("pieces_per_lane");
   l.merge.world_size = st.get_int("world_size");
   l.merge.rank = st.get_int("rank");
+  l.merge.consumers_per_rank = st.get_int("consumers_per_rank");
+  l.merge.consumer = st.get_int("consumer");
+  l.merge.lane_counts = st.get_bool("lane_counts");
   ctx.node_index = 1;
   const uint64_t seed =
       st.has("seed") ? static_cast<uint64_t>(st.get_int("seed")) : ctx.node_seed();
   st.finish();
   try {
-    elastic_lanes_of(lanes, l.merge.world_size, l.merge.rank);
+    elastic_lanes_of(lanes, l.merge.world_size, l.merge.rank, l.merge.consumers_per_rank,
+                     l.merge.consumer);
     l.plan = std::make_shared<const ElasticPlan>(ElasticPlan::of(*source, lanes, pieces, seed));
   } catch (const Error& e) {
     refuse(0, l.stages, e.message());
   }
-  rewrite(l.stages, l.batch, lanes, l.merge.world_size);
+  rewrite(l.stages, l.batch, lanes, l.merge.world_size * l.merge.consumers_per_rank);
   return l;
 }
 

@@ -15,14 +15,15 @@ namespace dataecho::elastic_build {
 
 // The options of the elastic stage that depend on where the pipeline runs, not on what
 // it produces: out of the state fingerprint.
-inline constexpr const char* kRuntimeOptions[] = {"world_size", "rank"};
+inline constexpr const char* kRuntimeOptions[] = {"world_size", "rank", "consumers_per_rank",
+                                                  "consumer", "lane_counts"};
 
 // Whether the definition's first stage is `elastic`.
 bool first_is_elastic(const nlohmann::json& stages);
 
 struct Lanes {
   std::shared_ptr<const ElasticPlan> plan;
-  ElasticBatchOptions merge;  // world size and rank (the rest: merge_over)
+  ElasticBatchOptions merge;  // world size, rank, consumers (the rest: merge_over)
   size_t batch = 0;           // the batch stage's index
   nlohmann::json stages;      // the stages as the lanes build them (rewritten)
 };

@@ -11,7 +11,9 @@ from dataecho import _spec_options
 # Keywords of the Python API that are not spec options, and spec options that Python takes
 # another way.
 PYTHON_ONLY = {"pack": {"reads"}, "map": {"as_numpy"}}
-TAKEN_OTHERWISE = {"map": {"args"}, "filter": {"args"}}
+# elastic: TorchIterable sets the consumers and lane counts of each DataLoader worker.
+TAKEN_OTHERWISE = {"map": {"args"}, "filter": {"args"},
+                   "elastic": {"consumers_per_rank", "consumer", "lane_counts"}}
 
 
 def keywords(fn):

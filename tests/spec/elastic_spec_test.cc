@@ -88,6 +88,23 @@ TEST(ElasticSpec, FingerprintIgnoresWorldSizeAndRank) {
   EXPECT_TRUE(one->next());
   EXPECT_NE(error_of([&] { fewer_lanes->restore(merged); }).find("different pipeline spec"),
             std::string::npos);
+  // A consumer of a rank (a DataLoader worker) fingerprints as the rank, restores the
+  // merged state, and counts its lanes' rows in "__lanes__" (consumer 1 of 2 of the one
+  // rank owns lanes 1, 3 and 5 of 6).
+  auto worker = d.with_elastic_first(6, 1, 0)
+                    .with_option(0, "consumers_per_rank", 2)
+                    .with_option(0, "consumer", 1)
+                    .with_option(0, "lane_counts", true)
+                    .build();
+  EXPECT_EQ(fingerprint_of(worker->save()), fingerprint_of(one->save()));
+  worker->restore(merged);
+  std::optional<Example> b = worker->next();
+  ASSERT_TRUE(b);
+  const Tensor& lanes = b->get("__lanes__");
+  ASSERT_EQ(lanes.shape(), (Shape{3, 2}));
+  EXPECT_EQ(lanes.data<int64_t>()[0], 1);
+  EXPECT_EQ(lanes.data<int64_t>()[2], 3);
+  EXPECT_EQ(lanes.data<int64_t>()[4], 5);
 }
 
 TEST(ElasticSpec, RoundTripsThroughJson) {

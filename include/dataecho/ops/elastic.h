@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,12 +96,25 @@ struct ElasticBatchOptions {
   // order, its output's largest tensor is computed straight into its row of the rank's
   // batch (ops/map_and_batch.h), so that the merge does not copy it.
   bool place_rows = true;
+  // Consumers of the rank's stream (Python DataLoader workers): consumer w of W acts as
+  // consumer r + N w of N W with global batch G W, so each of its batches still has
+  // about G / N rows. N W must divide the lanes. Batch echo needs W = 1.
+  int64_t consumers_per_rank = 1;
+  int64_t consumer = 0;
+  // Adds to each batch the int64 field "__lanes__" [L, 2]: each owned lane and the
+  // elements of it in this iterator's batches so far, this one included (from 0 at the
+  // start and at a restore): what a DataLoader's snapshot and skip count.
+  bool lane_counts = false;
 };
 
 // The lanes of `lanes` that rank `rank` of `world_size` owns (k mod world_size == rank);
 // throws kInvalidArgument where world_size does not divide lanes ("12 lanes do not split
-// over 5 ranks: use 1, 2, 3, 4, 6 or 12") or the rank is not one of the world's.
-std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t rank);
+// over 5 ranks: use 1, 2, 3, 4, 6 or 12") or the rank is not one of the world's. With
+// consumers per rank W, consumer w's: those of consumer rank + world_size * w of
+// world_size * W ("12 lanes do not split over 8 consumers (2 ranks of 4 consumers each):
+// use 1, 2, 3 or 6 consumers per rank").
+std::vector<int64_t> elastic_lanes_of(int64_t lanes, int64_t world_size, int64_t rank,
+                                      int64_t consumers_per_rank = 1, int64_t consumer = 0);
 
 // Rank `rank`'s batches of the global order over `lane`, the stages before the batch
 // over make_lane_source(source, plan): one reading thread per owned lane (iterators of
@@ -123,6 +137,18 @@ DatasetPtr make_elastic_batch(DatasetPtr lane, std::shared_ptr<const ElasticPlan
 // different steps or batch-echo copies ("rank 1 of 2 was saved at step 58 (batch copy
 // 0), rank 0 of 2 at 57 ..."), a lane in two states and lanes in none, naming them.
 // Keeps rank 0's count of elements returned and tuner memo.
-std::string merge_elastic_states(const std::vector<std::string>& rank_states);
+// same_step false: states saved at different steps merge (DataLoader workers' snapshots,
+// each taken after its own batch): every lane keeps its own position, and the merge
+// restored from them takes each lane's next elements from where it stands; the merged
+// state's step is the earliest. Refused under batch echo when the steps differ.
+std::string merge_elastic_states(const std::vector<std::string>& rank_states,
+                                 bool same_step = true);
+
+// `state` (an elastic Pipeline state holding every lane of `skip`) with a restore-time
+// skip: the merge restored from it drops the next skip[lane] elements of each lane before
+// it takes any (the elements a DataLoader returned after the snapshot the state is). The
+// skips add to those the state holds. Refuses a lane the state does not hold and a
+// negative count.
+std::string with_lane_skips(const std::string& state, const std::map<int64_t, int64_t>& skip);
 
 }  // namespace dataecho
