@@ -25,10 +25,10 @@ definition can be the start of several. ``build()`` starts a ``Pipeline``: an it
 whose threads run in C++, without the GIL. See docs/python.md for the whole reference.
 
 The modules: ``_definition`` (PipelineDef and the sources), ``_pipeline`` (Pipeline,
-Batch, merge_states), ``_profile`` (profile), ``_torch`` (TorchIterable, which imports
-torch when first used); ``_core`` is the C++ extension. ``dataecho.stats`` (imported on its own:
-``from dataecho import stats``) has the experiment protocol's statistics, the engine's
-medians and bootstrap intervals.
+Batch, merge_states), ``_profile`` (profile), ``_torch`` (TorchIterable and
+StatefulDataLoader, which import torch when first used); ``_core`` is the C++ extension.
+``dataecho.stats`` (imported on its own: ``from dataecho import stats``) has the
+experiment protocol's statistics, the engine's medians and bootstrap intervals.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "Pipeline",
     "PipelineDef",
     "SpecError",
+    "StatefulDataLoader",
     "class_to_idx",
     "clear_tuner_memory",
     "files",
@@ -67,10 +68,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # TorchIterable imports torch only when first used
-    if name == "TorchIterable":
-        from ._torch import TorchIterable
+def __getattr__(name: str) -> Any:  # _torch imports torch only when first used
+    if name in ("TorchIterable", "StatefulDataLoader"):
+        from . import _torch
 
-        globals()["TorchIterable"] = TorchIterable
-        return TorchIterable
+        globals()[name] = getattr(_torch, name)
+        return globals()[name]
     raise AttributeError(f"module 'dataecho' has no attribute {name!r}")

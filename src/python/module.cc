@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -371,18 +372,26 @@ PYBIND11_MODULE(_core, m) {
   m.def("register_callable", &register_callable, py::arg("fn"), py::arg("name"));
   m.def("unregister_callable", &unregister_callable, py::arg("id"));
   m.def("clear_tuner_memory", &dataecho::clear_tuner_memory);
-  // Every rank's Pipeline.save() of an elastic pipeline, as one state (ops/elastic.h).
+  // Every rank's Pipeline.save() of an elastic pipeline, as one state; same_step false
+  // for DataLoader workers' snapshots (ops/elastic.h).
   m.def(
       "merge_elastic_states",
-      [](const std::vector<std::string>& states) {
+      [](const std::vector<std::string>& states, bool same_step) {
         std::string merged;
         {
           pybind11::gil_scoped_release nogil;
-          merged = dataecho::merge_elastic_states(states);
+          merged = dataecho::merge_elastic_states(states, same_step);
         }
         return pybind11::bytes(merged);
       },
-      pybind11::arg("states"));
+      pybind11::arg("states"), pybind11::arg("same_step") = true);
+  // An elastic state whose restore drops each lane's next skip[lane] elements.
+  m.def(
+      "with_lane_skips",
+      [](const std::string& state, const std::map<int64_t, int64_t>& skip) {
+        return pybind11::bytes(dataecho::with_lane_skips(state, skip));
+      },
+      pybind11::arg("state"), pybind11::arg("skip"));
   bind_stats(m);
   m.def("copy_counters",
         [] { return py::make_tuple(g_copied_bytes.load(), g_shared_bytes.load()); });

@@ -4,6 +4,7 @@ number of ranks with nothing lost and nothing read twice."""
 
 import json
 import pickle
+import re
 import textwrap
 from collections import Counter
 
@@ -162,14 +163,121 @@ def test_two_gloo_ranks_then_one(tmp_path):
     assert Counter(before + after) == Counter(uninterrupted)
 
 
-def test_a_dataloader_without_workers_reads_the_ranks_batches_and_workers_are_refused():
+def loader_rows(batches):
+    """The (id, echo) rows of a DataLoader's batches (provenance=True), with no lane field left."""
+    out = []
+    for b in batches:
+        assert "__lanes__" not in b and "__lane_state__" not in b
+        out += list(zip(b["__ids__"].tolist(), b["__echo__"].tolist()))
+    return out
+
+
+WORKERS_ABOVE_CORES = pytest.mark.filterwarnings("ignore:This DataLoader will create")  # 3 on 2 cores
+
+
+@WORKERS_ABOVE_CORES
+def test_a_dataloader_reads_the_ranks_rows_with_or_without_workers():
     import torch
 
     d = example_echo().distributed(rank=1, world_size=2, elastic=True, lanes=LANES)
     expected = [rows(b) for b in d.build(seed=SEED, as_numpy=True)]
     loader = torch.utils.data.DataLoader(de.TorchIterable(d, seed=SEED, provenance=True), batch_size=None)
     assert [list(zip(b["__ids__"].tolist(), b["__echo__"].tolist())) for b in loader] == expected
-    workers = torch.utils.data.DataLoader(de.TorchIterable(d, seed=SEED), batch_size=None, num_workers=2)
-    with pytest.raises(de.SpecError, match=r"TorchIterable: the pipeline is elastic and the DataLoader has 2 "
-                                           r"workers: use num_workers=0"):
-        next(iter(workers))
+    # Worker w of 3 is consumer 1 + 2w of 6: each batch keeps the rank's 6 rows.
+    workers = torch.utils.data.DataLoader(de.TorchIterable(d, seed=SEED, provenance=True), batch_size=None,
+                                          num_workers=3)
+    batches = list(workers)
+    assert all(len(b["__ids__"]) <= 6 for b in batches) and len(batches[0]["__ids__"]) == 6
+    assert Counter(loader_rows(batches)) == Counter(r for b in expected for r in b)
+    too_many = iter(torch.utils.data.DataLoader(de.TorchIterable(d, seed=SEED), batch_size=None, num_workers=2))
+    try:
+        next(too_many)
+        message = ""
+    except de.SpecError as e:
+        message = str(e)
+    # Now: the failed iterator is in a reference cycle, and its shutdown by the garbage
+    # collector, later, held the next test for 5 s (one worker's join timeout).
+    too_many._shutdown_workers()
+    assert re.search(r"TorchIterable with 2 DataLoader workers: .*6 lanes do not split over 4 consumers \(2 ranks of "
+                     r"2 consumers each\): use 1 or 3 consumers per rank", message), message
+
+
+def stateful(d, workers, snapshot_every=2):
+    return de.StatefulDataLoader(de.TorchIterable(d, seed=SEED, provenance=True), num_workers=workers,
+                                 snapshot_every=snapshot_every)
+
+
+@WORKERS_ABOVE_CORES
+@pytest.mark.parametrize("saved_on,resumed_on", [(2, 1), (1, 2), (2, 3)])
+def test_dataloader_workers_resume_on_another_worker_count(saved_on, resumed_on):
+    d = example_echo().elastic(lanes=LANES)
+    uninterrupted = loader_rows(stateful(d, 0))
+    assert len(uninterrupted) == 300
+    loader = stateful(d, saved_on)
+    it = iter(loader)
+    before = loader_rows(next(it) for _ in range(4))  # each worker past its first snapshot
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    del it
+    assert state["format"] == "dataecho.loader-state/1" and state["epoch"] == 0
+    assert sum(state["skip"].values()) > 0  # rows returned after a worker's snapshot
+    resumed = stateful(d, resumed_on)
+    resumed.load_state_dict(state)
+    after = loader_rows(resumed)
+    assert Counter(before + after) == Counter(uninterrupted)
+    assert resumed.state_dict()["epoch"] == 1 and resumed.state_dict()["state"] is None
+
+
+@WORKERS_ABOVE_CORES
+def test_a_state_saved_before_every_worker_returned_a_batch_resumes():
+    d = example_echo().elastic(lanes=LANES)
+    loader = stateful(d, 3)
+    it = iter(loader)
+    before = loader_rows([next(it)])  # workers 1 and 2 have returned nothing: their lanes are at the start
+    state = loader.state_dict()
+    del it
+    resumed = stateful(d, 2)
+    resumed.load_state_dict(state)
+    assert Counter(before + loader_rows(resumed)) == Counter(loader_rows(stateful(d, 0)))
+
+
+def test_a_stateful_dataloader_without_workers_resumes_exactly():
+    d = example_echo().elastic(lanes=LANES)
+    whole = [rows_of for rows_of in map(lambda b: loader_rows([b]), stateful(d, 0))]
+    loader = stateful(d, 0)
+    it = iter(loader)
+    first = [loader_rows([next(it)]) for _ in range(3)]
+    state = loader.state_dict()
+    assert state["skip"] == {}
+    again = stateful(d, 0)
+    again.load_state_dict(state)
+    assert first + [loader_rows([b]) for b in again] == whole
+    # Before any batch, the loaded state is the state.
+    fresh = stateful(d, 2)
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state
+
+
+def test_stateful_dataloader_refusals_say_why():
+    elastic = example_echo().elastic(lanes=LANES)
+    with pytest.raises(de.SpecError, match=r"batch echo \(the echo after the batch\) takes num_workers=0: a "
+                                           r"worker's snapshot"):
+        stateful(batch_echo().elastic(lanes=LANES), 2)
+    with pytest.raises(de.SpecError, match=r"with 2 workers the pipeline must be elastic"):
+        stateful(example_echo(), 2)
+    with pytest.raises(de.SpecError, match=r"leave batch_size out"):
+        de.StatefulDataLoader(de.TorchIterable(elastic), batch_size=4)
+    with pytest.raises(de.SpecError, match=r"persistent workers"):
+        de.StatefulDataLoader(de.TorchIterable(elastic), num_workers=2, persistent_workers=True)
+    with pytest.raises(de.SpecError, match=r"not a StatefulDataLoader state"):
+        stateful(elastic, 0).load_state_dict({"format": "dataecho.state/1"})
+    with pytest.raises(de.SpecError, match=r"does not hold lane 9"):
+        loader = stateful(elastic, 0)
+        loader.load_state_dict({"format": "dataecho.loader-state/1", "epoch": 0, "skip": {9: 1},
+                                "state": stateful_state(elastic)})
+
+
+def stateful_state(d):
+    loader = stateful(d, 0)
+    it = iter(loader)
+    next(it)
+    return loader.state_dict()["state"]
