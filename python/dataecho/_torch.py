@@ -263,11 +263,12 @@ class StatefulDataLoader(torch.utils.data.DataLoader):
     ``snapshot_every``-th batch it returns (the first included) sends its pipeline's state
     with the batch. The loader keeps each worker's latest snapshot and counts the rows of
     each lane returned since; the state is the snapshots merged and those counts, which the
-    resumed pipelines skip. So a resume reads again at most ``snapshot_every`` batches per
-    worker, and it may have another number of workers (0 included) or of ranks: over the
-    interrupted and the resumed pass, every row of the epoch is returned once, the order
-    being the resumed workers'. Refused with workers: a pipeline that is not elastic,
-    batch echo (an echo after the batch), persistent workers.
+    resumed pipelines skip. So a resume reads again fewer than ``snapshot_every`` batches
+    per worker (and the batches the workers had made ahead), and it may have another
+    number of workers (0 included): over the interrupted and the resumed pass, every row
+    of the rank's epoch is returned once, the order being the resumed workers'. Refused
+    with workers: a pipeline that is not elastic, batch echo (an echo after the batch),
+    persistent workers.
 
     ``state_dict()`` = ``{"format": "dataecho.loader-state/1", "epoch", "state", "skip"}``:
     the pass's epoch (the next one once a pass has ended), the engine's state (None: the
