@@ -2,9 +2,10 @@
 # Faults between hosts that do not share a loopback (docs/distributed.md, docs/http.md):
 # the data-parallel trainer and the HTTP reader across two network namespaces joined by
 # a router that shapes, drops and delays (tests/netns/netns.sh). Run it for every change
-# to src/train/distributed.cc, src/cli/train/ or the HTTP code (src/io/http_*).
+# to src/train/distributed.cc, src/cli/train/, the elastic code (src/ops/elastic_*,
+# src/spec/elastic_build.*) or the HTTP code (src/io/http_*).
 #
-#   scripts/netns_faults.sh [ddp|link-down|http|all]   (default: all; as root)
+#   scripts/netns_faults.sh [ddp|link-down|elastic|http|all]   (default: all; as root)
 #
 #   ddp        3 ranks of `dataecho-train train`, ranks 0 and 1 in A and rank 2 in B over
 #              A's MASTER_ADDR: the checkpoint ends bitwise equal to the same run on loopback
@@ -12,6 +13,10 @@
 #              exit naming rank 2 as lost within the timeout (10 s) and 5 s, the checkpoint
 #              is whole, and --resume with the link back ends bitwise equal to the
 #              uninterrupted run
+#   elastic    3 ranks with --sharding elastic (ranks 0 and 1 in A, rank 2 in B); rank 2
+#              killed (SIGKILL) once the checkpoint is at step 30: ranks 0 and 1 exit naming
+#              it as lost, and --resume on 2 ranks in A from the merged checkpoint ends with
+#              the uninterrupted run's counts, examples and losses: nothing lost, nothing twice
 #   http       `dataecho pipe` in A reads 8 TFRecord shards from nginx in B at 16 Mbit/s,
 #              through loss and delay, the link down twice for 3 s and connections reset:
 #              every record exactly once (count, ids, SHA-256 of each)
@@ -26,10 +31,10 @@ ROOT=$PWD
 BUILD=${BUILD:-$ROOT/build}
 OUT=${OUT:-$ROOT/out/netns_faults}
 CASES=${1:-all}
-[ "$CASES" = all ] && CASES="ddp link-down http"
+[ "$CASES" = all ] && CASES="ddp link-down elastic http"
 for c in $CASES; do
-  case $c in ddp | link-down | http) ;; *)
-    echo "usage: $0 [ddp|link-down|http|all]" >&2
+  case $c in ddp | link-down | elastic | http) ;; *)
+    echo "usage: $0 [ddp|link-down|elastic|http|all]" >&2
     exit 2
     ;;
   esac
@@ -82,27 +87,38 @@ EOF
     "--seed 5 --decay-steps 100 --max-steps 100 --checkpoint-every 10 --dist-timeout $TIMEOUT"
 }
 
-# Starts rank R of 3 in namespace NS (its output in LOG); adds its pid to RANK_PIDS.
-start_rank() {  # start_rank NS R LOG ARGS...
-  local ns=$1 r=$2 log=$3
-  shift 3
-  ip netns exec "$ns" env RANK="$r" WORLD_SIZE=3 LOCAL_RANK="$r" MASTER_ADDR="$NETNS_ADDR_A" \
+# Starts rank R of WORLD in namespace NS (its output in LOG); adds its pid to RANK_PIDS.
+start_rank() {  # start_rank NS R WORLD LOG ARGS...
+  local ns=$1 r=$2 world=$3 log=$4
+  shift 4
+  ip netns exec "$ns" env RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$r" MASTER_ADDR="$NETNS_ADDR_A" \
     MASTER_PORT="$PORT" GLOO_SOCKET_IFNAME="$NETNS_IF" "$BUILD/bin/dataecho-train" "$@" \
     >"$log" 2>&1 &
   RANK_PIDS+=($!)
 }
 
-# Ranks 0 and 1 in A, rank 2 in B; sets RANK_PIDS. Logs: DIR/rank-R.log.
-start_job() {  # start_job DIR ARGS...
-  local dir=$1
-  shift
+# One rank per namespace of the list, rank 0 (in A) first; a rank outside A starts once
+# rank 0's store listens (netns.sh says why). Sets RANK_PIDS. Logs: DIR/rank-R.log.
+start_ranks() {  # start_ranks DIR "NS0 NS1 ..." ARGS...
+  local dir=$1 r=0 ns
+  local -a where
+  read -ra where <<<"$2"
+  shift 2
   mkdir -p "$dir"
   PORT=$((PORT + 1))
   RANK_PIDS=()
-  start_rank "$NETNS_A" 0 "$dir/rank-0.log" "$@"
-  start_rank "$NETNS_A" 1 "$dir/rank-1.log" "$@"
-  netns_wait_listen "$NETNS_A" "$PORT" || return 1  # rank 0's store (netns.sh says why)
-  start_rank "$NETNS_B" 2 "$dir/rank-2.log" "$@"
+  for ns in "${where[@]}"; do
+    if [ "$ns" != "$NETNS_A" ]; then netns_wait_listen "$NETNS_A" "$PORT" || return 1; fi
+    start_rank "$ns" "$r" "${#where[@]}" "$dir/rank-$r.log" "$@"
+    r=$((r + 1))
+  done
+}
+
+# Ranks 0 and 1 in A, rank 2 in B.
+start_job() {  # start_job DIR ARGS...
+  local dir=$1
+  shift
+  start_ranks "$dir" "$NETNS_A $NETNS_A $NETNS_B" "$@"
 }
 
 stop_job() {  # kills the ranks of RANK_PIDS still running
@@ -114,7 +130,7 @@ stop_job() {  # kills the ranks of RANK_PIDS still running
 # Waits for every rank of RANK_PIDS; fails naming the ranks that did not exit 0.
 wait_job() {  # wait_job DIR
   local r bad=""
-  for r in 0 1 2; do
+  for r in "${!RANK_PIDS[@]}"; do
     wait "${RANK_PIDS[$r]}" || bad+=" $r"
   done
   [ -z "$bad" ] || { echo "ranks$bad failed:"; tail -n 5 "$1"/rank-*.log; return 1; }
@@ -173,31 +189,47 @@ await_rank() {  # await_rank R SECONDS T0
   EXITED[r]=$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
 }
 
+# Ranks 0 and 1 must exit, not with 0, naming rank 2 as lost, within the collective's
+# timeout and 5 s of T0: the timeout, then at most the 3 s after which a silent rank is
+# lost (src/train/distributed.cc), a margin. Rank 2 is waited for too (whatever it does).
+# Sets EXITED (seconds after T0) and STATUS; says what failed and returns 1.
+survivors_name_rank_2() {  # survivors_name_rank_2 DIR T0 WHAT
+  local dir=$1 t0=$2 what=$3 r ok=0 limit=$((TIMEOUT + 5))
+  EXITED=() STATUS=()
+  for r in 0 1; do
+    await_rank "$r" "$limit" "$t0" || { echo "rank $r still ran $limit s after $what"; ok=1; }
+  done
+  await_rank 2 $((limit + TIMEOUT)) "$t0" 2>/dev/null || true
+  for r in 0 1; do
+    grep -q "rank 2 of 3 is lost" "$dir/rank-$r.log" ||
+      { echo "rank $r does not name rank 2 as lost:"; tail -n 3 "$dir/rank-$r.log"; ok=1; }
+    [ "${STATUS[$r]:-0}" -ne 0 ] || { echo "rank $r exited 0"; ok=1; }
+  done
+  return "$ok"
+}
+
+checkpoint_step() {  # checkpoint_step OUT: the step of OUT's checkpoint
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$1/checkpoint/state.json"
+}
+
+rank_messages() {  # rank_messages DIR RANK...: each rank's first error line
+  local dir=$1 r
+  shift
+  for r in "$@"; do echo "rank $r: $(grep -m1 -o 'distributed.*\|train --nproc.*\|error.*' "$dir/rank-$r.log" | cut -c1-300)"; done
+}
+
 case_link_down() {
   loopback_run || return 1
   local dir=$OUT/link-down out=$OUT/link-down/out
   # shellcheck disable=SC2046
   start_job "$dir" $(train_args) --out "$out" || { stop_job; return 1; }
   wait_for_step "$out" 30 || { stop_job; return 1; }
-  local t0=$EPOCHREALTIME r ok=0
+  local t0=$EPOCHREALTIME ok=0
   netns_link_down
-  EXITED=() STATUS=()
-  # Survivors: the collective's timeout, then at most the 3 s after which a silent rank is
-  # lost (src/train/distributed.cc; rank 2 has been silent for the whole timeout), a margin.
-  local limit=$((TIMEOUT + 5))
-  for r in 0 1; do
-    await_rank "$r" "$limit" "$t0" || { echo "rank $r still ran $limit s after the link went down"; ok=1; }
-  done
-  await_rank 2 $((limit + TIMEOUT)) "$t0" || true  # the lost rank: whatever it does
-  for r in 0 1; do
-    grep -q "rank 2 of 3 is lost" "$dir/rank-$r.log" ||
-      { echo "rank $r does not name rank 2 as lost:"; tail -n 3 "$dir/rank-$r.log"; ok=1; }
-    [ "${STATUS[$r]:-0}" -ne 0 ] || { echo "rank $r exited 0"; ok=1; }
-  done
-  echo "link down at step $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
-    "$out/checkpoint/state.json") of the checkpoint; exits after it: rank 0 ${EXITED[0]} s," \
+  survivors_name_rank_2 "$dir" "$t0" "the link went down" || ok=1
+  echo "link down at step $(checkpoint_step "$out") of the checkpoint; exits after it: rank 0 ${EXITED[0]} s," \
     "rank 1 ${EXITED[1]} s, rank 2 ${EXITED[2]} s (timeout $TIMEOUT s)"
-  for r in 0 1 2; do echo "rank $r: $(grep -m1 -o 'distributed.*\|train --nproc.*\|error.*' "$dir/rank-$r.log" | cut -c1-300)"; done
+  rank_messages "$dir" 0 1 2
   python3 tests/netns/check.py whole "$out" || ok=1
   netns_link_up
   [ "$ok" -eq 0 ] || return 1
@@ -207,6 +239,51 @@ case_link_down() {
   wait_job "$dir/resume" || return 1
   echo "resumed with the link back: $((SECONDS - t1)) s"
   python3 tests/netns/check.py same "$OUT/loopback" "$out"
+}
+
+# The elastic case's job: an MLP on the first 1,920 Fashion-MNIST images, echoed twice
+# before a shuffle and an augmentation, as elastic_train_test.cc's; 6 lanes (3 and 2 ranks
+# divide them) of 320 images each, so a global batch of 48 makes 80 steps, one epoch to
+# the end of the data; a checkpoint every 10 steps.
+elastic_args() {
+  cat >"$OUT/elastic.json" <<EOF
+{"seed": 3,
+ "source": {"kind": "idx", "images": "$FASHION/train-images-idx3-ubyte.gz",
+            "labels": "$FASHION/train-labels-idx1-ubyte.gz", "limit": 1920},
+ "stages": [{"op": "echo", "factor": 2}, {"op": "shuffle", "buffer": 200},
+            {"op": "map", "fn": "augment", "args": {"pad_crop": 2, "flip": true}},
+            {"op": "batch", "size": 48, "drop_remainder": false}]}
+EOF
+  echo "train --progress off --eval-every 0 --train-spec $OUT/elastic.json --sharding elastic" \
+    "--lanes 6 --model mlp --lr 0.05 --seed 7 --decay-steps 100 --checkpoint-every 10" \
+    "--dist-timeout $TIMEOUT"
+}
+
+case_elastic() {
+  local ref=$OUT/elastic-loopback t0=$SECONDS
+  # shellcheck disable=SC2046
+  "$BUILD/bin/dataecho-train" $(elastic_args) --nproc 3 --out "$ref" >"$ref.log" 2>&1 ||
+    { echo "the uninterrupted run on loopback failed:"; tail -n 5 "$ref.log"; return 1; }
+  echo "uninterrupted run, 3 ranks on loopback: $((SECONDS - t0)) s"
+  local dir=$OUT/elastic out=$OUT/elastic/out ok=0
+  # shellcheck disable=SC2046
+  start_job "$dir" $(elastic_args) --out "$out" || { stop_job; return 1; }
+  wait_for_step "$out" 30 || { stop_job; return 1; }
+  local t1=$EPOCHREALTIME
+  { kill -KILL "${RANK_PIDS[2]}" && wait "${RANK_PIDS[2]}"; } 2>/dev/null || true
+  survivors_name_rank_2 "$dir" "$t1" "rank 2 was killed" || ok=1
+  echo "rank 2 killed at step $(checkpoint_step "$out") of the checkpoint; exits after it:" \
+    "rank 0 ${EXITED[0]} s, rank 1 ${EXITED[1]} s (timeout $TIMEOUT s)"
+  rank_messages "$dir" 0 1
+  python3 tests/netns/check.py whole "$out" || ok=1
+  [ "$ok" -eq 0 ] || return 1
+  local t2=$SECONDS
+  # shellcheck disable=SC2046
+  start_ranks "$dir/resume" "$NETNS_A $NETNS_A" $(elastic_args) --resume --out "$out" ||
+    { stop_job; return 1; }
+  wait_job "$dir/resume" || return 1
+  echo "resumed on 2 ranks in A: $((SECONDS - t2)) s"
+  python3 tests/netns/check.py elastic "$ref" "$out"
 }
 
 # 4,000 text records of 0.5-8 KB (random hex, each starting with its number) as 8

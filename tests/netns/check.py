@@ -7,8 +7,14 @@
                                trained on, and the counters of state.json (times excluded)
                                equal; prints the model's SHA-256
   check.py whole DIR           DIR/checkpoint is complete and readable: state.json parses,
-                               each rank's files are there, model.pt and optimizer.pt are
-                               zip archives whose every entry has a good CRC
+                               each rank's files are there (elastic sharding's one merged
+                               file of each), model.pt and optimizer.pt are zip archives
+                               whose every entry has a good CRC
+  check.py elastic REF DIR     an elastic run that was interrupted and resumed (DIR) ends as
+                               the uninterrupted one (REF): the same steps, fresh and echoed
+                               counts and stop reason, the same set of (id, epoch) pairs
+                               trained on in the merged fresh_keys.bin, each once, as many
+                               as the fresh count, and every step's loss within 1e-4
   check.py records SHARDS... -- OUT.jsonl
                                the records `dataecho pipe --values` printed (one JSON line
                                per raw TFRecord record) are those of the local shards, each
@@ -68,10 +74,16 @@ def fresh_keys(path):
 
 
 def checkpoint_files(ckpt):
+    """The checkpoint's state.json and the files it must hold: every rank's pipeline state
+    and read set, or with elastic sharding the one merged file of each (no pipeline state
+    once the data has ended)."""
     state = json.loads(read(os.path.join(ckpt, "state.json")))
-    n = state["world_size"]
     files = ["model.pt", "optimizer.pt", "losses.bin", "state.json"]
-    for r in range(n):
+    if state.get("sharding") == "elastic":
+        if not state.get("pipeline_ended", False):
+            files.append("pipeline.state")
+        return state, files + ["fresh_keys.bin"]
+    for r in range(state["world_size"]):
         files += [f"pipeline-rank-{r}.state", f"fresh_keys-rank-{r}.bin"]
     return state, files
 
@@ -125,6 +137,44 @@ def cmd_whole(d):
     print(f"whole: step {state['step']}, {len(files)} files, archives' CRCs good")
 
 
+def losses(ckpt: str) -> tuple[float, ...]:
+    """Every step's loss from a checkpoint's losses.bin (float32 each)."""
+    data = read(os.path.join(ckpt, "losses.bin"))
+    return struct.unpack(f"<{len(data) // 4}f", data)
+
+
+def cmd_elastic(ref: str, d: str) -> None:
+    """DIR ends as the uninterrupted run REF (the module's docstring says what is compared)."""
+    sr, sd = (json.loads(read(os.path.join(x, "summary.json"))) for x in (ref, d))
+    for k in ("steps", "fresh", "echoed", "stop_reason"):
+        if sr.get(k) != sd.get(k):
+            fail(f"{k}: {sd.get(k)} in {d}, {sr.get(k)} in the uninterrupted run")
+    if sd.get("ranks_identical") is not True:
+        fail(f"{d}/summary.json: the ranks' models were not identical")
+    cr, cd = os.path.join(ref, "checkpoint"), os.path.join(d, "checkpoint")
+    kr = fresh_keys(os.path.join(cr, "fresh_keys.bin"))
+    kd = fresh_keys(os.path.join(cd, "fresh_keys.bin"))
+    if len(set(kd)) != len(kd):
+        fail(f"{cd}/fresh_keys.bin holds {len(kd) - len(set(kd))} pairs twice")
+    if kr != kd:
+        lost, extra = len(set(kr) - set(kd)), len(set(kd) - set(kr))
+        fail(f"the examples trained on differ: {lost} of the uninterrupted run's missing, "
+             f"{extra} others")
+    if len(kd) != sd["fresh"]:
+        fail(f"fresh_keys.bin holds {len(kd)} pairs and the run counted {sd['fresh']} fresh")
+    lr, ld = losses(cr), losses(cd)
+    if len(lr) != len(ld):
+        fail(f"{len(ld)} losses in {d}, {len(lr)} in the uninterrupted run")
+    worst = max((abs(a - b) for a, b in zip(lr, ld)), default=0.0)
+    if worst > 1e-4:
+        step = next(i for i, (a, b) in enumerate(zip(lr, ld)) if abs(a - b) > 1e-4)
+        fail(f"step {step}'s loss {ld[step]} differs from the uninterrupted run's {lr[step]}")
+    ids = sorted({struct.unpack_from("<q", k)[0] for k in kd})
+    print(f"elastic: steps {sd['steps']}, fresh {sd['fresh']}, echoed {sd['echoed']}, "
+          f"stop {sd['stop_reason']} as uninterrupted; {len(kd)} (id, epoch) pairs trained on, "
+          f"ids {ids[0]}-{ids[-1]}, the same set, none twice; losses within {worst:.1e}")
+
+
 def tfrecords(path):
     """The records of one TFRecord file (framing only: length, its CRC, data, its CRC)."""
     data = read(path)
@@ -164,6 +214,8 @@ def cmd_records(shards, printed):
 def main(argv):
     if len(argv) == 4 and argv[1] == "same":
         cmd_same(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "elastic":
+        cmd_elastic(argv[2], argv[3])
     elif len(argv) == 3 and argv[1] == "whole":
         cmd_whole(argv[2])
     elif len(argv) >= 5 and argv[1] == "records" and argv[-2] == "--":
