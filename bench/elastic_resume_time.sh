@@ -95,12 +95,12 @@ import time
 de, runs, rounds, out, elastic1, elastic2 = sys.argv[1:7]
 rounds = int(rounds)
 plain, shard0 = f"{runs}/plain.json", f"{runs}/shard0.json"
-# (case, spec, extra arguments, state prefix)
+# (case, spec, extra arguments, state prefix, rows of its first batch)
 CASES = [
-    ("elastic M=1", plain, elastic1.split(), "elastic"),
-    ("elastic M=2 rank 0", plain, elastic2.split(), "elastic"),
-    ("files M=1", plain, [], "files1"),
-    ("files M=2 rank 0", shard0, [], "files2"),
+    ("elastic M=1", plain, elastic1.split(), "elastic", 128),
+    ("elastic M=2 rank 0", plain, elastic2.split(), "elastic", 64),
+    ("files M=1", plain, [], "files1", 128),
+    ("files M=2 rank 0", shard0, [], "files2", 128),
 ]
 POINTS = ("fresh", "start", "end")
 
@@ -126,14 +126,17 @@ def load() -> list[float]:
     return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
 
 
-FLOOR = ("floor", f"{runs}/floor.json", [], "")
+FLOOR = ("floor", f"{runs}/floor.json", [], "", 1)
 order = [(FLOOR, "fresh")] + [(c, p) for c in CASES for p in POINTS]
 runs_out, loads = [], []
 for k in range(rounds):
     before = load()
-    for (name, spec, args, prefix), point in order if k % 2 == 0 else reversed(order):
+    for (name, spec, args, prefix, rows), point in order if k % 2 == 0 else reversed(order):
         state = None if point == "fresh" else f"{runs}/{prefix}-{point}.state"
         r = run_once(spec, args, state)
+        if r["rows"] != rows:
+            sys.exit(f"elastic_resume_time: {name}, {point}: a first batch of {r['rows']} rows, "
+                     f"not {rows}")
         runs_out.append({"round": k + 1, "case": name, "point": point, **r})
     loads.append({"round": k + 1, "before": before, "after": load()})
     print(f"round {k + 1}: load average {before[0]:.2f} -> {loads[-1]['after'][0]:.2f}", flush=True)
@@ -146,7 +149,7 @@ def median(name: str, point: str, key: str) -> float:
 summary = {}
 print(f"\n{'case':<20} {'fresh start':>12} {'restore start':>14} {'restore end':>12} "
       f"{'end/start':>10} {'to exit (start, end)':>22}  state bytes (start, end)")
-for name, _, _, prefix in CASES:
+for name, _, _, prefix, _ in CASES:
     s = {p: median(name, p, "first_batch_s") for p in POINTS}
     e = {p: median(name, p, "exit_s") for p in ("start", "end")}
     size = {p: os.path.getsize(f"{runs}/{prefix}-{p}.state") for p in ("start", "end")}
