@@ -111,6 +111,9 @@ HttpHead head_object(const std::string& uri, const StreamOptions& options) {
 std::vector<ListedObject> list_objects(const std::string& bucket, const std::string& prefix,
                                        const StreamOptions& options, int max_keys) {
   const std::string display = "s3://" + bucket + "/" + prefix;
+  if (max_keys < 1 || max_keys > 1000)
+    throw Error(ErrorCode::kInvalidArgument, kStage,
+                "max_keys must be in [1, 1000], got " + std::to_string(max_keys), display);
   auto config = std::make_shared<const Config>(resolve_config(options.s3, display));
   const std::string base = object_url(config->endpoint, config->addressing, bucket, "");
   check_request(*config, base, options, display);
@@ -178,7 +181,8 @@ std::vector<std::vector<std::string>> expand_patterns(const std::vector<std::str
       }
     }
   };
-  const size_t width = std::min<size_t>(std::max(options.s3.list_parallelism, 1), patterns.size());
+  const size_t width =
+      std::min<size_t>(std::clamp(options.s3.list_parallelism, 1, 64), patterns.size());
   std::vector<std::thread> threads;
   try {
     while (threads.size() + 1 < width) threads.push_back(start_engine_thread(work));

@@ -55,7 +55,7 @@ HttpHead head_object(const std::string& uri, const StreamOptions& options);
 // Every object whose key starts with `prefix` in `bucket`, from ListObjectsV2 pages of
 // at most `max_keys` (1 to 1000) keys, in the server's (byte) order of keys. Each page is
 // one signed GET through the HTTP stream (retries and S3's errors as for objects), counted
-// as s3_list_requests on options.stats.
+// as s3_list_requests on options.stats. Another max_keys is an error (kInvalidArgument).
 std::vector<ListedObject> list_objects(const std::string& bucket, const std::string& prefix,
                                        const StreamOptions& options, int max_keys = 1000);
 
@@ -69,8 +69,8 @@ std::vector<ListedObject> list_objects(const std::string& bucket, const std::str
 std::vector<std::string> expand_pattern(const std::string& pattern, const StreamOptions& options);
 
 // expand_pattern of each of `patterns` (the prefixes of one brace pattern), listed by up
-// to options.s3.list_parallelism threads at once (each stream takes its own connection),
-// the keys of patterns[i] in element i. When some fail, the error thrown is the one of
+// to options.s3.list_parallelism (taken into [1, 64]) threads at once (each stream takes its own
+// connection), the keys of patterns[i] in element i. When some fail, the error thrown is the one of
 // the first pattern (in their order) that failed, as listing them one after another
 // would throw; no pattern after a failure is started.
 std::vector<std::vector<std::string>> expand_patterns(const std::vector<std::string>& patterns,

@@ -80,14 +80,12 @@ TEST_F(S3List, BracePrefixesListedInParallelEqualTheSerialListing) {
   EXPECT_EQ(want[keys], "s3://lists/p03/k0.bin");  // the pattern's order, not sorted across
   EXPECT_EQ(want.back(), "s3://lists/p00/k0.txt");
   EXPECT_EQ(serial.stats->counters()["s3_list_requests"], listed_pages);
-  for (int parallelism : {3, 64}) {
-    SCOPED_TRACE(parallelism);
-    proxy_.clear();
-    StreamOptions o = options(proxy_.endpoint(), parallelism);
-    EXPECT_EQ(expand_uris(patterns, "", o), want);
-    EXPECT_EQ(o.stats->counters()["s3_list_requests"], listed_pages);
-    EXPECT_EQ(proxy_.requests().size(), static_cast<size_t>(listed_pages));
-  }
+  // 8 at once (the default): fewer threads than prefixes, so each lists several.
+  proxy_.clear();
+  StreamOptions o = options(proxy_.endpoint(), 8);
+  EXPECT_EQ(expand_uris(patterns, "", o), want);
+  EXPECT_EQ(o.stats->counters()["s3_list_requests"], listed_pages);
+  EXPECT_EQ(proxy_.requests().size(), static_cast<size_t>(listed_pages));
 }
 
 TEST_F(S3List, PrefixesAreListedAtTheSameTime) {
@@ -145,8 +143,8 @@ TEST_F(S3List, ListParallelismAndMaxKeysAreSpecOptions) {
                 {"stages", json::array()}}
         .dump();
   };
-  size_t bins = 0;
-  for (int i = 0; i < kPrefixes; ++i) bins += bins_under(i);
+  size_t bins = 0, keys = 0;
+  for (int i = 0; i < kPrefixes; ++i) bins += bins_under(i), keys += keys_under(i);
   EXPECT_EQ(run(source({{"list_parallelism", 3}, {"max_keys", 1}})).size(), bins);
   for (const json& bad : {json{{"list_parallelism", 0}}, json{{"list_parallelism", 65}}})
     EXPECT_CONTAINS(error_of([&] { build(source(bad)); }),
@@ -155,6 +153,18 @@ TEST_F(S3List, ListParallelismAndMaxKeysAreSpecOptions) {
                     build(source({{"max_keys", 1001}}));
                   }),
                   "source.s3.max_keys: expected an integer in [1, 1000]");
+  // Set in C++, out of range: max_keys refused before any request, list_parallelism
+  // taken into [1, 64].
+  StreamOptions o = options(proxy_.endpoint(), 0);
+  o.s3.max_keys = 1000;
+  EXPECT_EQ(expand_uris({"s3://lists/p{00..11}/"}, "", o).size(), keys);
+  o.s3.list_parallelism = 1000;
+  EXPECT_EQ(expand_uris({"s3://lists/p{00..11}/"}, "", o).size(), keys);
+  o.s3.max_keys = 0;
+  proxy_.clear();
+  EXPECT_CONTAINS(error_of([&] { expand_uris({"s3://lists/p00/"}, "", o); }),
+                  "max_keys must be in [1, 1000], got 0 (s3://lists/p00/)");
+  EXPECT_TRUE(proxy_.requests().empty());
 }
 
 }  // namespace
