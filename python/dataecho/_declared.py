@@ -319,6 +319,7 @@ def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: 
 
 
 def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str] = None,
+            lanes: Optional[int] = None, consumers: Optional[int] = None, consumer: Optional[int] = None,
             buffer_mb: Optional[int] = None, token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
             connect_timeout_s: Optional[float] = None) -> PipelineDef:
     """The elements of a pipeline that runs on the data service's workers (docs/service.md);
@@ -331,8 +332,15 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
     string; required.
     ``pipeline``: the upstream the workers run (seeded from the job's name when it has no
     seed); a pipeline {"source": ..., "stages": [...]} or a source {"kind": ...}; required.
-    ``sharding``: "off": each worker makes its own passes of the whole upstream ("dynamic"
-    and "static" are not available yet); one of "off", "dynamic" or "static"; default "off".
+    ``sharding``: "off": each worker makes its own passes of the whole upstream; "dynamic":
+    the source's pieces leased to the workers, each record's element once per epoch (an
+    element-wise upstream: map, filter); "static" is not available yet; one of "off",
+    "dynamic" or "static"; default "off".
+    ``lanes``: dynamic: the lanes the pieces are dealt to (consumers must divide them); an
+    integer in [1, 65536]; default 12.
+    ``consumers``: dynamic: the job's consumers (trainer ranks); consumer r owns lanes k mod
+    consumers == r; an integer in [1, 65536]; default 1.
+    ``consumer``: dynamic: this consumer's number; an integer in [0, 65536]; default 0.
     ``buffer_mb``: MiB of elements read ahead from all workers together; an integer in [1,
     1048576]; default 64.
     ``token_file``: a file whose first line is the service's token ("":

@@ -338,8 +338,24 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                          ('sharding',
                           'one of "off", "dynamic" or "static"',
                           '"off"',
-                          '"off": each worker makes its own passes of the whole upstream '
-                          '("dynamic" and "static" are not available yet)'),
+                          '"off": each worker makes its own passes of the whole upstream; '
+                          '"dynamic": the source\'s pieces leased to the workers, each record\'s '
+                          'element once per epoch (an element-wise upstream: map, filter); '
+                          '"static" is not available yet'),
+                         ('lanes',
+                          'an integer in [1, 65536]',
+                          '12',
+                          'dynamic: the lanes the pieces are dealt to (consumers must divide '
+                          'them)'),
+                         ('consumers',
+                          'an integer in [1, 65536]',
+                          '1',
+                          "dynamic: the job's consumers (trainer ranks); consumer r owns lanes k "
+                          'mod consumers == r'),
+                         ('consumer',
+                          'an integer in [0, 65536]',
+                          '0',
+                          "dynamic: this consumer's number"),
                          ('buffer_mb',
                           'an integer in [1, 1048576]',
                           '64',

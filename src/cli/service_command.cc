@@ -57,7 +57,7 @@ void add_dispatcher_command(CLI::App& app) {
     const sigset_t signals = block_stop_signals();
     args->o.token = service::read_token(args->token_file, "--token-file");
     args->o.worker_timeout_ms = static_cast<int64_t>(args->worker_timeout_s * 1000);
-    auto dispatcher = service::start_dispatcher(args->o);
+    auto dispatcher = start_service_dispatcher(args->o);
     for (const std::string& w : dispatcher->journal_warnings())
       std::cerr << "warning: " << w << "\n";
     if (args->o.journal_dir.empty())

@@ -18,6 +18,9 @@ inline const std::string kGetOrCreateJob = "/dataecho.service.Dispatcher/GetOrCr
 inline const std::string kWorkerBeat = "/dataecho.service.Dispatcher/WorkerBeat";
 inline const std::string kStatus = "/dataecho.service.Dispatcher/Status";
 inline const std::string kStopJob = "/dataecho.service.Dispatcher/StopJob";
+inline const std::string kGetSplit = "/dataecho.service.Dispatcher/GetSplit";
+inline const std::string kPieceDone = "/dataecho.service.Dispatcher/PieceDone";
+inline const std::string kRelease = "/dataecho.service.Dispatcher/Release";
 inline const std::string kRead = "/dataecho.service.Worker/Read";
 
 // Who calls, for the Hello and the errors: "worker", "consumer", "status client".

@@ -5,11 +5,18 @@
 // - WorkerBeat: registers a worker (its number given at its first beat) and lists the
 //   jobs it serves;
 // - Status: jobs and workers, for `dataecho service status`;
-// - StopJob: `dataecho service stop-job`: the job's name is free again.
+// - StopJob: `dataecho service stop-job`: the job's name is free again;
+// - sharding "dynamic": GetSplit (a worker asks for a consumer's next piece: a lease,
+//   none pending now, or the end of the consumer's lanes of the epoch), PieceDone and
+//   Release (a consumer's reports: a piece it has whole; the leases of a worker whose
+//   stream it cut, at the records it kept). The job's plan is made once, through the
+//   injected PlanFn, and journaled with the job; an epoch's deal when it is first asked for.
 // Every request's Hello is checked (protocol.h). One lock over the state: the calls are
 // small and few (a beat per worker every half second).
 #include <chrono>
 #include <mutex>
+#include <set>
+#include <tuple>
 
 #include "dataecho/service/service.h"
 #include "service/calls.h"
@@ -29,7 +36,8 @@ std::string consumer_name(const JobSpec& spec) { return "(job '" + spec.name() +
 
 class DispatcherImpl final : public Dispatcher {
  public:
-  explicit DispatcherImpl(const DispatcherOptions& o) : worker_timeout_ms_(o.worker_timeout_ms) {
+  explicit DispatcherImpl(const DispatcherOptions& o)
+      : worker_timeout_ms_(o.worker_timeout_ms), plan_fn_(o.plan) {
     if (!o.journal_dir.empty())
       journal_ = std::make_unique<Journal>(o.journal_dir, state_, &warnings_);
     auto transport = o.transport ? o.transport : default_transport();
@@ -53,6 +61,9 @@ class DispatcherImpl final : public Dispatcher {
     if (method == kWorkerBeat) return worker_beat(request);
     if (method == kStatus) return status(request);
     if (method == kStopJob) return stop_job(request);
+    if (method == kGetSplit) return get_split(request);
+    if (method == kPieceDone) return piece_done(request);
+    if (method == kRelease) return release(request);
     throw CallError(CallCode::kNotFound, "the dispatcher has no method " + method);
   }
 
@@ -74,12 +85,20 @@ class DispatcherImpl final : public Dispatcher {
     const auto request = parse_request<JobRequest>(bytes, kGetOrCreateJob);
     check_hello(request.hello(), consumer_name(request.spec()), "dispatcher");
     JobSpec spec = request.spec();
-    if (spec.sharding() != JobSpec::OFF)
-      throw CallError(CallCode::kInvalidArgument, "job '" + spec.name() + "': sharding \"" +
-                                                      sharding_name(spec.sharding()) +
-                                                      "\" is not available yet (only \"off\" is)");
+    if (spec.sharding() == JobSpec::STATIC)
+      throw CallError(CallCode::kInvalidArgument, "job '" + spec.name() +
+                                                      "': sharding \"static\" is not available "
+                                                      "yet (\"off\" and \"dynamic\" are)");
     std::lock_guard lock(mu_);
-    if (auto entry = state_.register_job(spec, "")) record(*entry);
+    if (auto entry = state_.register_job(spec, "")) {
+      std::shared_ptr<const JobPlan> plan;
+      if (spec.sharding() == JobSpec::DYNAMIC) {
+        plan = make_plan(spec);
+        entry->mutable_register_job()->set_plan_json(plan->json);
+      }
+      record(*entry);
+      if (plan) plans_[entry->register_job().job()] = plan;
+    }
     const JobState* job = state_.find_job(spec.name());
     JobReply reply;
     *reply.mutable_hello() = make_hello("dispatcher");
@@ -155,7 +174,116 @@ class DispatcherImpl final : public Dispatcher {
     return reply.SerializeAsString();
   }
 
+  std::shared_ptr<const JobPlan> make_plan(const JobSpec& spec) const {
+    if (!plan_fn_)
+      throw CallError(CallCode::kInvalidArgument,
+                      "job '" + spec.name() +
+                          "': this dispatcher cannot plan sharding \"dynamic\" (no plan builder)");
+    try {
+      return plan_fn_(spec.upstream_json(), spec.lanes());
+    } catch (const std::exception& e) {
+      throw CallError(CallCode::kInvalidArgument, "job '" + spec.name() +
+                                                      "': cannot cut its upstream's source into "
+                                                      "pieces: " +
+                                                      std::string(e.what()));
+    }
+  }
+
+  // The job's plan: made at its registration, or again after a restart. Under mu_.
+  const JobPlan& plan_of(const JobState& job) {
+    auto& plan = plans_[job.id];
+    if (!plan) plan = make_plan(job.spec);
+    return *plan;
+  }
+
+  // Deals the epoch's pieces to lanes when it is first asked for. Under mu_.
+  void open_epoch(const JobState& job, int64_t epoch) {
+    if (job.epochs.count(epoch)) return;
+    record(state_.open_epoch(job.id, epoch, plan_of(job).lanes_of(epoch)));
+  }
+
+  std::string get_split(std::string_view bytes) {
+    const auto request = parse_request<SplitRequest>(bytes, kGetSplit);
+    check_hello(request.hello(), "worker w" + std::to_string(request.worker()), "dispatcher");
+    std::lock_guard lock(mu_);
+    const JobState& job = state_.job(request.job());
+    if (closed_.count(
+            stream_key(request.job(), request.epoch(), request.consumer(), request.worker())))
+      throw CallError(CallCode::kCancelled, "consumer " + std::to_string(request.consumer()) +
+                                                " cut its stream from worker w" +
+                                                std::to_string(request.worker()) + " in epoch " +
+                                                std::to_string(request.epoch()));
+    open_epoch(job, request.epoch());
+    SplitReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    if (auto entry = state_.next_lease(request.job(), request.consumer(), request.epoch(),
+                                       request.worker())) {
+      record(*entry);
+      Lease lease = entry->lease();
+      nlohmann::json ranges = nlohmann::json::array();
+      for (const RecordRange& r : plan_of(job).pieces.at(static_cast<size_t>(lease.piece())))
+        ranges.push_back({r.shard, r.begin, r.end, r.offset});
+      lease.set_piece_json(ranges.dump());
+      *reply.mutable_lease() = lease;
+      reply.set_kind(SplitReply::LEASE);
+    } else {
+      reply.set_kind(state_.epoch_done(request.job(), request.consumer(), request.epoch())
+                         ? SplitReply::END
+                         : SplitReply::NONE);
+    }
+    return reply.SerializeAsString();
+  }
+
+  std::string piece_done(std::string_view bytes) {
+    const auto request = parse_request<PieceDoneRequest>(bytes, kPieceDone);
+    check_hello(request.hello(), "(job " + std::to_string(request.job()) + ")", "dispatcher");
+    std::lock_guard lock(mu_);
+    const PiecePos& p = request.pos();
+    record(state_.done(request.job(), p.epoch(), p.piece(), p.lease()));
+    PieceDoneReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    return reply.SerializeAsString();
+  }
+
+  // Closes the consumer's stream from the worker and releases the worker's leases of the
+  // consumer's lanes at the records the consumer kept (I3).
+  std::string release(std::string_view bytes) {
+    const auto request = parse_request<ReleaseRequest>(bytes, kRelease);
+    check_hello(request.hello(), "(job " + std::to_string(request.job()) + ")", "dispatcher");
+    std::lock_guard lock(mu_);
+    closed_.insert(
+        stream_key(request.job(), request.epoch(), request.consumer(), request.worker()));
+    std::map<int64_t, int64_t> kept;
+    for (const PiecePos& p : request.kept()) kept[p.piece()] = p.records();
+    const JobState& job = state_.job(request.job());
+    ReleaseReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    const auto epoch = job.epochs.find(request.epoch());
+    if (epoch == job.epochs.end()) return reply.SerializeAsString();
+    const auto& pieces = epoch->second.pieces;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const PieceState& p = pieces[i];
+      if (p.status != PieceStatus::kLeased || p.worker != request.worker() ||
+          p.lane % job.spec.consumers() != request.consumer())
+        continue;
+      const int64_t piece = static_cast<int64_t>(i);
+      record(state_.release(job.id, request.epoch(), piece, p.lease,
+                            kept.count(piece) ? kept[piece] : p.from));
+      reply.set_released(reply.released() + 1);
+    }
+    return reply.SerializeAsString();
+  }
+
+  using StreamKey = std::tuple<int64_t, int64_t, int32_t, int64_t>;
+  static StreamKey stream_key(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) {
+    return {job, epoch, consumer, worker};
+  }
+
   const int64_t worker_timeout_ms_;
+  const PlanFn plan_fn_;
+  std::map<int64_t, std::shared_ptr<const JobPlan>> plans_;  // by job
+  // (job, epoch, consumer, worker) streams their consumer cut: no more leases on them.
+  std::set<StreamKey> closed_;
   std::mutex mu_;
   DispatcherState state_;
   std::vector<std::string> warnings_;

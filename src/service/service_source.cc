@@ -5,9 +5,18 @@
 // (buffer_mb): a full queue stops the readers, whose streams' flow control stops the
 // workers. The epoch ends when every stream has ended. A worker's error, or a stream that
 // breaks, is thrown by next() naming the worker.
+// In sharding "dynamic" each stream carries this consumer's pieces, leased by the worker
+// one after another, and the consumer keeps a ledger per piece (I2): an element is kept
+// only under the piece's newest lease, at a record after the last one kept; PIECE_DONE
+// is reported to the dispatcher. A stream that breaks is cancelled, then its worker's
+// leases are released at the records kept (I3), and another worker's stream goes on
+// from there; the epoch ends when the dispatcher says the lanes' pieces are done (a
+// stream ends normally) and every stream has ended.
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -59,7 +68,10 @@ class ServiceIterator final : public Iterator {
         cv_.notify_all();
         return e;
       }
-      if (running_ == 0) return std::nullopt;
+      if (running_ == 0) {
+        if (dynamic() && !lanes_done_) throw Error(ErrorCode::kIo, label(), broken_epoch());
+        return std::nullopt;
+      }
       if (cancel_ && cancel_->cancelled())
         throw Error(ErrorCode::kCancelled, label(), "the pipeline was cancelled");
       cv_.wait_for(lock, std::chrono::milliseconds(kWaitMs));
@@ -67,6 +79,13 @@ class ServiceIterator final : public Iterator {
   }
 
  private:
+  std::string broken_epoch() const {
+    std::string s = "every worker's stream of epoch " + std::to_string(epoch_) +
+                    " ended before its pieces were done:";
+    for (const std::string& f : failures_) s += "\n  " + f;
+    return s;
+  }
+
   [[noreturn]] void refuse_state() const {
     throw Error(ErrorCode::kInvalidArgument, label(),
                 "a service source in sharding \"off\" keeps no position, so its state cannot be "
@@ -78,11 +97,12 @@ class ServiceIterator final : public Iterator {
     spec.set_name(o_.job);
     spec.set_upstream_json(o_.upstream_json);
     spec.set_fingerprint(o_.fingerprint);
-    spec.set_sharding(JobSpec::OFF);
-    spec.set_lanes(1);
-    spec.set_consumers(1);
+    spec.set_sharding(dynamic() ? JobSpec::DYNAMIC : JobSpec::OFF);
+    spec.set_lanes(dynamic() ? o_.lanes : 1);
+    spec.set_consumers(dynamic() ? o_.consumers : 1);
     return spec;
   }
+  bool dynamic() const { return o_.sharding == "dynamic"; }
 
   // The job and its workers from the dispatcher; waits for a first worker.
   JobReply get_job() {
@@ -163,19 +183,162 @@ class ServiceIterator final : public Iterator {
       request.set_job(job);
       *request.mutable_spec() = job_spec();
       request.set_epoch(epoch_);
+      request.set_consumer(o_.consumer);
       stream = channel->stream(kRead, request.SerializeAsString(), {.token = o_.token});
       if (!watch(stream.get())) return finish(nullptr);
-      read_frames(*stream, peer);
+      if (dynamic())
+        read_pieces(*stream, peer, job);
+      else
+        read_frames(*stream, peer);
     } catch (const CallError& e) {
       if (e.call_code() == CallCode::kUnauthenticated)
         fail(ErrorCode::kInvalidArgument,
              token_refusal(kConsumer, "worker", w.address(), !o_.token.empty()));
+      else if (dynamic())
+        cut(stream.get(), peer + ": " + e.detail(), job, w.worker());
       else
         fail(ErrorCode::kIo, peer + ": " + e.detail());
     } catch (const Error& e) {
-      fail(e.code(), e.message());  // a frame's error names the peer
+      if (dynamic() && e.code() == ErrorCode::kDataLoss)  // a damaged frame or a broken rule
+        cut(stream.get(), e.message(), job, w.worker());
+      else
+        fail(e.code(), e.message());  // a frame's error names the peer
     }
     finish(stream.get());
+  }
+
+  // Sharding "dynamic": the stream's frames, kept under the ledger's rules (I2). Returns
+  // at the stream's end (the lanes' pieces all done) or a worker's error; throws
+  // Error(kDataLoss) for a frame that breaks a rule.
+  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job) {
+    auto dispatcher = transport_->open_channel(o_.dispatcher);
+    FrameReader reader(peer);
+    Frame frame;
+    while (stream.next(frame) == ClientStream::Next::kFrame) {
+      FrameContent content = reader.read(frame);
+      const FrameHeader& h = content.header;
+      if (h.kind == FrameKind::kError)
+        return fail(ErrorCode::kInvalidArgument, peer + " " + content.message);
+      if (h.kind == FrameKind::kElements) {
+        for (FrameElement& e : content.elements)
+          if (!keep(h, e, peer)) return;
+      } else if (h.kind == FrameKind::kPieceDone) {
+        piece_done(*dispatcher, h, content.records, peer, job);
+      }
+    }
+    std::lock_guard lock(mu_);
+    lanes_done_ = true;
+  }
+
+  // What the consumer has of a piece.
+  struct PieceLedger {
+    int64_t lease = 0;  // the newest lease a frame came under
+    int64_t kept = 0;   // records whose elements are queued (or done: the piece's length)
+    bool done = false;
+  };
+  // The piece's ledger entry for a frame of header `h` (under mu_): refused when the piece
+  // is done or a newer lease holds it; a newer lease becomes the piece's.
+  PieceLedger& ledger_entry(const FrameHeader& h, const std::string& peer) {
+    PieceLedger& p = ledger_[h.piece];
+    const std::string piece = peer + ": piece " + std::to_string(h.piece) + " of epoch " +
+                              std::to_string(h.epoch) + ", lease " + std::to_string(h.lease);
+    if (p.done) throw Error(ErrorCode::kDataLoss, label(), piece + ": the piece is done already");
+    if (h.lease < p.lease)
+      throw Error(ErrorCode::kDataLoss, label(),
+                  piece + ": a newer lease " + std::to_string(p.lease) + " holds it");
+    p.lease = h.lease;
+    return p;
+  }
+
+  // Queues an element under the ledger's rule, waiting while the queue is full. False
+  // when stopping.
+  bool keep(const FrameHeader& h, FrameElement& e, const std::string& peer) {
+    const size_t bytes = e.example.nbytes();
+    const size_t limit = static_cast<size_t>(o_.buffer_mb) << 20;
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopping_ || queue_.empty() || queued_bytes_ + bytes <= limit; });
+    if (stopping_) return false;
+    PieceLedger& p = ledger_entry(h, peer);
+    if (e.record < p.kept)
+      throw Error(ErrorCode::kDataLoss, label(),
+                  peer + ": piece " + std::to_string(h.piece) + " record " +
+                      std::to_string(e.record) + " under lease " + std::to_string(h.lease) +
+                      ", but records up to " + std::to_string(p.kept) + " are kept already");
+    p.kept = e.record + 1;
+    queue_.emplace_back(std::move(e.example), bytes);
+    queued_bytes_ += bytes;
+    cv_.notify_all();
+    return true;
+  }
+
+  void piece_done(Channel& dispatcher, const FrameHeader& h, int64_t records,
+                  const std::string& peer, int64_t job) {
+    {
+      std::lock_guard lock(mu_);
+      PieceLedger& p = ledger_entry(h, peer);
+      if (records < p.kept)
+        throw Error(ErrorCode::kDataLoss, label(),
+                    peer + ": piece " + std::to_string(h.piece) + " done at " +
+                        std::to_string(records) + " records, but " + std::to_string(p.kept) +
+                        " are kept");
+      p.kept = records;
+    }
+    PieceDoneRequest request;
+    request.set_job(job);
+    PiecePos* pos = request.mutable_pos();
+    pos->set_epoch(h.epoch);
+    pos->set_piece(h.piece);
+    pos->set_lease(h.lease);
+    pos->set_records(records);
+    pos->set_done(true);
+    call_dispatcher<PieceDoneRequest, PieceDoneReply>(dispatcher, kPieceDone, request);
+    std::lock_guard lock(mu_);
+    ledger_[h.piece].done = true;
+  }
+
+  // A unary call to the dispatcher; its failure is an Error (kIo) naming it.
+  template <class Request, class Reply>
+  Reply call_dispatcher(Channel& channel, const std::string& method, const Request& request) {
+    try {
+      return call_unary<Request, Reply>(channel, method, request,
+                                        {.deadline_ms = 10'000, .token = o_.token}, kConsumer,
+                                        "dispatcher");
+    } catch (const CallError& e) {
+      throw Error(ErrorCode::kIo, label(),
+                  "the dispatcher at " + o_.dispatcher + " (" + method + "): " + e.detail());
+    }
+  }
+
+  // A broken stream (I3): cancelled, then its worker's leases released at the records
+  // kept; the other workers' streams take the pieces on.
+  void cut(ClientStream* stream, const std::string& why, int64_t job, int64_t worker) {
+    if (stream != nullptr) stream->cancel();
+    ReleaseRequest request;
+    request.set_job(job);
+    request.set_consumer(o_.consumer);
+    request.set_epoch(epoch_);
+    request.set_worker(worker);
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      failures_.push_back(why);
+      for (const auto& [piece, p] : ledger_) {
+        if (p.done) continue;
+        PiecePos* pos = request.add_kept();
+        pos->set_epoch(epoch_);
+        pos->set_piece(piece);
+        pos->set_records(p.kept);
+      }
+    }
+    try {
+      auto channel = transport_->open_channel(o_.dispatcher);
+      const auto reply = call_dispatcher<ReleaseRequest, ReleaseReply>(*channel, kRelease, request);
+      std::cerr << "service: " << why
+                << ": stream cut; leases released at the records kept: " << reply.released()
+                << "\n";
+    } catch (const Error& e) {
+      fail(e.code(), e.message());
+    }
   }
 
   void read_frames(ClientStream& stream, const std::string& peer) {
@@ -220,6 +383,9 @@ class ServiceIterator final : public Iterator {
   ErrorCode error_code_ = ErrorCode::kIo;
   std::vector<ClientStream*> streams_;
   std::vector<std::thread> readers_;
+  std::map<int64_t, PieceLedger> ledger_;  // dynamic: by piece
+  bool lanes_done_ = false;                // dynamic: a stream ended normally
+  std::vector<std::string> failures_;      // dynamic: the streams cut, and why
 };
 
 class ServiceDataset final : public Dataset {

@@ -8,6 +8,13 @@
 // pass leaves, the pass is dropped, so that the next Read of that epoch starts it again
 // from the beginning (off mode keeps no positions). A Read carries its job's spec, so a
 // worker serves a job its beats have not listed yet.
+// In sharding "dynamic" a Read is one consumer's: the worker asks the dispatcher for the
+// consumer's next piece (GetSplit), builds the piece's pipeline (the upstream's
+// element-wise stages over make_piece_source from the lease's first record, through the
+// injected PieceBuilder) and streams its elements, each with its record in the piece,
+// then PIECE_DONE; then the next piece, until the dispatcher says the consumer's lanes
+// of the epoch are done. The handler's thread pulls the pipeline only while the stream
+// takes frames.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -33,6 +40,7 @@ constexpr size_t kOutboxFrames = 2;
 constexpr size_t kFrameElements = 64;
 constexpr size_t kFrameBytes = 4 << 20;
 constexpr int64_t kTakeWaitMs = 200;
+constexpr int64_t kSplitRetryMs = 20;  // GetSplit again after NONE
 
 struct Outgoing {
   Frame frame;
@@ -316,8 +324,12 @@ class WorkerImpl final : public Worker {
   void serve_read(std::string_view bytes, ServerCall& call) {
     const auto request = parse_request<ReadRequest>(bytes, kRead);
     check_hello(request.hello(), "(job '" + request.spec().name() + "')", "worker");
+    check_alive();
+    if (request.spec().sharding() == JobSpec::DYNAMIC) return serve_dynamic(request, call);
     if (request.spec().sharding() != JobSpec::OFF)
-      throw CallError(CallCode::kInvalidArgument, "this worker serves sharding \"off\" only");
+      throw CallError(CallCode::kInvalidArgument,
+                      "this worker serves sharding \"off\" and "
+                      "\"dynamic\" only");
     std::shared_ptr<Pass> pass;
     {
       std::lock_guard lock(mu_);
@@ -352,7 +364,133 @@ class WorkerImpl final : public Worker {
     }
   }
 
+  void check_alive() const {
+    if (killed_) throw CallError(CallCode::kUnavailable, "worker killed (fault injection)");
+  }
+  // The tests' fault injection: kills the worker at `point` when the hook says so.
+  void fault_at(const std::string& point, int64_t piece) {
+    const Fault f = o_.fault ? o_.fault(point, piece) : Fault::kNone;
+    if (f == Fault::kKill) killed_ = true;
+    check_alive();
+    if (f == Fault::kCutStream)
+      throw CallError(CallCode::kUnavailable, "stream cut (fault injection)");
+  }
+
+  // Sharding "dynamic": the consumer's pieces, one lease after another.
+  void serve_dynamic(const ReadRequest& r, ServerCall& call) {
+    if (!o_.piece_builder)
+      throw CallError(CallCode::kInvalidArgument, "this worker cannot read pieces (no builder)");
+    auto channel = transport_->open_channel(o_.dispatcher);  // this stream's own
+    Lease lease;
+    while (next_lease(*channel, r, call, lease))
+      if (!stream_lease(r, lease, call)) return;
+  }
+
+  // The consumer's next lease; false at the end of its lanes' epoch or a cancelled call.
+  bool next_lease(Channel& channel, const ReadRequest& r, ServerCall& call, Lease& lease) {
+    SplitRequest request;
+    request.set_job(r.job());
+    request.set_consumer(r.consumer());
+    request.set_epoch(r.epoch());
+    request.set_worker(number_);
+    for (;;) {
+      check_alive();
+      if (call.cancelled()) return false;
+      const auto reply = call_unary<SplitRequest, SplitReply>(
+          channel, kGetSplit, request, {.deadline_ms = 5'000, .token = o_.token},
+          {"worker", "--token-file"}, "dispatcher");
+      if (reply.kind() == SplitReply::END) return false;
+      if (reply.kind() == SplitReply::LEASE) {
+        lease = reply.lease();
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSplitRetryMs));
+    }
+  }
+
+  // Streams one lease: its elements, then PIECE_DONE. False when the stream is broken or
+  // the pipeline failed (its ERROR frame sent).
+  bool stream_lease(const ReadRequest& r, const Lease& lease, ServerCall& call) {
+    const FrameHeader header{
+        .job = r.job(), .epoch = r.epoch(), .piece = lease.piece(), .lease = lease.lease()};
+    fault_at("lease", lease.piece());
+    std::vector<RecordRange> ranges;
+    int64_t length = 0;
+    for (const auto& a : nlohmann::json::parse(lease.piece_json())) {
+      ranges.push_back({.shard = a[0].get<int64_t>(),
+                        .begin = a[1].get<int64_t>(),
+                        .end = a[2].get<int64_t>(),
+                        .offset = a[3].get<uint64_t>()});
+      length += ranges.back().end - ranges.back().begin;
+    }
+    auto tap = std::make_shared<RecordTap>();
+    std::unique_ptr<Pipeline> pipeline;
+    try {
+      pipeline =
+          o_.piece_builder(r.spec().upstream_json(), r.epoch(), o_.threads,
+                           [&](std::shared_ptr<const Dataset> source) {
+                             return make_piece_source(std::move(source), ranges, lease.from(), tap);
+                           });
+    } catch (const std::exception& e) {
+      call.write(error_frame(header, "cannot build the upstream: " + std::string(e.what())));
+      return false;
+    }
+    try {
+      if (!stream_piece(*pipeline, *tap, header, call)) return false;
+    } catch (const CallError&) {
+      throw;
+    } catch (const std::exception& e) {
+      call.write(error_frame(header, "failed in its upstream in piece " +
+                                         std::to_string(lease.piece()) + ": " + e.what()));
+      return false;
+    }
+    fault_at("done", lease.piece());
+    return call.write(piece_done_frame(header, length));
+  }
+
+  // The piece's elements in frames, each with its record in the piece.
+  bool stream_piece(Pipeline& pipeline, RecordTap& tap, const FrameHeader& header,
+                    ServerCall& call) {
+    for (bool more = true; more;) {
+      check_alive();
+      FrameWriter writer(header);
+      int64_t bytes = 0;
+      while (writer.count() < kFrameElements && writer.bytes() < kFrameBytes) {
+        auto element = pipeline.next();
+        if (!element) {
+          more = false;
+          break;
+        }
+        bytes += static_cast<int64_t>(element->nbytes());
+        writer.add(record_of(tap, element->id()), *element);
+      }
+      const auto count = static_cast<int64_t>(writer.count());
+      if (count == 0) break;
+      if (!call.write(writer.finish())) return false;
+      elements_ += count;
+      bytes_ += bytes;
+      fault_at("frame", header.piece);
+    }
+    return true;
+  }
+
+  // The record in the piece of the source element with this id (those before it were
+  // filtered out).
+  static int64_t record_of(RecordTap& tap, int64_t id) {
+    std::lock_guard lock(tap.mu);
+    while (!tap.read.empty()) {
+      const auto [read_id, record] = tap.read.front();
+      tap.read.pop_front();
+      if (read_id == id) return record;
+    }
+    throw Error(ErrorCode::kInvalidArgument, "service",
+                "an element of id " + std::to_string(id) +
+                    " is not one the piece's source read next: sharding \"dynamic\" needs "
+                    "stages that keep each element's id and order (map, filter)");
+  }
+
   const WorkerOptions o_;
+  std::atomic<bool> killed_{false};
   std::shared_ptr<Transport> transport_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Channel> channel_;

@@ -6,6 +6,7 @@
 // have (it is below spec), and the C++ service_source().
 #include "dataecho/core/hash.h"
 #include "dataecho/core/rng.h"
+#include "dataecho/ops/elastic.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/registry.h"
@@ -26,6 +27,21 @@ PipelineDef upstream_of(const nlohmann::json& j, const std::string& path, const 
   return upstream;
 }
 
+// Sharding "dynamic" reads pieces from their middle and numbers elements by their
+// records: the upstream's stages must be element-wise (map, filter).
+void refuse_not_element_wise(const PipelineDef& d, const std::string& path) {
+  for (size_t i = 0; i < d.stages().size(); ++i) {
+    const std::string& op = d.stages()[i].op;
+    if (op == "map" || op == "filter") continue;
+    throw_spec_error(path + ".stages[" + std::to_string(i) + "]",
+                     "sharding \"dynamic\" runs only element-wise stages (map, filter) on the "
+                     "workers: move `" +
+                         op +
+                         "` after the service source, on the trainer's side (or use sharding "
+                         "\"off\")");
+  }
+}
+
 // {"kind": "service", "dispatcher": "HOST:P", "job": "name", "pipeline": {...}, ...}
 DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   if (ctx.canonical != nullptr && ctx.canonical->contains("source") &&
@@ -40,12 +56,26 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
                      "expected HOST:PORT, got \"" + o.dispatcher + "\"");
   o.job = s.get_string("job");
   if (o.job.empty()) throw_spec_error(s.field_path("job"), "a job needs a name");
-  const std::string sharding = s.get_string("sharding");
-  if (sharding != "off")
+  o.sharding = s.get_string("sharding");
+  if (o.sharding == "static")
     throw_spec_error(s.field_path("sharding"),
-                     "sharding \"" + sharding +
-                         "\" is not available yet: only \"off\" is (each worker makes its own "
-                         "passes of the whole upstream)");
+                     "sharding \"static\" is not available yet: \"off\" and \"dynamic\" are");
+  o.lanes = static_cast<int>(s.get_int("lanes"));
+  o.consumers = static_cast<int>(s.get_int("consumers"));
+  o.consumer = static_cast<int>(s.get_int("consumer"));
+  if (o.sharding == "dynamic" && o.lanes % o.consumers != 0) {
+    std::string use;
+    for (int n = 1; n < o.lanes; ++n)
+      if (o.lanes % n == 0) use += std::to_string(n) + ", ";
+    use = use.substr(0, use.size() - 2) + " or " + std::to_string(o.lanes);
+    throw_spec_error(s.field_path("consumers"),
+                     std::to_string(o.lanes) + " lanes do not split over " +
+                         std::to_string(o.consumers) + " consumers: use " + use);
+  }
+  if (o.consumer >= o.consumers)
+    throw_spec_error(s.field_path("consumer"), "consumer " + std::to_string(o.consumer) + " of " +
+                                                   std::to_string(o.consumers) +
+                                                   ": give one in [0, consumers)");
   o.buffer_mb = s.get_int("buffer_mb");
   o.connect_timeout_s = s.get_number("connect_timeout_s");
   const std::string token_file = s.get_string("token_file");
@@ -55,6 +85,7 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   const nlohmann::json* upstream = s.raw("pipeline");
   if (upstream == nullptr) throw_spec_error(s.field_path("pipeline"), "missing");
   const PipelineDef d = upstream_of(*upstream, s.field_path("pipeline"), o.job);
+  if (o.sharding == "dynamic") refuse_not_element_wise(d, s.field_path("pipeline"));
   o.upstream_json = d.to_json().dump();
   o.fingerprint = d.fingerprint();
   return service::make_service_source(std::move(o));
@@ -84,8 +115,26 @@ void register_service_builders(Registry& r) {
          .type = OptionType::kString,
          .fallback = "off",
          .choices = {"off", "dynamic", "static"},
-         .doc = "\"off\": each worker makes its own passes of the whole upstream (\"dynamic\" "
-                "and \"static\" are not available yet)"},
+         .doc = "\"off\": each worker makes its own passes of the whole upstream; \"dynamic\": "
+                "the source's pieces leased to the workers, each record's element once per "
+                "epoch (an element-wise upstream: map, filter); \"static\" is not available "
+                "yet"},
+        {.name = "lanes",
+         .fallback = 12,
+         .min = 1,
+         .max = 1 << 16,
+         .doc = "dynamic: the lanes the pieces are dealt to (consumers must divide them)"},
+        {.name = "consumers",
+         .fallback = 1,
+         .min = 1,
+         .max = 1 << 16,
+         .doc = "dynamic: the job's consumers (trainer ranks); consumer r owns lanes k mod "
+                "consumers == r"},
+        {.name = "consumer",
+         .fallback = 0,
+         .min = 0,
+         .max = 1 << 16,
+         .doc = "dynamic: this consumer's number"},
         {.name = "buffer_mb",
          .fallback = 64,
          .min = 1,
@@ -118,9 +167,79 @@ service::UpstreamBuilder service_upstream_builder() {
   };
 }
 
+namespace {
+
+// The upstream's source alone, built as the whole upstream builds it (node 0).
+DatasetPtr upstream_source(const nlohmann::json& upstream) {
+  nlohmann::json j = {{"source", upstream.at("source")}};
+  if (upstream.contains("seed")) j["seed"] = upstream.at("seed");
+  std::vector<DatasetPtr> nodes;
+  return PipelineDef::from_json(j).build_nodes(BuildOptions{}, "", nodes);
+}
+
+// Pieces per lane: about 2,000 records a piece, at least 4 per lane.
+int64_t pieces_per_lane(int64_t records, int64_t lanes) {
+  return std::max<int64_t>(4, (records + lanes * 2000 - 1) / (lanes * 2000));
+}
+
+}  // namespace
+
+service::PlanFn service_plan_builder() {
+  return [](const std::string& json, int lanes) {
+    const auto upstream = nlohmann::json::parse(json);
+    const DatasetPtr source = upstream_source(upstream);
+    if (const std::string why = source->not_seekable_reason(); !why.empty())
+      throw_error(ErrorCode::kInvalidArgument, "service", why);
+    const auto index = source->record_index();
+    int64_t records = 0;
+    for (const ShardIndex& s : index) records += s.records;
+    const uint64_t seed = upstream.value("seed", uint64_t{0});
+    auto plan =
+        std::make_shared<const ElasticPlan>(index, lanes, pieces_per_lane(records, lanes), seed);
+    auto job = std::make_shared<service::JobPlan>();
+    job->pieces = plan->pieces();
+    job->lanes_of = [plan](int64_t epoch) {
+      std::vector<int32_t> lane_of(plan->pieces().size());
+      for (int64_t k = 0; k < plan->lanes(); ++k)
+        for (int64_t p : plan->lane_pieces(k, epoch)) lane_of[static_cast<size_t>(p)] = k;
+      return lane_of;
+    };
+    job->json = nlohmann::json{{"lanes", plan->lanes()},
+                               {"pieces_per_lane", plan->pieces_per_lane()},
+                               {"seed", plan->seed()},
+                               {"records", plan->records()}}
+                    .dump();
+    return std::shared_ptr<const service::JobPlan>(job);
+  };
+}
+
+service::PieceBuilder service_piece_builder() {
+  return [](const std::string& json, int64_t epoch, int threads,
+            const std::function<DatasetPtr(std::shared_ptr<const Dataset>)>& piece_source) {
+    const auto upstream = nlohmann::json::parse(json);
+    PipelineDef d = PipelineDef::from_dataset(piece_source(upstream_source(upstream)), "piece");
+    d.mutable_stages() =
+        PipelineDef::stages_from_json(upstream.value("stages", nlohmann::json::array()));
+    if (upstream.contains("seed")) d.seed(upstream.at("seed").get<uint64_t>());
+    if (epoch > 0) d = d.with_mixed_seed({static_cast<uint64_t>(epoch)});
+    if (threads > 0) {
+      AutotuneOptions a = d.autotune();
+      a.cpu_budget = threads;
+      d.autotune(a);
+    }
+    return d.build();
+  };
+}
+
 std::unique_ptr<service::Worker> start_service_worker(service::WorkerOptions options) {
   if (!options.builder) options.builder = service_upstream_builder();
+  if (!options.piece_builder) options.piece_builder = service_piece_builder();
   return service::start_worker(options);
+}
+
+std::unique_ptr<service::Dispatcher> start_service_dispatcher(service::DispatcherOptions options) {
+  if (!options.plan) options.plan = service_plan_builder();
+  return service::start_dispatcher(options);
 }
 
 PipelineDef service_source(const PipelineDef& upstream, ServiceOptions options) {

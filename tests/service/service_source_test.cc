@@ -110,6 +110,14 @@ TEST_F(ServiceSource, FingerprintIgnoresAddressAndCredentials) {
   EXPECT_EQ(def(7002, R"(, "token_file": ")" + dir + R"(/b.token", "connect_timeout_s": 2)")
                 .fingerprint(),
             base);
+  // A consumer (rank) of a dynamic job fingerprints as the others.
+  const std::string ranged = R"({"source": {"kind": "range", "count": 12}})";
+  EXPECT_EQ(
+      def(5000, R"(, "sharding": "dynamic", "lanes": 6, "consumers": 2, "consumer": 1)", ranged)
+          .fingerprint(),
+      def(5000, R"(, "sharding": "dynamic", "lanes": 6)", ranged).fingerprint());
+  EXPECT_NE(def(5000, R"(, "sharding": "dynamic", "lanes": 3)", ranged).fingerprint(),
+            def(5000, R"(, "sharding": "dynamic", "lanes": 6)", ranged).fingerprint());
   // What the workers produce is in it: the upstream and the job.
   EXPECT_NE(def(5000, "", R"({"source": {"kind": "range", "count": 301}})").fingerprint(), base);
   const PipelineDef other_job =
@@ -142,13 +150,34 @@ TEST_F(ServiceSource, AnUpstreamErrorNamesItsPath) {
                   "$.source.pipeline: expected a pipeline");
 }
 
-TEST_F(ServiceSource, ShardingOtherThanOffIsNotAvailableYet) {
-  for (const std::string sharding : {"dynamic", "static"}) {
+TEST_F(ServiceSource, StaticShardingIsNotAvailableYet) {
+  const std::string e =
+      error_of([&] { build(spec(5000, kUpstream, R"(, "sharding": "static")")); });
+  EXPECT_CONTAINS(e, "$.source.sharding");
+  EXPECT_CONTAINS(e, "sharding \"static\" is not available yet");
+}
+
+// Sharding "dynamic" reads pieces from their middle: only element-wise stages run on the
+// workers, and the refusal names the stage and says where it goes.
+TEST_F(ServiceSource, DynamicRefusesStagesThatAreNotElementWise) {
+  for (const std::string stage :
+       {R"({"op": "shuffle", "buffer": 10})", R"({"op": "echo", "factor": 2})",
+        R"({"op": "batch", "size": 4})", R"({"op": "repeat", "count": 2})"}) {
+    const std::string upstream = R"({"source": {"kind": "range", "count": 10}, "stages": [)"
+                                 R"({"op": "filter", "fn": "even"}, )" +
+                                 stage + "]}";
+    const std::string op = nlohmann::json::parse(stage).at("op");
     const std::string e =
-        error_of([&] { build(spec(5000, kUpstream, R"(, "sharding": ")" + sharding + "\"")); });
-    EXPECT_CONTAINS(e, "$.source.sharding");
-    EXPECT_CONTAINS(e, "sharding \"" + sharding + "\" is not available yet");
+        error_of([&] { build(spec(5000, upstream, R"(, "sharding": "dynamic")")); });
+    EXPECT_CONTAINS(e, "$.source.pipeline.stages[1]");
+    EXPECT_CONTAINS(e, "move `" + op + "` after the service source, on the trainer's side");
   }
+  const std::string e = error_of([&] {
+    build(spec(5000, R"({"kind": "range", "count": 10})",
+               R"(, "sharding": "dynamic", "lanes": 12, "consumers": 5)"));
+  });
+  EXPECT_CONTAINS(
+      e, "$.source.consumers: 12 lanes do not split over 5 consumers: use 1, 2, 3, 4, 6 or 12");
 }
 
 TEST_F(ServiceSource, WrongTokenIsRefusedOnBothSidesNamingWhereToLook) {

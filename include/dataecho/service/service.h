@@ -5,17 +5,27 @@
 // (dataecho/spec/service.h) and builds the `service` source; the CLI starts the
 // processes (`dataecho dispatcher`, `dataecho worker`, `dataecho service status`).
 //
-// Sharding "off" (the only one built yet): every worker builds the whole upstream once
-// per job and epoch, its seed salted by its worker number, and streams its own pass; a
-// consumer reads every worker's pass. No element is exactly once across workers.
+// Sharding "off": every worker builds the whole upstream once per job and epoch, its
+// seed salted by its worker number, and streams its own pass; a consumer reads every
+// worker's pass. No element is exactly once across workers.
+// Sharding "dynamic": the dispatcher cuts the upstream's source into pieces once per job
+// (the injected PlanFn: the elastic plan), deals them to lanes per epoch, and leases a
+// consumer's pieces to the workers that read for it; consumer r of N owns the lanes k
+// with k mod N == r. A worker reads a piece through the upstream's element-wise stages
+// from the record its lease starts at. The consumer counts the records it kept of each
+// piece; when a stream breaks it cancels it and releases that worker's leases at those
+// counts, so a piece re-leased goes on exactly where it stopped: each record's element
+// once per epoch, whichever workers fail.
 //
 // The token (docs/service.md, Security) comes from a file or DATAECHO_SERVICE_TOKEN,
 // never from the command line, a spec or a log line.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,12 +49,25 @@ void set_default_transport(std::shared_ptr<Transport> transport);
 // $DATAECHO_SERVICE_TOKEN, else "" (no token).
 std::string read_token(const std::string& token_file, const std::string& what);
 
+// A job's pieces (sharding "dynamic"), as the PlanFn makes them of its upstream's
+// source: `pieces[p]` the record ranges of piece p in read order, `lanes_of(epoch)` the
+// lane of each piece in that epoch, `json` what the journal keeps.
+struct JobPlan {
+  std::vector<std::vector<RecordRange>> pieces;
+  std::function<std::vector<int32_t>(int64_t epoch)> lanes_of;
+  std::string json;
+};
+// Makes the plan of `upstream_json`'s source in `lanes` lanes. Injected by the spec layer.
+using PlanFn =
+    std::function<std::shared_ptr<const JobPlan>(const std::string& upstream_json, int lanes)>;
+
 struct DispatcherOptions {
   std::string bind = "0.0.0.0";
   int port = 0;                          // 0: any free port (Dispatcher::port() says which)
   std::string journal_dir;               // "": the state is kept in memory only
   std::string token;                     // "": calls need none
   int64_t worker_timeout_ms = 10'000;    // a worker silent this long is not listed for new jobs
+  PlanFn plan;                           // null: sharding "dynamic" is refused
   std::shared_ptr<Transport> transport;  // null: default_transport()
 };
 
@@ -66,6 +89,29 @@ std::unique_ptr<Dispatcher> start_dispatcher(const DispatcherOptions& options);
 using UpstreamBuilder = std::function<std::unique_ptr<Pipeline>(
     const std::string& upstream_json, int64_t worker, int64_t epoch, int threads)>;
 
+// The source of one lease of a piece: `source`'s record ranges from record `from` of the
+// piece on (the records before it read and dropped, never passed on), each element
+// with the ids a full read gives it. `records` (may be null) gets, in order, each
+// element's id and its record in the piece, so that the worker can number what the
+// upstream's element-wise stages make of them.
+struct RecordTap {
+  std::mutex mu;
+  std::deque<std::pair<int64_t, int64_t>> read;  // (id, record in the piece)
+};
+DatasetPtr make_piece_source(std::shared_ptr<const Dataset> source, std::vector<RecordRange> ranges,
+                             int64_t from, std::shared_ptr<RecordTap> records);
+
+// Builds a lease's pipeline on a worker (sharding "dynamic"): the upstream's stages of
+// `upstream_json` over piece_source(the upstream's source), for pass `epoch`, within
+// `threads` cores. Injected by the spec layer.
+using PieceBuilder = std::function<std::unique_ptr<Pipeline>(
+    const std::string& upstream_json, int64_t epoch, int threads,
+    const std::function<DatasetPtr(std::shared_ptr<const Dataset> source)>& piece_source)>;
+
+// What a worker's fault hook does: nothing, end the stream with an error (the worker
+// lives on), or kill the worker (every stream ends with an error, it serves nothing more).
+enum class Fault { kNone, kCutStream, kKill };
+
 struct WorkerOptions {
   std::string dispatcher;  // host:port
   std::string bind = "0.0.0.0";
@@ -76,7 +122,12 @@ struct WorkerOptions {
   double connect_timeout_s = 30;  // for its first beat
   int64_t beat_ms = 500;
   UpstreamBuilder builder;
+  PieceBuilder piece_builder;            // null: sharding "dynamic" is refused
   std::shared_ptr<Transport> transport;  // null: default_transport()
+  // Tests' fault injection: called at "lease" (a piece leased, before its first frame),
+  // "frame" (after each frame of elements) and "done" (every element of the piece
+  // sent, before its PIECE_DONE) of a sharding "dynamic" stream.
+  std::function<Fault(const std::string& point, int64_t piece)> fault;
 };
 
 class Worker {
@@ -94,11 +145,15 @@ std::unique_ptr<Worker> start_worker(const WorkerOptions& options);
 
 // The `service` source's options, as its spec builder reads them.
 struct ServiceSourceOptions {
-  std::string dispatcher;     // host:port
-  std::string job;            // the job's name
-  std::string upstream_json;  // the upstream pipeline's spec, seeded
-  std::string fingerprint;    // of the upstream
-  int64_t buffer_mb = 64;     // the elements read ahead from all workers together
+  std::string dispatcher;        // host:port
+  std::string job;               // the job's name
+  std::string upstream_json;     // the upstream pipeline's spec, seeded
+  std::string fingerprint;       // of the upstream
+  std::string sharding = "off";  // "off" or "dynamic"
+  int lanes = 12;                // dynamic: the plan's lanes
+  int consumers = 1;             // dynamic: N, which must divide the lanes
+  int consumer = 0;              // dynamic: this one's r
+  int64_t buffer_mb = 64;        // the elements read ahead from all workers together
   std::string token;
   double connect_timeout_s = 30;
   std::shared_ptr<Transport> transport;  // null: default_transport()
