@@ -153,17 +153,26 @@ void register_service_builders(Registry& r) {
       build_service);
 }
 
+namespace {
+
+// A worker's pipeline of `d`, within `threads` cores (0: the pipeline's own budget).
+std::unique_ptr<Pipeline> build_within(PipelineDef& d, int threads) {
+  if (threads > 0) {
+    AutotuneOptions a = d.autotune();
+    a.cpu_budget = threads;
+    d.autotune(a);
+  }
+  return d.build();
+}
+
+}  // namespace
+
 service::UpstreamBuilder service_upstream_builder() {
   return [](const std::string& json, int64_t worker, int64_t epoch, int threads) {
     PipelineDef d =
         PipelineDef::from_json(nlohmann::json::parse(json))
             .with_mixed_seed({static_cast<uint64_t>(worker), static_cast<uint64_t>(epoch)});
-    if (threads > 0) {
-      AutotuneOptions a = d.autotune();
-      a.cpu_budget = threads;
-      d.autotune(a);
-    }
-    return d.build();
+    return build_within(d, threads);
   };
 }
 
@@ -222,12 +231,7 @@ service::PieceBuilder service_piece_builder() {
         PipelineDef::stages_from_json(upstream.value("stages", nlohmann::json::array()));
     if (upstream.contains("seed")) d.seed(upstream.at("seed").get<uint64_t>());
     if (epoch > 0) d = d.with_mixed_seed({static_cast<uint64_t>(epoch)});
-    if (threads > 0) {
-      AutotuneOptions a = d.autotune();
-      a.cpu_budget = threads;
-      d.autotune(a);
-    }
-    return d.build();
+    return build_within(d, threads);
   };
 }
 

@@ -138,15 +138,44 @@ std::string dispatcher_address(Child& dispatcher, const std::string& log) {
   return listening->substr(std::string("listening on ").size());
 }
 
-TEST(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
+// A dispatcher process on 127.0.0.1 (address: its HOST:PORT), the logs in `dir`.
+class ServiceProcesses : public ::testing::Test {
+ protected:
+  void SetUp() override {
 #ifndef DATAECHO_HAVE_GRPC_PLUGIN
-  GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
+    GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
 #endif
-  const std::string dir = temp_dir();
-  Child dispatcher({kDataecho, "dispatcher", "--port", "0", "--bind", "127.0.0.1"},
-                   dir + "/dispatcher.log");
-  const std::string address = dispatcher_address(dispatcher, dir + "/dispatcher.log");
+    dispatcher_ = std::make_unique<Child>(
+        std::vector<std::string>{kDataecho, "dispatcher", "--port", "0", "--bind", "127.0.0.1"},
+        dir + "/dispatcher.log");
+    address = dispatcher_address(*dispatcher_, dir + "/dispatcher.log");
+  }
+  Child& dispatcher() { return *dispatcher_; }
+  // dir/spec.json: a service source of job "ids" over dir/images.idx, with the source's
+  // `options` ("stages": the upstream's stages).
+  void write_spec(nlohmann::json options = nlohmann::json::object()) {
+    nlohmann::json upstream = {{"source", {{"kind", "idx"}, {"images", dir + "/images.idx"}}}};
+    if (options.contains("stages")) {
+      upstream["stages"] = options["stages"];
+      options.erase("stages");
+    }
+    nlohmann::json source = {{"kind", "service"},
+                             {"dispatcher", address},
+                             {"job", "ids"},
+                             {"connect_timeout_s", 20},
+                             {"pipeline", upstream}};
+    source.update(options);
+    write_file(dir + "/spec.json", nlohmann::json{{"source", source}}.dump());
+  }
 
+  const std::string dir = temp_dir();
+  std::string address;
+
+ private:
+  std::unique_ptr<Child> dispatcher_;
+};
+
+TEST_F(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
   Child worker({kDataecho, "worker", "--dispatcher", address, "--bind", "127.0.0.1"},
                dir + "/worker.log");
   const auto serving = worker.line();
@@ -154,15 +183,7 @@ TEST(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
       << serving.value_or("(nothing)") << "; " << read_text(dir + "/worker.log");
 
   write_images(dir + "/images.idx", 2000);
-  write_file(dir + "/spec.json",
-             nlohmann::json{
-                 {"source",
-                  {{"kind", "service"},
-                   {"dispatcher", address},
-                   {"job", "ids"},
-                   {"connect_timeout_s", 20},
-                   {"pipeline", {{"source", {{"kind", "idx"}, {"images", dir + "/images.idx"}}}}}}}}
-                 .dump());
+  write_spec();
   int status = 0;
   const std::string out =
       run_output({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log", &status);
@@ -188,21 +209,14 @@ TEST(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
 
   // SIGTERM stops both cleanly.
   EXPECT_EQ(worker.terminate(), 0) << read_text(dir + "/worker.log");
-  EXPECT_EQ(dispatcher.terminate(), 0) << read_text(dir + "/dispatcher.log");
+  EXPECT_EQ(dispatcher().terminate(), 0) << read_text(dir + "/dispatcher.log");
 }
 
 // Sharding "dynamic" over three worker processes, one SIGKILLed mid-epoch (its upstream
 // sleeps 0.2 ms an element, so each worker is in its first piece): the consumer (a
 // `dataecho pipe`) releases its lease at the records it kept, another worker reads the
 // piece on from there, and the epoch has each of the source's ids once.
-TEST(ServiceProcesses, WorkerSigkilledMidEpoch) {
-#ifndef DATAECHO_HAVE_GRPC_PLUGIN
-  GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
-#endif
-  const std::string dir = temp_dir();
-  Child dispatcher({kDataecho, "dispatcher", "--port", "0", "--bind", "127.0.0.1"},
-                   dir + "/dispatcher.log");
-  const std::string address = dispatcher_address(dispatcher, dir + "/dispatcher.log");
+TEST_F(ServiceProcesses, WorkerSigkilledMidEpoch) {
   std::vector<std::unique_ptr<Child>> workers;
   for (int w = 1; w <= 3; ++w) {
     const std::string log = dir + "/worker" + std::to_string(w) + ".log";
@@ -216,20 +230,10 @@ TEST(ServiceProcesses, WorkerSigkilledMidEpoch) {
   }
   constexpr uint32_t kImages = 6000;  // 24 pieces of 250 (four frames), 0.2 ms each
   write_images(dir + "/images.idx", kImages);
-  write_file(dir + "/spec.json",
-             nlohmann::json{
-                 {"source",
-                  {{"kind", "service"},
-                   {"dispatcher", address},
-                   {"job", "ids"},
-                   {"sharding", "dynamic"},
-                   {"lanes", 6},
-                   {"buffer_mb", 1},
-                   {"connect_timeout_s", 20},
-                   {"pipeline",
-                    {{"source", {{"kind", "idx"}, {"images", dir + "/images.idx"}}},
-                     {"stages", {{{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", 0.2}}}}}}}}}}}
-                 .dump());
+  write_spec({{"sharding", "dynamic"},
+              {"lanes", 6},
+              {"buffer_mb", 1},
+              {"stages", {{{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", 0.2}}}}}}});
   Child pipe({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log");
   std::string out;
   for (int i = 0; i < 450; ++i) {  // each worker in its first piece
