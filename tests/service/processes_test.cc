@@ -145,6 +145,10 @@ class ServiceProcesses : public ::testing::Test {
 #ifndef DATAECHO_HAVE_GRPC_PLUGIN
     GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
 #endif
+#ifndef DATAECHO_HAVE_CLI
+    GTEST_SKIP() << "this build has no dataecho command (DATAECHO_BUILD_CLI=OFF, as in the "
+                    "sanitizer builds)";
+#endif
     dispatcher_ = std::make_unique<Child>(
         std::vector<std::string>{kDataecho, "dispatcher", "--port", "0", "--bind", "127.0.0.1"},
         dir + "/dispatcher.log");

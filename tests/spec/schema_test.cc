@@ -80,10 +80,15 @@ TEST(Schema, TheTypedBuilderWritesExactlyTheDeclaredOptions) {
   typed["skip"] = {with([](PipelineDef& d) { d.skip(2); })};
   typed["shard"] = {with([](PipelineDef& d) { d.shard(2, 1); })};
   // The elastic stage is put first by with_elastic_first; its other options are written
-  // as every declared stage's.
+  // as every declared stage's (the DataLoader's consumers by TorchIterable, through
+  // with_option).
   typed["elastic"] = {with([](PipelineDef& d) { d = d.with_elastic_first(6, 2, 1); }),
                       with([](PipelineDef& d) {
-                        d.declared_stage("elastic", {{"pieces_per_lane", 2}, {"seed", 3}});
+                        d.declared_stage("elastic", {{"pieces_per_lane", 2},
+                                                     {"seed", 3},
+                                                     {"consumers_per_rank", 2},
+                                                     {"consumer", 1},
+                                                     {"lane_counts", true}});
                       })};
 
   const Registry& r = registry();
