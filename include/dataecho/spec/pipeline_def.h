@@ -279,7 +279,7 @@ PipelineDef sample(const std::vector<PipelineDef>& inputs, std::vector<double> w
 struct ServiceOptions {
   std::string dispatcher = "";  // host:port
   std::string job = "";
-  std::string sharding = "off";  // the only one built yet
+  std::string sharding = "off";  // "off" or "dynamic" ("static" is not built yet)
   int64_t buffer_mb = 64;        // elements read ahead from all workers together
   std::string token_file = "";
   double connect_timeout_s = 30;
