@@ -13,7 +13,9 @@ Reads every declaration from `dataecho spec` and writes:
   python/dataecho/_declared.py      the Python package's stage methods and source functions:
                                     each one's signature (types, defaults) and docstring
                                     from its op's declaration, but for the few with a
-                                    Python form of their own (HAND_WRITTEN);
+                                    Python form of their own (HAND_WRITTEN), and the
+                                    methods that make a source of the pipeline so far
+                                    (SOURCE_METHODS: distribute, the service source's);
   include/dataecho/spec/stage_options.h, src/spec/stage_options.cc
                                     the C++ fluent builder's option structs (MapStageOptions,
                                     ...) and the function that gives each struct's fields to
@@ -139,6 +141,18 @@ PYTHON_POSITIONAL = {"bucket": {"boundaries", "batch_sizes"}, "idx": {"images", 
                      "interleave": {"cycle"}, "prefetch": {"buffer"}, "repeat": {"count"}}
 PYTHON_DEFAULTS = {("echo", "factor"): 2}
 HAND_WRITTEN = {"stages": {"map", "filter", "pack", "elastic"}, "sources": {"sample"}}
+# Methods that make a source of the pipeline so far: method -> (source, the source's option
+# that takes the pipeline, what the method does). The method takes the source's other
+# options and hands them to PipelineDef._of_source.
+SOURCE_METHODS = {"distribute": ("service", "pipeline",
+                                 "This pipeline run on the data service's workers: a new definition whose source is a "
+                                 "`service` source with this pipeline (its source and stages so far, its seed and "
+                                 "settings) as the upstream `pipeline`; the stages added after it (shuffle, echo, "
+                                 "batch, prefetch) run in this process, on the trainer's side, and a repeat after it "
+                                 "counts the job's epochs (docs/python.md, \"The data service\"). "
+                                 "Refused (SpecError, a ValueError) for a pipeline without a source, one that is "
+                                 "distributed already, and one with a Python callable (the workers build the "
+                                 "upstream from its JSON spec).")}
 PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels", "token_file"}
 PY_TYPES = {"int": "int", "number": "float", "bool": "bool", "string": "str",
             "strings": "Union[str, Sequence[str]]", "ints": "Sequence[int]",
@@ -249,6 +263,16 @@ def python_def(group: str, s: Dict[str, Any]) -> List[str]:
     return [head + noqa, python_docstring(s, indent), call, ""]
 
 
+def python_source_method(schema: Dict[str, Any], name: str) -> List[str]:
+    """SOURCE_METHODS[name]: a stage method taking a source's options but the pipeline's own."""
+    kind, taken, doc = SOURCE_METHODS[name]
+    s = next(s for s in schema["sources"] if s["name"] == kind)
+    options = [o for o in s["options"] if o["name"] != taken]
+    head = joined(f"    def {name}(", python_signature("sources", kind, options, "self"), ') -> PipelineDef:')
+    docstring = python_docstring({"name": kind, "doc": doc, "options": options}, "        ")
+    return [head, docstring, f'        return self._of_source("{kind}", "{taken}", locals())', ""]
+
+
 def python_declared(schema: Dict[str, Any]) -> str:
     out = ['"""The stage methods and source functions of the Python package, written by',
            "scripts/gen_spec.py from the operators' declarations (`dataecho spec`; do not edit):",
@@ -262,10 +286,14 @@ def python_declared(schema: Dict[str, Any]) -> str:
            '    """The stage methods that follow from the declarations alone."""', "",
            "    __slots__ = ()", "",
            '    def _declared(self, op: str, options: Mapping[str, Any]) -> PipelineDef:',
+           "        raise NotImplementedError  # PipelineDef's", "",
+           '    def _of_source(self, kind: str, taken: str, options: Mapping[str, Any]) -> PipelineDef:',
            "        raise NotImplementedError  # PipelineDef's", ""]
     for s in schema["stages"]:
         if s["name"] not in HAND_WRITTEN["stages"]:
             out += python_def("stages", s)
+    for name in sorted(SOURCE_METHODS):
+        out += python_source_method(schema, name)
     out += ["", 'def _source(kind: str, options: Mapping[str, Any]) -> PipelineDef:',
             "    from ._definition import declared_source  # which imports this module", "",
             "    return declared_source(kind, options)", ""]

@@ -22,6 +22,9 @@ class DeclaredStages:
     def _declared(self, op: str, options: Mapping[str, Any]) -> PipelineDef:
         raise NotImplementedError  # PipelineDef's
 
+    def _of_source(self, kind: str, taken: str, options: Mapping[str, Any]) -> PipelineDef:
+        raise NotImplementedError  # PipelineDef's
+
     def batch(self, size: int, *, drop_remainder: bool = False) -> PipelineDef:
         """Stacks ``size`` elements into one: every tensor gets a leading batch dimension.
 
@@ -217,6 +220,42 @@ class DeclaredStages:
         No options.
         """
         return self._declared("unbatch", locals())
+
+    def distribute(self, dispatcher: str, job: str, *, sharding: Optional[str] = None,
+                   lanes: Optional[int] = None, consumers: Optional[int] = None,
+                   consumer: Optional[int] = None, buffer_mb: Optional[int] = None,
+                   token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+                   connect_timeout_s: Optional[float] = None) -> PipelineDef:
+        """This pipeline run on the data service's workers: a new definition whose source is a
+        ``service`` source with this pipeline (its source and stages so far, its seed and
+        settings) as the upstream ``pipeline``; the stages added after it (shuffle, echo,
+        batch, prefetch) run in this process, on the trainer's side, and a repeat after it
+        counts the job's epochs (docs/python.md, "The data service"). Refused (SpecError, a
+        ValueError) for a pipeline without a source, one that is distributed already, and
+        one with a Python callable (the workers build the upstream from its JSON spec).
+
+        Options (docs/spec.md, "service"):
+
+        ``dispatcher``: the dispatcher's HOST:PORT; a string; required.
+        ``job``: the job's name: trainers that name the same job and upstream share it; a
+        string; required.
+        ``sharding``: "off": each worker makes its own passes of the whole upstream;
+        "dynamic": the source's pieces leased to the workers, each record's element once per
+        epoch (an element-wise upstream: map, filter); "static" is not available yet; one of
+        "off", "dynamic" or "static"; default "off".
+        ``lanes``: dynamic: the lanes the pieces are dealt to (consumers must divide them);
+        an integer in [1, 65536]; default 12.
+        ``consumers``: dynamic: the job's consumers (trainer ranks); consumer r owns lanes k
+        mod consumers == r; an integer in [1, 65536]; default 1.
+        ``consumer``: dynamic: this consumer's number; an integer in [0, 65536]; default 0.
+        ``buffer_mb``: MiB of elements read ahead from all workers together; an integer in
+        [1, 1048576]; default 64.
+        ``token_file``: a file whose first line is the service's token ("":
+        $DATAECHO_SERVICE_TOKEN, or none); a string; default "".
+        ``connect_timeout_s``: how long to wait for the dispatcher and a first worker; a
+        number >= 0.001; default 30.
+        """
+        return self._of_source("service", "pipeline", locals())
 
 
 def _source(kind: str, options: Mapping[str, Any]) -> PipelineDef:

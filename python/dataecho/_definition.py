@@ -72,9 +72,11 @@ def _wrap_callable(fn: MapFunction, as_numpy: bool) -> Callable[[Dict[str, Any]]
 
 def _spec_value(v: Any) -> Any:
     """A Python argument as the spec's JSON takes it: a path as a string, a mapping as a
-    dict, a tuple or other sequence as a list."""
+    dict, a tuple or other sequence as a list, a definition as its spec."""
     if isinstance(v, os.PathLike):
         return os.fspath(v)
+    if isinstance(v, PipelineDef):  # a nested pipeline (a service source's upstream)
+        return v.to_spec()
     if isinstance(v, Mapping):
         return {str(k): _spec_value(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -137,6 +139,26 @@ class PipelineDef(DeclaredStages):
         its options (C++ ``PipelineDef::declared_stage``): None is "not given"."""
         given = {k: _spec_value(v) for k, v in _none_dropped(options).items() if k != "self"}
         return self._derive(self._d.declared_stage(op, given), callable_)
+
+    def _of_source(self, kind: str, taken: str, options: Mapping[str, Any]) -> "PipelineDef":
+        """A source of ``kind`` whose option ``taken`` is this definition's spec, with the
+        method's other arguments as its options (``distribute``: a service source)."""
+        method = {"service": "distribute"}.get(kind, kind)
+        if not self._d.source_kind:
+            raise SpecError(f"{method}: the pipeline has no source: start it from a source "
+                            "(de.tfrecord(...), de.range(...)) before distributing it")
+        if self._d.source_kind == kind:
+            raise SpecError(f"{method}: the pipeline's source is a {kind} source already: add the trainer's "
+                            f"stages to it, or {method} its upstream instead (its source's '{taken}')")
+        try:
+            upstream = self.to_spec()
+        except SpecError as e:
+            raise SpecError(f"{method}: the workers build the upstream from its JSON spec, which it does not "
+                            f"have: {e}") from None
+        given = {k: v for k, v in options.items() if k != "self" and v is not None}
+        out = declared_source(kind, {**given, taken: upstream})
+        out._base_dir = self._base_dir  # the trainer's relative paths (a token_file)
+        return out
 
     # ------------------------------------------------------------------ JSON
     @classmethod

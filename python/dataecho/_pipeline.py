@@ -157,7 +157,13 @@ class Pipeline:
         self._p = self._start()
         _live.add(self)
 
-    def _start(self) -> _core.Pipeline:
+    def _start(self, restoring: bool = False) -> _core.Pipeline:
+        if self._epoch > 0 and not restoring and self._def._d.source_kind == "service":
+            raise SpecError(
+                f"epoch {self._epoch} of a pipeline whose source is a service source: the service counts "
+                "epochs by a repeat after the source (distribute(...).repeat(n): one pipeline, epochs 0 to "
+                "n - 1); a pipeline started at another epoch would ask the dispatcher for the job's epoch 0 "
+                "again")
         d = self._def.for_epoch(self._epoch)
         return d._d.build(self._base_dir, self._fusion, self._as_numpy, self._share)
 
@@ -276,7 +282,7 @@ class Pipeline:
             self._p.close()
             self._epoch = epoch
             self._exhausted = False
-            self._p = self._start()
+            self._p = self._start(restoring=True)
         try:
             self._p.restore(bytes(state["state"]))
         except _core.Error as e:

@@ -97,6 +97,14 @@ def _remove_if_owner(path: str, pid: int) -> None:
             pass
 
 
+def _refuse_service_workers(d: PipelineDef, who: str, num_workers: int) -> None:
+    """DataLoader workers over a service source: each would be a consumer of its own."""
+    if d._d.source_kind == "service":
+        raise SpecError(f"{who}: the pipeline's source is a service source, whose upstream runs on the service's "
+                        f"workers: use num_workers=0, not {num_workers} (each DataLoader worker would be a consumer "
+                        "of its own, and the job's elements would not reach the loader exactly once)")
+
+
 class TorchIterable(torch.utils.data.IterableDataset):
     """A ``torch.utils.data.IterableDataset`` over a dataecho pipeline, for code that
     expects a DataLoader: ``DataLoader(de.TorchIterable(d), batch_size=None)``.
@@ -111,7 +119,9 @@ class TorchIterable(torch.utils.data.IterableDataset):
     its own lanes instead (the elastic stage's ``consumers_per_rank`` and ``consumer``):
     its batches still have the rank's share of the global batch's rows, and the workers
     together return the rank's rows of an epoch, in another order. The ranks times the
-    workers must divide the lanes, and batch echo takes ``num_workers`` 0 or 1.
+    workers must divide the lanes, and batch echo takes ``num_workers`` 0 or 1. A
+    pipeline whose source is a ``service`` source (``distribute``) takes
+    ``num_workers=0``: its upstream runs on the service's workers already.
     ``StatefulDataLoader`` saves and resumes the position of such a loader.
 
     Each pass of the DataLoader (each ``for batch in loader:``) is a new epoch: epoch
@@ -159,6 +169,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
 
     def _for_worker(self, d: PipelineDef, info: Any) -> PipelineDef:
         """The definition a DataLoader worker (or the main process: ``info`` None) builds."""
+        if info is not None:
+            _refuse_service_workers(d, "TorchIterable", int(info.num_workers))
         elastic = d.find("elastic") == 0
         if info is not None and info.num_workers > 1:
             if elastic:  # worker w reads its own lanes: consumer w of the rank's num_workers
@@ -286,6 +298,8 @@ class StatefulDataLoader(torch.utils.data.DataLoader):
             raise SpecError("StatefulDataLoader: persistent workers would not start a pass from a loaded state: "
                             "leave persistent_workers False")
         d = dataset.definition
+        if num_workers > 0:
+            _refuse_service_workers(d, "StatefulDataLoader", num_workers)
         if num_workers > 0 and d.find("elastic") != 0:
             raise SpecError(f"StatefulDataLoader: with {num_workers} workers the pipeline must be elastic "
                             "(elastic() or distributed(elastic=True)): a worker's position is its lanes'; "

@@ -48,6 +48,13 @@ def test_every_source_function_takes_the_declared_options():
         check("sources", name, getattr(de, name))
 
 
+def test_distribute_takes_the_service_sources_options_but_its_pipeline():
+    named, rest = keywords(de.PipelineDef.distribute)
+    assert not rest and named == declared("sources", "service") - {"pipeline"}
+    assert "``sharding``: " in de.PipelineDef.distribute.__doc__
+    assert "``pipeline``: " not in de.PipelineDef.distribute.__doc__
+
+
 def test_docstrings_list_the_declared_options_and_functions():
     assert "``length``: tokens per block; an integer in [1, 16777216]; required." in de.PipelineDef.pack.__doc__
     assert "``on_error``" in de.tfrecord.__doc__
