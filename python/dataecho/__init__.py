@@ -25,8 +25,10 @@ definition can be the start of several. ``build()`` starts a ``Pipeline``: an it
 whose threads run in C++, without the GIL. See docs/python.md for the whole reference.
 
 The modules: ``_definition`` (PipelineDef and the sources), ``_pipeline`` (Pipeline,
-Batch, merge_states), ``_profile`` (profile), ``_torch`` (TorchIterable and
-StatefulDataLoader, which import torch when first used); ``_core`` is the C++ extension.
+Batch, merge_states), ``_profile`` (profile), ``_service`` (service_status, the data
+service's dispatcher; ``PipelineDef.distribute`` sends an upstream to its workers),
+``_torch`` (TorchIterable and StatefulDataLoader, which import torch when first used);
+``_core`` is the C++ extension.
 ``dataecho.stats`` (imported on its own: ``from dataecho import stats``) has the
 experiment protocol's statistics, the engine's medians and bootstrap intervals.
 """
@@ -40,6 +42,7 @@ from ._core import DataError, Error, SpecError
 from ._definition import PipelineDef, class_to_idx, files, idx, range, sample, service, source, tar, text, tfrecord
 from ._pipeline import Batch, Pipeline, clear_tuner_memory, merge_states
 from ._profile import profile
+from ._service import service_status
 
 __version__: str = _core.__version__
 
@@ -61,6 +64,7 @@ __all__ = [
     "range",
     "sample",
     "service",
+    "service_status",
     "source",
     "tar",
     "text",

@@ -22,6 +22,7 @@
 #include "dataecho/formats/files.h"
 #include "dataecho/ops/elastic.h"
 #include "dataecho/ops/pack.h"
+#include "dataecho/service/service.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/echo_advice.h"
 #include "dataecho/spec/pipeline_def.h"
@@ -323,6 +324,25 @@ void bind_stats(py::module_& m) {
       py::arg("cell_censored"), py::arg("resamples"), py::arg("level"), py::arg("seed"));
 }
 
+// ---------------------------------------------------------------- the data service
+// dataecho.service_status: the dispatcher's status, as `dataecho service status --json`
+// prints it. The service layer loads its gRPC plugin here, at the first call, never at
+// import (tests/python/test_service.py reads /proc/self/maps).
+void bind_service(py::module_& m) {
+  m.def(
+      "service_status",
+      [](const std::string& address, const std::string& token_file, double timeout_s) {
+        nlohmann::json status;
+        {
+          py::gil_scoped_release nogil;  // waits on the network
+          status = service::service_status(address, service::read_token(token_file, "token_file"),
+                                           timeout_s);
+        }
+        return to_python(status);
+      },
+      py::arg("address"), py::arg("token_file") = "", py::arg("timeout_s") = 10.0);
+}
+
 void add_exceptions(py::module_& m) {
   g_error = PyErr_NewExceptionWithDoc(
       "dataecho.Error",
@@ -393,6 +413,7 @@ PYBIND11_MODULE(_core, m) {
       },
       pybind11::arg("state"), pybind11::arg("skip"));
   bind_stats(m);
+  bind_service(m);
   m.def("copy_counters",
         [] { return py::make_tuple(g_copied_bytes.load(), g_shared_bytes.load()); });
 }

@@ -1,0 +1,223 @@
+"""The data service from Python (docs/service.md): ``PipelineDef.distribute`` and
+``dataecho.service_status`` against real ``dataecho dispatcher`` and ``dataecho worker``
+processes on 127.0.0.1, started as tests/service/processes_test.cc starts them (port 0,
+the ports read from the lines they print, a token file). Skipped where the build has no
+``dataecho`` command or no gRPC plugin."""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+from typing import List
+
+import pytest
+
+import dataecho as de
+
+TOKEN = "py-service-token"
+
+
+def _line(proc: subprocess.Popen, seconds: float = 20) -> str:
+    """The next line of ``proc``'s standard output within ``seconds`` ("" if none)."""
+    out, end = b"", time.monotonic() + seconds
+    while not out.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+            break
+        chunk = os.read(proc.stdout.fileno(), 1)
+        if not chunk:
+            break
+        out += chunk
+    return out.decode().strip()
+
+
+def _start(argv: List[str], log: str, expect: str) -> SimpleNamespace:
+    """A process of the dataecho command and what its first line says after ``expect``;
+    skips the module when the build cannot load the gRPC plugin."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+    line = _line(proc)
+    if not line.startswith(expect):
+        proc.kill()
+        proc.wait()
+        why = open(log).read()
+        if "grpc" in why.lower():
+            pytest.skip(f"this build cannot load the gRPC plugin: {why.strip()}")
+        pytest.fail(f"{argv[1]} printed {line!r}: {why}")
+    return SimpleNamespace(proc=proc, address=line[len(expect):])
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """A dispatcher and one worker, both with the token; yields their addresses and the
+    token file."""
+    b = os.environ.get("DATAECHO_BIN", "")
+    if not os.access(b, os.X_OK):
+        pytest.skip("no dataecho command (set DATAECHO_BIN; the build may have DATAECHO_BUILD_CLI=OFF)")
+    d = tmp_path_factory.mktemp("service")
+    token_file = d / "token"
+    token_file.write_text(TOKEN + "\n")
+    tok = ["--token-file", str(token_file)]
+    dispatcher = _start([b, "dispatcher", "--port", "0", "--bind", "127.0.0.1", *tok], str(d / "dispatcher.log"),
+                        "listening on ")
+    try:
+        worker = _start([b, "worker", "--dispatcher", dispatcher.address, "--bind", "127.0.0.1", *tok],
+                        str(d / "worker.log"), "worker w1 serving on ")
+    except BaseException:
+        dispatcher.proc.kill()
+        dispatcher.proc.wait()
+        raise
+    yield SimpleNamespace(bin=b, address=dispatcher.address, worker=worker.address, token_file=str(token_file),
+                          dir=d)
+    for p in (worker.proc, dispatcher.proc):
+        p.send_signal(signal.SIGTERM)
+    assert [p.wait(20) for p in (worker.proc, dispatcher.proc)] == [0, 0]
+
+
+def _ids(p: de.Pipeline) -> List[int]:
+    return [i for b in p for i in b.ids]
+
+
+def test_distribute_round_trips_json():
+    upstream = de.range(100).map("square").filter("id_mod", mod=3).seed(3)
+    d = upstream.distribute("10.0.0.2:5050", job="train", sharding="dynamic", lanes=6).shuffle(10).batch(4)
+    spec = d.to_spec()
+    assert spec["source"]["kind"] == "service"
+    assert spec["source"]["pipeline"] == upstream.to_spec()  # the upstream nested, its seed with it
+    assert {k: spec["source"][k] for k in ("dispatcher", "job", "sharding", "lanes")} == {
+        "dispatcher": "10.0.0.2:5050", "job": "train", "sharding": "dynamic", "lanes": 6}
+    assert [s["op"] for s in d.stages] == ["shuffle", "batch"]  # the trainer's side
+    assert de.PipelineDef.from_spec(json.loads(json.dumps(spec))) == d
+    assert de.service("10.0.0.2:5050", "train", upstream, sharding="dynamic", lanes=6) == \
+        upstream.distribute("10.0.0.2:5050", "train", sharding="dynamic", lanes=6)
+
+
+def test_what_cannot_be_distributed_is_refused():
+    with pytest.raises(ValueError, match="distribute: the pipeline has no source"):
+        de.source("").distribute("127.0.0.1:1", job="j")
+    once = de.range(4).distribute("127.0.0.1:1", job="j")
+    with pytest.raises(ValueError, match="distribute: the pipeline's source is a service source already"):
+        once.distribute("127.0.0.1:1", job="k")
+    with pytest.raises(ValueError, match=r"distribute: the workers build the upstream from its JSON spec.*"
+                                         r"\$\.stages\[0\]\.fn: the map function is the Python callable"):
+        de.range(4).map(lambda x: x).distribute("127.0.0.1:1", job="j")
+    with pytest.raises(de.SpecError, match=r"\$\.source\.lanes: expected an integer in \[1, 65536\]"):
+        de.range(4).distribute("127.0.0.1:1", job="j", lanes=0).build()
+    with pytest.raises(de.SpecError, match=r"epoch 1 of a pipeline whose source is a service source.*\.repeat\(n\)"):
+        once.build(epoch=1)
+
+
+@pytest.mark.parametrize("sharding", ["off", "dynamic"])
+def test_an_epoch_over_a_local_worker(service, sharding):
+    d = (de.range(2000).filter("id_mod", mod=2)
+         .distribute(service.address, job=f"py-epoch-{sharding}", sharding=sharding, token_file=service.token_file,
+                     connect_timeout_s=20)
+         .shuffle(64).batch(50))
+    with d.build(seed=1) as p:
+        ids = _ids(p)
+    # One worker: in either mode each id of the upstream once ("dynamic": whatever the
+    # workers, the records dealt in pieces).
+    assert sorted(ids) == list(range(0, 2000, 2))
+    assert ids != sorted(ids)  # the trainer's side shuffled
+
+
+def test_a_repeat_after_the_source_reads_the_next_epochs(service):
+    d = (de.range(300).distribute(service.address, job="py-epochs", sharding="dynamic", token_file=service.token_file)
+         .repeat(2))
+    with d.build() as p:
+        batches = list(p)
+    ids = [i for b in batches for i in b.ids]
+    assert sorted(ids) == sorted(list(range(300)) * 2)
+    assert sorted(e for b in batches for e in b.epochs) == [0] * 300 + [1] * 300
+
+
+def test_state_dict_resumes_the_epoch(service):
+    d = de.range(2000).distribute(service.address, job="py-resume", sharding="dynamic",
+                                  token_file=service.token_file)
+    with d.build() as p:
+        first = [next(p).ids[0] for _ in range(700)]
+        try:
+            state = p.state_dict()
+        except de.Error as e:
+            if "keeps no position" in str(e):
+                pytest.skip(f"the service source's save and restore are not built yet: {e}")
+            raise
+    with d.build() as q:
+        q.load_state_dict(state)
+        rest = _ids(q)
+    assert sorted(first + rest) == list(range(2000))
+
+
+def test_dataloader_workers_are_refused():
+    torch = pytest.importorskip("torch")
+    d = de.range(10).distribute("127.0.0.1:1", job="j").batch(2)
+    with pytest.raises(de.SpecError, match=r"StatefulDataLoader: the pipeline's source is a service source.*"
+                                           r"use num_workers=0, not 2"):
+        de.StatefulDataLoader(de.TorchIterable(d), num_workers=2)
+    loader = iter(torch.utils.data.DataLoader(de.TorchIterable(d), batch_size=None, num_workers=1))
+    try:
+        with pytest.raises(de.SpecError, match=r"TorchIterable: the pipeline's source is a service source, whose "
+                                               r"upstream runs on the service's workers: use num_workers=0, not 1"):
+            next(loader)
+    finally:
+        loader._shutdown_workers()  # now, not at a later garbage collection (5 s)
+
+
+def test_service_status(service):
+    with de.range(10).distribute(service.address, job="py-status", token_file=service.token_file).build() as p:
+        assert len(_ids(p)) == 10
+    status = de.service_status(service.address, token_file=service.token_file)
+    assert {j["name"]: j["sharding"] for j in status["jobs"]}["py-status"] == "off"
+    assert [w["address"] for w in status["workers"]] == [service.worker]
+    assert status["workers"][0]["alive"] is True
+    # The same JSON as `dataecho service status --json`.
+    cli = json.loads(subprocess.run([service.bin, "service", "status", service.address, "--json",
+                                     "--token-file", service.token_file],
+                                    check=True, capture_output=True, text=True).stdout)
+    assert set(cli) == set(status) and cli["jobs"] == status["jobs"]
+    assert [set(w) for w in cli["workers"]] == [set(w) for w in status["workers"]]
+
+
+def test_wrong_token_is_refused(service, monkeypatch):
+    wrong = service.dir / "wrong-token"
+    wrong.write_text("not-the-token\n")
+    with pytest.raises(de.Error, match=f"the dispatcher at {service.address} refused this status client's token "
+                                       r"\(check token_file or DATAECHO_SERVICE_TOKEN\)") as e:
+        de.service_status(service.address, token_file=wrong)
+    assert "not-the-token" not in str(e.value) and TOKEN not in str(e.value)
+    monkeypatch.delenv("DATAECHO_SERVICE_TOKEN", raising=False)
+    with pytest.raises(de.Error, match="needs a token and this status client has none"):
+        de.service_status(service.address)
+    d = de.range(10).distribute(service.address, job="py-wrong-token", token_file=wrong, connect_timeout_s=5)
+    with pytest.raises(de.Error, match="refused this consumer's token"):
+        with d.build() as p:
+            _ids(p)
+
+
+def test_an_unreachable_dispatcher_is_named(service):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    start = time.monotonic()
+    with pytest.raises(de.Error, match=address):
+        de.service_status(address, timeout_s=0.5)
+    assert time.monotonic() - start < 5
+
+
+def test_import_does_not_load_grpc(service):
+    # A fresh process: the maps of this one hold the plugin once a test above called it.
+    code = (
+        "import sys, dataecho as de\n"
+        "d = de.range(4).distribute(sys.argv[1], job='j', token_file=sys.argv[2]).batch(2)\n"
+        "before = open('/proc/self/maps').read()\n"
+        "de.service_status(sys.argv[1], token_file=sys.argv[2])\n"
+        "after = open('/proc/self/maps').read()\n"
+        "print(int('dataecho/_core' in before), int('grpc' in before.lower()), int('grpc' in after.lower()))\n")
+    out = subprocess.run([sys.executable, "-c", code, service.address, service.token_file], check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert out == ["1", "0", "1"]  # the extension mapped, gRPC not; the plugin once the service is used
