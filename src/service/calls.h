@@ -21,6 +21,7 @@ inline const std::string kStopJob = "/dataecho.service.Dispatcher/StopJob";
 inline const std::string kGetSplit = "/dataecho.service.Dispatcher/GetSplit";
 inline const std::string kPieceDone = "/dataecho.service.Dispatcher/PieceDone";
 inline const std::string kRelease = "/dataecho.service.Dispatcher/Release";
+inline const std::string kRewind = "/dataecho.service.Dispatcher/Rewind";
 inline const std::string kRead = "/dataecho.service.Worker/Read";
 
 // Who calls, for the Hello and the errors: "worker", "consumer", "status client".

@@ -9,14 +9,16 @@
 // - sharding "dynamic": GetSplit (a worker asks for a consumer's next piece: a lease,
 //   none pending now, or the end of the consumer's lanes of the epoch), PieceDone and
 //   Release (a consumer's reports: a piece it has whole; the leases of a worker whose
-//   stream it cut, at the records it kept). The job's plan is made once, through the
-//   injected PlanFn, and journaled with the job; an epoch's deal when it is first asked for.
+//   stream it cut, at the records it kept, and that stream closed), and Rewind (a consumer
+//   starting an epoch: a new incarnation, its pieces where its state says). The job's
+//   plan is made once, through the injected PlanFn, and journaled with the job (after a
+//   restart made again, and checked against the journal); an epoch's deal when it is
+//   first asked for. Replies may be lost and calls retried: a lease the worker did not
+//   get is given again, a piece done again and a stream released again change nothing.
 // Every request's Hello is checked (protocol.h). One lock over the state: the calls are
 // small and few (a beat per worker every half second).
 #include <chrono>
 #include <mutex>
-#include <set>
-#include <tuple>
 
 #include "dataecho/service/service.h"
 #include "service/calls.h"
@@ -64,6 +66,7 @@ class DispatcherImpl final : public Dispatcher {
     if (method == kGetSplit) return get_split(request);
     if (method == kPieceDone) return piece_done(request);
     if (method == kRelease) return release(request);
+    if (method == kRewind) return rewind(request);
     throw CallError(CallCode::kNotFound, "the dispatcher has no method " + method);
   }
 
@@ -189,10 +192,20 @@ class DispatcherImpl final : public Dispatcher {
     }
   }
 
-  // The job's plan: made at its registration, or again after a restart. Under mu_.
+  // The job's plan: made at its registration, or again after a restart (through the
+  // PlanFn, from the journaled job; it must be the journaled plan). Under mu_.
   const JobPlan& plan_of(const JobState& job) {
     auto& plan = plans_[job.id];
-    if (!plan) plan = make_plan(job.spec);
+    if (!plan) {
+      auto again = make_plan(job.spec);
+      if (again->json != job.plan_json)
+        throw CallError(CallCode::kInternal,
+                        "job '" + job.spec.name() +
+                            "': its plan made again differs from the journaled one (the "
+                            "upstream's source changed?): journaled " +
+                            job.plan_json + ", now " + again->json);
+      plan = std::move(again);
+    }
     return *plan;
   }
 
@@ -202,35 +215,73 @@ class DispatcherImpl final : public Dispatcher {
     record(state_.open_epoch(job.id, epoch, plan_of(job).lanes_of(epoch)));
   }
 
+  // Refuses a call of a consumer's older incarnation (a consumer restarted since). Under mu_.
+  static void check_incarnation(const JobState& job, int32_t consumer, int64_t incarnation) {
+    const auto& all = job.incarnations;
+    if (consumer < 0 || static_cast<size_t>(consumer) >= all.size()) return;  // the state refuses
+    const int64_t now = all[static_cast<size_t>(consumer)];
+    if (incarnation < now)
+      throw CallError(CallCode::kCancelled, "consumer " + std::to_string(consumer) + " of job '" +
+                                                job.spec.name() + "' was restarted (incarnation " +
+                                                std::to_string(incarnation) + ", now " +
+                                                std::to_string(now) + ")");
+  }
+
+  // The lease's reply: the lease with its piece's ranges. Under mu_.
+  SplitReply lease_reply(const JobState& job, Lease lease) {
+    nlohmann::json ranges = nlohmann::json::array();
+    for (const RecordRange& r : plan_of(job).pieces.at(static_cast<size_t>(lease.piece())))
+      ranges.push_back({r.shard, r.begin, r.end, r.offset});
+    lease.set_piece_json(ranges.dump());
+    SplitReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    *reply.mutable_lease() = lease;
+    reply.set_kind(SplitReply::LEASE);
+    return reply;
+  }
+
+  // A lease the worker took for the consumer after the stream's previous one, whose reply
+  // it did not get (the call retried): given again rather than a second one. Under mu_.
+  std::optional<Lease> lost_lease(const JobState& job, const SplitRequest& r) const {
+    const auto piece =
+        state_.leased_after(job.id, r.epoch(), r.consumer(), r.worker(), r.previous_lease());
+    if (!piece) return std::nullopt;
+    const PieceState& p = job.epochs.at(r.epoch()).pieces.at(static_cast<size_t>(*piece));
+    Lease l;
+    l.set_job(job.id);
+    l.set_epoch(r.epoch());
+    l.set_piece(*piece);
+    l.set_lease(p.lease);
+    l.set_from(p.from);
+    l.set_lane(p.lane);
+    l.set_worker(p.worker);
+    l.set_consumer(r.consumer());
+    return l;
+  }
+
   std::string get_split(std::string_view bytes) {
     const auto request = parse_request<SplitRequest>(bytes, kGetSplit);
     check_hello(request.hello(), "worker w" + std::to_string(request.worker()), "dispatcher");
     std::lock_guard lock(mu_);
     const JobState& job = state_.job(request.job());
-    if (closed_.count(
-            stream_key(request.job(), request.epoch(), request.consumer(), request.worker())))
+    check_incarnation(job, request.consumer(), request.incarnation());
+    open_epoch(job, request.epoch());
+    if (state_.closed(request.job(), request.epoch(), request.consumer(), request.worker()))
       throw CallError(CallCode::kCancelled, "consumer " + std::to_string(request.consumer()) +
                                                 " cut its stream from worker w" +
                                                 std::to_string(request.worker()) + " in epoch " +
                                                 std::to_string(request.epoch()));
-    open_epoch(job, request.epoch());
-    SplitReply reply;
-    *reply.mutable_hello() = make_hello("dispatcher");
+    if (auto lost = lost_lease(job, request)) return lease_reply(job, *lost).SerializeAsString();
     if (auto entry = state_.next_lease(request.job(), request.consumer(), request.epoch(),
                                        request.worker())) {
       record(*entry);
-      Lease lease = entry->lease();
-      nlohmann::json ranges = nlohmann::json::array();
-      for (const RecordRange& r : plan_of(job).pieces.at(static_cast<size_t>(lease.piece())))
-        ranges.push_back({r.shard, r.begin, r.end, r.offset});
-      lease.set_piece_json(ranges.dump());
-      *reply.mutable_lease() = lease;
-      reply.set_kind(SplitReply::LEASE);
-    } else {
-      reply.set_kind(state_.epoch_done(request.job(), request.consumer(), request.epoch())
-                         ? SplitReply::END
-                         : SplitReply::NONE);
+      return lease_reply(job, entry->lease()).SerializeAsString();
     }
+    SplitReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    reply.set_kind(state_.epoch_done(request.job(), request.consumer(), request.epoch())
+                       ? SplitReply::END
+                       : SplitReply::NONE);
     return reply.SerializeAsString();
   }
 
@@ -239,28 +290,36 @@ class DispatcherImpl final : public Dispatcher {
     check_hello(request.hello(), "(job " + std::to_string(request.job()) + ")", "dispatcher");
     std::lock_guard lock(mu_);
     const PiecePos& p = request.pos();
-    record(state_.done(request.job(), p.epoch(), p.piece(), p.lease()));
+    // Done already: the same report again (its reply was lost, and the call retried).
+    const auto& epochs = state_.job(request.job()).epochs;
+    const auto epoch = epochs.find(p.epoch());
+    const bool again =
+        epoch != epochs.end() && p.piece() >= 0 &&
+        p.piece() < static_cast<int64_t>(epoch->second.pieces.size()) &&
+        epoch->second.pieces[static_cast<size_t>(p.piece())].status == PieceStatus::kDone;
+    if (!again) record(state_.done(request.job(), p.epoch(), p.piece(), p.lease()));
     PieceDoneReply reply;
     *reply.mutable_hello() = make_hello("dispatcher");
     return reply.SerializeAsString();
   }
 
   // Closes the consumer's stream from the worker and releases the worker's leases of the
-  // consumer's lanes at the records the consumer kept (I3).
+  // consumer's lanes at the records the consumer kept (I3). Again after a lost reply: the
+  // stream is closed already and the worker holds none of them.
   std::string release(std::string_view bytes) {
     const auto request = parse_request<ReleaseRequest>(bytes, kRelease);
     check_hello(request.hello(), "(job " + std::to_string(request.job()) + ")", "dispatcher");
     std::lock_guard lock(mu_);
-    closed_.insert(
-        stream_key(request.job(), request.epoch(), request.consumer(), request.worker()));
+    const JobState& job = state_.job(request.job());
+    check_incarnation(job, request.consumer(), request.incarnation());
+    open_epoch(job, request.epoch());
+    if (!state_.closed(job.id, request.epoch(), request.consumer(), request.worker()))
+      record(state_.close_stream(job.id, request.epoch(), request.consumer(), request.worker()));
     std::map<int64_t, int64_t> kept;
     for (const PiecePos& p : request.kept()) kept[p.piece()] = p.records();
-    const JobState& job = state_.job(request.job());
     ReleaseReply reply;
     *reply.mutable_hello() = make_hello("dispatcher");
-    const auto epoch = job.epochs.find(request.epoch());
-    if (epoch == job.epochs.end()) return reply.SerializeAsString();
-    const auto& pieces = epoch->second.pieces;
+    const auto& pieces = job.epochs.at(request.epoch()).pieces;
     for (size_t i = 0; i < pieces.size(); ++i) {
       const PieceState& p = pieces[i];
       if (p.status != PieceStatus::kLeased || p.worker != request.worker() ||
@@ -274,16 +333,31 @@ class DispatcherImpl final : public Dispatcher {
     return reply.SerializeAsString();
   }
 
-  using StreamKey = std::tuple<int64_t, int64_t, int32_t, int64_t>;
-  static StreamKey stream_key(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) {
-    return {job, epoch, consumer, worker};
+  // A consumer starts an epoch, from its beginning or a saved state's positions: its next
+  // incarnation, journaled as a Rewind (its leases void, its pieces DONE or PENDING from
+  // the records kept).
+  std::string rewind(std::string_view bytes) {
+    const auto request = parse_request<RewindRequest>(bytes, kRewind);
+    check_hello(request.hello(), "(job " + std::to_string(request.job()) + ")", "dispatcher");
+    std::lock_guard lock(mu_);
+    const JobState& job = state_.job(request.job());
+    open_epoch(job, request.epoch());
+    const std::vector<PiecePos> pos(request.pos().begin(), request.pos().end());
+    const int32_t consumer = request.consumer();
+    const int64_t incarnation =
+        consumer >= 0 && static_cast<size_t>(consumer) < job.incarnations.size()
+            ? job.incarnations[static_cast<size_t>(consumer)] + 1
+            : 1;
+    record(state_.rewind(job.id, consumer, incarnation, request.epoch(), pos));
+    RewindReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    reply.set_incarnation(incarnation);
+    return reply.SerializeAsString();
   }
 
   const int64_t worker_timeout_ms_;
   const PlanFn plan_fn_;
   std::map<int64_t, std::shared_ptr<const JobPlan>> plans_;  // by job
-  // (job, epoch, consumer, worker) streams their consumer cut: no more leases on them.
-  std::set<StreamKey> closed_;
   std::mutex mu_;
   DispatcherState state_;
   std::vector<std::string> warnings_;

@@ -149,6 +149,7 @@ void DispatcherState::check_report(bool done, const PieceReport& r) const {
 void DispatcherState::check_rewind(const Rewind& r) const {
   const JobState& j = job(r.job());
   check_consumer(j, r.consumer());
+  epoch_of(j, r.epoch());
   const int64_t last = j.incarnations.at(static_cast<size_t>(r.consumer()));
   if (r.incarnation() <= last)
     refuse("job '" + j.spec.name() + "' consumer " + std::to_string(r.consumer()) +
@@ -160,6 +161,13 @@ void DispatcherState::check_rewind(const Rewind& r) const {
       refuse(piece_name(j, pos.epoch(), pos.piece()) + ": not a position of consumer " +
              std::to_string(r.consumer()) + " in epoch " + std::to_string(r.epoch()));
   }
+}
+
+void DispatcherState::check_close(const CloseStream& c) const {
+  const JobState& j = running_job(c.job());
+  check_consumer(j, c.consumer());
+  epoch_of(j, c.epoch());
+  if (!workers_.count(c.worker())) refuse("no worker " + std::to_string(c.worker()));
 }
 
 void DispatcherState::check(const JournalEntry& entry) const {
@@ -179,6 +187,8 @@ void DispatcherState::check(const JournalEntry& entry) const {
       return check_report(true, entry.done());
     case JournalEntry::kRewind:
       return check_rewind(entry.rewind());
+    case JournalEntry::kCloseStream:
+      return check_close(entry.close_stream());
     case JournalEntry::kStopJob: {
       const JobState& j = job(entry.stop_job().job());
       if (j.stopped) refuse("job '" + j.spec.name() + "' was stopped already");
@@ -245,6 +255,11 @@ void DispatcherState::apply(const JournalEntry& entry) {
     case JournalEntry::kRewind:
       apply_rewind(entry.rewind());
       break;
+    case JournalEntry::kCloseStream: {
+      const CloseStream& c = entry.close_stream();
+      job_mut(c.job()).epochs.at(c.epoch()).closed.insert({c.consumer(), c.worker()});
+      break;
+    }
     case JournalEntry::kStopJob:
       job_mut(entry.stop_job().job()).stopped = true;
       break;
@@ -263,6 +278,7 @@ void DispatcherState::apply_rewind(const Rewind& r) {
     if (epoch < r.epoch()) continue;
     for (PieceState& p : e.pieces)
       if (owns(j, r.consumer(), p.lane)) p = PieceState{.lane = p.lane};
+    std::erase_if(e.closed, [&](const auto& c) { return c.first == r.consumer(); });
   }
   auto& pieces = j.epochs.at(r.epoch()).pieces;
   for (const PiecePos& pos : r.pos()) {
@@ -284,7 +300,9 @@ void DispatcherState::apply_snapshot(const StateSnapshot& s) {
     j.incarnations.assign(js.incarnations().begin(), js.incarnations().end());
     j.stopped = js.stopped();
     for (const EpochSnapshot& es : js.epochs()) {
-      auto& pieces = j.epochs[es.epoch()].pieces;
+      EpochState& e = j.epochs[es.epoch()];
+      for (const CloseStream& c : es.closed()) e.closed.insert({c.consumer(), c.worker()});
+      auto& pieces = e.pieces;
       for (const PieceSnapshot& p : es.pieces())
         pieces.push_back({.lane = p.lane(),
                           .status = static_cast<PieceStatus>(p.status()),
@@ -319,6 +337,13 @@ JournalEntry DispatcherState::snapshot() const {
         ps->set_released(p.released);
         ps->set_lease(p.lease);
         ps->set_worker(p.worker);
+      }
+      for (const auto& [consumer, worker] : ep.closed) {
+        CloseStream* c = es->add_closed();
+        c->set_job(id);
+        c->set_epoch(epoch);
+        c->set_consumer(consumer);
+        c->set_worker(worker);
       }
     }
   }
@@ -437,6 +462,18 @@ JournalEntry DispatcherState::rewind(int64_t job, int32_t consumer, int64_t inca
   return e;
 }
 
+JournalEntry DispatcherState::close_stream(int64_t job, int64_t epoch, int32_t consumer,
+                                           int64_t worker) const {
+  JournalEntry e;
+  CloseStream* c = e.mutable_close_stream();
+  c->set_job(job);
+  c->set_epoch(epoch);
+  c->set_consumer(consumer);
+  c->set_worker(worker);
+  check(e);
+  return e;
+}
+
 JournalEntry DispatcherState::stop_job(int64_t job) const {
   JournalEntry e;
   e.mutable_stop_job()->set_job(job);
@@ -450,6 +487,27 @@ bool DispatcherState::epoch_done(int64_t job_id, int32_t consumer, int64_t epoch
   for (const PieceState& p : epoch_of(j, epoch).pieces)
     if (owns(j, consumer, p.lane) && p.status != PieceStatus::kDone) return false;
   return true;
+}
+
+bool DispatcherState::closed(int64_t job_id, int64_t epoch, int32_t consumer,
+                             int64_t worker) const {
+  const auto& epochs = job(job_id).epochs;
+  const auto it = epochs.find(epoch);
+  return it != epochs.end() && it->second.closed.count({consumer, worker}) > 0;
+}
+
+std::optional<int64_t> DispatcherState::leased_after(int64_t job_id, int64_t epoch,
+                                                     int32_t consumer, int64_t worker,
+                                                     int64_t after) const {
+  const JobState& j = job(job_id);
+  const auto& pieces = epoch_of(j, epoch).pieces;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const PieceState& p = pieces[i];
+    if (p.status == PieceStatus::kLeased && p.worker == worker && p.lease > after &&
+        owns(j, consumer, p.lane))
+      return static_cast<int64_t>(i);
+  }
+  return std::nullopt;
 }
 
 std::string DispatcherState::describe() const {
@@ -467,6 +525,8 @@ std::string DispatcherState::describe() const {
             << (p.status == PieceStatus::kLeased
                     ? "/" + std::to_string(p.lease) + "w" + std::to_string(p.worker)
                     : "");
+      for (const auto& [consumer, worker] : e.closed)
+        out << " closed " << consumer << '/' << worker;
       out << '\n';
     }
   }

@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataecho/proto/service.pb.h"
@@ -40,6 +42,9 @@ struct PieceState {
 
 struct EpochState {
   std::vector<PieceState> pieces;
+  // (consumer, worker): streams the consumer cut, whose worker gets no more of its pieces
+  // in the epoch (until the consumer's next rewind).
+  std::set<std::pair<int32_t, int64_t>> closed;
 };
 
 struct JobState {
@@ -77,6 +82,7 @@ class DispatcherState {
                        int64_t kept) const;
   JournalEntry rewind(int64_t job, int32_t consumer, int64_t incarnation, int64_t epoch,
                       const std::vector<PiecePos>& positions) const;
+  JournalEntry close_stream(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) const;
   JournalEntry stop_job(int64_t job) const;
   // The whole state as one entry, which apply() takes on an empty state only (the first
   // entry of a compacted journal).
@@ -89,6 +95,13 @@ class DispatcherState {
   const std::map<int64_t, JobState>& jobs() const { return jobs_; }
   // Whether every piece of the consumer's lanes in the epoch is done.
   bool epoch_done(int64_t job, int32_t consumer, int64_t epoch) const;
+  // Whether the consumer cut its stream from the worker in the epoch (false when the
+  // epoch is not open).
+  bool closed(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) const;
+  // The piece of the epoch leased to `worker` for `consumer` under a lease after
+  // `after`, if any (a lease whose reply the worker did not get).
+  std::optional<int64_t> leased_after(int64_t job, int64_t epoch, int32_t consumer, int64_t worker,
+                                      int64_t after) const;
   // The whole state as text, one line per job, epoch and worker (tests, status).
   std::string describe() const;
 
@@ -104,6 +117,7 @@ class DispatcherState {
   void check_lease(const Lease& l) const;
   void check_report(bool done, const PieceReport& r) const;
   void check_rewind(const Rewind& r) const;
+  void check_close(const CloseStream& c) const;
   const JobState& running_job(int64_t id) const;  // refuses a stopped job
   JobState& job_mut(int64_t id) { return const_cast<JobState&>(job(id)); }
   const PieceState& leased_piece(int64_t job, int64_t epoch, int64_t piece, int64_t lease) const;

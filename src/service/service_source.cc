@@ -12,6 +12,7 @@
 // leases are released at the records kept (I3), and another worker's stream goes on
 // from there; the epoch ends when the dispatcher says the lanes' pieces are done (a
 // stream ends normally) and every stream has ended.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -296,17 +297,32 @@ class ServiceIterator final : public Iterator {
     ledger_[h.piece].done = true;
   }
 
-  // A unary call to the dispatcher; its failure is an Error (kIo) naming it.
+  // A unary call to the dispatcher, tried again while it cannot be reached (restarted on
+  // its journal) for connect_timeout_s; its failure is an Error (kIo) naming it.
   template <class Request, class Reply>
   Reply call_dispatcher(Channel& channel, const std::string& method, const Request& request) {
+    Reply reply;
     try {
-      return call_unary<Request, Reply>(channel, method, request,
-                                        {.deadline_ms = 10'000, .token = o_.token}, kConsumer,
-                                        "dispatcher");
+      retry_unreachable(
+          o_.connect_timeout_s, o_.dispatcher,
+          [&](int64_t ms) {
+            reply = call_unary<Request, Reply>(
+                channel, method, request,
+                {.deadline_ms = std::min<int64_t>(ms, 10'000), .token = o_.token}, kConsumer,
+                "dispatcher");
+          },
+          [&] { return stopping(); });
     } catch (const CallError& e) {
       throw Error(ErrorCode::kIo, label(),
                   "the dispatcher at " + o_.dispatcher + " (" + method + "): " + e.detail());
+    } catch (const Error& e) {
+      throw Error(e.code(), label(), e.message() + " (" + method + ")");
     }
+    return reply;
+  }
+  bool stopping() {
+    std::lock_guard lock(mu_);
+    return stopping_;
   }
 
   // A broken stream (I3): cancelled, then its worker's leases released at the records

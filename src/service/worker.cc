@@ -13,13 +13,15 @@
 // element-wise stages over make_piece_source from the lease's first record, through the
 // injected PieceBuilder) and streams its elements, each with its record in the piece,
 // then PIECE_DONE; then the next piece, until the dispatcher says the consumer's lanes
-// of the epoch are done. The handler's thread pulls the pipeline only while the stream
-// takes frames.
+// of the epoch are done. While the dispatcher is down (restarted on its journal) the
+// worker asks again, up to its connect timeout. The handler's thread pulls the pipeline
+// only while the stream takes frames.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -386,19 +388,31 @@ class WorkerImpl final : public Worker {
       if (!stream_lease(r, lease, call)) return;
   }
 
-  // The consumer's next lease; false at the end of its lanes' epoch or a cancelled call.
+  // The consumer's next lease after `lease` (the stream's previous one, or none); false at
+  // the end of its lanes' epoch or a cancelled call. While the dispatcher cannot be
+  // reached (restarted) the call is tried again for connect_timeout_s.
   bool next_lease(Channel& channel, const ReadRequest& r, ServerCall& call, Lease& lease) {
     SplitRequest request;
     request.set_job(r.job());
     request.set_consumer(r.consumer());
     request.set_epoch(r.epoch());
     request.set_worker(number_);
+    request.set_incarnation(r.incarnation());
+    request.set_previous_lease(lease.lease());
+    const auto stopped = [&] { return killed_ || call.cancelled(); };
     for (;;) {
       check_alive();
       if (call.cancelled()) return false;
-      const auto reply = call_unary<SplitRequest, SplitReply>(
-          channel, kGetSplit, request, {.deadline_ms = 5'000, .token = o_.token},
-          {"worker", "--token-file"}, "dispatcher");
+      SplitReply reply;
+      retry_unreachable(
+          o_.connect_timeout_s, o_.dispatcher,
+          [&](int64_t ms) {
+            reply = call_unary<SplitRequest, SplitReply>(
+                channel, kGetSplit, request,
+                {.deadline_ms = std::min<int64_t>(ms, 5'000), .token = o_.token},
+                {"worker", "--token-file"}, "dispatcher");
+          },
+          stopped);
       if (reply.kind() == SplitReply::END) return false;
       if (reply.kind() == SplitReply::LEASE) {
         lease = reply.lease();

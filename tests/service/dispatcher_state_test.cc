@@ -181,6 +181,29 @@ TEST(DispatcherState, RewindSetsTheCheckpointsPositions) {
   EXPECT_EQ(f.lease(0)->piece(), 2);  // the released (rewound) positions first
 }
 
+// A closed stream stays closed in its epoch until the consumer's rewind, and survives a
+// snapshot; a lease after the stream's previous one is found (a lost reply's).
+TEST(DispatcherState, AClosedStreamStaysClosedUntilTheConsumersRewind) {
+  Fixture f(2, 2, 4);
+  const Lease first = *f.lease(0, 0, 1);
+  EXPECT_EQ(f.state.leased_after(f.job, 0, 0, 1, 0), first.piece());
+  EXPECT_FALSE(f.state.leased_after(f.job, 0, 0, 1, first.lease()).has_value());
+  EXPECT_FALSE(f.state.leased_after(f.job, 0, 0, 2, 0).has_value());
+  EXPECT_FALSE(f.state.leased_after(f.job, 0, 1, 1, 0).has_value());
+  f.state.apply(f.state.close_stream(f.job, 0, 0, 1));
+  EXPECT_TRUE(f.state.closed(f.job, 0, 0, 1));
+  EXPECT_FALSE(f.state.closed(f.job, 0, 1, 1));
+  EXPECT_FALSE(f.state.closed(f.job, 1, 0, 1));  // an epoch not open
+  DispatcherState copy;
+  copy.apply(f.state.snapshot());
+  EXPECT_EQ(copy.describe(), f.state.describe());
+  EXPECT_TRUE(copy.closed(f.job, 0, 0, 1));
+  f.state.apply(f.state.rewind(f.job, 0, 1, 0, {}));
+  EXPECT_FALSE(f.state.closed(f.job, 0, 0, 1));
+  EXPECT_THROW(f.state.close_stream(f.job, 3, 0, 1), Error);  // no epoch 3
+  EXPECT_THROW(f.state.close_stream(f.job, 0, 0, 9), Error);  // no worker 9
+}
+
 TEST(DispatcherState, AJobNameWithAnotherFingerprintIsRefused) {
   DispatcherState state;
   state.apply(*state.register_job(spec("train", 2, 1, "3f2a0c11d2e4b5a6"), "{}"));

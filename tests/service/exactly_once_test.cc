@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -81,12 +83,17 @@ class ServiceExactlyOnce : public ::testing::Test {
   void TearDown() override { set_default_transport(nullptr); }
 
   // Runs one epoch over the upstream with the faults; checks exactly once. Returns how
-  // many of the faults happened.
-  int run_epoch(const std::string& upstream, const std::vector<FaultAt>& faults) {
+  // many of the faults happened. `during` (may be null) runs on this thread while the
+  // consumers read, given the dispatcher (which it may replace) and its options.
+  using During = std::function<void(std::unique_ptr<Dispatcher>&, DispatcherOptions&)>;
+  int run_epoch(const std::string& upstream, const std::vector<FaultAt>& faults,
+                const During& during = nullptr, const std::string& journal = "") {
     int fired = 0;
     DispatcherOptions d;
     d.bind = "127.0.0.1";
+    d.journal_dir = journal;
     auto dispatcher = start_service_dispatcher(d);
+    d.port = dispatcher->port();
     std::mutex mu;
     std::map<std::pair<int, std::string>, int> calls;
     std::vector<std::unique_ptr<Worker>> workers;
@@ -98,6 +105,7 @@ class ServiceExactlyOnce : public ::testing::Test {
       o.connect_timeout_s = 5;
       o.fault = [&, w](const std::string& point, int64_t) {
         std::lock_guard lock(mu);
+        if (point == "frame") ++frames_;
         const int n = calls[{w, point}]++;
         for (const FaultAt& f : faults)
           if (f.worker == w && f.point == point && f.nth == n) {
@@ -122,6 +130,7 @@ class ServiceExactlyOnce : public ::testing::Test {
           errors[r] = e.what();
         }
       });
+    if (during) during(dispatcher, d);
     for (auto& t : consumers) t.join();
     workers.clear();
     for (int r = 0; r < kConsumers; ++r) EXPECT_EQ(errors[r], "") << "consumer " << r;
@@ -150,6 +159,8 @@ class ServiceExactlyOnce : public ::testing::Test {
                             {"pipeline", nlohmann::json::parse(upstream)}}}}
         .dump();
   }
+
+  std::atomic<int> frames_{0};  // frames the workers have sent (the fault hook's count)
 
   // The (id, echo) pairs of consumer r's lanes' pieces in epoch 0, read piece by piece.
   static Pairs lanes_pairs(const std::string& upstream, int r) {
@@ -192,6 +203,33 @@ TEST_P(ServiceExactlyOnceKilled, WorkerKilled) {
 INSTANTIATE_TEST_SUITE_P(, ServiceExactlyOnceKilled,
                          ::testing::Values("before_first", "mid_piece", "after_done_before_ack"),
                          [](const auto& info) { return info.param; });
+
+// The dispatcher stopped mid-epoch and started again on its journal 0.3 s later, twice
+// (after the workers' 4th and 12th frames), and worker 2 killed at its 5th frame: workers
+// ask for their next pieces and consumers report and release again until it answers, the
+// replayed leases, releases and done pieces stand, and the epoch is the source's once each.
+TEST_F(ServiceExactlyOnce, DispatcherRestartedOnItsJournal) {
+  auto restart_at = [&](std::vector<int> at) -> During {
+    return [this, at](std::unique_ptr<Dispatcher>& dispatcher, DispatcherOptions& d) {
+      for (int frames : at) {
+        for (int ms = 0; frames_ < frames; ++ms) {
+          ASSERT_LT(ms, 30'000) << "the workers sent " << frames_ << " frames";
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        dispatcher->stop();
+        dispatcher.reset();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        dispatcher = start_service_dispatcher(d);
+        EXPECT_EQ(dispatcher->journal_warnings(), std::vector<std::string>());
+      }
+    };
+  };
+  for (const std::string& upstream : {range_upstream(), tfrecord_upstream()}) {
+    frames_ = 0;
+    run_epoch(upstream, {{.worker = 2, .point = "frame", .nth = 4}}, restart_at({4, 12}),
+              temp_dir() + "/journal");
+  }
+}
 
 // Seeded schedules of up to two faults (worker kills and stream cuts, at random points
 // and calls), so that each consumer keeps a stream to a live worker; 60 (16 under TSan).

@@ -48,7 +48,8 @@ void record(Journal& journal, DispatcherState& state, const JournalEntry& e) {
 }
 
 // `steps` random valid operations of a dispatcher with 2 consumers over 4 lanes: workers
-// register, epochs open, pieces are leased, done, released at a count, rewound.
+// register, epochs open, pieces are leased, done, released at a count, rewound, streams
+// closed.
 void random_operations(Journal& journal, DispatcherState& state, std::mt19937_64& rng, int steps) {
   if (state.find_job("train") == nullptr) {
     record(journal, state, *state.register_job(job_spec(4, 2), R"({"plan": "x"})"));
@@ -61,7 +62,7 @@ void random_operations(Journal& journal, DispatcherState& state, std::mt19937_64
     const auto& epochs = state.job(job).epochs;
     const int64_t epoch = epochs.empty() ? -1 : epochs.rbegin()->first;
     const int32_t consumer = static_cast<int32_t>(rng() % 2);
-    switch (rng() % 6) {
+    switch (rng() % 7) {
       case 0: {  // a new epoch of 8 to 15 pieces
         std::vector<int32_t> lanes;
         for (uint64_t p = 0, n = 8 + rng() % 8; p < n; ++p)
@@ -111,6 +112,11 @@ void random_operations(Journal& journal, DispatcherState& state, std::mt19937_64
           record(journal, state, state.rewind(job, consumer, incarnation, epoch, {pos}));
         }
         break;
+      case 6:  // a consumer cuts its stream from a worker
+        if (epoch >= 0)
+          record(journal, state,
+                 state.close_stream(job, epoch, consumer, 1 + static_cast<int64_t>(rng() % 2)));
+        break;
     }
   }
 }
@@ -142,9 +148,9 @@ TEST(Journal, ReplayGivesTheSameState) {
     }
     EXPECT_EQ(replayed(dir.path).describe(), live.describe()) << "seed " << seed;
   }
-  for (auto kind :
-       {JournalEntry::kRegisterJob, JournalEntry::kRegisterWorker, JournalEntry::kOpenEpoch,
-        JournalEntry::kLease, JournalEntry::kRelease, JournalEntry::kDone, JournalEntry::kRewind})
+  for (auto kind : {JournalEntry::kRegisterJob, JournalEntry::kRegisterWorker,
+                    JournalEntry::kOpenEpoch, JournalEntry::kLease, JournalEntry::kRelease,
+                    JournalEntry::kDone, JournalEntry::kRewind, JournalEntry::kCloseStream})
     EXPECT_GT(recorded[kind], 0) << "no entry of kind " << kind;
 }
 

@@ -149,12 +149,42 @@ class ServiceProcesses : public ::testing::Test {
     GTEST_SKIP() << "this build has no dataecho command (DATAECHO_BUILD_CLI=OFF, as in the "
                     "sanitizer builds)";
 #endif
-    dispatcher_ = std::make_unique<Child>(
-        std::vector<std::string>{kDataecho, "dispatcher", "--port", "0", "--bind", "127.0.0.1"},
-        dir + "/dispatcher.log");
+    start_dispatcher({"--port", "0"});
+  }
+  // (Re)starts the dispatcher process with these arguments (--port among them).
+  void start_dispatcher(const std::vector<std::string>& args) {
+    dispatcher_.reset();
+    std::vector<std::string> argv = {kDataecho, "dispatcher", "--bind", "127.0.0.1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    dispatcher_ = std::make_unique<Child>(argv, dir + "/dispatcher.log");
     address = dispatcher_address(*dispatcher_, dir + "/dispatcher.log");
   }
   Child& dispatcher() { return *dispatcher_; }
+  // `n` worker processes, each serving.
+  std::vector<std::unique_ptr<Child>> start_workers(int n) {
+    std::vector<std::unique_ptr<Child>> workers;
+    for (int w = 1; w <= n; ++w) {
+      const std::string log = dir + "/worker" + std::to_string(w) + ".log";
+      workers.push_back(
+          std::make_unique<Child>(std::vector<std::string>{kDataecho, "worker", "--dispatcher",
+                                                           address, "--bind", "127.0.0.1"},
+                                  log));
+      const auto serving = workers.back()->line();
+      if (!serving || serving->find(" serving on 127.0.0.1:") == std::string::npos)
+        ADD_FAILURE() << serving.value_or("(nothing)") << "; " << read_text(log);
+    }
+    return workers;
+  }
+  // The dynamic spec of the fault tests: 6,000 images, 24 pieces of 250 (four frames),
+  // the upstream sleeping 0.2 ms an element.
+  static constexpr uint32_t kImages = 6000;
+  void write_dynamic_spec() {
+    write_images(dir + "/images.idx", kImages);
+    write_spec({{"sharding", "dynamic"},
+                {"lanes", 6},
+                {"buffer_mb", 1},
+                {"stages", {{{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", 0.2}}}}}}});
+  }
   // dir/spec.json: a service source of job "ids" over dir/images.idx, with the source's
   // `options` ("stages": the upstream's stages).
   void write_spec(nlohmann::json options = nlohmann::json::object()) {
@@ -221,23 +251,9 @@ TEST_F(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
 // `dataecho pipe`) releases its lease at the records it kept, another worker reads the
 // piece on from there, and the epoch has each of the source's ids once.
 TEST_F(ServiceProcesses, WorkerSigkilledMidEpoch) {
-  std::vector<std::unique_ptr<Child>> workers;
-  for (int w = 1; w <= 3; ++w) {
-    const std::string log = dir + "/worker" + std::to_string(w) + ".log";
-    workers.push_back(
-        std::make_unique<Child>(std::vector<std::string>{kDataecho, "worker", "--dispatcher",
-                                                         address, "--bind", "127.0.0.1"},
-                                log));
-    const auto serving = workers.back()->line();
-    ASSERT_TRUE(serving && serving->find(" serving on 127.0.0.1:") != std::string::npos)
-        << serving.value_or("(nothing)") << "; " << read_text(log);
-  }
-  constexpr uint32_t kImages = 6000;  // 24 pieces of 250 (four frames), 0.2 ms each
-  write_images(dir + "/images.idx", kImages);
-  write_spec({{"sharding", "dynamic"},
-              {"lanes", 6},
-              {"buffer_mb", 1},
-              {"stages", {{{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", 0.2}}}}}}});
+  auto workers = start_workers(3);
+  if (HasFailure()) return;
+  write_dynamic_spec();
   Child pipe({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log");
   std::string out;
   for (int i = 0; i < 450; ++i) {  // each worker in its first piece
@@ -252,6 +268,34 @@ TEST_F(ServiceProcesses, WorkerSigkilledMidEpoch) {
       << read_text(dir + "/pipe.log");
   const std::vector<int64_t> ids = ids_of_lines(out);
   ASSERT_EQ(ids.size(), kImages) << read_text(dir + "/pipe.log");
+  for (int64_t i = 0; i < kImages; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+}
+
+// Sharding "dynamic" with the dispatcher on a journal, SIGKILLed mid-epoch and started
+// again on the same port and journal half a second later: the workers ask for their next
+// pieces and the consumer reports again until it answers, the replayed leases and done
+// pieces stand, and the epoch has each of the source's ids once.
+TEST_F(ServiceProcesses, DispatcherSigkilledAndRestartedOnItsJournal) {
+  const std::string journal = dir + "/journal";
+  start_dispatcher({"--port", "0", "--journal", journal});
+  const std::string port = address.substr(address.rfind(':') + 1);
+  auto workers = start_workers(3);
+  if (HasFailure()) return;
+  write_dynamic_spec();
+  Child pipe({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log");
+  std::string out;
+  for (int i = 0; i < 450; ++i) {  // each worker in its first piece
+    const auto l = pipe.line(60);
+    ASSERT_TRUE(l) << read_text(dir + "/pipe.log");
+    out += *l + "\n";
+  }
+  dispatcher().kill_now();
+  usleep(500'000);
+  start_dispatcher({"--port", port, "--journal", journal});
+  while (auto l = pipe.line(120)) out += *l + "\n";
+  EXPECT_EQ(pipe.terminate(), 0) << read_text(dir + "/pipe.log");
+  const std::vector<int64_t> ids = ids_of_lines(out);
+  ASSERT_EQ(ids.size(), kImages) << read_text(dir + "/pipe.log") << read_text(dir + "/worker1.log");
   for (int64_t i = 0; i < kImages; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
 }
 
