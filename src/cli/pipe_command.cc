@@ -1,4 +1,5 @@
 // `dataecho pipe SPEC`: runs a pipeline spec and prints one JSON line per element.
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
@@ -33,22 +34,82 @@ std::unique_ptr<Pipeline> build_rank(const std::string& path, int64_t world_size
   return d.build(o);
 }
 
+// Writes the pipeline's state to `path` atomically (a file beside it, renamed over it), so
+// that a process killed at any moment leaves the previous state or the new one.
+void save_state_file(Pipeline& pipeline, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << pipeline.save();
+    f.flush();
+    if (!f) throw Error(ErrorCode::kIo, "pipe", "cannot write state file", tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(ErrorCode::kIo, "pipe", "cannot rename the state file over", path);
+}
+
+struct PipeArgs {
+  std::string spec;
+  bool values = false;
+  int64_t limit = -1;
+  bool stats = false;
+  std::string stats_json;
+  std::string save_state;
+  int64_t save_every = 0;
+  std::vector<std::string> restore_state;
+  int64_t world_size = 0;
+  int64_t rank = 0;
+  int64_t lanes = 12;
+};
+
+// Runs the pipeline as the command's arguments say.
+void run_pipe(const PipeArgs& args) {
+  if (args.save_every > 0 && args.save_state.empty())
+    throw Error(ErrorCode::kInvalidArgument, "pipe", "--save-every needs --save-state FILE");
+  auto pipeline = build_rank(args.spec, args.world_size, args.rank, args.lanes);
+  if (args.restore_state.size() == 1) pipeline->restore(read_state_file(args.restore_state[0]));
+  if (args.restore_state.size() > 1) {
+    std::vector<std::string> states;
+    for (const auto& path : args.restore_state) states.push_back(read_state_file(path));
+    pipeline->restore(merge_elastic_states(states));
+  }
+  std::ios::sync_with_stdio(false);
+  int64_t n = 0;
+  while (args.limit < 0 || n < args.limit) {
+    auto e = pipeline->next();
+    if (!e) break;
+    std::cout << example_to_json(*e, args.values).dump() << '\n';
+    ++n;
+    if (args.save_every > 0 && n % args.save_every == 0) {
+      std::cout.flush();
+      save_state_file(*pipeline, args.save_state);
+      std::cerr << "pipe: state saved after " << n << " elements" << std::endl;
+    }
+  }
+  std::cout.flush();
+  if (!args.save_state.empty()) save_state_file(*pipeline, args.save_state);
+  auto stats = pipeline->stats();
+  if (args.stats) {
+    std::cerr << stats.to_table();
+    // What the tuner of "auto" settings chose, and each change with its reason.
+    const nlohmann::json tuning = pipeline->tuning();
+    for (const auto& c : tuning["changes"]) {
+      std::cerr << "autotune " << c["t_s"].get<double>() << " s: " << c["node"].get<std::string>()
+                << " " << c["param"].get<std::string>() << " " << c["from"].get<int64_t>() << " -> "
+                << c["to"].get<int64_t>() << " (" << c["reason"].get<std::string>() << ")\n";
+    }
+  }
+  if (!args.stats_json.empty()) {
+    std::ofstream f(args.stats_json);
+    f << stats.to_json().dump(2) << '\n';
+    if (!f) throw Error(ErrorCode::kIo, "pipe", "cannot write stats file", args.stats_json);
+  }
+}
+
 }  // namespace
 
 void add_pipe_command(CLI::App& app) {
-  struct Args {
-    std::string spec;
-    bool values = false;
-    int64_t limit = -1;
-    bool stats = false;
-    std::string stats_json;
-    std::string save_state;
-    std::vector<std::string> restore_state;
-    int64_t world_size = 0;
-    int64_t rank = 0;
-    int64_t lanes = 12;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<PipeArgs>();
   CLI::App* cmd =
       app.add_subcommand("pipe", "run a pipeline spec; print one JSON line per element");
   cmd->add_option("spec", args->spec, "pipeline spec (JSON file, or - for standard input)")
@@ -59,6 +120,9 @@ void add_pipe_command(CLI::App& app) {
   cmd->add_option("--stats-json", args->stats_json, "write the per-node stats as JSON to FILE");
   cmd->add_option("--save-state", args->save_state,
                   "after the last element printed, save the pipeline state to FILE");
+  cmd->add_option("--save-every", args->save_every,
+                  "also save the state to the --save-state FILE after every N elements printed "
+                  "(each save replaces the file atomically)");
   cmd->add_option("--restore-state", args->restore_state,
                   "start from a state saved with --save-state (several: the states of every "
                   "rank of an elastic pipeline, merged)");
@@ -68,46 +132,7 @@ void add_pipe_command(CLI::App& app) {
   cmd->add_option("--rank", args->rank, "this rank, with --world-size");
   cmd->add_option("--lanes", args->lanes,
                   "lanes of the elastic stage put first (default 12; the world size divides it)");
-  cmd->callback([args] {
-    auto pipeline = build_rank(args->spec, args->world_size, args->rank, args->lanes);
-    if (args->restore_state.size() == 1) pipeline->restore(read_state_file(args->restore_state[0]));
-    if (args->restore_state.size() > 1) {
-      std::vector<std::string> states;
-      for (const auto& path : args->restore_state) states.push_back(read_state_file(path));
-      pipeline->restore(merge_elastic_states(states));
-    }
-    std::ios::sync_with_stdio(false);
-    int64_t n = 0;
-    while (args->limit < 0 || n < args->limit) {
-      auto e = pipeline->next();
-      if (!e) break;
-      std::cout << example_to_json(*e, args->values).dump() << '\n';
-      ++n;
-    }
-    std::cout.flush();
-    if (!args->save_state.empty()) {
-      std::ofstream f(args->save_state, std::ios::binary);
-      f << pipeline->save();
-      if (!f) throw Error(ErrorCode::kIo, "pipe", "cannot write state file", args->save_state);
-    }
-    auto stats = pipeline->stats();
-    if (args->stats) {
-      std::cerr << stats.to_table();
-      // What the tuner of "auto" settings chose, and each change with its reason.
-      const nlohmann::json tuning = pipeline->tuning();
-      for (const auto& c : tuning["changes"]) {
-        std::cerr << "autotune " << c["t_s"].get<double>() << " s: " << c["node"].get<std::string>()
-                  << " " << c["param"].get<std::string>() << " " << c["from"].get<int64_t>()
-                  << " -> " << c["to"].get<int64_t>() << " (" << c["reason"].get<std::string>()
-                  << ")\n";
-      }
-    }
-    if (!args->stats_json.empty()) {
-      std::ofstream f(args->stats_json);
-      f << stats.to_json().dump(2) << '\n';
-      if (!f) throw Error(ErrorCode::kIo, "pipe", "cannot write stats file", args->stats_json);
-    }
-  });
+  cmd->callback([args] { run_pipe(*args); });
 }
 
 }  // namespace dataecho::cli

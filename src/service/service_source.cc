@@ -12,6 +12,10 @@
 // leases are released at the records kept (I3), and another worker's stream goes on
 // from there; the epoch ends when the dispatcher says the lanes' pieces are done (a
 // stream ends normally) and every stream has ended.
+// Each epoch's iterator starts as a new incarnation of its consumer (a Rewind): from the
+// epoch's beginning, or from a restored state's ledger, whose queued elements come first.
+// save() keeps the ledger and the queue by content (sharding "off" keeps no position and
+// refuses it).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +34,7 @@ namespace dataecho::service {
 namespace {
 
 constexpr int64_t kWaitMs = 100;  // how often a waiting next() looks at the cancellation
+constexpr const char* kStateFormat = "dataecho-service/1";  // a saved state's header
 
 const Caller kConsumer{"consumer", "the spec's token_file"};
 
@@ -50,8 +55,48 @@ class ServiceIterator final : public Iterator {
     for (auto& t : readers_) t.join();
   }
 
-  void save(StateWriter&) override { refuse_state(); }
-  void restore(StateReader&) override { refuse_state(); }
+  // Sharding "dynamic": a JSON header (the job, this consumer, the epoch and the ledger:
+  // the records kept of each piece, and the pieces done), then the queued elements by
+  // content. Taken under the queue's lock, so the two agree.
+  void save(StateWriter& w) override {
+    if (!dynamic()) refuse_state();
+    std::lock_guard lock(mu_);
+    if (!error_.empty())
+      throw Error(ErrorCode::kInvalidArgument, label(), "cannot save a source that has failed");
+    w.begin("service");
+    w.write_string(state_header().dump());
+    w.write_u64(queue_.size());
+    for (const auto& [e, bytes] : queue_) w.write_example(e);
+  }
+  // The ledger and the queue of a saved state; the positions go to the dispatcher as this
+  // consumer's rewind when the iterator starts, and the queued elements come first.
+  void restore(StateReader& r) override {
+    if (!dynamic()) refuse_state();
+    r.expect("service");
+    const std::string text = r.read_string();
+    nlohmann::json header;
+    try {
+      header = nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kDataLoss, label(),
+                  "the saved state's header is not JSON: " + std::string(e.what()));
+    }
+    check_header(header);
+    std::lock_guard lock(mu_);
+    ledger_.clear();
+    for (const auto& [piece, records] : header["lane_state"]["piece_records"].items())
+      ledger_[std::stoll(piece)].kept = records.get<int64_t>();
+    for (const auto& piece : header["lane_state"]["done_pieces"])
+      ledger_[piece.get<int64_t>()].done = true;
+    queue_.clear();
+    queued_bytes_ = 0;
+    for (uint64_t n = r.read_u64(); n > 0; --n) {
+      Example e = r.read_example();
+      const size_t bytes = e.nbytes();
+      queue_.emplace_back(std::move(e), bytes);
+      queued_bytes_ += bytes;
+    }
+  }
 
  protected:
   std::optional<Example> next_impl() override {
@@ -90,7 +135,55 @@ class ServiceIterator final : public Iterator {
   [[noreturn]] void refuse_state() const {
     throw Error(ErrorCode::kInvalidArgument, label(),
                 "a service source in sharding \"off\" keeps no position, so its state cannot be "
-                "saved or restored (a resume restarts the workers' passes)");
+                "saved or restored (a resume restarts the workers' passes; sharding "
+                "\"dynamic\" resumes exactly)");
+  }
+
+  // Under mu_.
+  nlohmann::json state_header() const {
+    nlohmann::json records = nlohmann::json::object(), done = nlohmann::json::array();
+    for (const auto& [piece, p] : ledger_) {
+      if (p.done)
+        done.push_back(piece);
+      else if (p.kept > 0)
+        records[std::to_string(piece)] = p.kept;
+    }
+    return {{"format", kStateFormat},
+            {"job", o_.job},
+            {"fingerprint", o_.fingerprint},
+            {"sharding", o_.sharding},
+            {"lanes", o_.lanes},
+            {"consumers", o_.consumers},
+            {"consumer", o_.consumer},
+            {"epoch", epoch_},
+            {"lane_state", {{"piece_records", records}, {"done_pieces", done}}}};
+  }
+
+  // A saved state resumes the same consumer of the same job, epoch and consumer count.
+  void check_header(const nlohmann::json& h) const {
+    const auto refuse = [&](const std::string& what) {
+      throw Error(ErrorCode::kInvalidArgument, label(), "the saved state " + what);
+    };
+    if (!h.is_object() || h.value("format", "") != kStateFormat)
+      refuse("is not a service source's (\"" + std::string(kStateFormat) + "\")");
+    if (h.value("job", "") != o_.job || h.value("fingerprint", "") != o_.fingerprint)
+      refuse("is of job '" + h.value("job", "") + "' (upstream " + h.value("fingerprint", "") +
+             "), this source reads job '" + o_.job + "' (upstream " + o_.fingerprint + ")");
+    if (h.value("sharding", "") != o_.sharding || h.value("lanes", 0) != o_.lanes)
+      refuse("has sharding \"" + h.value("sharding", "") + "\" over " +
+             std::to_string(h.value("lanes", 0)) + " lanes, this source \"" + o_.sharding +
+             "\" over " + std::to_string(o_.lanes));
+    if (h.value("consumers", 0) != o_.consumers || h.value("consumer", -1) != o_.consumer)
+      refuse("is consumer " + std::to_string(h.value("consumer", -1)) + " of " +
+             std::to_string(h.value("consumers", 0)) + ", this source consumer " +
+             std::to_string(o_.consumer) + " of " + std::to_string(o_.consumers) +
+             ": a state resumes the same consumer of as many (the same rank and world size)");
+    if (h.value("epoch", int64_t{-1}) != epoch_)
+      refuse("is of epoch " + std::to_string(h.value("epoch", int64_t{-1})) +
+             ", this iterator reads epoch " + std::to_string(epoch_));
+    if (!h.contains("lane_state") || !h["lane_state"].contains("piece_records") ||
+        !h["lane_state"].contains("done_pieces"))
+      refuse("has no lane_state with piece_records and done_pieces");
   }
 
   JobSpec job_spec() const {
@@ -144,10 +237,33 @@ class ServiceIterator final : public Iterator {
           ErrorCode::kInvalidArgument, label(),
           "the dispatcher at " + o_.dispatcher + " refused job '" + o_.job + "': " + e.detail());
     }
+    if (dynamic()) incarnation_ = rewind(reply.job());
     std::lock_guard lock(mu_);
     running_ = reply.workers_size();
     for (const WorkerInfo& w : reply.workers())
       readers_.emplace_back([this, w, job = reply.job()] { read_worker(w, job); });
+  }
+
+  // Sharding "dynamic": this consumer starts the epoch as a new incarnation, at the
+  // ledger's positions (none: from the epoch's beginning); its older streams get no more
+  // pieces, and its leases are void.
+  int64_t rewind(int64_t job) {
+    RewindRequest request;
+    request.set_job(job);
+    request.set_consumer(o_.consumer);
+    request.set_epoch(epoch_);
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [piece, p] : ledger_) {
+        PiecePos* pos = request.add_pos();
+        pos->set_epoch(epoch_);
+        pos->set_piece(piece);
+        pos->set_records(p.kept);
+        pos->set_done(p.done);
+      }
+    }
+    auto channel = transport_->open_channel(o_.dispatcher);
+    return call_dispatcher<RewindRequest, RewindReply>(*channel, kRewind, request).incarnation();
   }
 
   void fail(ErrorCode code, const std::string& message) {
@@ -185,6 +301,7 @@ class ServiceIterator final : public Iterator {
       *request.mutable_spec() = job_spec();
       request.set_epoch(epoch_);
       request.set_consumer(o_.consumer);
+      request.set_incarnation(incarnation_);
       stream = channel->stream(kRead, request.SerializeAsString(), {.token = o_.token});
       if (!watch(stream.get())) return finish(nullptr);
       if (dynamic())
@@ -334,6 +451,7 @@ class ServiceIterator final : public Iterator {
     request.set_consumer(o_.consumer);
     request.set_epoch(epoch_);
     request.set_worker(worker);
+    request.set_incarnation(incarnation_);
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;
@@ -389,6 +507,7 @@ class ServiceIterator final : public Iterator {
   const int64_t epoch_;
   std::shared_ptr<CancellationToken> cancel_;
   bool started_ = false;
+  int64_t incarnation_ = 0;  // dynamic: this consumer's, from its rewind
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<Example, size_t>> queue_;

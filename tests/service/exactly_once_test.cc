@@ -85,9 +85,12 @@ class ServiceExactlyOnce : public ::testing::Test {
   // Runs one epoch over the upstream with the faults; checks exactly once. Returns how
   // many of the faults happened. `during` (may be null) runs on this thread while the
   // consumers read, given the dispatcher (which it may replace) and its options.
+  // `consume` (may be null: build and drain) reads consumer r's epoch from its spec.
   using During = std::function<void(std::unique_ptr<Dispatcher>&, DispatcherOptions&)>;
+  using Consume = std::function<std::vector<Example>(int r, const std::string& spec)>;
   int run_epoch(const std::string& upstream, const std::vector<FaultAt>& faults,
-                const During& during = nullptr, const std::string& journal = "") {
+                const During& during = nullptr, const std::string& journal = "",
+                const Consume& consume = nullptr) {
     int fired = 0;
     DispatcherOptions d;
     d.bind = "127.0.0.1";
@@ -122,9 +125,12 @@ class ServiceExactlyOnce : public ::testing::Test {
     for (int r = 0; r < kConsumers; ++r)
       consumers.emplace_back([&, r] {
         try {
-          auto p =
-              PipelineDef::from_json(nlohmann::json::parse(spec(dispatcher->port(), upstream, r)))
-                  .build();
+          const std::string text = spec(dispatcher->port(), upstream, r);
+          if (consume) {
+            got[r] = consume(r, text);
+            return;
+          }
+          auto p = PipelineDef::from_json(nlohmann::json::parse(text)).build();
           got[r] = drain(*p);
         } catch (const std::exception& e) {
           errors[r] = e.what();
@@ -228,6 +234,60 @@ TEST_F(ServiceExactlyOnce, DispatcherRestartedOnItsJournal) {
     frames_ = 0;
     run_epoch(upstream, {{.worker = 2, .point = "frame", .nth = 4}}, restart_at({4, 12}),
               temp_dir() + "/journal");
+  }
+}
+
+// Consumer 0 "killed" three times (its pipeline dropped without a word to anyone) and
+// resumed from the state it saved last: each life reads 40 + 30 * life elements, saves,
+// reads 25 more that are lost with it; the last life reads the rest. Worker 1 is killed
+// at its 3rd frame. What the consumer kept up to each save, then the last life's, is its
+// lanes' once each.
+TEST_F(ServiceExactlyOnce, ConsumerResumedFromItsState) {
+  const Consume resumed = [](int r, const std::string& text) {
+    const PipelineDef def = PipelineDef::from_json(nlohmann::json::parse(text));
+    if (r != 0) return drain(*def.build());
+    std::vector<Example> kept;
+    std::string state;
+    for (int life = 0; life < 3; ++life) {
+      auto p = def.build();
+      if (!state.empty()) p->restore(state);
+      for (int i = 0; i < 40 + 30 * life; ++i) kept.push_back(*p->next());
+      state = p->save();
+      for (int i = 0; i < 25; ++i) EXPECT_TRUE(p->next().has_value());
+    }
+    auto p = def.build();
+    p->restore(state);
+    for (Example& e : drain(*p)) kept.push_back(std::move(e));
+    return kept;
+  };
+  for (const std::string& upstream : {range_upstream(), tfrecord_upstream()})
+    run_epoch(upstream, {{.worker = 1, .point = "frame", .nth = 2}}, nullptr, "", resumed);
+}
+
+// A saved state resumes only the same consumer of as many consumers, of the same job.
+TEST_F(ServiceExactlyOnce, AStateResumesOnlyItsOwnConsumer) {
+  DispatcherOptions d;
+  d.bind = "127.0.0.1";
+  auto dispatcher = start_service_dispatcher(d);
+  WorkerOptions o;
+  o.dispatcher = "127.0.0.1:" + std::to_string(dispatcher->port());
+  o.bind = "127.0.0.1";
+  o.beat_ms = 100;
+  auto worker = start_service_worker(o);
+  const std::string upstream = range_upstream(1200);
+  auto p =
+      PipelineDef::from_json(nlohmann::json::parse(spec(dispatcher->port(), upstream, 0))).build();
+  ASSERT_TRUE(p->next().has_value());
+  const std::string state = p->save();
+  auto other =
+      PipelineDef::from_json(nlohmann::json::parse(spec(dispatcher->port(), upstream, 1))).build();
+  try {
+    other->restore(state);
+    FAIL() << "consumer 1 restored consumer 0's state";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is consumer 0 of 2, this source consumer 1 of 2"),
+              std::string::npos)
+        << e.what();
   }
 }
 

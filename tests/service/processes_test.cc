@@ -299,5 +299,49 @@ TEST_F(ServiceProcesses, DispatcherSigkilledAndRestartedOnItsJournal) {
   for (int64_t i = 0; i < kImages; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
 }
 
+// `dataecho pipe --save-every 500` of a dynamic job SIGKILLed mid-epoch, then run again
+// from the state it saved last: what the killed run printed after that save is dropped
+// (as a trainer drops the steps after its checkpoint), and the rest of its lines with
+// the resumed run's are the source's ids once each. The resumed run must start at one of
+// the killed run's saves: its lines are the complement of a prefix of 500 k lines.
+TEST_F(ServiceProcesses, PipeSigkilledAndResumedWithSaveEvery) {
+  auto workers = start_workers(3);
+  if (HasFailure()) return;
+  write_dynamic_spec();
+  const std::string state = dir + "/state";
+  std::vector<std::string> killed;
+  {
+    Child pipe(
+        {kDataecho, "pipe", dir + "/spec.json", "--save-state", state, "--save-every", "500"},
+        dir + "/pipe.log");
+    for (int i = 0; i < 2200; ++i) {
+      const auto l = pipe.line(60);
+      ASSERT_TRUE(l) << read_text(dir + "/pipe.log");
+      killed.push_back(*l);
+    }
+    pipe.kill_now();
+    while (auto l = pipe.line(5)) killed.push_back(*l);  // what it printed before it died
+  }
+  EXPECT_NE(read_text(dir + "/pipe.log").find("pipe: state saved after 2000 elements"),
+            std::string::npos)
+      << read_text(dir + "/pipe.log");
+  int status = 0;
+  const std::string resumed =
+      run_output({kDataecho, "pipe", dir + "/spec.json", "--restore-state", state},
+                 dir + "/resumed.log", &status);
+  EXPECT_EQ(status, 0) << read_text(dir + "/resumed.log");
+  std::vector<int64_t> ids = ids_of_lines(resumed);
+  ASSERT_LT(ids.size(), kImages);
+  const size_t prefix = kImages - ids.size();
+  EXPECT_EQ(prefix % 500, 0u);
+  EXPECT_GE(prefix, 2000u);
+  ASSERT_LE(prefix, killed.size());
+  for (size_t i = 0; i < prefix; ++i) ids.push_back(nlohmann::json::parse(killed[i])["ids"][0]);
+  std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ids.size(), kImages);
+  for (int64_t i = 0; i < kImages; ++i)
+    ASSERT_EQ(ids[static_cast<size_t>(i)], i) << read_text(dir + "/resumed.log");
+}
+
 }  // namespace
 }  // namespace dataecho::service
