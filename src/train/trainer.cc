@@ -63,6 +63,36 @@ std::optional<T> json_opt(const nlohmann::json& j, const char* key) {
   return j[key].get<T>();
 }
 
+// A pipeline whose source is a data service's (docs/service.md): the service shares the
+// data between the ranks, each rank a consumer of the job (`consumers` = world,
+// `consumer` = rank) reading its own lanes. The upstream, run by the workers, takes the
+// run's seed without the rank's salt (every rank names the same job); the stages after
+// the source are salted per rank as with file sharding.
+PipelineDef with_service_rank(const PipelineDef& def, std::optional<uint64_t> seed, int rank,
+                              int world, int64_t elastic_lanes) {
+  if (elastic_lanes > 0)
+    fail(ErrorCode::kInvalidArgument,
+         "training pipeline: its source is a data service's, which shares the data between "
+         "ranks itself (each rank a consumer of the job): leave --sharding at files");
+  nlohmann::json j = def.to_json();
+  nlohmann::json& source = j["source"];
+  if (seed && *seed != 0 && source.contains("pipeline"))
+    source["pipeline"] =
+        PipelineDef::from_json(source["pipeline"]).with_mixed_seed({*seed}).to_json();
+  source["consumers"] = world;
+  source["consumer"] = rank;
+  PipelineDef d = PipelineDef::from_json(j);
+  if (seed && *seed != 0)
+    d = rank > 0 ? d.with_mixed_seed({*seed, static_cast<uint64_t>(rank)})
+                 : d.with_mixed_seed({*seed});
+  return d;
+}
+
+bool is_service_source(const PipelineDef& def) {
+  const nlohmann::json j = def.to_json();
+  return j.contains("source") && j["source"].value("kind", "") == "service";
+}
+
 // `rank` of `world` > 1, file sharding: this rank's share of the data, by a `shard` stage
 // put first (whole files when there are at least as many files as ranks, otherwise every
 // world-th element; make_shard decides), and a pipeline seed of its own, so that ranks do
@@ -81,7 +111,9 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineFactory& factory,
     fail(ErrorCode::kInvalidArgument,
          "training pipeline: has a \"shard\" stage, but data-parallel training shares the data "
          "between ranks itself (a shard or elastic stage first); remove it from the spec");
-  if (elastic_lanes > 0) {
+  if (is_service_source(def)) {
+    def = with_service_rank(def, seed, rank, world, elastic_lanes);
+  } else if (elastic_lanes > 0) {
     if (seed && *seed != 0)
       def = def.with_mixed_seed({*seed});
     else if (!def.to_json().contains("seed"))
