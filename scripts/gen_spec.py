@@ -153,7 +153,8 @@ SOURCE_METHODS = {"distribute": ("service", "pipeline",
                                  "Refused (SpecError, a ValueError) for a pipeline without a source, one that is "
                                  "distributed already, and one with a Python callable (the workers build the "
                                  "upstream from its JSON spec).")}
-PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels", "token_file"}
+PATH_OPTIONS = {"root", "list", "base", "path", "cache_dir", "images", "labels", "token_file",
+                "ca_file", "ca_path"}
 PY_TYPES = {"int": "int", "number": "float", "bool": "bool", "string": "str",
             "strings": "Union[str, Sequence[str]]", "ints": "Sequence[int]",
             "int_or_auto": "Union[int, str]", "factor": "Union[float, str]",

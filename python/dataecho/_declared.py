@@ -225,7 +225,10 @@ class DeclaredStages:
                    lanes: Optional[int] = None, consumers: Optional[int] = None,
                    consumer: Optional[int] = None, buffer_mb: Optional[int] = None,
                    token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
-                   connect_timeout_s: Optional[float] = None) -> PipelineDef:
+                   connect_timeout_s: Optional[float] = None,
+                   ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+                   ca_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+                   tls_server_name: Optional[str] = None) -> PipelineDef:
         """This pipeline run on the data service's workers: a new definition whose source is a
         ``service`` source with this pipeline (its source and stages so far, its seed and
         settings) as the upstream ``pipeline``; the stages added after it (shuffle, echo,
@@ -254,6 +257,12 @@ class DeclaredStages:
         $DATAECHO_SERVICE_TOKEN, or none); a string; default "".
         ``connect_timeout_s``: how long to wait for the dispatcher and a first worker; a
         number >= 0.001; default 30.
+        ``ca_file``: PEM certificates of the CA(s) that signed the dispatcher's and workers'
+        TLS certificates: calls use TLS ("": plaintext); a string; default "".
+        ``ca_path``: a folder of such PEM files (*.pem, *.crt), joined (with or instead of
+        ca_file); a string; default "".
+        ``tls_server_name``: the name the servers' TLS certificates must carry ("": the host
+        dialled); a string; default "".
         """
         return self._of_source("service", "pipeline", locals())
 
@@ -360,7 +369,10 @@ def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: 
 def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str] = None,
             lanes: Optional[int] = None, consumers: Optional[int] = None, consumer: Optional[int] = None,
             buffer_mb: Optional[int] = None, token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
-            connect_timeout_s: Optional[float] = None) -> PipelineDef:
+            connect_timeout_s: Optional[float] = None,
+            ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+            ca_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+            tls_server_name: Optional[str] = None) -> PipelineDef:
     """The elements of a pipeline that runs on the data service's workers (docs/service.md);
     the token comes from token_file or DATAECHO_SERVICE_TOKEN, never from the spec.
 
@@ -386,6 +398,12 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
     $DATAECHO_SERVICE_TOKEN, or none); a string; default "".
     ``connect_timeout_s``: how long to wait for the dispatcher and a first worker; a number
     >= 0.001; default 30.
+    ``ca_file``: PEM certificates of the CA(s) that signed the dispatcher's and workers' TLS
+    certificates: calls use TLS ("": plaintext); a string; default "".
+    ``ca_path``: a folder of such PEM files (*.pem, *.crt), joined (with or instead of
+    ca_file); a string; default "".
+    ``tls_server_name``: the name the servers' TLS certificates must carry ("": the host
+    dialled); a string; default "".
     """
     return _source("service", locals())
 

@@ -368,7 +368,22 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                          ('connect_timeout_s',
                           'a number >= 0.001',
                           '30',
-                          'how long to wait for the dispatcher and a first worker')],
+                          'how long to wait for the dispatcher and a first worker'),
+                         ('ca_file',
+                          'a string',
+                          '""',
+                          "PEM certificates of the CA(s) that signed the dispatcher's and workers' "
+                          'TLS certificates: calls use TLS ("": plaintext)'),
+                         ('ca_path',
+                          'a string',
+                          '""',
+                          'a folder of such PEM files (*.pem, *.crt), joined (with or instead of '
+                          'ca_file)'),
+                         ('tls_server_name',
+                          'a string',
+                          '""',
+                          'the name the servers\' TLS certificates must carry ("": the host '
+                          'dialled)')],
              'tar': [('uri',
                       'a string or a list of strings',
                       'required',

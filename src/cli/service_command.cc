@@ -1,8 +1,10 @@
 // The data service's processes (docs/service.md):
 //   dataecho dispatcher --port P [--bind A] [--journal DIR] [--token-file F]
+//                       [--tls-cert F --tls-key F]
 //   dataecho worker --dispatcher HOST:P [--threads N] [--port 0] [--token-file F]
-//   dataecho service status HOST:P [--json]
-//   dataecho service stop-job HOST:P NAME
+//                   [--tls-cert F --tls-key F] [--ca-file F | --ca-path DIR]
+//   dataecho service status HOST:P [--json] [--ca-file F | --ca-path DIR]
+//   dataecho service stop-job HOST:P NAME [--ca-file F | --ca-path DIR]
 // The dispatcher prints "listening on A:PORT" and the worker "worker wN serving on
 // HOST:PORT" on standard output once they serve (tests read the port there); both stop
 // cleanly on SIGTERM or SIGINT. The token is read from --token-file or
@@ -35,10 +37,42 @@ void wait_for_stop(const sigset_t& set) {
   sigwait(&set, &sig);
 }
 
+// --tls-cert and --tls-key: a server's certificate and key (both or neither).
+struct ServerTlsArgs {
+  std::string cert_file, key_file;
+};
+
+void add_server_tls_args(CLI::App* cmd, ServerTlsArgs& args) {
+  cmd->add_option("--tls-cert", args.cert_file,
+                  "PEM certificate (chain) to serve TLS with, with --tls-key (default: plaintext)");
+  cmd->add_option("--tls-key", args.key_file, "PEM private key of --tls-cert");
+}
+
+// --ca-file, --ca-path and --tls-server-name: a client's TLS.
+struct ClientTlsArgs {
+  std::string ca_file, ca_path, server_name;
+  service::TlsOptions read() const {
+    service::TlsOptions tls;
+    tls.root_pem = service::read_ca_roots(ca_file, ca_path, "--ca-file", "--ca-path");
+    tls.server_name = server_name;
+    return tls;
+  }
+};
+
+void add_client_tls_args(CLI::App* cmd, ClientTlsArgs& args, const std::string& whom) {
+  cmd->add_option("--ca-file", args.ca_file,
+                  "PEM certificates of the CA(s) that signed " + whom +
+                      "'s TLS certificates: calls use TLS (default: plaintext)");
+  cmd->add_option("--ca-path", args.ca_path, "a folder of such PEM files (*.pem, *.crt), joined");
+  cmd->add_option("--tls-server-name", args.server_name,
+                  "the name the certificates must carry (default: the host dialled)");
+}
+
 void add_dispatcher_command(CLI::App& app) {
   struct Args {
     service::DispatcherOptions o;
     std::string token_file;
+    ServerTlsArgs tls;
     double worker_timeout_s = 10;
   };
   auto args = std::make_shared<Args>();
@@ -53,9 +87,11 @@ void add_dispatcher_command(CLI::App& app) {
                   "(default: $DATAECHO_SERVICE_TOKEN, or none)");
   cmd->add_option("--worker-timeout", args->worker_timeout_s,
                   "seconds without a beat after which a worker is not given new jobs (default 10)");
+  add_server_tls_args(cmd, args->tls);
   cmd->callback([args] {
     const sigset_t signals = block_stop_signals();
     args->o.token = service::read_token(args->token_file, "--token-file");
+    args->o.tls = service::read_server_tls(args->tls.cert_file, args->tls.key_file);
     args->o.worker_timeout_ms = static_cast<int64_t>(args->worker_timeout_s * 1000);
     auto dispatcher = start_service_dispatcher(args->o);
     for (const std::string& w : dispatcher->journal_warnings())
@@ -73,6 +109,8 @@ void add_worker_command(CLI::App& app) {
   struct Args {
     service::WorkerOptions o;
     std::string token_file;
+    ServerTlsArgs server_tls;
+    ClientTlsArgs client_tls;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -90,9 +128,15 @@ void add_worker_command(CLI::App& app) {
                   "(default: $DATAECHO_SERVICE_TOKEN, or none)");
   cmd->add_option("--connect-timeout", args->o.connect_timeout_s,
                   "seconds to wait for the dispatcher at start (default 30)");
+  add_server_tls_args(cmd, args->server_tls);
+  add_client_tls_args(cmd, args->client_tls, "the dispatcher");
   cmd->callback([args] {
     const sigset_t signals = block_stop_signals();
     args->o.token = service::read_token(args->token_file, "--token-file");
+    args->o.tls = service::read_server_tls(args->server_tls.cert_file, args->server_tls.key_file);
+    const service::TlsOptions client = args->client_tls.read();
+    args->o.tls.root_pem = client.root_pem;
+    args->o.tls.server_name = client.server_name;
     auto worker = start_service_worker(args->o);
     std::cout << "worker w" << worker->number() << " serving on " << worker->address() << std::endl;
     wait_for_stop(signals);
@@ -106,6 +150,7 @@ struct ServiceArgs {
   std::string dispatcher;
   std::string token_file;
   double timeout_s = 10;
+  ClientTlsArgs tls;
 };
 
 void add_service_args(CLI::App* cmd, ServiceArgs& args) {
@@ -114,6 +159,7 @@ void add_service_args(CLI::App* cmd, ServiceArgs& args) {
                   "file whose first line is the service's token "
                   "(default: $DATAECHO_SERVICE_TOKEN, or none)");
   cmd->add_option("--timeout", args.timeout_s, "seconds to wait for the answer (default 10)");
+  add_client_tls_args(cmd, args.tls, "the dispatcher");
 }
 
 void add_stop_job_command(CLI::App* service) {
@@ -126,9 +172,9 @@ void add_stop_job_command(CLI::App* service) {
   add_service_args(cmd, *args);
   cmd->add_option("job", args->job, "the job's name")->required();
   cmd->callback([args] {
-    const int64_t id =
-        service::stop_job(args->dispatcher, args->job,
-                          service::read_token(args->token_file, "--token-file"), args->timeout_s);
+    const int64_t id = service::stop_job(args->dispatcher, args->job,
+                                         service::read_token(args->token_file, "--token-file"),
+                                         args->timeout_s, nullptr, args->tls.read());
     std::cout << "stopped job " << id << " '" << args->job << "'\n";
   });
 }
@@ -146,7 +192,8 @@ void add_status_command(CLI::App& app) {
   add_stop_job_command(service);
   cmd->callback([args] {
     const auto status = service::service_status(
-        args->dispatcher, service::read_token(args->token_file, "--token-file"), args->timeout_s);
+        args->dispatcher, service::read_token(args->token_file, "--token-file"), args->timeout_s,
+        nullptr, args->tls.read());
     if (args->json)
       std::cout << status.dump(2) << "\n";
     else

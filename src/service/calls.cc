@@ -108,17 +108,18 @@ void retry_unreachable_until(std::chrono::steady_clock::time_point end, double t
                              const std::function<void(int64_t deadline_ms)>& attempt,
                              const std::function<bool()>& stopped) {
   using Clock = std::chrono::steady_clock;
+  std::string why;
   for (;;) {
     const int64_t left =
         std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
-    std::string why;
     try {
       attempt(std::max<int64_t>(left, 1));
       return;
     } catch (const CallError& e) {
       if (e.call_code() != CallCode::kUnavailable && e.call_code() != CallCode::kDeadlineExceeded)
         throw;
-      why = e.detail();
+      // A connection's failure says more than the deadline of the try that followed it.
+      if (e.call_code() == CallCode::kUnavailable || why.empty()) why = e.detail();
     }
     if (Clock::now() + std::chrono::milliseconds(200) >= end) {
       std::ostringstream s;
@@ -145,9 +146,10 @@ std::string sharding_name(JobSpec::Sharding sharding) {
 }
 
 nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
-                              double timeout_s, std::shared_ptr<Transport> transport) {
+                              double timeout_s, std::shared_ptr<Transport> transport,
+                              const TlsOptions& tls) {
   if (!transport) transport = default_transport();
-  auto channel = transport->open_channel(dispatcher);
+  auto channel = transport->open_channel(dispatcher, client_transport(tls));
   CallOptions o{.deadline_ms = static_cast<int64_t>(timeout_s * 1000), .token = token};
   const auto reply = call_unary<StatusRequest, StatusReply>(
       *channel, kStatus, StatusRequest(), o, {"status client", "--token-file"}, "dispatcher");
@@ -174,9 +176,9 @@ nlohmann::json service_status(const std::string& dispatcher, const std::string& 
 }
 
 int64_t stop_job(const std::string& dispatcher, const std::string& name, const std::string& token,
-                 double timeout_s, std::shared_ptr<Transport> transport) {
+                 double timeout_s, std::shared_ptr<Transport> transport, const TlsOptions& tls) {
   if (!transport) transport = default_transport();
-  auto channel = transport->open_channel(dispatcher);
+  auto channel = transport->open_channel(dispatcher, client_transport(tls));
   StopJobRequest request;
   request.set_name(name);
   CallOptions o{.deadline_ms = static_cast<int64_t>(timeout_s * 1000), .token = token};

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "dataecho/proto/service.pb.h"
+#include "dataecho/service/service.h"
 #include "service/protocol.h"
 #include "service/transport.h"
 
@@ -76,7 +77,7 @@ Reply call_unary(Channel& channel, const std::string& method, Request request,
 // Runs `attempt(deadline_ms)` until it returns, again every 200 ms while the dispatcher
 // at `target` cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED), each try within the
 // time left; after `timeout_s`: "cannot reach the dispatcher at HOST:P within 30 s: ..."
-// (the last failure). Any other failure is thrown at once. `stopped` (may be null) ends
+// (the last UNAVAILABLE's reason, else the deadline). Any other failure is thrown at once. `stopped` (may be null) ends
 // the waiting early with kCancelled.
 void retry_unreachable(double timeout_s, const std::string& target,
                        const std::function<void(int64_t deadline_ms)>& attempt,
@@ -87,6 +88,11 @@ void retry_unreachable_until(std::chrono::steady_clock::time_point end, double t
                              const std::string& target,
                              const std::function<void(int64_t deadline_ms)>& attempt,
                              const std::function<bool()>& stopped = nullptr);
+
+// The transport's settings of a client (`tls`'s roots and name) and of a server (its
+// certificate and key); the rest the defaults.
+TransportOptions client_transport(const TlsOptions& tls);
+TransportOptions server_transport(const TlsOptions& tls);
 
 // "off", "dynamic", "static".
 std::string sharding_name(JobSpec::Sharding sharding);

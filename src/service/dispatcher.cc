@@ -47,8 +47,8 @@ class DispatcherImpl final : public Dispatcher {
     h.unary = [this](const std::string& method, std::string_view request) {
       return serve_unary([&] { return handle(method, request); });
     };
-    server_ = transport->start_server(o.bind + ":" + std::to_string(o.port), TransportOptions{},
-                                      o.token, std::move(h));
+    server_ = transport->start_server(o.bind + ":" + std::to_string(o.port),
+                                      server_transport(o.tls), o.token, std::move(h));
   }
   ~DispatcherImpl() override { stop(); }
 

@@ -24,8 +24,11 @@
 #define DATAECHO_GRPC_API
 #endif
 
-// The interface's version: the loader refuses a plugin of another one.
-#define DATAECHO_GRPC_ABI_VERSION 1
+// The interface's version: the loader refuses a plugin of another one. A change of a
+// function's signature or of a struct's layout takes the next number.
+//   1: the first interface.
+//   2: dataecho_grpc_options gains the TLS fields (tls_*).
+#define DATAECHO_GRPC_ABI_VERSION 2
 
 // gRPC's status codes (grpc::StatusCode), the ones the engine tells apart.
 enum {
@@ -54,6 +57,13 @@ typedef struct dataecho_grpc_options {
   // pinging more often gets GOAWAY "too_many_pings"); must not exceed clients' keepalive_ms.
   int32_t min_ping_interval_ms;
   int64_t max_message_bytes;  // largest message sent or received; -1: unlimited
+  // TLS, as PEM text (null or empty: plaintext). A channel with roots speaks TLS and
+  // trusts only them; a server with a certificate and its key serves TLS only.
+  const char* tls_root_pem;     // channels: the CAs trusted
+  const char* tls_cert_pem;     // servers: the certificate (chain)
+  const char* tls_key_pem;      // servers: its private key
+  const char* tls_server_name;  // channels: the name checked in the server's certificate
+                                // instead of the target's host (null or empty: the host)
 } dataecho_grpc_options;
 
 // A received slice: `data` stays valid until `ref` is given back.

@@ -20,8 +20,9 @@ namespace {
   X(library_version)                                                                     \
   X(slice_unref)                                                                         \
   X(channel_open)                                                                        \
-  X(channel_free) X(unary) X(stream_open) X(stream_next) X(stream_cancel) X(stream_free) \
-      X(server_start) X(call_write) X(call_cancelled) X(call_finish) X(server_stop)
+  X(channel_free)                                                                        \
+  X(unary) X(stream_open) X(stream_next) X(stream_cancel) X(stream_free) X(server_start) \
+      X(call_write) X(call_cancelled) X(call_finish) X(server_stop)
 
 struct Plugin {
 #define DATAECHO_GRPC_MEMBER(name) decltype(&dataecho_grpc_##name) name = nullptr;
@@ -39,19 +40,40 @@ std::string resolve(void* lib, Plugin& p) {
   return "";
 }
 
+// `o`'s settings; the strings stay `o`'s.
 dataecho_grpc_options c_options(const TransportOptions& o) {
-  return {o.keepalive_ms, o.keepalive_timeout_ms, o.min_ping_interval_ms, o.max_message_bytes};
+  return {o.keepalive_ms,        o.keepalive_timeout_ms,   o.min_ping_interval_ms,
+          o.max_message_bytes,   o.tls_root_pem.c_str(),   o.tls_cert_pem.c_str(),
+          o.tls_key_pem.c_str(), o.tls_server_name.c_str()};
+}
+
+// A connection that failed other than by a refused connect (no server there): on a TLS
+// channel its handshake (a plaintext server, another CA, a certificate that does not
+// name the address), on a plaintext one maybe a server that speaks TLS.
+std::string with_tls_hint(const dataecho_grpc_status& s, bool tls) {
+  std::string message = s.message;
+  const auto has = [&](const char* part) { return message.find(part) != std::string::npos; };
+  const bool connecting = has("failed to connect") || has("andshake") || has("SSL") || has("ssl");
+  if (s.code != DATAECHO_GRPC_UNAVAILABLE || !connecting || has("onnection refused"))
+    return message;
+  if (tls)
+    return "TLS failed: " + message +
+           " (does the server serve TLS, with a certificate that the CA given (ca_file, ca_path, "
+           "--ca-file, --ca-path) signed and that names this address?)";
+  return message +
+         " (if the server serves TLS, give its CA: ca_file or ca_path, --ca-file or "
+         "--ca-path)";
 }
 
 [[noreturn]] void throw_status(const dataecho_grpc_status& s, const std::string& method,
-                               const std::string& target) {
-  throw CallError(static_cast<CallCode>(s.code), s.message, method, target);
+                               const std::string& target, bool tls = false) {
+  throw CallError(static_cast<CallCode>(s.code), with_tls_hint(s, tls), method, target);
 }
 
 class GrpcStream final : public ClientStream {
  public:
-  GrpcStream(const Plugin& p, void* stream, std::string method, std::string target)
-      : p_(p), stream_(stream), method_(std::move(method)), target_(std::move(target)) {}
+  GrpcStream(const Plugin& p, void* stream, std::string method, std::string target, bool tls)
+      : p_(p), stream_(stream), method_(std::move(method)), target_(std::move(target)), tls_(tls) {}
   ~GrpcStream() override { p_.stream_free(stream_); }
 
   Next next(Frame& frame, int64_t timeout_ms) override {
@@ -70,7 +92,7 @@ class GrpcStream final : public ClientStream {
     const int r = p_.stream_next(stream_, timeout_ms, take, &sink, &status);
     if (r == DATAECHO_GRPC_STREAM_FRAME) return Next::kFrame;
     if (r == DATAECHO_GRPC_STREAM_TIMEOUT) return Next::kTimeout;
-    if (status.code != DATAECHO_GRPC_OK) throw_status(status, method_, target_);
+    if (status.code != DATAECHO_GRPC_OK) throw_status(status, method_, target_, tls_);
     return Next::kEnd;
   }
 
@@ -80,12 +102,13 @@ class GrpcStream final : public ClientStream {
   const Plugin p_;  // function pointers: copied
   void* stream_;
   std::string method_, target_;
+  bool tls_;
 };
 
 class GrpcChannel final : public Channel {
  public:
-  GrpcChannel(const Plugin& p, void* channel, std::string target)
-      : p_(p), channel_(channel), target_(std::move(target)) {}
+  GrpcChannel(const Plugin& p, void* channel, std::string target, bool tls)
+      : p_(p), channel_(channel), target_(std::move(target)), tls_(tls) {}
   ~GrpcChannel() override { p_.channel_free(channel_); }
   const std::string& target() const override { return target_; }
 
@@ -98,7 +121,7 @@ class GrpcChannel final : public Channel {
     dataecho_grpc_status status{};
     if (p_.unary(channel_, method.c_str(), request.data(), request.size(), o.deadline_ms,
                  o.token.c_str(), sink, &reply, &status) != DATAECHO_GRPC_OK)
-      throw_status(status, method, target_);
+      throw_status(status, method, target_, tls_);
     return reply;
   }
 
@@ -107,14 +130,15 @@ class GrpcChannel final : public Channel {
     dataecho_grpc_status status{};
     void* s = p_.stream_open(channel_, method.c_str(), request.data(), request.size(),
                              o.token.c_str(), &status);
-    if (s == nullptr) throw_status(status, method, target_);
-    return std::make_unique<GrpcStream>(p_, s, method, target_);
+    if (s == nullptr) throw_status(status, method, target_, tls_);
+    return std::make_unique<GrpcStream>(p_, s, method, target_, tls_);
   }
 
  private:
   const Plugin p_;  // function pointers: copied
   void* channel_;
   std::string target_;
+  bool tls_;
 };
 
 class GrpcServerCall final : public ServerCall {
@@ -213,7 +237,7 @@ class GrpcTransport final : public Transport {
     dataecho_grpc_status status{};
     void* ch = p_.channel_open(target.c_str(), &o, &status);
     if (ch == nullptr) throw_status(status, "", target);
-    return std::make_unique<GrpcChannel>(p_, ch, target);
+    return std::make_unique<GrpcChannel>(p_, ch, target, !options.tls_root_pem.empty());
   }
 
   std::unique_ptr<Server> start_server(const std::string& address, const TransportOptions& options,

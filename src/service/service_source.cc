@@ -203,7 +203,7 @@ class ServiceIterator final : public Iterator {
     using Clock = std::chrono::steady_clock;
     const auto end =
         Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
-    auto channel = transport_->open_channel(o_.dispatcher);
+    auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     JobRequest request;
     *request.mutable_spec() = job_spec();
     for (;;) {
@@ -262,7 +262,7 @@ class ServiceIterator final : public Iterator {
         pos->set_done(p.done);
       }
     }
-    auto channel = transport_->open_channel(o_.dispatcher);
+    auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     return call_dispatcher<RewindRequest, RewindReply>(*channel, kRewind, request).incarnation();
   }
 
@@ -294,7 +294,7 @@ class ServiceIterator final : public Iterator {
     const std::string peer = "worker w" + std::to_string(w.worker()) + " (" + w.address() + ")";
     std::unique_ptr<ClientStream> stream;
     try {
-      auto channel = transport_->open_channel(w.address());
+      auto channel = transport_->open_channel(w.address(), client_transport(o_.tls));
       ReadRequest request;
       *request.mutable_hello() = make_hello(kConsumer.role);
       request.set_job(job);
@@ -329,7 +329,7 @@ class ServiceIterator final : public Iterator {
   // at the stream's end (the lanes' pieces all done) or a worker's error; throws
   // Error(kDataLoss) for a frame that breaks a rule.
   void read_pieces(ClientStream& stream, const std::string& peer, int64_t job) {
-    auto dispatcher = transport_->open_channel(o_.dispatcher);
+    auto dispatcher = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     FrameReader reader(peer);
     Frame frame;
     while (stream.next(frame) == ClientStream::Next::kFrame) {
@@ -465,7 +465,7 @@ class ServiceIterator final : public Iterator {
       }
     }
     try {
-      auto channel = transport_->open_channel(o_.dispatcher);
+      auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
       const auto reply = call_dispatcher<ReleaseRequest, ReleaseReply>(*channel, kRelease, request);
       std::cerr << "service: " << why
                 << ": stream cut; leases released at the records kept: " << reply.released()

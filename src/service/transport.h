@@ -65,6 +65,12 @@ struct TransportOptions {
   int32_t keepalive_timeout_ms = 5'000;
   int32_t min_ping_interval_ms = 5'000;  // servers: must not exceed clients' keepalive_ms
   int64_t max_message_bytes = -1;        // -1: unlimited
+  // TLS, as PEM text ("": plaintext; the in-process transport has none). A channel with
+  // roots speaks TLS, trusts them alone and checks that the server's certificate names
+  // `tls_server_name` ("": the target's host); a server with a certificate and its key
+  // serves TLS alone.
+  std::string tls_root_pem, tls_server_name;
+  std::string tls_cert_pem, tls_key_pem;
 };
 
 struct CallOptions {

@@ -229,10 +229,10 @@ class WorkerImpl final : public Worker {
         return std::string();
       });
     };
-    server_ = transport_->start_server(o_.bind + ":" + std::to_string(o_.port), TransportOptions{},
-                                       o_.token, std::move(h));
+    server_ = transport_->start_server(o_.bind + ":" + std::to_string(o_.port),
+                                       server_transport(o_.tls), o_.token, std::move(h));
     address_ = advertised(o_, server_->port());
-    channel_ = transport_->open_channel(o_.dispatcher);
+    channel_ = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     retry_unreachable(o_.connect_timeout_s, o_.dispatcher, [&](int64_t ms) { beat(ms); });
     beater_ = std::thread([this] { beat_loop(); });
   }
@@ -382,7 +382,8 @@ class WorkerImpl final : public Worker {
   void serve_dynamic(const ReadRequest& r, ServerCall& call) {
     if (!o_.piece_builder)
       throw CallError(CallCode::kInvalidArgument, "this worker cannot read pieces (no builder)");
-    auto channel = transport_->open_channel(o_.dispatcher);  // this stream's own
+    auto channel =
+        transport_->open_channel(o_.dispatcher, client_transport(o_.tls));  // this stream's own
     Lease lease;
     while (next_lease(*channel, r, call, lease))
       if (!stream_lease(r, lease, call)) return;

@@ -382,10 +382,11 @@ namespace {
 // restores on another number of ranks. Other definitions hash as they are.
 // A service source's options that say where the dispatcher is and how the trainer
 // reads, not what the upstream produces: out of the state fingerprint, so that a moved
-// dispatcher (or another token file) still resumes, and every consumer (rank) of a job
-// fingerprints alike.
+// dispatcher (or another token file or CA) still resumes, and every consumer (rank) of a
+// job fingerprints alike.
 constexpr const char* kServiceRuntimeOptions[] = {"dispatcher", "token_file", "connect_timeout_s",
-                                                  "buffer_mb",  "consumers",  "consumer"};
+                                                  "buffer_mb",  "consumers",  "consumer",
+                                                  "ca_file",    "ca_path",    "tls_server_name"};
 
 nlohmann::json fingerprinted(const nlohmann::json& canonical) {
   nlohmann::json j = canonical;

@@ -82,6 +82,12 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   o.token =
       service::read_token(token_file.empty() ? "" : resolve_spec_path(ctx.base_dir, token_file),
                           s.field_path("token_file"));
+  const std::string ca_file = s.get_string("ca_file"), ca_path = s.get_string("ca_path");
+  o.tls.root_pem =
+      service::read_ca_roots(ca_file.empty() ? "" : resolve_spec_path(ctx.base_dir, ca_file),
+                             ca_path.empty() ? "" : resolve_spec_path(ctx.base_dir, ca_path),
+                             s.field_path("ca_file"), s.field_path("ca_path"));
+  o.tls.server_name = s.get_string("tls_server_name");
   const nlohmann::json* upstream = s.raw("pipeline");
   if (upstream == nullptr) throw_spec_error(s.field_path("pipeline"), "missing");
   const PipelineDef d = upstream_of(*upstream, s.field_path("pipeline"), o.job);
@@ -149,7 +155,20 @@ void register_service_builders(Registry& r) {
          .type = OptionType::kNumber,
          .fallback = 30,
          .min = 0.001,
-         .doc = "how long to wait for the dispatcher and a first worker"}}},
+         .doc = "how long to wait for the dispatcher and a first worker"},
+        {.name = "ca_file",
+         .type = OptionType::kString,
+         .fallback = "",
+         .doc = "PEM certificates of the CA(s) that signed the dispatcher's and workers' TLS "
+                "certificates: calls use TLS (\"\": plaintext)"},
+        {.name = "ca_path",
+         .type = OptionType::kString,
+         .fallback = "",
+         .doc = "a folder of such PEM files (*.pem, *.crt), joined (with or instead of ca_file)"},
+        {.name = "tls_server_name",
+         .type = OptionType::kString,
+         .fallback = "",
+         .doc = "the name the servers' TLS certificates must carry (\"\": the host dialled)"}}},
       build_service);
 }
 
@@ -253,6 +272,9 @@ PipelineDef service_source(const PipelineDef& upstream, ServiceOptions options) 
   if (options.buffer_mb != 64) o["buffer_mb"] = options.buffer_mb;
   if (!options.token_file.empty()) o["token_file"] = options.token_file;
   if (options.connect_timeout_s != 30) o["connect_timeout_s"] = options.connect_timeout_s;
+  if (!options.ca_file.empty()) o["ca_file"] = options.ca_file;
+  if (!options.ca_path.empty()) o["ca_path"] = options.ca_path;
+  if (!options.tls_server_name.empty()) o["tls_server_name"] = options.tls_server_name;
   return PipelineDef("service", std::move(o));
 }
 

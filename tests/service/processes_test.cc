@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -161,14 +162,15 @@ class ServiceProcesses : public ::testing::Test {
   }
   Child& dispatcher() { return *dispatcher_; }
   // `n` worker processes, each serving.
-  std::vector<std::unique_ptr<Child>> start_workers(int n) {
+  std::vector<std::unique_ptr<Child>> start_workers(int n,
+                                                    const std::vector<std::string>& args = {}) {
     std::vector<std::unique_ptr<Child>> workers;
     for (int w = 1; w <= n; ++w) {
       const std::string log = dir + "/worker" + std::to_string(w) + ".log";
-      workers.push_back(
-          std::make_unique<Child>(std::vector<std::string>{kDataecho, "worker", "--dispatcher",
-                                                           address, "--bind", "127.0.0.1"},
-                                  log));
+      std::vector<std::string> argv = {kDataecho, "worker", "--dispatcher",
+                                       address,   "--bind", "127.0.0.1"};
+      argv.insert(argv.end(), args.begin(), args.end());
+      workers.push_back(std::make_unique<Child>(argv, log));
       const auto serving = workers.back()->line();
       if (!serving || serving->find(" serving on 127.0.0.1:") == std::string::npos)
         ADD_FAILURE() << serving.value_or("(nothing)") << "; " << read_text(log);
@@ -341,6 +343,129 @@ TEST_F(ServiceProcesses, PipeSigkilledAndResumedWithSaveEvery) {
   ASSERT_EQ(ids.size(), kImages);
   for (int64_t i = 0; i < kImages; ++i)
     ASSERT_EQ(ids[static_cast<size_t>(i)], i) << read_text(dir + "/resumed.log");
+}
+
+// TLS: a CA and a server certificate for 127.0.0.1 and localhost made with `openssl`
+// (EC P-256, in the test's folder), and another CA. The dispatcher and the workers serve
+// TLS with the certificate; clients trust the CA by ca_file or --ca-file.
+class ServiceTls : public ServiceProcesses {
+ protected:
+  void SetUp() override {
+    ServiceProcesses::SetUp();
+    if (IsSkipped()) return;
+    if (std::system("openssl version > /dev/null 2>&1") != 0)
+      GTEST_SKIP() << "no openssl to make the test's certificates";
+    make_certificates();
+    start_dispatcher(
+        {"--port", "0", "--tls-cert", dir + "/server.pem", "--tls-key", dir + "/server.key"});
+  }
+  std::vector<std::string> server_tls() const {
+    return {"--tls-cert", dir + "/server.pem", "--tls-key", dir + "/server.key"};
+  }
+  // `dataecho service status` with these arguments: its exit status, output and errors.
+  int status_of(const std::vector<std::string>& args, std::string& out) {
+    std::vector<std::string> argv = {kDataecho, "service", "status"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int status = 0;
+    out = run_output(argv, dir + "/status.log", &status);
+    out += read_text(dir + "/status.log");
+    return status;
+  }
+
+ private:
+  void make_certificates() {
+    const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+    const std::string d = dir + "/";
+    write_file(d + "ext.cnf", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+    const std::string cmd =
+        "(cd " + d + " && openssl req -x509 -days 2" + ec +
+        " -keyout ca.key -out ca.pem -subj /CN=ca" + " && openssl req -x509 -days 2" + ec +
+        " -keyout other.key -out other.pem -subj /CN=other" + " && openssl req" + ec +
+        " -keyout server.key -out server.csr -subj /CN=localhost" +
+        " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial" +
+        " -days 2 -extfile ext.cnf -out server.pem)";
+    ASSERT_EQ(std::system((cmd + " > " + d + "openssl.log 2>&1").c_str()), 0)
+        << read_text(d + "openssl.log");
+  }
+};
+
+// A dynamic epoch over TLS: the dispatcher, a worker (serving TLS, trusting the CA for
+// the dispatcher) and a `dataecho pipe` whose spec gives ca_file; each id once. Then the
+// status over TLS lists the worker.
+TEST_F(ServiceTls, AnEpochOverTlsGivesEachIdOnce) {
+  std::vector<std::string> args = server_tls();
+  args.insert(args.end(), {"--ca-file", dir + "/ca.pem"});
+  auto workers = start_workers(1, args);
+  if (HasFailure()) return;
+  write_images(dir + "/images.idx", 2000);
+  write_spec({{"sharding", "dynamic"}, {"lanes", 4}, {"ca_file", dir + "/ca.pem"}});
+  int status = 0;
+  const std::string out =
+      run_output({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log", &status);
+  EXPECT_EQ(status, 0) << read_text(dir + "/pipe.log");
+  const std::vector<int64_t> ids = ids_of_lines(out);
+  ASSERT_EQ(ids.size(), 2000u) << read_text(dir + "/pipe.log");
+  for (int64_t i = 0; i < 2000; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+
+  std::string text;
+  ASSERT_EQ(status_of({address, "--json", "--ca-path", dir}, text), 0) << text;
+  const auto s = nlohmann::json::parse(text.substr(0, text.rfind('}') + 1));
+  EXPECT_EQ(s["jobs"].size(), 1u) << text;
+  EXPECT_EQ(s["workers"].size(), 1u) << text;
+}
+
+// A plaintext client of a TLS server, a TLS client trusting another CA, and a TLS client
+// of a plaintext server each fail naming the address and what to check, within their
+// timeout.
+TEST_F(ServiceTls, PlaintextOrAnotherCaFailsNamingTheAddress) {
+  Child plain({kDataecho, "dispatcher", "--bind", "127.0.0.1", "--port", "0"}, dir + "/plain.log");
+  const std::string plain_address = dispatcher_address(plain, dir + "/plain.log");
+  const auto start = std::chrono::steady_clock::now();
+  std::string text;
+  EXPECT_NE(status_of({address, "--timeout", "5"}, text), 0);
+  EXPECT_NE(text.find("at " + address), std::string::npos) << text;
+  EXPECT_NE(text.find("if the server serves TLS, give its CA"), std::string::npos) << text;
+  EXPECT_NE(status_of({address, "--timeout", "5", "--ca-file", dir + "/other.pem"}, text), 0);
+  EXPECT_NE(text.find("at " + address), std::string::npos) << text;
+  EXPECT_NE(text.find("TLS failed"), std::string::npos) << text;
+  EXPECT_NE(status_of({plain_address, "--timeout", "5", "--ca-file", dir + "/ca.pem"}, text), 0);
+  EXPECT_NE(text.find("at " + plain_address), std::string::npos) << text;
+  EXPECT_NE(text.find("TLS failed"), std::string::npos) << text;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+
+  // A trainer without the CA: its source fails within its connect timeout.
+  write_images(dir + "/images.idx", 10);
+  write_spec({{"connect_timeout_s", 2}});
+  int status = 0;
+  const auto pipe_start = std::chrono::steady_clock::now();
+  run_output({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - pipe_start, std::chrono::seconds(10));
+  const std::string log = read_text(dir + "/pipe.log");
+  EXPECT_NE(log.find(address), std::string::npos) << log;
+  EXPECT_NE(log.find("if the server serves TLS"), std::string::npos) << log;
+}
+
+// A certificate without its key is refused naming the flag; so is a file that is no PEM.
+TEST_F(ServiceTls, ACertificateWithoutItsKeyIsRefused) {
+  int status = 0;
+  run_output({kDataecho, "dispatcher", "--port", "0", "--tls-cert", dir + "/server.pem"},
+             dir + "/d.log", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(read_text(dir + "/d.log").find("--tls-key is missing"), std::string::npos)
+      << read_text(dir + "/d.log");
+  run_output({kDataecho, "worker", "--dispatcher", address, "--tls-key", dir + "/server.key"},
+             dir + "/w.log", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(read_text(dir + "/w.log").find("--tls-cert is missing"), std::string::npos)
+      << read_text(dir + "/w.log");
+  run_output({kDataecho, "dispatcher", "--port", "0", "--tls-cert", dir + "/ext.cnf", "--tls-key",
+              dir + "/server.key"},
+             dir + "/d.log", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(read_text(dir + "/d.log").find(dir + "/ext.cnf holds no PEM CERTIFICATE"),
+            std::string::npos)
+      << read_text(dir + "/d.log");
 }
 
 }  // namespace

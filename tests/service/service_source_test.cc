@@ -110,6 +110,10 @@ TEST_F(ServiceSource, FingerprintIgnoresAddressAndCredentials) {
   EXPECT_EQ(def(7002, R"(, "token_file": ")" + dir + R"(/b.token", "connect_timeout_s": 2)")
                 .fingerprint(),
             base);
+  // Nor do TLS's roots and name.
+  EXPECT_EQ(def(7003, R"(, "ca_file": "ca.pem", "ca_path": "certs", "tls_server_name": "h")")
+                .fingerprint(),
+            base);
   // A consumer (rank) of a dynamic job fingerprints as the others.
   const std::string ranged = R"({"source": {"kind": "range", "count": 12}})";
   EXPECT_EQ(

@@ -18,7 +18,8 @@
 // once per epoch, whichever workers fail.
 //
 // The token (docs/service.md, Security) comes from a file or DATAECHO_SERVICE_TOKEN,
-// never from the command line, a spec or a log line.
+// never from the command line, a spec or a log line; TLS (TlsOptions) encrypts the
+// calls, the token's metadata among them, when the servers have a certificate.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,30 @@ void set_default_transport(std::shared_ptr<Transport> transport);
 // $DATAECHO_SERVICE_TOKEN, else "" (no token).
 std::string read_token(const std::string& token_file, const std::string& what);
 
+// TLS (docs/service.md, Security), as PEM text; all empty: plaintext. A server serves TLS
+// with a certificate and its key; a client speaks TLS when it has roots, trusts them
+// alone, and checks that the server's certificate names the address it dials (or
+// `server_name` when given).
+struct TlsOptions {
+  std::string cert_pem;     // servers: the certificate (chain)
+  std::string key_pem;      // servers: its private key
+  std::string root_pem;     // clients: the CAs trusted
+  std::string server_name;  // clients: the name the certificate must carry ("": the host dialled)
+};
+
+// A server's certificate and key from the files of `cert_flag` and `key_flag` (the
+// flags' names, for errors): both or neither ("" and "": plaintext); an error names the
+// one missing, or a file that cannot be read or holds no PEM certificate / private key.
+TlsOptions read_server_tls(const std::string& cert_file, const std::string& key_file,
+                           const std::string& cert_flag = "--tls-cert",
+                           const std::string& key_flag = "--tls-key");
+// A client's roots: the PEM file `ca_file` and the PEM files (*.pem, *.crt) of the
+// folder `ca_path`, joined ("" and "": plaintext). Errors name the option (`ca_file_what`,
+// `ca_path_what`) and the file or folder.
+std::string read_ca_roots(const std::string& ca_file, const std::string& ca_path,
+                          const std::string& ca_file_what = "ca_file",
+                          const std::string& ca_path_what = "ca_path");
+
 // A job's pieces (sharding "dynamic"), as the PlanFn makes them of its upstream's
 // source: `pieces[p]` the record ranges of piece p in read order, `lanes_of(epoch)` the
 // lane of each piece in that epoch, `json` what the journal keeps.
@@ -68,6 +93,7 @@ struct DispatcherOptions {
   std::string token;                     // "": calls need none
   int64_t worker_timeout_ms = 10'000;    // a worker silent this long is not listed for new jobs
   PlanFn plan;                           // null: sharding "dynamic" is refused
+  TlsOptions tls;                        // its certificate and key ("": plaintext)
   std::shared_ptr<Transport> transport;  // null: default_transport()
 };
 
@@ -121,6 +147,9 @@ struct WorkerOptions {
   std::string token;
   double connect_timeout_s = 30;  // for its first beat
   int64_t beat_ms = 500;
+  // Its Read server's certificate and key, and the roots (and name) it checks the
+  // dispatcher's certificate with ("": plaintext).
+  TlsOptions tls;
   UpstreamBuilder builder;
   PieceBuilder piece_builder;            // null: sharding "dynamic" is refused
   std::shared_ptr<Transport> transport;  // null: default_transport()
@@ -156,6 +185,7 @@ struct ServiceSourceOptions {
   int64_t buffer_mb = 64;        // the elements read ahead from all workers together
   std::string token;
   double connect_timeout_s = 30;
+  TlsOptions tls;  // the roots (and name) it checks the dispatcher's and workers' certificates with
   std::shared_ptr<Transport> transport;  // null: default_transport()
 };
 
@@ -169,12 +199,14 @@ DatasetPtr make_service_source(ServiceSourceOptions options);
 // "jobs": [{"job", "name", "fingerprint", "sharding"}], "workers": [{"worker",
 // "address", "version", "threads", "last_beat_s", "alive", "elements", "bytes"}]}.
 nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
-                              double timeout_s, std::shared_ptr<Transport> transport = nullptr);
+                              double timeout_s, std::shared_ptr<Transport> transport = nullptr,
+                              const TlsOptions& tls = {});
 // The same for a person: a line per job and per worker.
 std::string status_text(const nlohmann::json& status);
 // Stops the running job `name` (`dataecho service stop-job`): its name is free for
 // another upstream, and workers are no longer given it. Returns its id.
 int64_t stop_job(const std::string& dispatcher, const std::string& name, const std::string& token,
-                 double timeout_s, std::shared_ptr<Transport> transport = nullptr);
+                 double timeout_s, std::shared_ptr<Transport> transport = nullptr,
+                 const TlsOptions& tls = {});
 
 }  // namespace dataecho::service

@@ -283,6 +283,9 @@ struct ServiceOptions {
   int64_t buffer_mb = 64;        // elements read ahead from all workers together
   std::string token_file = "";
   double connect_timeout_s = 30;
+  std::string ca_file = "";          // TLS: the CA(s) of the servers' certificates ("": plaintext)
+  std::string ca_path = "";          // TLS: a folder of them
+  std::string tls_server_name = "";  // TLS: the name the certificates carry ("": the host)
 };
 // The `service` source: `upstream` runs on the data service's workers, and the pipeline
 // reads what they stream (src/spec/service_builders.cc). (The namespace

@@ -90,6 +90,24 @@ struct Channel {
   std::shared_ptr<grpc::Channel> channel;
 };
 
+bool given(const char* text) { return text != nullptr && *text != '\0'; }
+
+// A channel's credentials: TLS trusting the options' roots when they give some, else none.
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const dataecho_grpc_options* o) {
+  if (o == nullptr || !given(o->tls_root_pem)) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = o->tls_root_pem;
+  return grpc::SslCredentials(ssl);
+}
+
+// A server's credentials: TLS with the options' certificate and key when they give them.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const dataecho_grpc_options* o) {
+  if (o == nullptr || !given(o->tls_cert_pem)) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({given(o->tls_key_pem) ? o->tls_key_pem : "", o->tls_cert_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
 // ---- client streams ----
 
 // A server stream's client side. The reactor holds the call (AddHold) while the engine
@@ -389,7 +407,9 @@ void* dataecho_grpc_channel_open(const char* target, const dataecho_grpc_options
   grpc::ChannelArguments args;
   apply_options(options, false, [&](const char* key, int value) { args.SetInt(key, value); });
   args.SetServiceConfigJSON(kRetryConfig);
-  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (options != nullptr && given(options->tls_root_pem) && given(options->tls_server_name))
+    args.SetSslTargetNameOverride(options->tls_server_name);
+  auto channel = grpc::CreateCustomChannel(target, channel_credentials(options), args);
   if (channel == nullptr) {
     set_status(status, DATAECHO_GRPC_INVALID_ARGUMENT, std::string("bad target ") + target);
     return nullptr;
@@ -461,13 +481,16 @@ void* dataecho_grpc_server_start(const char* address, const dataecho_grpc_option
   server->handlers = *handlers;
   server->user = user;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
+  builder.AddListeningPort(address, server_credentials(options), port);
   apply_options(options, true,
                 [&](const char* key, int value) { builder.AddChannelArgument(key, value); });
   builder.RegisterCallbackGenericService(&server->service);
   server->server = builder.BuildAndStart();
   if (server->server == nullptr || *port == 0) {
-    set_status(status, DATAECHO_GRPC_UNAVAILABLE, std::string("cannot listen on ") + address);
+    const bool tls = options != nullptr && given(options->tls_cert_pem);
+    set_status(status, DATAECHO_GRPC_UNAVAILABLE,
+               std::string("cannot listen on ") + address +
+                   (tls ? " (or gRPC refused its TLS certificate and key)" : ""));
     if (server->server != nullptr) server->server->Shutdown();
     return nullptr;
   }
