@@ -9,12 +9,15 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "service/protocol.h"
 #include "service/transport.h"
+#include "test_util.h"
 
 namespace dataecho::service {
 namespace {
@@ -298,6 +301,57 @@ TEST_P(TransportContract, NoServerThereIsUnavailable) {
 
 INSTANTIATE_TEST_SUITE_P(Service, TransportContract, ::testing::Values("grpc", "in_process"),
                          [](const auto& info) { return info.param; });
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// TLS over the plugin: a CA and a server certificate for 127.0.0.1 and localhost that
+// `openssl` makes in a temporary folder. A channel trusting the CA reaches the server by
+// either name; one that checks another name (tls_server_name) fails saying TLS failed.
+TEST(GrpcTls, TheCertificateMustNameTheAddressOrTheOverride) {
+#ifndef DATAECHO_HAVE_GRPC_PLUGIN
+  GTEST_SKIP() << "this build has no gRPC plugin (TSan, or built without libgrpc++-dev)";
+#endif
+  if (std::system("openssl version > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no openssl to make the test's certificates";
+  const std::string d = testing::temp_dir() + "/";
+  testing::write_file(d + "ext.cnf", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+  const std::string cmd =
+      "(cd " + d + " && openssl req -x509 -days 2" + ec + " -keyout ca.key -out ca.pem" +
+      " -subj /CN=ca && openssl req" + ec + " -keyout server.key -out server.csr" +
+      " -subj /CN=localhost && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key" +
+      " -CAcreateserial -days 2 -extfile ext.cnf -out server.pem) > " + d + "openssl.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(d + "openssl.log");
+  auto transport = grpc_transport();
+  TransportOptions server_options;
+  server_options.tls_cert_pem = read_text(d + "server.pem");
+  server_options.tls_key_pem = read_text(d + "server.key");
+  auto server = transport->start_server("127.0.0.1:0", server_options, "", echo_handlers());
+  const std::string port = std::to_string(server->port());
+  TransportOptions client;
+  client.tls_root_pem = read_text(d + "ca.pem");
+  for (const std::string host : {"127.0.0.1", "localhost"})
+    EXPECT_EQ(transport->open_channel(host + ":" + port, client)->unary(kUnary, "x"),
+              std::string(kUnary) + " got x");
+  client.tls_server_name = "localhost";
+  EXPECT_EQ(transport->open_channel("127.0.0.1:" + port, client)->unary(kUnary, "y"),
+            std::string(kUnary) + " got y");
+  client.tls_server_name = "elsewhere.example";
+  try {
+    transport->open_channel("127.0.0.1:" + port, client)->unary(kUnary, "z", within(5'000));
+    ADD_FAILURE() << "a certificate for localhost passed as elsewhere.example";
+  } catch (const CallError& e) {
+    EXPECT_EQ(e.call_code(), CallCode::kUnavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("TLS failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at 127.0.0.1:" + port), std::string::npos) << e.what();
+  }
+  server->stop(0);
+}
 
 TEST(GrpcPlugin, AMissingPluginNamesEveryPathTried) {
   try {
