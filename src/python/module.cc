@@ -326,21 +326,28 @@ void bind_stats(py::module_& m) {
 
 // ---------------------------------------------------------------- the data service
 // dataecho.service_status: the dispatcher's status, as `dataecho service status --json`
-// prints it. The service layer loads its gRPC plugin here, at the first call, never at
-// import (tests/python/test_service.py reads /proc/self/maps).
+// prints it, over TLS when given the CA (ca_file, ca_path; tls_server_name). The service
+// layer loads its gRPC plugin here, at the first call, never at import
+// (tests/python/test_service.py reads /proc/self/maps).
 void bind_service(py::module_& m) {
   m.def(
       "service_status",
-      [](const std::string& address, const std::string& token_file, double timeout_s) {
+      [](const std::string& address, const std::string& token_file, double timeout_s,
+         const std::string& ca_file, const std::string& ca_path,
+         const std::string& tls_server_name) {
         nlohmann::json status;
         {
           py::gil_scoped_release nogil;  // waits on the network
+          service::TlsOptions tls;
+          tls.root_pem = service::read_ca_roots(ca_file, ca_path, "ca_file", "ca_path");
+          tls.server_name = tls_server_name;
           status = service::service_status(address, service::read_token(token_file, "token_file"),
-                                           timeout_s);
+                                           timeout_s, nullptr, tls);
         }
         return to_python(status);
       },
-      py::arg("address"), py::arg("token_file") = "", py::arg("timeout_s") = 10.0);
+      py::arg("address"), py::arg("token_file") = "", py::arg("timeout_s") = 10.0,
+      py::arg("ca_file") = "", py::arg("ca_path") = "", py::arg("tls_server_name") = "");
 }
 
 void add_exceptions(py::module_& m) {

@@ -209,6 +209,47 @@ def test_an_unreachable_dispatcher_is_named(service):
     assert time.monotonic() - start < 5
 
 
+def test_service_status_reads_the_ca_it_is_given(tmp_path):
+    missing = tmp_path / "no-such-ca.pem"
+    with pytest.raises(de.Error, match=f"ca_file: cannot read {missing}"):
+        de.service_status("127.0.0.1:1", ca_file=missing, timeout_s=0.5)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(de.Error, match=r"ca_path: the folder .*empty has no \.pem or \.crt file"):
+        de.service_status("127.0.0.1:1", ca_path=tmp_path / "empty", timeout_s=0.5)
+
+
+def test_service_status_over_tls(service, tmp_path):
+    """A dispatcher serving TLS with a certificate for 127.0.0.1 and localhost that openssl
+    makes (as tests/service/processes_test.cc makes it); skipped without openssl."""
+    if subprocess.run(["openssl", "version"], capture_output=True).returncode != 0:
+        pytest.skip("no openssl to make the test's certificates")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    (tmp_path / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for argv in (["req", "-x509", "-days", "2", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=ca"],
+                 ["req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"],
+                 ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                  "-days", "2", "-extfile", "ext.cnf", "-out", "server.pem"]):
+        subprocess.run(["openssl", *argv], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "roots").mkdir()
+    (tmp_path / "roots" / "ca.crt").write_text((tmp_path / "ca.pem").read_text())
+    tls = _start([service.bin, "dispatcher", "--port", "0", "--bind", "127.0.0.1", "--tls-cert",
+                  str(tmp_path / "server.pem"), "--tls-key", str(tmp_path / "server.key")],
+                 str(tmp_path / "dispatcher.log"), "listening on ")
+    try:
+        port = tls.address.rsplit(":", 1)[1]
+        for kwargs in ({"ca_file": tmp_path / "ca.pem"}, {"ca_path": str(tmp_path / "roots")},
+                       {"ca_file": tmp_path / "ca.pem", "tls_server_name": "localhost"}):
+            assert de.service_status(f"127.0.0.1:{port}", timeout_s=5, **kwargs)["jobs"] == []
+        with pytest.raises(de.Error, match=f"TLS failed.*127.0.0.1:{port}"):
+            de.service_status(f"127.0.0.1:{port}", ca_file=tmp_path / "ca.pem", tls_server_name="elsewhere.example",
+                              timeout_s=5)
+        with pytest.raises(de.Error, match=f"if the server serves TLS, give its CA.*127.0.0.1:{port}"):
+            de.service_status(f"127.0.0.1:{port}", timeout_s=5)
+    finally:
+        tls.proc.send_signal(signal.SIGTERM)
+        assert tls.proc.wait(20) == 0
+
+
 def test_import_does_not_load_grpc(service):
     # A fresh process: the maps of this one hold the plugin once a test above called it.
     code = (
