@@ -18,7 +18,7 @@ namespace dataecho {
 namespace {
 
 // The default curve's points as echo_or_scale.cc derives them, for the expected values.
-const double kV2 = 2 / 1.92;
+const double kV2 = 2 / 1.84;
 const double kV3 = 3 / 2.56;
 const double kV4 = 4 / 3.29;
 
