@@ -148,8 +148,9 @@ SOURCE_METHODS = {"distribute": ("service", "pipeline",
                                  "This pipeline run on the data service's workers: a new definition whose source is a "
                                  "`service` source with this pipeline (its source and stages so far, its seed and "
                                  "settings) as the upstream `pipeline`; the stages added after it (shuffle, echo, "
-                                 "batch, prefetch) run in this process, on the trainer's side, and a repeat after it "
-                                 "counts the job's epochs (docs/python.md, \"The data service\"). "
+                                 "batch, prefetch) run in this process, on the trainer's side. Each pass of the built "
+                                 "pipeline (iterated again, set_epoch, a DataLoader's pass) reads the job's next "
+                                 "epoch, as a repeat after it does (docs/python.md, \"The data service\"). "
                                  "Refused (SpecError, a ValueError) for a pipeline without a source, one that is "
                                  "distributed already, and one with a Python callable (the workers build the "
                                  "upstream from its JSON spec).")}

@@ -223,7 +223,8 @@ class DeclaredStages:
 
     def distribute(self, dispatcher: str, job: str, *, sharding: Optional[str] = None,
                    lanes: Optional[int] = None, consumers: Optional[int] = None,
-                   consumer: Optional[int] = None, buffer_mb: Optional[int] = None,
+                   consumer: Optional[int] = None, epoch: Optional[int] = None,
+                   buffer_mb: Optional[int] = None,
                    token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
                    connect_timeout_s: Optional[float] = None,
                    ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
@@ -232,10 +233,12 @@ class DeclaredStages:
         """This pipeline run on the data service's workers: a new definition whose source is a
         ``service`` source with this pipeline (its source and stages so far, its seed and
         settings) as the upstream ``pipeline``; the stages added after it (shuffle, echo,
-        batch, prefetch) run in this process, on the trainer's side, and a repeat after it
-        counts the job's epochs (docs/python.md, "The data service"). Refused (SpecError, a
-        ValueError) for a pipeline without a source, one that is distributed already, and
-        one with a Python callable (the workers build the upstream from its JSON spec).
+        batch, prefetch) run in this process, on the trainer's side. Each pass of the built
+        pipeline (iterated again, set_epoch, a DataLoader's pass) reads the job's next
+        epoch, as a repeat after it does (docs/python.md, "The data service"). Refused
+        (SpecError, a ValueError) for a pipeline without a source, one that is distributed
+        already, and one with a Python callable (the workers build the upstream from its
+        JSON spec).
 
         Options (docs/spec.md, "service"):
 
@@ -251,6 +254,9 @@ class DeclaredStages:
         ``consumers``: dynamic: the job's consumers (trainer ranks); consumer r owns lanes k
         mod consumers == r; an integer in [1, 65536]; default 1.
         ``consumer``: dynamic: this consumer's number; an integer in [0, 65536]; default 0.
+        ``epoch``: the job's epoch that the first pass reads (a repeat after the source
+        reads the next ones); the trainer's side sets it for each epoch (Python's for_epoch:
+        a pipeline's pass k reads epoch + k); an integer in [0, 1073741824]; default 0.
         ``buffer_mb``: MiB of elements read ahead from all workers together; an integer in
         [1, 1048576]; default 64.
         ``token_file``: a file whose first line is the service's token ("":
@@ -368,7 +374,8 @@ def range(count: int, *, shards: Optional[int] = None) -> PipelineDef:  # noqa: 
 
 def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str] = None,
             lanes: Optional[int] = None, consumers: Optional[int] = None, consumer: Optional[int] = None,
-            buffer_mb: Optional[int] = None, token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+            epoch: Optional[int] = None, buffer_mb: Optional[int] = None,
+            token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
             connect_timeout_s: Optional[float] = None,
             ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
             ca_path: Optional[Union[str, "os.PathLike[str]"]] = None,
@@ -392,6 +399,9 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
     ``consumers``: dynamic: the job's consumers (trainer ranks); consumer r owns lanes k mod
     consumers == r; an integer in [1, 65536]; default 1.
     ``consumer``: dynamic: this consumer's number; an integer in [0, 65536]; default 0.
+    ``epoch``: the job's epoch that the first pass reads (a repeat after the source reads
+    the next ones); the trainer's side sets it for each epoch (Python's for_epoch: a
+    pipeline's pass k reads epoch + k); an integer in [0, 1073741824]; default 0.
     ``buffer_mb``: MiB of elements read ahead from all workers together; an integer in [1,
     1048576]; default 64.
     ``token_file``: a file whose first line is the service's token ("":

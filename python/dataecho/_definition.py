@@ -347,10 +347,19 @@ class PipelineDef(DeclaredStages):
         epoch k > 0 its seed mixed with k, so that every stage that draws from the
         pipeline's seed (shuffles, augmentations, echo) draws anew each epoch, and the
         same (seed, epoch) draws the same in any process. A stage given a ``seed=`` of
-        its own draws the same in every epoch."""
+        its own draws the same in every epoch. Over a service source (``distribute``)
+        epoch k also reads the job's epoch k (the source's ``epoch`` option, plus the
+        one it has): the dispatcher's deal of that epoch, the workers' passes of it."""
         if epoch < 0:
             raise SpecError(f"epoch: expected an epoch >= 0, got {epoch}")
-        return self if epoch == 0 else self.with_mixed_seed(_EPOCH_SALT, epoch)
+        if epoch == 0:
+            return self
+        d = self.with_mixed_seed(_EPOCH_SALT, epoch)
+        if self._d.source_kind == "service":
+            first = self._d.source_options.get("epoch", 0)
+            if isinstance(first, int) and not isinstance(first, bool):  # else build() names it
+                d = d._derive(d._d.with_source_option("epoch", first + epoch))
+        return d
 
     def without(self, op: str) -> "PipelineDef":
         """Without the stages of this op (``without("echo")``: what ``profile`` runs)."""

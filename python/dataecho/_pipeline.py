@@ -141,7 +141,8 @@ class Pipeline:
     exhausted, iterating it again (``for b in p:`` a second time) starts the next epoch,
     whose shuffles and augmentations draw anew from (seed, epoch)
     (``PipelineDef.for_epoch``); ``set_epoch(k)`` starts epoch k. The epoch is part of
-    ``state_dict()``.
+    ``state_dict()``. Over a service source (``distribute``) epoch k reads the job's
+    epoch k from the service's workers.
     """
 
     def __init__(self, definition: "PipelineDef", *, as_numpy: bool = False, base_dir: Optional[str] = None,
@@ -157,13 +158,7 @@ class Pipeline:
         self._p = self._start()
         _live.add(self)
 
-    def _start(self, restoring: bool = False) -> _core.Pipeline:
-        if self._epoch > 0 and not restoring and self._def._d.source_kind == "service":
-            raise SpecError(
-                f"epoch {self._epoch} of a pipeline whose source is a service source: the service counts "
-                "epochs by a repeat after the source (distribute(...).repeat(n): one pipeline, epochs 0 to "
-                "n - 1); a pipeline started at another epoch would ask the dispatcher for the job's epoch 0 "
-                "again")
+    def _start(self) -> _core.Pipeline:
         d = self._def.for_epoch(self._epoch)
         return d._d.build(self._base_dir, self._fusion, self._as_numpy, self._share)
 
@@ -282,7 +277,7 @@ class Pipeline:
             self._p.close()
             self._epoch = epoch
             self._exhausted = False
-            self._p = self._start(restoring=True)
+            self._p = self._start()
         try:
             self._p.restore(bytes(state["state"]))
         except _core.Error as e:

@@ -356,6 +356,12 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                           'an integer in [0, 65536]',
                           '0',
                           "dynamic: this consumer's number"),
+                         ('epoch',
+                          'an integer in [0, 1073741824]',
+                          '0',
+                          "the job's epoch that the first pass reads (a repeat after the source "
+                          "reads the next ones); the trainer's side sets it for each epoch "
+                          "(Python's for_epoch: a pipeline's pass k reads epoch + k)"),
                          ('buffer_mb',
                           'an integer in [1, 1048576]',
                           '64',

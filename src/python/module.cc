@@ -211,6 +211,12 @@ void bind_edits(py::class_<PipelineDef>& c) {
                          "with_option sets a bool, a number or a string");
       },
       py::arg("index"), py::arg("key"), py::arg("value"));
+  c.def(
+      "with_source_option",
+      [](const PipelineDef& d, const std::string& key, const py::object& value) {
+        return d.with_source_option(key, to_json(value, "$.source." + key));
+      },
+      py::arg("key"), py::arg("value"));
   c.def("find", &PipelineDef::find, py::arg("op"), py::arg("fn") = "", py::arg("start") = 0);
   c.def("count", &PipelineDef::count, py::arg("op"));
 }

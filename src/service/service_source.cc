@@ -14,6 +14,9 @@
 // stream ends normally) and every stream has ended.
 // Each epoch's iterator starts as a new incarnation of its consumer (a Rewind): from the
 // epoch's beginning, or from a restored state's ledger, whose queued elements come first.
+// The epoch an iterator reads is the options' `epoch` (the trainer's side sets it per
+// epoch: Python's for_epoch) plus its context's (a repeat after the source); its
+// elements' rows carry it.
 // save() keeps the ledger and the queue by content (sharding "off" keeps no position and
 // refuses it).
 #include <algorithm>
@@ -43,7 +46,7 @@ class ServiceIterator final : public Iterator {
   ServiceIterator(const ServiceSourceOptions& o, const IteratorContext& ctx)
       : o_(o),
         transport_(o.transport ? o.transport : default_transport()),
-        epoch_(ctx.epoch),
+        epoch_(o.epoch + ctx.epoch),
         cancel_(ctx.cancel) {}
   ~ServiceIterator() override {
     {
@@ -112,6 +115,7 @@ class ServiceIterator final : public Iterator {
         queued_bytes_ -= queue_.front().second;
         queue_.pop_front();
         cv_.notify_all();
+        if (epoch_ > 0) e.stamp_epoch(static_cast<int32_t>(epoch_));
         return e;
       }
       if (running_ == 0) {

@@ -291,6 +291,15 @@ PipelineDef PipelineDef::with_option_json(size_t index, const std::string& key,
   return d;
 }
 
+PipelineDef PipelineDef::with_source_option(const std::string& key, nlohmann::json value) const {
+  if (source_kind_.empty())
+    throw_spec_error("$.source", "the pipeline has no source of a kind whose options could be set");
+  if (key == "kind") throw_spec_error("$.source.kind", "the source's kind, not an option");
+  PipelineDef d = *this;
+  d.source_options_[key] = std::move(value);
+  return d;
+}
+
 std::vector<StageDef> PipelineDef::stages_from_json(const nlohmann::json& stages) {
   if (!stages.is_array())
     throw_spec_error("$.stages",
@@ -382,11 +391,11 @@ namespace {
 // restores on another number of ranks. Other definitions hash as they are.
 // A service source's options that say where the dispatcher is and how the trainer
 // reads, not what the upstream produces: out of the state fingerprint, so that a moved
-// dispatcher (or another token file or CA) still resumes, and every consumer (rank) of a
-// job fingerprints alike.
-constexpr const char* kServiceRuntimeOptions[] = {"dispatcher", "token_file", "connect_timeout_s",
-                                                  "buffer_mb",  "consumers",  "consumer",
-                                                  "ca_file",    "ca_path",    "tls_server_name"};
+// dispatcher (or another token file or CA) still resumes, every consumer (rank) of a job
+// fingerprints alike, and so does every epoch (a saved state names its epoch itself).
+constexpr const char* kServiceRuntimeOptions[] = {
+    "dispatcher", "token_file", "connect_timeout_s", "buffer_mb", "consumers",
+    "consumer",   "epoch",      "ca_file",           "ca_path",   "tls_server_name"};
 
 nlohmann::json fingerprinted(const nlohmann::json& canonical) {
   nlohmann::json j = canonical;

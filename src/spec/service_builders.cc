@@ -76,6 +76,7 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
     throw_spec_error(s.field_path("consumer"), "consumer " + std::to_string(o.consumer) + " of " +
                                                    std::to_string(o.consumers) +
                                                    ": give one in [0, consumers)");
+  o.epoch = s.get_int("epoch");
   o.buffer_mb = s.get_int("buffer_mb");
   o.connect_timeout_s = s.get_number("connect_timeout_s");
   const std::string token_file = s.get_string("token_file");
@@ -141,6 +142,13 @@ void register_service_builders(Registry& r) {
          .min = 0,
          .max = 1 << 16,
          .doc = "dynamic: this consumer's number"},
+        {.name = "epoch",
+         .fallback = 0,
+         .min = 0,
+         .max = 1 << 30,
+         .doc = "the job's epoch that the first pass reads (a repeat after the source reads the "
+                "next ones); the trainer's side sets it for each epoch (Python's for_epoch: a "
+                "pipeline's pass k reads epoch + k)"},
         {.name = "buffer_mb",
          .fallback = 64,
          .min = 1,
@@ -269,6 +277,7 @@ PipelineDef service_source(const PipelineDef& upstream, ServiceOptions options) 
   nlohmann::json o = {
       {"dispatcher", options.dispatcher}, {"job", options.job}, {"pipeline", upstream.to_json()}};
   if (options.sharding != "off") o["sharding"] = options.sharding;
+  if (options.epoch != 0) o["epoch"] = options.epoch;
   if (options.buffer_mb != 64) o["buffer_mb"] = options.buffer_mb;
   if (!options.token_file.empty()) o["token_file"] = options.token_file;
   if (options.connect_timeout_s != 30) o["connect_timeout_s"] = options.connect_timeout_s;

@@ -108,8 +108,16 @@ def test_what_cannot_be_distributed_is_refused():
         de.range(4).map(lambda x: x).distribute("127.0.0.1:1", job="j")
     with pytest.raises(de.SpecError, match=r"\$\.source\.lanes: expected an integer in \[1, 65536\]"):
         de.range(4).distribute("127.0.0.1:1", job="j", lanes=0).build()
-    with pytest.raises(de.SpecError, match=r"epoch 1 of a pipeline whose source is a service source.*\.repeat\(n\)"):
-        once.build(epoch=1)
+
+
+def test_for_epoch_sets_the_jobs_epoch():
+    d = de.range(4).distribute("127.0.0.1:1", job="j").map(lambda x: x)
+    assert d.for_epoch(0) is d
+    spec = d.for_epoch(3)._d.to_json()
+    assert spec["source"]["epoch"] == 3 and spec["source"]["pipeline"] == d._d.to_json()["source"]["pipeline"]
+    assert d.for_epoch(3)._callables == d._callables  # the trainer's stages keep their callables
+    # An epoch the definition names already is the first pass's: epoch k adds to it.
+    assert de.range(4).distribute("127.0.0.1:1", job="j", epoch=2).for_epoch(3)._d.to_json()["source"]["epoch"] == 5
 
 
 @pytest.mark.parametrize("sharding", ["off", "dynamic"])
@@ -134,6 +142,36 @@ def test_a_repeat_after_the_source_reads_the_next_epochs(service):
     ids = [i for b in batches for i in b.ids]
     assert sorted(ids) == sorted(list(range(300)) * 2)
     assert sorted(e for b in batches for e in b.epochs) == [0] * 300 + [1] * 300
+
+
+def test_each_pass_of_a_loop_reads_the_jobs_next_epoch(service):
+    d = (de.range(600).distribute(service.address, job="py-passes", sharding="dynamic", token_file=service.token_file)
+         .shuffle(600).batch(50))
+    p = d.build(seed=4)
+    passes = []
+    for epoch in range(2):
+        batches = list(p)  # a second `for` over an exhausted pipeline starts the next epoch
+        assert p.epoch == epoch
+        passes.append([i for b in batches for i in b.ids])
+        assert {e for b in batches for e in b.epochs} == {epoch}  # the job's epoch, on the rows
+    p.close()
+    for ids in passes:
+        assert sorted(ids) == list(range(600))
+    assert passes[0] != passes[1]  # the trainer's shuffle draws anew each epoch
+    with d.build(seed=4, epoch=1) as q:  # an epoch asked for directly: the same job epoch again
+        assert sorted(_ids(q)) == list(range(600))
+
+
+def test_each_pass_of_a_dataloader_reads_the_jobs_next_epoch(service):
+    torch = pytest.importorskip("torch")
+    d = (de.range(400).distribute(service.address, job="py-loader", sharding="dynamic", token_file=service.token_file)
+         .shuffle(400).batch(40))
+    loader = torch.utils.data.DataLoader(de.TorchIterable(d, seed=2, provenance=True), batch_size=None,
+                                         num_workers=0)
+    passes = [[int(i) for b in loader for i in b["__ids__"]] for _ in range(2)]
+    for ids in passes:
+        assert sorted(ids) == list(range(400))
+    assert passes[0] != passes[1]
 
 
 def test_state_dict_resumes_the_epoch(service):

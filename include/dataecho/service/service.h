@@ -182,6 +182,7 @@ struct ServiceSourceOptions {
   int lanes = 12;                // dynamic: the plan's lanes
   int consumers = 1;             // dynamic: N, which must divide the lanes
   int consumer = 0;              // dynamic: this one's r
+  int64_t epoch = 0;             // the job's epoch of iteration 0 (iteration i: epoch + i)
   int64_t buffer_mb = 64;        // the elements read ahead from all workers together
   std::string token;
   double connect_timeout_s = 30;
@@ -190,9 +191,10 @@ struct ServiceSourceOptions {
 };
 
 // A source of the elements the job's workers stream: at each iteration (an epoch, as a
-// trainer-side repeat counts them) it gets or creates the job at the dispatcher, reads
-// every worker's pass of that epoch, and ends when all have ended. Errors name the
-// worker ("worker w2 (10.0.0.5:41071) cannot build the upstream: ...").
+// trainer-side repeat counts them, after the options' `epoch`) it gets or creates the job
+// at the dispatcher, reads every worker's pass of that epoch, and ends when all have
+// ended; the elements' rows carry that epoch. Errors name the worker ("worker w2
+// (10.0.0.5:41071) cannot build the upstream: ...").
 DatasetPtr make_service_source(ServiceSourceOptions options);
 
 // The dispatcher's status (Status call) as JSON: {"dispatcher", "version", "journal",

@@ -196,6 +196,9 @@ class PipelineDef {
   PipelineDef with_option(size_t index, const std::string& key, const T& value) const {
     return with_option_json(index, key, nlohmann::json(value));
   }
+  // The source's option `key` set to `value` (a service source's "epoch"); build()
+  // validates it as every option. Refused for a definition without a source kind.
+  PipelineDef with_source_option(const std::string& key, nlohmann::json value) const;
 
   // ---- JSON ----
   // Checks the structure (a source with a kind, a list of stages each with an op);
@@ -280,6 +283,7 @@ struct ServiceOptions {
   std::string dispatcher = "";  // host:port
   std::string job = "";
   std::string sharding = "off";  // "off" or "dynamic" ("static" is not built yet)
+  int64_t epoch = 0;             // the job's epoch of the first pass (a repeat reads the next)
   int64_t buffer_mb = 64;        // elements read ahead from all workers together
   std::string token_file = "";
   double connect_timeout_s = 30;
