@@ -26,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -244,8 +245,42 @@ class ServiceIterator final : public Iterator {
     if (dynamic()) incarnation_ = rewind(reply.job());
     std::lock_guard lock(mu_);
     running_ = reply.workers_size();
-    for (const WorkerInfo& w : reply.workers())
+    for (const WorkerInfo& w : reply.workers()) {
+      known_workers_.insert(w.worker());
       readers_.emplace_back([this, w, job = reply.job()] { read_worker(w, job); });
+    }
+    if (dynamic()) readers_.emplace_back([this, job = reply.job()] { watch_workers(job); });
+  }
+
+  // Sharding "dynamic": workers that join during the epoch. Twice a second the job's
+  // workers are asked of the dispatcher (GetOrCreateJob lists those alive and not
+  // leaving), and a stream is opened to each one this epoch has not read from, while the
+  // epoch runs; it takes pending pieces as the others do. Runs as one of readers_ (not
+  // counted in running_), adding readers only while not stopping, so that the destructor
+  // joins them all.
+  void watch_workers(int64_t job) {
+    constexpr int64_t kWatchMs = 500;
+    auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
+    JobRequest request;
+    *request.mutable_spec() = job_spec();
+    std::unique_lock lock(mu_);
+    const auto over = [&] { return stopping_ || running_ == 0 || lanes_done_; };
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(kWatchMs), over)) {
+      lock.unlock();
+      JobReply reply;
+      try {
+        reply = call_unary<JobRequest, JobReply>(*channel, kGetOrCreateJob, request,
+                                                 {.deadline_ms = 2'000, .token = o_.token},
+                                                 kConsumer, "dispatcher");
+      } catch (const std::exception&) {  // the dispatcher down (restarting): asked again later
+      }
+      lock.lock();
+      for (const WorkerInfo& w : reply.workers()) {
+        if (over() || reply.job() != job || !known_workers_.insert(w.worker()).second) continue;
+        ++running_;
+        readers_.emplace_back([this, w, job] { read_worker(w, job); });
+      }
+    }
   }
 
   // Sharding "dynamic": this consumer starts the epoch as a new incarnation, at the
@@ -525,6 +560,7 @@ class ServiceIterator final : public Iterator {
   std::map<int64_t, PieceLedger> ledger_;  // dynamic: by piece
   bool lanes_done_ = false;                // dynamic: a stream ended normally
   std::vector<std::string> failures_;      // dynamic: the streams cut, and why
+  std::set<int64_t> known_workers_;        // dynamic: the workers this epoch has read from
 };
 
 class ServiceDataset final : public Dataset {
