@@ -5,9 +5,12 @@
 //                   [--tls-cert F --tls-key F] [--ca-file F | --ca-path DIR]
 //   dataecho service status HOST:P [--json] [--ca-file F | --ca-path DIR]
 //   dataecho service stop-job HOST:P NAME [--ca-file F | --ca-path DIR]
+//   dataecho service stop-worker HOST:P WORKER [--ca-file F | --ca-path DIR]
 // The dispatcher prints "listening on A:PORT" and the worker "worker wN serving on
-// HOST:PORT" on standard output once they serve (tests read the port there); both stop
-// cleanly on SIGTERM or SIGINT. The token is read from --token-file or
+// HOST:PORT" on standard output once they serve (tests read the port there). The
+// dispatcher stops cleanly on SIGTERM or SIGINT; the worker leaves: on SIGTERM or SIGINT,
+// or told to by `service stop-worker`, it finishes the pieces it holds and exits (status
+// 0) once its streams have ended, or at a second signal. The token is read from --token-file or
 // DATAECHO_SERVICE_TOKEN, never from an argument, and never printed.
 #include <signal.h>
 
@@ -35,6 +38,30 @@ sigset_t block_stop_signals() {
 void wait_for_stop(const sigset_t& set) {
   int sig = 0;
   sigwait(&set, &sig);
+}
+
+// Waits for a signal or the dispatcher's order to leave, then lets the worker drain: it
+// returns once the worker's streams have ended, or at a second signal.
+void run_until_left(service::Worker& worker, const sigset_t& set) {
+  const timespec tick{0, 200'000'000};
+  bool signalled = false, said = false;
+  for (;;) {
+    if (sigtimedwait(&set, nullptr, &tick) > 0) {
+      if (signalled) {
+        std::cerr << "worker w" << worker.number() << ": a second signal: stopping now\n";
+        return;
+      }
+      signalled = true;
+      worker.drain();
+    }
+    if (worker.draining() && !said) {
+      std::cerr << "worker w" << worker.number()
+                << ": leaving once its streams end (their pieces held finished; a second "
+                   "signal stops it now)\n";
+      said = true;
+    }
+    if (worker.draining() && worker.open_streams() == 0) return;
+  }
 }
 
 // --tls-cert and --tls-key: a server's certificate and key (both or neither).
@@ -139,9 +166,9 @@ void add_worker_command(CLI::App& app) {
     args->o.tls.server_name = client.server_name;
     auto worker = start_service_worker(args->o);
     std::cout << "worker w" << worker->number() << " serving on " << worker->address() << std::endl;
-    wait_for_stop(signals);
+    run_until_left(*worker, signals);
     worker->stop();
-    std::cerr << "stopped" << std::endl;
+    std::cerr << (worker->draining() ? "left" : "stopped") << std::endl;
   });
 }
 
@@ -179,6 +206,25 @@ void add_stop_job_command(CLI::App* service) {
   });
 }
 
+void add_stop_worker_command(CLI::App* service) {
+  struct Args : ServiceArgs {
+    std::string worker;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = service->add_subcommand(
+      "stop-worker",
+      "ask a worker to leave: it finishes the pieces it holds, takes no new ones, and exits");
+  add_service_args(cmd, *args);
+  cmd->add_option("worker", args->worker, "the worker: w3, 3, or its HOST:PORT")->required();
+  cmd->callback([args] {
+    const auto w = service::stop_worker(args->dispatcher, args->worker,
+                                        service::read_token(args->token_file, "--token-file"),
+                                        args->timeout_s, nullptr, args->tls.read());
+    std::cout << "worker w" << w.worker << " (" << w.address
+              << ") asked to leave: it finishes the pieces it holds, then exits\n";
+  });
+}
+
 void add_status_command(CLI::App& app) {
   struct Args : ServiceArgs {
     bool json = false;
@@ -190,6 +236,7 @@ void add_status_command(CLI::App& app) {
   add_service_args(cmd, *args);
   cmd->add_flag("--json", args->json, "print JSON");
   add_stop_job_command(service);
+  add_stop_worker_command(service);
   cmd->callback([args] {
     const auto status = service::service_status(
         args->dispatcher, service::read_token(args->token_file, "--token-file"), args->timeout_s,

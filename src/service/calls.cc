@@ -158,11 +158,20 @@ nlohmann::json service_status(const std::string& dispatcher, const std::string& 
                       {"journal", reply.journal()},
                       {"jobs", nlohmann::json::array()},
                       {"workers", nlohmann::json::array()}};
-  for (const JobStatus& s : reply.jobs())
+  for (const JobStatus& s : reply.jobs()) {
+    nlohmann::json epochs = nlohmann::json::array();
+    for (const EpochStatus& e : s.epochs())
+      epochs.push_back({{"epoch", e.epoch()},
+                        {"pieces", e.pieces()},
+                        {"done", e.done()},
+                        {"leased", e.leased()},
+                        {"pending", e.pending()}});
     j["jobs"].push_back({{"job", s.job()},
                          {"name", s.name()},
                          {"fingerprint", s.fingerprint()},
-                         {"sharding", sharding_name(s.sharding())}});
+                         {"sharding", sharding_name(s.sharding())},
+                         {"epochs", epochs}});
+  }
   for (const WorkerInfo& w : reply.workers())
     j["workers"].push_back({{"worker", w.worker()},
                             {"address", w.address()},
@@ -170,8 +179,11 @@ nlohmann::json service_status(const std::string& dispatcher, const std::string& 
                             {"threads", w.threads()},
                             {"last_beat_s", static_cast<double>(w.beat_age_ms()) / 1000.0},
                             {"alive", w.beat_age_ms() <= reply.worker_timeout_ms()},
+                            {"state", w.state()},
                             {"elements", w.elements()},
-                            {"bytes", w.bytes()}});
+                            {"bytes", w.bytes()},
+                            {"rate", w.rate()},
+                            {"pieces", w.pieces()}});
   return j;
 }
 
@@ -193,26 +205,64 @@ int64_t stop_job(const std::string& dispatcher, const std::string& name, const s
   }
 }
 
+StoppedWorker stop_worker(const std::string& dispatcher, const std::string& worker,
+                          const std::string& token, double timeout_s,
+                          std::shared_ptr<Transport> transport, const TlsOptions& tls) {
+  if (!transport) transport = default_transport();
+  auto channel = transport->open_channel(dispatcher, client_transport(tls));
+  StopWorkerRequest request;
+  request.set_worker(worker);
+  CallOptions o{.deadline_ms = static_cast<int64_t>(timeout_s * 1000), .token = token};
+  try {
+    const auto reply = call_unary<StopWorkerRequest, StopWorkerReply>(
+        *channel, kStopWorker, request, o, {"status client", "--token-file"}, "dispatcher");
+    return {reply.worker(), reply.address()};
+  } catch (const CallError& e) {
+    throw Error(
+        ErrorCode::kInvalidArgument, "service",
+        "the dispatcher at " + dispatcher + " cannot stop worker '" + worker + "': " + e.detail());
+  }
+}
+
+namespace {
+
+std::string fixed(double v, int precision) {
+  std::ostringstream out;
+  out.precision(precision);
+  out << std::fixed << v;
+  return out.str();
+}
+
+void job_text(std::ostringstream& out, const nlohmann::json& j) {
+  out << "  job " << j["job"] << " '" << j["name"].get<std::string>() << "' sharding "
+      << j["sharding"].get<std::string>() << ", upstream " << j["fingerprint"].get<std::string>()
+      << "\n";
+  for (const auto& e : j.value("epochs", nlohmann::json::array()))
+    out << "    epoch " << e["epoch"] << ": " << e["pieces"] << " pieces, " << e["done"]
+        << " done, " << e["leased"] << " leased, " << e["pending"] << " pending\n";
+}
+
+void worker_text(std::ostringstream& out, const nlohmann::json& w) {
+  const std::string state =
+      w.value("state", std::string(w["alive"].get<bool>() ? "alive" : "silent"));
+  out << "  w" << w["worker"] << " " << w["address"].get<std::string>() << " (dataecho "
+      << w["version"].get<std::string>() << ", threads " << w["threads"] << "): " << state
+      << ", last beat " << fixed(w["last_beat_s"].get<double>(), 1) << " s ago, " << w["elements"]
+      << " elements (" << fixed(w.value("rate", 0.0), 1) << "/s), " << w.value("pieces", 0)
+      << " pieces, " << w["bytes"] << " bytes sent\n";
+}
+
+}  // namespace
+
 std::string status_text(const nlohmann::json& s) {
   std::ostringstream out;
   out << "dispatcher " << s.value("dispatcher", "") << " (dataecho " << s.value("version", "")
       << "), journal: "
       << (s.value("journal", "").empty() ? "none (memory only)" : s.value("journal", "")) << "\n";
   out << s["jobs"].size() << " job(s)\n";
-  for (const auto& j : s["jobs"])
-    out << "  job " << j["job"] << " '" << j["name"].get<std::string>() << "' sharding "
-        << j["sharding"].get<std::string>() << ", upstream " << j["fingerprint"].get<std::string>()
-        << "\n";
+  for (const auto& j : s["jobs"]) job_text(out, j);
   out << s["workers"].size() << " worker(s)\n";
-  for (const auto& w : s["workers"]) {
-    std::ostringstream beat;
-    beat.precision(1);
-    beat << std::fixed << w["last_beat_s"].get<double>();
-    out << "  w" << w["worker"] << " " << w["address"].get<std::string>() << " (dataecho "
-        << w["version"].get<std::string>() << ", threads " << w["threads"]
-        << "): " << (w["alive"].get<bool>() ? "alive" : "silent") << ", last beat " << beat.str()
-        << " s ago, " << w["elements"] << " elements, " << w["bytes"] << " bytes sent\n";
-  }
+  for (const auto& w : s["workers"]) worker_text(out, w);
   return out.str();
 }
 

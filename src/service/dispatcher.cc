@@ -6,6 +6,9 @@
 //   jobs it serves;
 // - Status: jobs and workers, for `dataecho service status`;
 // - StopJob: `dataecho service stop-job`: the job's name is free again;
+// - StopWorker: `dataecho service stop-worker`: the worker is told to leave by its next
+//   beat's reply, and given no new lease from now on; it says when it is leaving and when
+//   it has left, which the status shows (a worker that left is not one that failed);
 // - sharding "dynamic": GetSplit (a worker asks for a consumer's next piece: a lease,
 //   none pending now, or the end of the consumer's lanes of the epoch), PieceDone and
 //   Release (a consumer's reports: a piece it has whole; the leases of a worker whose
@@ -19,6 +22,7 @@
 // small and few (a beat per worker every half second).
 #include <chrono>
 #include <mutex>
+#include <sstream>
 
 #include "dataecho/service/service.h"
 #include "service/calls.h"
@@ -63,6 +67,7 @@ class DispatcherImpl final : public Dispatcher {
     if (method == kWorkerBeat) return worker_beat(request);
     if (method == kStatus) return status(request);
     if (method == kStopJob) return stop_job(request);
+    if (method == kStopWorker) return stop_worker(request);
     if (method == kGetSplit) return get_split(request);
     if (method == kPieceDone) return piece_done(request);
     if (method == kRelease) return release(request);
@@ -81,7 +86,37 @@ class DispatcherImpl final : public Dispatcher {
     w.set_worker(worker);
     w.set_address(state_.workers().at(worker).address);
     w.set_beat_age_ms(now - state_.workers().at(worker).last_beat_ms);
+    w.set_state(state_of(worker, now));
+    const auto life = life_.find(worker);
+    if (life != life_.end()) {
+      w.set_rate(life->second.left ? 0.0 : life->second.rate.per_second());
+      w.set_pieces(life->second.pieces);
+    }
     return w;
+  }
+
+  // What the beats say of a worker, besides its counts (not journaled).
+  struct Life {
+    RateMeter rate;
+    int64_t pieces = 0;        // leases given
+    bool leave_asked = false;  // by StopWorker
+    bool leaving = false;      // its beat says so
+    bool left = false;         // its last beat says so
+  };
+
+  // "alive", "silent", "leaving" or "left". Under mu_.
+  std::string state_of(int64_t worker, int64_t now) const {
+    const auto life = life_.find(worker);
+    if (life != life_.end() && life->second.left) return "left";
+    if (life != life_.end() && (life->second.leaving || life->second.leave_asked)) return "leaving";
+    return now - state_.workers().at(worker).last_beat_ms <= worker_timeout_ms_ ? "alive"
+                                                                                : "silent";
+  }
+  // Whether the worker takes new streams and leases. Under mu_.
+  bool leaving(int64_t worker) const {
+    const auto life = life_.find(worker);
+    return life != life_.end() &&
+           (life->second.left || life->second.leaving || life->second.leave_asked);
   }
 
   std::string get_or_create_job(std::string_view bytes) {
@@ -109,7 +144,7 @@ class DispatcherImpl final : public Dispatcher {
     *reply.mutable_spec() = job->spec;
     const int64_t now = now_ms();
     for (const auto& [number, w] : state_.workers())
-      if (w.last_beat_ms > 0 && now - w.last_beat_ms <= worker_timeout_ms_)
+      if (w.last_beat_ms > 0 && now - w.last_beat_ms <= worker_timeout_ms_ && !leaving(number))
         *reply.add_workers() = info_of(number, now);
     return reply.SerializeAsString();
   }
@@ -129,9 +164,14 @@ class DispatcherImpl final : public Dispatcher {
     info.set_threads(request.threads());
     info.set_elements(request.elements());
     info.set_bytes(request.bytes());
+    Life& life = life_[number];
+    life.rate.add(request.elements(), now_ms());
+    life.leaving = life.leaving || request.leaving();
+    life.left = request.left();
     WorkerOrders orders;
     *orders.mutable_hello() = make_hello("dispatcher");
     orders.set_worker(number);
+    orders.set_leave(life.leave_asked);
     for (const auto& [id, job] : state_.jobs()) {
       if (job.stopped || job.spec.sharding() != JobSpec::OFF) continue;
       JobOrder* o = orders.add_jobs();
@@ -154,6 +194,7 @@ class DispatcherImpl final : public Dispatcher {
       s->set_name(job.spec.name());
       s->set_fingerprint(job.spec.fingerprint());
       s->set_sharding(job.spec.sharding());
+      for (const auto& [number, epoch] : job.epochs) *s->add_epochs() = epoch_status(number, epoch);
     }
     const int64_t now = now_ms();
     for (const auto& [number, w] : state_.workers())
@@ -174,6 +215,45 @@ class DispatcherImpl final : public Dispatcher {
     *reply.mutable_hello() = make_hello("dispatcher");
     reply.set_job(job->id);
     record(state_.stop_job(job->id));
+    return reply.SerializeAsString();
+  }
+
+  static EpochStatus epoch_status(int64_t number, const EpochState& epoch) {
+    EpochStatus e;
+    e.set_epoch(number);
+    e.set_pieces(static_cast<int64_t>(epoch.pieces.size()));
+    for (const PieceState& p : epoch.pieces) {
+      if (p.status == PieceStatus::kDone) e.set_done(e.done() + 1);
+      if (p.status == PieceStatus::kLeased) e.set_leased(e.leased() + 1);
+      if (p.status == PieceStatus::kPending) e.set_pending(e.pending() + 1);
+    }
+    return e;
+  }
+
+  // The worker named "w3", "3" or by its address. Under mu_.
+  int64_t find_worker(const std::string& name) const {
+    std::ostringstream known;
+    for (const auto& [number, w] : state_.workers()) {
+      const std::string n = std::to_string(number);
+      if (name == w.address || name == n || name == "w" + n) return number;
+      known << (known.tellp() > 0 ? ", w" : "w") << n << " " << w.address;
+    }
+    throw CallError(CallCode::kNotFound,
+                    "no worker '" + name + "' (workers: " +
+                        (known.tellp() > 0 ? known.str() : std::string("none")) + ")");
+  }
+
+  // Tells the worker to leave (by its next beat's reply) and gives it no new lease.
+  std::string stop_worker(std::string_view bytes) {
+    const auto request = parse_request<StopWorkerRequest>(bytes, kStopWorker);
+    check_hello(request.hello(), "(service stop-worker)", "dispatcher");
+    std::lock_guard lock(mu_);
+    const int64_t number = find_worker(request.worker());
+    life_[number].leave_asked = true;
+    StopWorkerReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    reply.set_worker(number);
+    reply.set_address(state_.workers().at(number).address);
     return reply.SerializeAsString();
   }
 
@@ -272,9 +352,12 @@ class DispatcherImpl final : public Dispatcher {
                                                 std::to_string(request.worker()) + " in epoch " +
                                                 std::to_string(request.epoch()));
     if (auto lost = lost_lease(job, request)) return lease_reply(job, *lost).SerializeAsString();
-    if (auto entry = state_.next_lease(request.job(), request.consumer(), request.epoch(),
-                                       request.worker())) {
+    if (auto entry = leaving(request.worker())
+                         ? std::nullopt
+                         : state_.next_lease(request.job(), request.consumer(), request.epoch(),
+                                             request.worker())) {
       record(*entry);
+      ++life_[request.worker()].pieces;
       return lease_reply(job, entry->lease()).SerializeAsString();
     }
     SplitReply reply;
@@ -363,6 +446,7 @@ class DispatcherImpl final : public Dispatcher {
   std::vector<std::string> warnings_;
   std::unique_ptr<Journal> journal_;
   std::map<int64_t, WorkerInfo> info_;  // what beats say (not journaled)
+  std::map<int64_t, Life> life_;        // the same, and StopWorker's orders
   std::unique_ptr<Server> server_;
 };
 

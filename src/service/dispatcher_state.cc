@@ -548,4 +548,16 @@ std::vector<int64_t> DispatcherState::silent_workers(int64_t now_ms, int64_t tim
   return silent;
 }
 
+void RateMeter::add(int64_t count, int64_t now_ms) {
+  if (since_ms_ < 0 || count < count_) {  // the first sample, or a count that restarted
+    since_ms_ = now_ms;
+    count_ = count;
+    return;
+  }
+  if (now_ms - since_ms_ < interval_ms_) return;
+  rate_ = static_cast<double>(count - count_) * 1000.0 / static_cast<double>(now_ms - since_ms_);
+  since_ms_ = now_ms;
+  count_ = count;
+}
+
 }  // namespace dataecho::service

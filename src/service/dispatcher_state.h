@@ -56,6 +56,21 @@ struct JobState {
   bool stopped = false;
 };
 
+// The rate of a growing count (a worker's elements sent) over the last interval of at
+// least `interval_ms` between its samples. Pure: the time is the caller's.
+class RateMeter {
+ public:
+  explicit RateMeter(int64_t interval_ms = 1000) : interval_ms_(interval_ms) {}
+  void add(int64_t count, int64_t now_ms);
+  double per_second() const { return rate_; }  // 0 until an interval has passed
+
+ private:
+  int64_t interval_ms_;
+  int64_t count_ = 0;
+  int64_t since_ms_ = -1;  // the interval's start; -1: no sample yet
+  double rate_ = 0;
+};
+
 struct WorkerState {
   std::string address;
   int64_t last_beat_ms = 0;  // not journaled

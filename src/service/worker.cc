@@ -16,6 +16,12 @@
 // of the epoch are done. While the dispatcher is down (restarted on its journal) the
 // worker asks again, up to its connect timeout. The handler's thread pulls the pipeline
 // only while the stream takes frames.
+// Leaving (drain(): a SIGTERM's, or the dispatcher's order in a beat's reply): the worker
+// refuses new streams, asks for no new lease, and says so in its beats; each dynamic
+// stream finishes the piece it holds and then ends with UNAVAILABLE ("worker w1 is
+// leaving"), which its consumer takes as a cut stream with nothing to release (the
+// piece is done), so it reads on from the other workers. Off-mode streams run to the
+// end of their passes. stop() after a drain says, in a last beat, that it has left.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -242,6 +248,18 @@ class WorkerImpl final : public Worker {
   int port() const override { return server_->port(); }
   const std::string& address() const override { return address_; }
 
+  void drain() override {
+    if (draining_.exchange(true)) return;
+    try {
+      beat(2'000);  // the dispatcher lists it no more, now rather than at the next beat
+    } catch (const std::exception& e) {
+      std::cerr << "worker w" << number_ << ": cannot tell the dispatcher it leaves: " << e.what()
+                << "\n";
+    }
+  }
+  bool draining() const override { return draining_; }
+  int64_t open_streams() const override { return open_streams_; }
+
   void stop() override {
     {
       std::lock_guard lock(mu_);
@@ -250,6 +268,7 @@ class WorkerImpl final : public Worker {
       cv_.notify_all();
     }
     if (beater_.joinable()) beater_.join();
+    if (draining_ && !killed_) say_left();
     server_->stop(0);
     std::map<PassKey, std::shared_ptr<Pass>> passes;
     {
@@ -269,11 +288,40 @@ class WorkerImpl final : public Worker {
     request.set_threads(o_.threads);
     request.set_elements(elements_);
     request.set_bytes(bytes_);
+    request.set_leaving(draining_);
+    request.set_left(left_);
     const auto orders = call_unary<WorkerBeatRequest, WorkerOrders>(
         *channel_, kWorkerBeat, request, {.deadline_ms = deadline_ms, .token = o_.token},
         {"worker", "--token-file"}, "dispatcher");
     number_ = orders.worker();
+    if (orders.leave() && !draining_.exchange(true))
+      std::cerr << "worker w" << number_ << ": the dispatcher asks it to leave\n";
   }
+
+  // The last beat of a worker that drained: it has left (not failed).
+  void say_left() {
+    left_ = true;
+    try {
+      beat(2'000);
+    } catch (const std::exception& e) {
+      std::cerr << "worker w" << number_ << ": cannot tell the dispatcher it left: " << e.what()
+                << "\n";
+    }
+  }
+
+  // Refuses a stream or a lease once the worker is leaving.
+  void check_staying() const {
+    if (draining_)
+      throw CallError(CallCode::kUnavailable, "worker w" + std::to_string(number_) +
+                                                  " is leaving (its pieces held are done)");
+  }
+
+  // Counts a stream served while it lives.
+  struct StreamCount {
+    explicit StreamCount(std::atomic<int64_t>& n) : n_(n) { ++n_; }
+    ~StreamCount() { --n_; }
+    std::atomic<int64_t>& n_;
+  };
 
   void beat_loop() {
     bool failing = false;
@@ -327,6 +375,8 @@ class WorkerImpl final : public Worker {
     const auto request = parse_request<ReadRequest>(bytes, kRead);
     check_hello(request.hello(), "(job '" + request.spec().name() + "')", "worker");
     check_alive();
+    const StreamCount counted(open_streams_);
+    check_staying();
     if (request.spec().sharding() == JobSpec::DYNAMIC) return serve_dynamic(request, call);
     if (request.spec().sharding() != JobSpec::OFF)
       throw CallError(CallCode::kInvalidArgument,
@@ -404,6 +454,7 @@ class WorkerImpl final : public Worker {
     for (;;) {
       check_alive();
       if (call.cancelled()) return false;
+      check_staying();
       SplitReply reply;
       retry_unreachable(
           o_.connect_timeout_s, o_.dispatcher,
@@ -506,6 +557,8 @@ class WorkerImpl final : public Worker {
 
   const WorkerOptions o_;
   std::atomic<bool> killed_{false};
+  std::atomic<bool> draining_{false}, left_{false};
+  std::atomic<int64_t> open_streams_{0};
   std::shared_ptr<Transport> transport_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Channel> channel_;

@@ -249,5 +249,24 @@ TEST(DispatcherState, BadEntriesAreRefusedNamingWhatIsWrong) {
   EXPECT_THROW(f.state.apply(empty), Error);
 }
 
+// A worker's rate: the count's growth over the last interval of a second or more, the
+// time given by the caller; a count that starts again (a restarted worker) starts over.
+TEST(RateMeter, MeasuresTheLastIntervalOfTheClockGiven) {
+  RateMeter r(1000);
+  EXPECT_EQ(r.per_second(), 0.0);
+  r.add(0, 10'000);
+  r.add(400, 10'500);  // within the interval: no rate yet
+  EXPECT_EQ(r.per_second(), 0.0);
+  r.add(1'000, 11'000);
+  EXPECT_DOUBLE_EQ(r.per_second(), 1'000.0);
+  r.add(1'500, 13'000);  // 500 over 2 s
+  EXPECT_DOUBLE_EQ(r.per_second(), 250.0);
+  r.add(1'500, 14'000);
+  EXPECT_DOUBLE_EQ(r.per_second(), 0.0);
+  r.add(10, 14'100);  // restarted: a new first sample, the last rate kept
+  r.add(210, 15'100);
+  EXPECT_DOUBLE_EQ(r.per_second(), 200.0);
+}
+
 }  // namespace
 }  // namespace dataecho::service

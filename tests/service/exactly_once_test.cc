@@ -315,5 +315,94 @@ TEST_F(ServiceExactlyOnce, RandomFaults) {
   EXPECT_GE(fired, kSchedules / 2);  // most faults happen (a call past the epoch's last does not)
 }
 
+// The status's entry of worker `number`.
+nlohmann::json worker_status(int port, int64_t number) {
+  const auto s = service_status("127.0.0.1:" + std::to_string(port), "", 5);
+  for (const auto& w : s["workers"])
+    if (w["worker"] == number) return w;
+  return nullptr;
+}
+
+// A worker that joins mid-epoch takes pending pieces of it; a worker that drains (as its
+// process does on SIGTERM) finishes the piece it holds, takes no new one, and its
+// stream ends: its consumer reads on from the other. One consumer of 3 lanes (12
+// pieces of 100), the upstream sleeping 1 ms an element; worker B starts after a
+// quarter of the epoch is read, worker A drains once B has a piece (the status says so;
+// draining the only worker whose stream is open would end the epoch short). Each id
+// once; A, stopped, is "left" in the status.
+TEST_F(ServiceExactlyOnce, AWorkerJoinsAndOneLeavesMidEpoch) {
+  DispatcherOptions d;
+  d.bind = "127.0.0.1";
+  auto dispatcher = start_service_dispatcher(d);
+  WorkerOptions o;
+  o.dispatcher = "127.0.0.1:" + std::to_string(dispatcher->port());
+  o.bind = "127.0.0.1";
+  o.beat_ms = 100;
+  o.connect_timeout_s = 5;
+  auto a = start_service_worker(o);
+  const std::string upstream =
+      R"({"seed": 5, "source": {"kind": "range", "count": 1200},
+          "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 1}}]})";
+  nlohmann::json text = nlohmann::json::parse(spec(dispatcher->port(), upstream, 0));
+  text["source"]["lanes"] = 3;
+  text["source"]["consumers"] = 1;
+  text["source"]["buffer_mb"] = 1;
+  auto p = PipelineDef::from_json(text).build();
+  std::vector<Example> got;
+  std::unique_ptr<Worker> b;
+  while (auto e = p->next()) {
+    got.push_back(std::move(*e));
+    if (got.size() == 300) b = start_service_worker(o);
+    if (b && !a->draining() && got.size() % 20 == 0 &&
+        worker_status(dispatcher->port(), b->number())["pieces"].get<int64_t>() > 0)
+      a->drain();
+  }
+  EXPECT_EQ(pairs_of(got),
+            pairs_of(drain(*PipelineDef::from_json(nlohmann::json::parse(upstream)).build())));
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(a->draining());
+  EXPECT_EQ(a->open_streams(), 0);
+  const int64_t number = a->number();
+  a->stop();
+  EXPECT_EQ(worker_status(dispatcher->port(), number)["state"], "left");
+  auto joined = worker_status(dispatcher->port(), b->number());
+  EXPECT_GT(joined["pieces"].get<int64_t>(), 0) << joined.dump();
+  EXPECT_EQ(joined["state"], "alive");
+}
+
+// `dataecho service stop-worker`'s call: the worker named (by number or address) learns
+// by its next beat that it is to leave, and the status says "leaving"; an unknown worker
+// is refused naming those there are.
+TEST_F(ServiceExactlyOnce, StopWorkerTellsTheWorkerToLeave) {
+  DispatcherOptions d;
+  d.bind = "127.0.0.1";
+  auto dispatcher = start_service_dispatcher(d);
+  const std::string address = "127.0.0.1:" + std::to_string(dispatcher->port());
+  WorkerOptions o;
+  o.dispatcher = address;
+  o.bind = "127.0.0.1";
+  o.beat_ms = 100;
+  auto w1 = start_service_worker(o);
+  auto w2 = start_service_worker(o);
+  const StoppedWorker stopped = stop_worker(address, w2->address(), "", 5);
+  EXPECT_EQ(stopped.worker, w2->number());
+  EXPECT_EQ(worker_status(dispatcher->port(), w2->number())["state"], "leaving");
+  for (int ms = 0; !w2->draining(); ms += 10) {
+    ASSERT_LT(ms, 5'000) << "the worker did not hear it is to leave";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(w1->draining());
+  EXPECT_EQ(stop_worker(address, "w1", "", 5).worker, w1->number());
+  try {
+    stop_worker(address, "w9", "", 5);
+    FAIL() << "w9 was stopped";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot stop worker 'w9': no worker 'w9' (workers: w1 " +
+                                         w1->address()),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dataecho::service

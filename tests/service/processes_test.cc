@@ -80,6 +80,10 @@ class Child {
   // Sends SIGTERM and returns the exit status (-1: killed by a signal or not ended in 20 s).
   int terminate() {
     kill(pid_, SIGTERM);
+    return wait_exit();
+  }
+  // Its exit status once it exits by itself (-1: killed by a signal or not ended in 20 s).
+  int wait_exit() {
     for (int i = 0; i < 200; ++i) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -343,6 +347,79 @@ TEST_F(ServiceProcesses, PipeSigkilledAndResumedWithSaveEvery) {
   ASSERT_EQ(ids.size(), kImages);
   for (int64_t i = 0; i < kImages; ++i)
     ASSERT_EQ(ids[static_cast<size_t>(i)], i) << read_text(dir + "/resumed.log");
+}
+
+// The status of the dispatcher at `address` as JSON; its entry of worker `number`.
+nlohmann::json status_of_worker(const std::string& address, int64_t number,
+                                const std::string& log) {
+  int status = 0;
+  const std::string text =
+      run_output({kDataecho, "service", "status", address, "--json"}, log, &status);
+  const auto s = nlohmann::json::parse(text, nullptr, false);
+  if (s.is_discarded()) return nullptr;
+  for (const auto& w : s["workers"])
+    if (w["worker"] == number) return w;
+  return nullptr;
+}
+
+// Sharding "dynamic" while workers come and go: one worker at the start; a second one
+// started after a quarter of the epoch, which the consumer (reading the workers listed
+// when it started) learns of from the dispatcher and reads from: it takes pending
+// pieces; once it has, `dataecho service stop-worker` asks the first to leave, which
+// finishes its piece, takes no other, and exits by itself with status 0. The epoch has
+// each of the source's ids once; the status says the first "left" and the second got
+// pieces. SIGTERM makes the second leave (status 0) too.
+TEST_F(ServiceProcesses, AWorkerJoinsAndLeavesMidEpoch) {
+  auto workers = start_workers(1);
+  if (HasFailure()) return;
+  constexpr uint32_t kCount = 2000;
+  write_images(dir + "/images.idx", kCount);
+  write_spec({{"sharding", "dynamic"},
+              {"lanes", 6},
+              {"buffer_mb", 1},
+              {"stages", {{{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", 1}}}}}}});
+  Child pipe({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log");
+  std::string out;
+  std::unique_ptr<Child> second;
+  bool asked = false;
+  for (int i = 0;; ++i) {
+    const auto l = pipe.line(60);
+    if (!l) break;
+    out += *l + "\n";
+    if (i == kCount / 4) {
+      second = std::make_unique<Child>(std::vector<std::string>{kDataecho, "worker", "--dispatcher",
+                                                                address, "--bind", "127.0.0.1"},
+                                       dir + "/worker2.log");
+      const auto serving = second->line();
+      ASSERT_TRUE(serving && serving->rfind("worker w2 serving on 127.0.0.1:", 0) == 0)
+          << serving.value_or("(nothing)") << "; " << read_text(dir + "/worker2.log");
+    }
+    if (second && !asked && i % 100 == 0) {
+      auto w2 = status_of_worker(address, 2, dir + "/status.log");
+      if (w2.is_null() || w2["pieces"].get<int64_t>() == 0) continue;
+      int status = 0;
+      const std::string said = run_output({kDataecho, "service", "stop-worker", address, "w1"},
+                                          dir + "/stop.log", &status);
+      ASSERT_EQ(status, 0) << read_text(dir + "/stop.log");
+      EXPECT_NE(said.find("worker w1 (127.0.0.1:"), std::string::npos) << said;
+      asked = true;
+    }
+  }
+  EXPECT_EQ(pipe.terminate(), 0) << read_text(dir + "/pipe.log");
+  ASSERT_TRUE(asked) << "worker w2 got no piece; " << read_text(dir + "/pipe.log");
+  EXPECT_EQ(workers[0]->wait_exit(), 0) << read_text(dir + "/worker1.log");
+  EXPECT_NE(read_text(dir + "/worker1.log").find("left"), std::string::npos)
+      << read_text(dir + "/worker1.log");
+  const std::vector<int64_t> ids = ids_of_lines(out);
+  ASSERT_EQ(ids.size(), kCount) << read_text(dir + "/pipe.log");
+  for (int64_t i = 0; i < kCount; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+
+  auto w1 = status_of_worker(address, 1, dir + "/status.log");
+  EXPECT_EQ(w1["state"], "left") << w1.dump();
+  auto w2 = status_of_worker(address, 2, dir + "/status.log");
+  EXPECT_GT(w2["elements"].get<int64_t>() + w2["pieces"].get<int64_t>(), 0) << w2.dump();
+  EXPECT_EQ(second->terminate(), 0) << read_text(dir + "/worker2.log");
+  EXPECT_EQ(status_of_worker(address, 2, dir + "/status.log")["state"], "left");
 }
 
 // TLS: a CA and a server certificate for 127.0.0.1 and localhost made with `openssl`

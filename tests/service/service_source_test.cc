@@ -305,19 +305,44 @@ TEST_F(ServiceSource, NoWorkerWithinTheTimeoutIsSaid) {
                          std::to_string(d->port()) + " within 0.5 s");
 }
 
+// The status: jobs (a dynamic one with its epoch's pieces by status) and workers (state,
+// elements, their rate, pieces leased), as JSON and text.
 TEST_F(ServiceSource, StatusListsJobsAndWorkers) {
-  auto d = start_dispatcher_with();
+  DispatcherOptions o;
+  o.bind = "127.0.0.1";
+  auto d = start_service_dispatcher(o);  // with the plan builder, for sharding "dynamic"
   auto w = start_worker_at(d->port());
   auto p = build(spec(d->port(), kUpstream));
   EXPECT_EQ(values(drain(*p)).size(), 300u);
+  std::string dynamic = spec(d->port(), R"({"source": {"kind": "range", "count": 300}})",
+                             R"(, "sharding": "dynamic", "lanes": 2)");
+  dynamic.replace(dynamic.find("\"train\""), 7, "\"dyn\"");
+  EXPECT_EQ(values(drain(*build(dynamic))).size(), 300u);
   const auto s = service_status("127.0.0.1:" + std::to_string(d->port()), "", 5);
-  ASSERT_EQ(s["jobs"].size(), 1u);
+  ASSERT_EQ(s["jobs"].size(), 2u);
   EXPECT_EQ(s["jobs"][0]["name"], "train");
   EXPECT_EQ(s["jobs"][0]["sharding"], "off");
+  EXPECT_EQ(s["jobs"][0]["epochs"].size(), 0u);
+  ASSERT_EQ(s["jobs"][1]["epochs"].size(), 1u) << s.dump();
+  const auto& epoch = s["jobs"][1]["epochs"][0];
+  const int64_t pieces = epoch["pieces"];
+  EXPECT_GE(pieces, 8);  // at least 4 a lane
+  EXPECT_EQ(epoch["done"], pieces) << s.dump();
+  EXPECT_EQ(epoch["leased"], 0);
+  EXPECT_EQ(epoch["pending"], 0);
   ASSERT_EQ(s["workers"].size(), 1u);
-  EXPECT_EQ(s["workers"][0]["address"], w->address());
-  EXPECT_TRUE(s["workers"][0]["alive"].get<bool>());
-  EXPECT_CONTAINS(status_text(s), "w1 " + w->address());
+  const auto& worker = s["workers"][0];
+  EXPECT_EQ(worker["address"], w->address());
+  EXPECT_TRUE(worker["alive"].get<bool>());
+  EXPECT_EQ(worker["state"], "alive");
+  EXPECT_EQ(worker["pieces"], pieces);
+  EXPECT_GE(worker["rate"].get<double>(), 0.0);  // of the last interval: not asserted in time
+  const std::string text = status_text(s);
+  EXPECT_CONTAINS(text, "w1 " + w->address());
+  EXPECT_CONTAINS(text, "): alive, last beat ");
+  EXPECT_CONTAINS(text, "/s), " + std::to_string(pieces) + " pieces, ");
+  EXPECT_CONTAINS(text, "epoch 0: " + std::to_string(pieces) + " pieces, " +
+                            std::to_string(pieces) + " done, 0 leased, 0 pending");
 }
 
 TEST_F(ServiceSource, SaveIsRefusedInOffMode) {

@@ -165,6 +165,15 @@ class Worker {
   virtual int64_t number() const = 0;  // given by the dispatcher at its first beat
   virtual int port() const = 0;
   virtual const std::string& address() const = 0;  // as advertised
+  // Leaving gracefully: drain() (a SIGTERM's, or the dispatcher's order by a beat's
+  // reply) makes the worker take no new lease or stream and tell the dispatcher; its
+  // streams finish the pieces they hold (sharding "off": their passes) and then end, each
+  // consumer releasing nothing and reading on from the other workers. draining() says
+  // whether it is leaving, open_streams() how many streams it still serves; stop() after
+  // a drain tells the dispatcher that it has left.
+  virtual void drain() = 0;
+  virtual bool draining() const = 0;
+  virtual int64_t open_streams() const = 0;
   virtual void stop() = 0;
 };
 
@@ -198,8 +207,12 @@ struct ServiceSourceOptions {
 DatasetPtr make_service_source(ServiceSourceOptions options);
 
 // The dispatcher's status (Status call) as JSON: {"dispatcher", "version", "journal",
-// "jobs": [{"job", "name", "fingerprint", "sharding"}], "workers": [{"worker",
-// "address", "version", "threads", "last_beat_s", "alive", "elements", "bytes"}]}.
+// "jobs": [{"job", "name", "fingerprint", "sharding", "epochs": [{"epoch", "pieces",
+// "done", "leased", "pending"}]}], "workers": [{"worker", "address", "version",
+// "threads", "last_beat_s", "alive", "state", "elements", "bytes", "rate", "pieces"}]}.
+// A dynamic job lists its epochs opened, its pieces by status; a worker's "state" is
+// "alive", "silent", "leaving" or "left", "rate" its elements a second over the last
+// interval of a second or more, "pieces" the leases it was given.
 nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
                               double timeout_s, std::shared_ptr<Transport> transport = nullptr,
                               const TlsOptions& tls = {});
@@ -210,5 +223,17 @@ std::string status_text(const nlohmann::json& status);
 int64_t stop_job(const std::string& dispatcher, const std::string& name, const std::string& token,
                  double timeout_s, std::shared_ptr<Transport> transport = nullptr,
                  const TlsOptions& tls = {});
+
+// Tells a worker ("w3", "3" or its address) to leave (`dataecho service stop-worker`):
+// by its next beat's reply it takes no new lease or stream, finishes the pieces it holds,
+// and exits once its streams have ended; the dispatcher gives it no new lease from now.
+struct StoppedWorker {
+  int64_t worker = 0;
+  std::string address;
+};
+StoppedWorker stop_worker(const std::string& dispatcher, const std::string& worker,
+                          const std::string& token, double timeout_s,
+                          std::shared_ptr<Transport> transport = nullptr,
+                          const TlsOptions& tls = {});
 
 }  // namespace dataecho::service
