@@ -57,8 +57,13 @@ BENCH_PACKAGES=(
   python3-ffcv python3-opencv python3-numba
 )
 # Debian's npm only where no npm came with Node.js (nodesource's nodejs has its own and
-# conflicts with Debian's npm package).
-command -v npm >/dev/null || PACKAGES+=(npm)
+# conflicts with Debian's npm package); once Debian's npm is installed it stays on the list,
+# so that --list-packages says where the npm it installed comes from.
+npm_path=$(command -v npm || true)
+npm_owner=$([ -z "$npm_path" ] || dpkg -S "$npm_path" 2>/dev/null || true)
+case "$npm_path:$npm_owner" in
+  : | *:npm:*) PACKAGES+=(npm) ;;
+esac
 # Every package, one a line (scripts/check_commands.py reads it).
 if [ "${1:-}" = "--list-packages" ]; then
   printf '%s\n' "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
