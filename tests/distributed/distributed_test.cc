@@ -189,20 +189,7 @@ std::string rank_of(pid_t pid) {
   return at == std::string::npos ? "" : env.substr(at + 6, env.find('\0', at + 6) - at - 6);
 }
 
-// Starts `command` through /bin/sh in a child process of its own process group (as a
-// terminal starts a job), its output to `log`; returns its pid.
-pid_t start_job(const std::string& command, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
-    ::_exit(127);
-  }
-  return pid;
-}
+using process_testing::start_job;
 
 // Waits up to 120 s for `path` to appear (a job's first checkpoint: its ranks train).
 bool wait_for_file(const fs::path& path) {

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "process_util.h"
 #include "test_util.h"
 
 namespace distributed_testing {
@@ -65,18 +66,10 @@ inline std::vector<float> losses(const fs::path& out) {
 
 inline json summary(const fs::path& out) { return json::parse(read_bytes(out / "summary.json")); }
 
-// The (id, epoch) pairs trained on, from a checkpoint's read set (12 bytes each).
+// The (id, epoch) pairs trained on, from a checkpoint's read set.
 inline std::set<std::pair<int64_t, int32_t>> read_set(const fs::path& file) {
-  const std::string b = read_bytes(file);
-  std::set<std::pair<int64_t, int32_t>> s;
-  for (size_t at = 0; at + 12 <= b.size(); at += 12) {
-    int64_t id;
-    int32_t epoch;
-    std::memcpy(&id, b.data() + at, 8);
-    std::memcpy(&epoch, b.data() + at + 8, 4);
-    s.insert({id, epoch});
-  }
-  return s;
+  const auto pairs = process_testing::read_pairs(file);
+  return {pairs.begin(), pairs.end()};
 }
 
 class DistributedTest : public ::testing::Test {

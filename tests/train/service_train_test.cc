@@ -23,12 +23,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "process_util.h"
 #include "test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using process_testing::start_job;
 
 const std::string kBinDir = std::string(DATAECHO_BINARY_DIR) + "/bin/";
 const std::string kFashion = "/usr/share/datasets/fashion-mnist";
@@ -38,20 +40,6 @@ std::string read_bytes(const fs::path& p) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-// Starts `command` through /bin/sh in a process group of its own, its output to `log`.
-pid_t start_job(const std::string& command, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
-    ::_exit(127);
-  }
-  return pid;
 }
 
 // SIGKILL to the job's whole process group, and waits for it.
@@ -89,20 +77,6 @@ class Server {
   pid_t pid_ = -1;
   int out_ = -1;
 };
-
-// The (id, epoch) pairs of a checkpoint's read set (12 bytes each), counted.
-std::multiset<std::pair<int64_t, int32_t>> read_set(const fs::path& file) {
-  const std::string b = read_bytes(file);
-  std::multiset<std::pair<int64_t, int32_t>> s;
-  for (size_t at = 0; at + 12 <= b.size(); at += 12) {
-    int64_t id;
-    int32_t epoch;
-    std::memcpy(&id, b.data() + at, 8);
-    std::memcpy(&epoch, b.data() + at + 8, 4);
-    s.insert({id, epoch});
-  }
-  return s;
-}
 
 // 1,200 images: 24 pieces of 50 over 6 lanes, 600 for each of the 2 ranks, 30 steps of
 // 20 each; the workers' upstream sleeps 2 ms an image, so the run is still in its epoch
@@ -165,8 +139,8 @@ TEST(Service, TrainerSigkilledAndResumed) {
   EXPECT_EQ(summary["stop_reason"], "end_of_data") << summary.dump();
   std::multiset<std::pair<int64_t, int32_t>> keys;
   for (int r = 0; r < 2; ++r) {
-    const auto rank =
-        read_set(fs::path(out) / "checkpoint" / ("fresh_keys-rank-" + std::to_string(r) + ".bin"));
+    const auto rank = process_testing::read_pairs(
+        fs::path(out) / "checkpoint" / ("fresh_keys-rank-" + std::to_string(r) + ".bin"));
     keys.insert(rank.begin(), rank.end());
   }
   ASSERT_EQ(keys.size(), 1200u);
