@@ -11,6 +11,7 @@
 #include "dataecho/service/service.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/service.h"
+#include "service/loopback_worker.h"
 #include "service/transport.h"
 #include "test_util.h"
 
@@ -45,12 +46,7 @@ class ServiceEpochs : public ::testing::Test {
   }
   void start_workers(int n) {
     for (int w = 0; w < n; ++w) {
-      WorkerOptions o;
-      o.dispatcher = "127.0.0.1:" + std::to_string(dispatcher_->port());
-      o.bind = "127.0.0.1";
-      o.beat_ms = 100;
-      o.connect_timeout_s = 5;
-      workers_.push_back(start_service_worker(o));
+      workers_.push_back(start_service_worker(loopback_worker(dispatcher_->port())));
     }
   }
   // A pipeline spec of a service source of `upstream`; `more` adds fields to the source

@@ -18,6 +18,7 @@
 #include "dataecho/service/service.h"
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/service.h"
+#include "service/loopback_worker.h"
 #include "service/transport.h"
 #include "test_util.h"
 
@@ -101,11 +102,7 @@ class ServiceExactlyOnce : public ::testing::Test {
     std::map<std::pair<int, std::string>, int> calls;
     std::vector<std::unique_ptr<Worker>> workers;
     for (int w = 0; w < kWorkers; ++w) {
-      WorkerOptions o;
-      o.dispatcher = "127.0.0.1:" + std::to_string(dispatcher->port());
-      o.bind = "127.0.0.1";
-      o.beat_ms = 100;
-      o.connect_timeout_s = 5;
+      WorkerOptions o = loopback_worker(dispatcher->port());
       o.fault = [&, w](const std::string& point, int64_t) {
         std::lock_guard lock(mu);
         if (point == "frame") ++frames_;
@@ -334,11 +331,7 @@ TEST_F(ServiceExactlyOnce, AWorkerJoinsAndOneLeavesMidEpoch) {
   DispatcherOptions d;
   d.bind = "127.0.0.1";
   auto dispatcher = start_service_dispatcher(d);
-  WorkerOptions o;
-  o.dispatcher = "127.0.0.1:" + std::to_string(dispatcher->port());
-  o.bind = "127.0.0.1";
-  o.beat_ms = 100;
-  o.connect_timeout_s = 5;
+  const WorkerOptions o = loopback_worker(dispatcher->port());
   auto a = start_service_worker(o);
   const std::string upstream =
       R"({"seed": 5, "source": {"kind": "range", "count": 1200},

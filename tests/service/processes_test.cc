@@ -135,6 +135,17 @@ std::vector<int64_t> ids_of_lines(const std::string& out) {
   return ids;
 }
 
+// Whether `ids` (sorted) are 0 to n - 1, each once.
+::testing::AssertionResult each_id_once(const std::vector<int64_t>& ids, int64_t n) {
+  if (ids.size() != static_cast<size_t>(n))
+    return ::testing::AssertionFailure() << ids.size() << " ids, not " << n;
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[static_cast<size_t>(i)] != i)
+      return ::testing::AssertionFailure()
+             << "the id at " << i << " is " << ids[static_cast<size_t>(i)];
+  return ::testing::AssertionSuccess();
+}
+
 // A dispatcher's address, from the line it prints.
 std::string dispatcher_address(Child& dispatcher, const std::string& log) {
   const auto listening = dispatcher.line();
@@ -228,9 +239,7 @@ TEST_F(ServiceProcesses, OneWorkerGivesTheSourcesIdsOnce) {
   const std::string out =
       run_output({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log", &status);
   EXPECT_EQ(status, 0) << read_text(dir + "/pipe.log");
-  const std::vector<int64_t> ids = ids_of_lines(out);
-  ASSERT_EQ(ids.size(), 2000u) << read_text(dir + "/pipe.log");
-  for (int64_t i = 0; i < 2000; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+  ASSERT_TRUE(each_id_once(ids_of_lines(out), 2000)) << read_text(dir + "/pipe.log");
 
   // The worker's count reaches the dispatcher with its next beat (every 0.5 s).
   nlohmann::json s;
@@ -272,9 +281,7 @@ TEST_F(ServiceProcesses, WorkerSigkilledMidEpoch) {
   EXPECT_EQ(pipe.terminate(), 0) << read_text(dir + "/pipe.log");
   EXPECT_NE(read_text(dir + "/pipe.log").find("service: worker w2 ("), std::string::npos)
       << read_text(dir + "/pipe.log");
-  const std::vector<int64_t> ids = ids_of_lines(out);
-  ASSERT_EQ(ids.size(), kImages) << read_text(dir + "/pipe.log");
-  for (int64_t i = 0; i < kImages; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+  ASSERT_TRUE(each_id_once(ids_of_lines(out), kImages)) << read_text(dir + "/pipe.log");
 }
 
 // Sharding "dynamic" with the dispatcher on a journal, SIGKILLed mid-epoch and started
@@ -300,9 +307,8 @@ TEST_F(ServiceProcesses, DispatcherSigkilledAndRestartedOnItsJournal) {
   start_dispatcher({"--port", port, "--journal", journal});
   while (auto l = pipe.line(120)) out += *l + "\n";
   EXPECT_EQ(pipe.terminate(), 0) << read_text(dir + "/pipe.log");
-  const std::vector<int64_t> ids = ids_of_lines(out);
-  ASSERT_EQ(ids.size(), kImages) << read_text(dir + "/pipe.log") << read_text(dir + "/worker1.log");
-  for (int64_t i = 0; i < kImages; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+  ASSERT_TRUE(each_id_once(ids_of_lines(out), kImages))
+      << read_text(dir + "/pipe.log") << read_text(dir + "/worker1.log");
 }
 
 // `dataecho pipe --save-every 500` of a dynamic job SIGKILLed mid-epoch, then run again
@@ -344,9 +350,7 @@ TEST_F(ServiceProcesses, PipeSigkilledAndResumedWithSaveEvery) {
   ASSERT_LE(prefix, killed.size());
   for (size_t i = 0; i < prefix; ++i) ids.push_back(nlohmann::json::parse(killed[i])["ids"][0]);
   std::sort(ids.begin(), ids.end());
-  ASSERT_EQ(ids.size(), kImages);
-  for (int64_t i = 0; i < kImages; ++i)
-    ASSERT_EQ(ids[static_cast<size_t>(i)], i) << read_text(dir + "/resumed.log");
+  ASSERT_TRUE(each_id_once(ids, kImages)) << read_text(dir + "/resumed.log");
 }
 
 // The status of the dispatcher at `address` as JSON; its entry of worker `number`.
@@ -410,9 +414,7 @@ TEST_F(ServiceProcesses, AWorkerJoinsAndLeavesMidEpoch) {
   EXPECT_EQ(workers[0]->wait_exit(), 0) << read_text(dir + "/worker1.log");
   EXPECT_NE(read_text(dir + "/worker1.log").find("left"), std::string::npos)
       << read_text(dir + "/worker1.log");
-  const std::vector<int64_t> ids = ids_of_lines(out);
-  ASSERT_EQ(ids.size(), kCount) << read_text(dir + "/pipe.log");
-  for (int64_t i = 0; i < kCount; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+  ASSERT_TRUE(each_id_once(ids_of_lines(out), kCount)) << read_text(dir + "/pipe.log");
 
   auto w1 = status_of_worker(address, 1, dir + "/status.log");
   EXPECT_EQ(w1["state"], "left") << w1.dump();
@@ -480,9 +482,7 @@ TEST_F(ServiceTls, AnEpochOverTlsGivesEachIdOnce) {
   const std::string out =
       run_output({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log", &status);
   EXPECT_EQ(status, 0) << read_text(dir + "/pipe.log");
-  const std::vector<int64_t> ids = ids_of_lines(out);
-  ASSERT_EQ(ids.size(), 2000u) << read_text(dir + "/pipe.log");
-  for (int64_t i = 0; i < 2000; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
+  ASSERT_TRUE(each_id_once(ids_of_lines(out), 2000)) << read_text(dir + "/pipe.log");
 
   std::string text;
   ASSERT_EQ(status_of({address, "--json", "--ca-path", dir}, text), 0) << text;

@@ -11,6 +11,7 @@
 #include "dataecho/spec/pipeline_def.h"
 #include "dataecho/spec/service.h"
 #include "service/calls.h"
+#include "service/loopback_worker.h"
 #include "service/transport.h"
 #include "test_util.h"
 
@@ -54,12 +55,8 @@ class ServiceSource : public ::testing::Test {
     return start_dispatcher(o);
   }
   std::unique_ptr<Worker> start_worker_at(int dispatcher_port, const std::string& token = "") {
-    WorkerOptions o;
-    o.dispatcher = "127.0.0.1:" + std::to_string(dispatcher_port);
-    o.bind = "127.0.0.1";
+    WorkerOptions o = loopback_worker(dispatcher_port);
     o.token = token;
-    o.beat_ms = 100;
-    o.connect_timeout_s = 5;
     return start_service_worker(o);
   }
   // A pipeline spec of a service source; `more` adds fields to the source object.
