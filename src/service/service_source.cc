@@ -244,12 +244,17 @@ class ServiceIterator final : public Iterator {
     }
     if (dynamic()) incarnation_ = rewind(reply.job());
     std::lock_guard lock(mu_);
-    running_ = reply.workers_size();
-    for (const WorkerInfo& w : reply.workers()) {
-      known_workers_.insert(w.worker());
-      readers_.emplace_back([this, w, job = reply.job()] { read_worker(w, job); });
-    }
+    running_ = 0;
+    for (const WorkerInfo& w : reply.workers()) start_reader(w, reply.job());
     if (dynamic()) readers_.emplace_back([this, job = reply.job()] { watch_workers(job); });
+  }
+
+  // A stream from worker `w`, read on a thread of its own, unless this epoch reads from it
+  // already. Under mu_.
+  void start_reader(const WorkerInfo& w, int64_t job) {
+    if (!known_workers_.insert(w.worker()).second) return;
+    ++running_;
+    readers_.emplace_back([this, w, job] { read_worker(w, job); });
   }
 
   // Sharding "dynamic": workers that join during the epoch. Twice a second the job's
@@ -275,11 +280,8 @@ class ServiceIterator final : public Iterator {
       } catch (const std::exception&) {  // the dispatcher down (restarting): asked again later
       }
       lock.lock();
-      for (const WorkerInfo& w : reply.workers()) {
-        if (over() || reply.job() != job || !known_workers_.insert(w.worker()).second) continue;
-        ++running_;
-        readers_.emplace_back([this, w, job] { read_worker(w, job); });
-      }
+      for (const WorkerInfo& w : reply.workers())
+        if (!over() && reply.job() == job) start_reader(w, job);
     }
   }
 
