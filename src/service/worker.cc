@@ -250,12 +250,7 @@ class WorkerImpl final : public Worker {
 
   void drain() override {
     if (draining_.exchange(true)) return;
-    try {
-      beat(2'000);  // the dispatcher lists it no more, now rather than at the next beat
-    } catch (const std::exception& e) {
-      std::cerr << "worker w" << number_ << ": cannot tell the dispatcher it leaves: " << e.what()
-                << "\n";
-    }
+    tell_dispatcher("it leaves");  // it lists the worker no more, now rather than at the next beat
   }
   bool draining() const override { return draining_; }
   int64_t open_streams() const override { return open_streams_; }
@@ -301,11 +296,16 @@ class WorkerImpl final : public Worker {
   // The last beat of a worker that drained: it has left (not failed).
   void say_left() {
     left_ = true;
+    tell_dispatcher("it left");
+  }
+
+  // A beat out of turn, with what the worker is doing now; a failure is said, not thrown.
+  void tell_dispatcher(const char* what) {
     try {
       beat(2'000);
     } catch (const std::exception& e) {
-      std::cerr << "worker w" << number_ << ": cannot tell the dispatcher it left: " << e.what()
-                << "\n";
+      std::cerr << "worker w" << number_ << ": cannot tell the dispatcher " << what << ": "
+                << e.what() << "\n";
     }
   }
 
