@@ -108,7 +108,8 @@ sanitizer_build() {  # sanitizer_build DIR SANITIZER
     ninja -C "$1" -j"$JOBS"
 }
 step "ASan+UBSan build" sanitizer_build build-asan address
-step "ASan+UBSan: engine tests" ctest_retry ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+step "ASan+UBSan: engine tests" ctest_retry ASAN_OPTIONS=detect_leaks=1 \
+  "LSAN_OPTIONS=suppressions=$PWD/tests/sanitizer/lsan.supp:print_suppressions=0" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   --test-dir build-asan --output-on-failure -j"$JOBS" -L engine --timeout 900
 step "TSan build" sanitizer_build build-tsan thread
 step "TSan: engine tests" ctest_retry TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
