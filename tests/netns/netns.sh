@@ -4,15 +4,18 @@
 #
 #   A (10.231.1.2) --veth-- R (10.231.1.1 | 10.231.2.1) --veth-- B (10.231.2.2)
 #
-# What a packet meets between A and B, in R (this kernel has no netem qdisc):
-#   - bandwidth: a tbf qdisc on both ends of both links (NETNS_RATE, default 100mbit);
+# netns_add_host NAME N adds another host, namespace NETNS_PREFIX-NAME at 10.231.N.2 on
+# R's end r-NAME, whose packets meet what A's and B's do.
+#
+# What a packet meets between hosts, in R (this kernel has no netem qdisc):
+#   - bandwidth: a tbf qdisc on both ends of every link (NETNS_RATE, default 100mbit);
 #   - loss: nftables rules dropping NETNS_LOSS per mille (default 5) of the packets that
-#     arrive at R from either link, and of those R sends on either link
+#     arrive at R from any link, and of those R sends on any link
 #     (`numgen random mod 1000 < 5 drop`): each direction of each link;
 #   - delay: every TCP connection that crosses R is redirected to tests/netns/relay.py,
 #     which forwards each chunk 10 ms (+ 0-2 ms jitter) after it read it;
-#   - link down (netns_link_down / netns_link_up): every packet on B's link dropped, with
-#     no reset: what a pulled cable looks like to A and B;
+#   - link down (netns_link_down / netns_link_up [END], B's r-b by default): every packet
+#     on that link dropped, with no reset: what a pulled cable looks like to both sides;
 #   - relay faults (netns_relay_signal USR1 | USR2): stop forwarding and refuse new
 #     connections (USR1 again: forward again), or reset every connection in flight.
 # Segmentation offload is off on the veths (gso_max_segs 1), so loss and shaping act on
@@ -37,7 +40,7 @@ NETNS_B=$NETNS_PREFIX-b
 NETNS_R=$NETNS_PREFIX-r
 NETNS_ADDR_A=10.231.1.2
 NETNS_ADDR_B=10.231.2.2
-NETNS_IF=$NETNS_PREFIX-eth  # the veth end in A and in B
+NETNS_IF=$NETNS_PREFIX-eth  # the veth end in each host
 NETNS_STATE=${NETNS_STATE:-/tmp/dataecho-netns-$NETNS_PREFIX}
 NETNS_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -110,18 +113,18 @@ netns_link() {  # netns_link NS R_END ADDR
   ip -n "$ns" route add default via "$gw"
 }
 
-# Loss and the redirect to the relay, in R.
+# Loss and the redirect to the relay, in R, on every link (r-*: hosts added later too).
 netns_rules() {
   netns_r nft -f - <<EOF
 table inet ${NETNS_PREFIX}_loss {
   chain arrive { type filter hook prerouting priority -300;
-    iifname { "r-a", "r-b" } numgen random mod 1000 < $NETNS_LOSS counter drop; }
+    iifname "r-*" numgen random mod 1000 < $NETNS_LOSS counter drop; }
   chain leave { type filter hook output priority -300;
-    oifname { "r-a", "r-b" } numgen random mod 1000 < $NETNS_LOSS counter drop; }
+    oifname "r-*" numgen random mod 1000 < $NETNS_LOSS counter drop; }
 }
 table ip ${NETNS_PREFIX}_relay {
   chain pre { type nat hook prerouting priority -100;
-    iifname { "r-a", "r-b" } meta l4proto tcp redirect to :$NETNS_RELAY_PORT; }
+    iifname "r-*" meta l4proto tcp redirect to :$NETNS_RELAY_PORT; }
 }
 EOF
 }
@@ -204,17 +207,28 @@ netns_wait_listen() {  # netns_wait_listen NS PORT
   return 1
 }
 
-# B's link: every packet between R and B dropped (no reset), and back.
-netns_link_down() {
+# A link (R's end, r-b: B's by default): every packet between R and its host dropped (no
+# reset), and back.
+netns_link_down() {  # netns_link_down [END]
+  local end=${1:-r-b}
   netns_r nft -f - <<EOF
-table inet ${NETNS_PREFIX}_down {
-  chain arrive { type filter hook prerouting priority -400; iifname "r-b" drop; }
-  chain leave { type filter hook output priority -400; oifname "r-b" drop; }
-  chain pass { type filter hook forward priority -400; oifname "r-b" drop; }
+table inet ${NETNS_PREFIX}_down_${end//-/_} {
+  chain arrive { type filter hook prerouting priority -400; iifname "$end" drop; }
+  chain leave { type filter hook output priority -400; oifname "$end" drop; }
+  chain pass { type filter hook forward priority -400; oifname "$end" drop; }
 }
 EOF
 }
-netns_link_up() { netns_r nft delete table inet "${NETNS_PREFIX}_down"; }
+netns_link_up() {  # netns_link_up [END]
+  local end=${1:-r-b}
+  netns_r nft delete table inet "${NETNS_PREFIX}_down_${end//-/_}"
+}
+
+# Another host: namespace NETNS_PREFIX-NAME at 10.231.N.2, joined to R by its end r-NAME
+# (shaped, lossy and relayed as A and B; N other than 1 and 2, NAME one letter or word).
+netns_add_host() {  # netns_add_host NAME N
+  netns_link "$NETNS_PREFIX-$1" "r-$1" "10.231.$2.2"
+}
 
 # USR1: the relay stops forwarding and refuses new connections (again: forwards again);
 # USR2: it resets every connection in flight.
