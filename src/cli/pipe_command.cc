@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "dataecho/core/example_json.h"
+#include "dataecho/core/file_io.h"
 #include "dataecho/ops/elastic.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/pipeline_def.h"
@@ -34,18 +35,10 @@ std::unique_ptr<Pipeline> build_rank(const std::string& path, int64_t world_size
   return d.build(o);
 }
 
-// Writes the pipeline's state to `path` atomically (a file beside it, renamed over it), so
-// that a process killed at any moment leaves the previous state or the new one.
+// Writes the pipeline's state to `path` atomically, so that a process killed at any moment
+// leaves the previous state or the new one.
 void save_state_file(Pipeline& pipeline, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << pipeline.save();
-    f.flush();
-    if (!f) throw Error(ErrorCode::kIo, "pipe", "cannot write state file", tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(ErrorCode::kIo, "pipe", "cannot rename the state file over", path);
+  write_file_atomically(path, pipeline.save(), "pipe");
 }
 
 struct PipeArgs {

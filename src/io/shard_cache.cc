@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dataecho/core/error.h"
+#include "dataecho/core/file_io.h"
 #include "dataecho/core/hash.h"
 #include "dataecho/io/http_stream.h"
 #include "io/s3_stream.h"
@@ -98,16 +99,6 @@ Meta read_meta(const std::string& path) {
   return m;
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f) fail(ErrorCode::kIo, tmp + ": cannot write", path);
-  }
-  fs::rename(tmp, path);
-}
-
 int64_t file_size_or(const std::string& path, int64_t fallback) {
   std::error_code ec;
   const auto n = fs::file_size(path, ec);
@@ -174,7 +165,7 @@ void fetch(const std::string& url, const StreamOptions& o, const std::string& ba
   }
   fs::rename(tmp, base + ".shard");
   write_file_atomically(base + ".meta",
-                        url + "\n" + std::to_string(total) + "\n" + head.etag + "\n");
+                        url + "\n" + std::to_string(total) + "\n" + head.etag + "\n", kStage);
   count(o, "cache_misses");
   count(o, "cache_bytes_fetched", total);
 }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "dataecho/core/error.h"
+#include "dataecho/core/file_io.h"
 #include "dataecho/core/redact.h"
 #include "dataecho/spec/build.h"
 #include "dataecho/spec/pipeline_def.h"
@@ -200,14 +201,8 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw Error(ErrorCode::kIo, kStage, "cannot write", tmp);
-    out << redact_json_urls(j).dump(2) << "\n";  // no credentials in a run's files
-    if (!out) throw Error(ErrorCode::kIo, kStage, "cannot write", tmp);
-  }
-  fs::rename(tmp, path);
+  // No credentials in a run's files.
+  write_file_atomically(path, redact_json_urls(j).dump(2) + "\n", kStage);
 }
 
 }  // namespace detail
