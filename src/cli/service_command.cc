@@ -1,11 +1,14 @@
 // The data service's processes (docs/service.md):
 //   dataecho dispatcher --port P [--bind A] [--journal DIR] [--token-file F]
-//                       [--tls-cert F --tls-key F]
+//                       [--tls-cert F --tls-key F] [--launch TEMPLATE] [--hosts H1,H2]
+//                       [--max-workers N] [--launch-retries N] [--launch-timeout S]
+//                       [--advertise HOST[:PORT]] [--ca-file F]
 //   dataecho worker --dispatcher HOST:P [--threads N] [--port 0] [--token-file F]
 //                   [--tls-cert F --tls-key F] [--ca-file F | --ca-path DIR]
 //   dataecho service status HOST:P [--json] [--ca-file F | --ca-path DIR]
 //   dataecho service stop-job HOST:P NAME [--ca-file F | --ca-path DIR]
 //   dataecho service stop-worker HOST:P WORKER [--ca-file F | --ca-path DIR]
+//   dataecho service scale HOST:P N [--ca-file F | --ca-path DIR]
 // The dispatcher prints "listening on A:PORT" and the worker "worker wN serving on
 // HOST:PORT" on standard output once they serve (tests read the port there). The
 // dispatcher stops cleanly on SIGTERM or SIGINT; the worker leaves: on SIGTERM or SIGINT,
@@ -95,6 +98,28 @@ void add_client_tls_args(CLI::App* cmd, ClientTlsArgs& args, const std::string& 
                   "the name the certificates must carry (default: the host dialled)");
 }
 
+// How the dispatcher launches workers (`dataecho service scale`).
+void add_launch_args(CLI::App* cmd, service::LaunchOptions& o) {
+  cmd->add_option("--launch", o.launch,
+                  "command that starts a worker, run by /bin/sh -c with {dispatcher}, {host}, "
+                  "{index} and {exe} put in (default: a local `dataecho worker` process)");
+  cmd->add_option("--hosts", o.hosts, "hosts for {host}, round robin (default: localhost)")
+      ->delimiter(',');
+  cmd->add_option("--max-workers", o.max_workers,
+                  "the most workers `service scale` may ask for (default 16)");
+  cmd->add_option("--launch-retries", o.retries,
+                  "failed launches tried again before launching stops until the next "
+                  "`service scale` (default 2)");
+  cmd->add_option("--launch-timeout", o.register_timeout_s,
+                  "seconds a launched worker has to register (default 60)");
+  cmd->add_option("--advertise", o.advertise,
+                  "HOST[:PORT] launched workers reach the dispatcher at (default: --bind, or "
+                  "this host's name; 127.0.0.1 for local workers)");
+  cmd->add_option("--ca-file", o.ca_file,
+                  "PEM CA file that local launched workers check this dispatcher's certificate "
+                  "with (with --tls-cert)");
+}
+
 void add_dispatcher_command(CLI::App& app) {
   struct Args {
     service::DispatcherOptions o;
@@ -115,10 +140,13 @@ void add_dispatcher_command(CLI::App& app) {
   cmd->add_option("--worker-timeout", args->worker_timeout_s,
                   "seconds without a beat after which a worker is not given new jobs (default 10)");
   add_server_tls_args(cmd, args->tls);
+  add_launch_args(cmd, args->o.launch);
   cmd->callback([args] {
     const sigset_t signals = block_stop_signals();
     args->o.token = service::read_token(args->token_file, "--token-file");
     args->o.tls = service::read_server_tls(args->tls.cert_file, args->tls.key_file);
+    args->o.launch.tls_cert_file = args->tls.cert_file;
+    args->o.launch.tls_key_file = args->tls.key_file;
     args->o.worker_timeout_ms = static_cast<int64_t>(args->worker_timeout_s * 1000);
     auto dispatcher = start_service_dispatcher(args->o);
     for (const std::string& w : dispatcher->journal_warnings())
@@ -155,6 +183,10 @@ void add_worker_command(CLI::App& app) {
                   "(default: $DATAECHO_SERVICE_TOKEN, or none)");
   cmd->add_option("--connect-timeout", args->o.connect_timeout_s,
                   "seconds to wait for the dispatcher at start (default 30)");
+  cmd->add_option("--launch-index", args->o.launch_index,
+                  "the dispatcher's launch this worker is (default: $DATAECHO_LAUNCH_INDEX, "
+                  "which the dispatcher sets; 0: not launched by it)")
+      ->envname("DATAECHO_LAUNCH_INDEX");
   add_server_tls_args(cmd, args->server_tls);
   add_client_tls_args(cmd, args->client_tls, "the dispatcher");
   cmd->callback([args] {
@@ -225,6 +257,26 @@ void add_stop_worker_command(CLI::App* service) {
   });
 }
 
+void add_scale_command(CLI::App* service) {
+  struct Args : ServiceArgs {
+    int64_t workers = 0;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = service->add_subcommand(
+      "scale",
+      "set how many workers serve: the dispatcher launches workers up to N and asks the newest "
+      "it launched to leave above it (docs/service.md, Launching workers)");
+  add_service_args(cmd, *args);
+  cmd->add_option("workers", args->workers, "the number of workers")->required();
+  cmd->callback([args] {
+    const auto s = service::set_workers(args->dispatcher, args->workers,
+                                        service::read_token(args->token_file, "--token-file"),
+                                        args->timeout_s, nullptr, args->tls.read());
+    std::cout << "target " << s.target << " worker(s); " << s.counted
+              << " counted now (`dataecho service status` shows the launches)\n";
+  });
+}
+
 void add_status_command(CLI::App& app) {
   struct Args : ServiceArgs {
     bool json = false;
@@ -237,6 +289,7 @@ void add_status_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "print JSON");
   add_stop_job_command(service);
   add_stop_worker_command(service);
+  add_scale_command(service);
   cmd->callback([args] {
     const auto status = service::service_status(
         args->dispatcher, service::read_token(args->token_file, "--token-file"), args->timeout_s,

@@ -145,6 +145,35 @@ std::string sharding_name(JobSpec::Sharding sharding) {
   }
 }
 
+namespace {
+
+nlohmann::json launch_json(const LaunchStatus& s) {
+  nlohmann::json launched = nlohmann::json::array();
+  for (const LaunchedWorker& l : s.launched()) {
+    nlohmann::json one = {
+        {"index", l.index()},     {"host", l.host()},
+        {"command", l.command()}, {"pid", l.pid()},
+        {"state", l.state()},     {"worker", l.worker()},
+        {"why", l.why()},         {"age_s", static_cast<double>(l.age_ms()) / 1000.0}};
+    if (l.exited()) {
+      one["exit_status"] = l.exit_status();
+      one["last_line"] = l.last_line();
+    }
+    launched.push_back(one);
+  }
+  return {{"launcher", s.launcher()},
+          {"target", s.target() < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.target())},
+          {"reason", s.reason()},
+          {"max_workers", s.max_workers()},
+          {"retries", s.retries()},
+          {"counted", s.counted()},
+          {"failures", s.failures()},
+          {"note", s.note()},
+          {"launched", launched}};
+}
+
+}  // namespace
+
 nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
                               double timeout_s, std::shared_ptr<Transport> transport,
                               const TlsOptions& tls) {
@@ -184,6 +213,7 @@ nlohmann::json service_status(const std::string& dispatcher, const std::string& 
                             {"bytes", w.bytes()},
                             {"rate", w.rate()},
                             {"pieces", w.pieces()}});
+  j["launch"] = launch_json(reply.launch());
   return j;
 }
 
@@ -224,6 +254,25 @@ StoppedWorker stop_worker(const std::string& dispatcher, const std::string& work
   }
 }
 
+ScaledWorkers set_workers(const std::string& dispatcher, int64_t workers, const std::string& token,
+                          double timeout_s, std::shared_ptr<Transport> transport,
+                          const TlsOptions& tls) {
+  if (!transport) transport = default_transport();
+  auto channel = transport->open_channel(dispatcher, client_transport(tls));
+  SetWorkersRequest request;
+  request.set_workers(workers);
+  CallOptions o{.deadline_ms = static_cast<int64_t>(timeout_s * 1000), .token = token};
+  try {
+    const auto reply = call_unary<SetWorkersRequest, SetWorkersReply>(
+        *channel, kSetWorkers, request, o, {"status client", "--token-file"}, "dispatcher");
+    return {reply.target(), reply.counted()};
+  } catch (const CallError& e) {
+    throw Error(ErrorCode::kInvalidArgument, "service",
+                "the dispatcher at " + dispatcher + " cannot keep " + std::to_string(workers) +
+                    " workers: " + e.detail());
+  }
+}
+
 namespace {
 
 std::string fixed(double v, int precision) {
@@ -252,6 +301,25 @@ void worker_text(std::ostringstream& out, const nlohmann::json& w) {
       << " pieces, " << w["bytes"] << " bytes sent\n";
 }
 
+// The launcher's target and its launches, when a target was set or anything launched.
+void launch_text(std::ostringstream& out, const nlohmann::json& l) {
+  if (l["target"].is_null() && l["launched"].empty()) return;
+  out << "launcher " << l["launcher"].get<std::string>() << ": target "
+      << (l["target"].is_null() ? std::string("none") : l["target"].dump()) << " worker(s) ("
+      << l["reason"].get<std::string>() << "; at most " << l["max_workers"] << "), " << l["counted"]
+      << " counted, " << l["launched"].size() << " launch(es), " << l["failures"] << " failed\n";
+  if (!l["note"].get<std::string>().empty()) out << "  " << l["note"].get<std::string>() << "\n";
+  for (const auto& w : l["launched"]) {
+    out << "  launch " << w["index"] << " on " << w["host"].get<std::string>() << " (pid "
+        << w["pid"] << "): " << w["state"].get<std::string>();
+    if (w["worker"].get<int64_t>() != 0) out << " as w" << w["worker"];
+    if (w.contains("exit_status")) out << ", exit status " << w["exit_status"];
+    if (!w["why"].get<std::string>().empty()) out << ": " << w["why"].get<std::string>();
+    if (!w.value("last_line", "").empty()) out << " (\"" << w.value("last_line", "") << "\")";
+    out << "\n    " << w["command"].get<std::string>() << "\n";
+  }
+}
+
 }  // namespace
 
 std::string status_text(const nlohmann::json& s) {
@@ -263,6 +331,7 @@ std::string status_text(const nlohmann::json& s) {
   for (const auto& j : s["jobs"]) job_text(out, j);
   out << s["workers"].size() << " worker(s)\n";
   for (const auto& w : s["workers"]) worker_text(out, w);
+  if (s.contains("launch")) launch_text(out, s["launch"]);
   return out.str();
 }
 

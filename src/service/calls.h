@@ -20,6 +20,7 @@ inline const std::string kWorkerBeat = "/dataecho.service.Dispatcher/WorkerBeat"
 inline const std::string kStatus = "/dataecho.service.Dispatcher/Status";
 inline const std::string kStopJob = "/dataecho.service.Dispatcher/StopJob";
 inline const std::string kStopWorker = "/dataecho.service.Dispatcher/StopWorker";
+inline const std::string kSetWorkers = "/dataecho.service.Dispatcher/SetWorkers";
 inline const std::string kGetSplit = "/dataecho.service.Dispatcher/GetSplit";
 inline const std::string kPieceDone = "/dataecho.service.Dispatcher/PieceDone";
 inline const std::string kRelease = "/dataecho.service.Dispatcher/Release";

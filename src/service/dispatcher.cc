@@ -9,6 +9,8 @@
 // - StopWorker: `dataecho service stop-worker`: the worker is told to leave by its next
 //   beat's reply, and given no new lease from now on; it says when it is leaving and when
 //   it has left, which the status shows (a worker that left is not one that failed);
+// - SetWorkers: `dataecho service scale`: the workers to keep serving, which the
+//   launcher (launcher.h) launches or asks to leave, on its own thread;
 // - sharding "dynamic": GetSplit (a worker asks for a consumer's next piece: a lease,
 //   none pending now, or the end of the consumer's lanes of the epoch), PieceDone and
 //   Release (a consumer's reports: a piece it has whole; the leases of a worker whose
@@ -28,6 +30,7 @@
 #include "service/calls.h"
 #include "service/dispatcher_state.h"
 #include "service/journal.h"
+#include "service/launcher.h"
 
 namespace dataecho::service {
 namespace {
@@ -53,13 +56,19 @@ class DispatcherImpl final : public Dispatcher {
     };
     server_ = transport->start_server(o.bind + ":" + std::to_string(o.port),
                                       server_transport(o.tls), o.token, std::move(h));
+    launcher_ = std::make_unique<Launcher>(o.launch, o.bind, server_->port(), o.token,
+                                           posix_processes(), now_ms);
   }
   ~DispatcherImpl() override { stop(); }
 
   int port() const override { return server_->port(); }
   const std::vector<std::string>& journal_warnings() const override { return warnings_; }
   std::string journal_path() const override { return journal_ ? journal_->path() : ""; }
-  void stop() override { server_->stop(0); }
+  void stop() override {
+    server_->stop(0);
+    std::lock_guard lock(launch_mu_);
+    launch_loop_.reset();  // its launched workers still running get SIGTERM: they leave
+  }
 
  private:
   std::string handle(const std::string& method, std::string_view request) {
@@ -68,6 +77,7 @@ class DispatcherImpl final : public Dispatcher {
     if (method == kStatus) return status(request);
     if (method == kStopJob) return stop_job(request);
     if (method == kStopWorker) return stop_worker(request);
+    if (method == kSetWorkers) return set_workers(request);
     if (method == kGetSplit) return get_split(request);
     if (method == kPieceDone) return piece_done(request);
     if (method == kRelease) return release(request);
@@ -168,6 +178,9 @@ class DispatcherImpl final : public Dispatcher {
     life.rate.add(request.elements(), now_ms());
     life.leaving = life.leaving || request.leaving();
     life.left = request.left();
+    if (request.worker() == 0 && request.launch_index() > 0 &&
+        launcher_->registered(request.launch_index(), number))
+      life.leave_asked = true;  // scaled down while it was starting
     WorkerOrders orders;
     *orders.mutable_hello() = make_hello("dispatcher");
     orders.set_worker(number);
@@ -201,6 +214,7 @@ class DispatcherImpl final : public Dispatcher {
       if (w.last_beat_ms > 0) *reply.add_workers() = info_of(number, now);
     reply.set_journal(journal_path());
     reply.set_worker_timeout_ms(worker_timeout_ms_);
+    *reply.mutable_launch() = launcher_->status();
     return reply.SerializeAsString();
   }
 
@@ -255,6 +269,41 @@ class DispatcherImpl final : public Dispatcher {
     reply.set_worker(number);
     reply.set_address(state_.workers().at(number).address);
     return reply.SerializeAsString();
+  }
+
+  // Sets the workers to keep serving; the launch loop (started at the first call)
+  // launches or asks to leave.
+  std::string set_workers(std::string_view bytes) {
+    const auto request = parse_request<SetWorkersRequest>(bytes, kSetWorkers);
+    check_hello(request.hello(), "(service scale)", "dispatcher");
+    launcher_->set_target(request.workers(),
+                          request.reason().empty() ? "service scale" : request.reason());
+    {
+      std::lock_guard lock(launch_mu_);
+      if (!launch_loop_)
+        launch_loop_ = std::make_unique<LaunchLoop>(
+            *launcher_, [this] { return serving_workers(); },
+            [this](int64_t worker) {
+              std::lock_guard l(mu_);
+              life_[worker].leave_asked = true;
+            });
+      launch_loop_->wake();
+    }
+    SetWorkersReply reply;
+    *reply.mutable_hello() = make_hello("dispatcher");
+    reply.set_target(request.workers());
+    reply.set_counted(launcher_->counted());
+    return reply.SerializeAsString();
+  }
+
+  // The workers registered, true where serving (alive and not leaving), for the launcher.
+  std::map<int64_t, bool> serving_workers() {
+    std::lock_guard lock(mu_);
+    std::map<int64_t, bool> workers;
+    const int64_t now = now_ms();
+    for (const auto& [number, w] : state_.workers())
+      workers[number] = now - w.last_beat_ms <= worker_timeout_ms_ && !leaving(number);
+    return workers;
   }
 
   std::shared_ptr<const JobPlan> make_plan(const JobSpec& spec) const {
@@ -448,6 +497,9 @@ class DispatcherImpl final : public Dispatcher {
   std::map<int64_t, WorkerInfo> info_;  // what beats say (not journaled)
   std::map<int64_t, Life> life_;        // the same, and StopWorker's orders
   std::unique_ptr<Server> server_;
+  std::unique_ptr<Launcher> launcher_;
+  std::mutex launch_mu_;
+  std::unique_ptr<LaunchLoop> launch_loop_;  // from the first SetWorkers; stopped first
 };
 
 }  // namespace

@@ -285,6 +285,7 @@ class WorkerImpl final : public Worker {
     request.set_bytes(bytes_);
     request.set_leaving(draining_);
     request.set_left(left_);
+    request.set_launch_index(o_.launch_index);
     const auto orders = call_unary<WorkerBeatRequest, WorkerOrders>(
         *channel_, kWorkerBeat, request, {.deadline_ms = deadline_ms, .token = o_.token},
         {"worker", "--token-file"}, "dispatcher");

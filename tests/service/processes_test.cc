@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -543,6 +544,159 @@ TEST_F(ServiceTls, ACertificateWithoutItsKeyIsRefused) {
   EXPECT_NE(read_text(dir + "/d.log").find(dir + "/ext.cnf holds no PEM CERTIFICATE"),
             std::string::npos)
       << read_text(dir + "/d.log");
+}
+
+// `dataecho service status --json` of the dispatcher at `address` (`args` added) until
+// `done` holds of it, for up to about 40 s; the last one read.
+nlohmann::json status_until(const std::string& address, const std::vector<std::string>& args,
+                            const std::string& log,
+                            const std::function<bool(const nlohmann::json&)>& done) {
+  nlohmann::json s;
+  for (int tries = 0; tries < 120; ++tries) {
+    std::vector<std::string> argv = {kDataecho, "service", "status", address, "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int status = 0;
+    s = nlohmann::json::parse(run_output(argv, log, &status), nullptr, false);
+    if (!s.is_discarded() && done(s)) return s;
+    usleep(250'000);
+  }
+  return s;
+}
+
+// How many of the status's launches are in `state` (with exit status `exit`, when given).
+size_t launches_in(const nlohmann::json& s, const std::string& state, int exit = -1) {
+  size_t n = 0;
+  if (s.is_discarded() || !s.contains("launch")) return 0;
+  for (const auto& l : s["launch"]["launched"])
+    if (l["state"] == state && (exit < 0 || l.value("exit_status", -1) == exit)) ++n;
+  return n;
+}
+
+// `dataecho service scale ADDRESS N` (`args` added): its exit status; its output and errors
+// in `said`.
+int scale(const std::string& address, int n, const std::vector<std::string>& args,
+          const std::string& dir, std::string& said) {
+  std::vector<std::string> argv = {kDataecho, "service", "scale", address, std::to_string(n)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int status = 0;
+  said = run_output(argv, dir + "/scale.log", &status);
+  said += read_text(dir + "/scale.log");
+  return status;
+}
+
+// The default launcher: `service scale` to 2 starts two local `dataecho worker` processes
+// (the dispatcher's binary; the token in their environment, never on their command
+// line), which serve a dynamic epoch: each id once. Scaled to 1 mid-epoch, the newest
+// launched worker leaves (its piece finished) and exits with status 0; the other runs on.
+TEST_F(ServiceProcesses, ScaleLaunchesLocalWorkersAndAsksTheNewestToLeave) {
+  const std::string token = "launch-token-7f3a";
+  write_file(dir + "/token", token + "\n");
+  start_dispatcher({"--port", "0", "--token-file", dir + "/token", "--max-workers", "4"});
+  const std::vector<std::string> with_token = {"--token-file", dir + "/token"};
+  std::string said;
+  ASSERT_EQ(scale(address, 2, with_token, dir, said), 0) << said;
+  EXPECT_NE(said.find("target 2 worker(s)"), std::string::npos) << said;
+  auto s = status_until(address, with_token, dir + "/status.log", [](const nlohmann::json& j) {
+    return launches_in(j, "running") == 2 && j["workers"].size() == 2;
+  });
+  ASSERT_EQ(launches_in(s, "running"), 2u) << s.dump() << read_text(dir + "/dispatcher.log");
+  for (const auto& l : s["launch"]["launched"]) {
+    const std::string proc = "/proc/" + std::to_string(l["pid"].get<int64_t>());
+    const std::string cmdline = read_text(proc + "/cmdline");
+    EXPECT_NE(cmdline.find("worker"), std::string::npos) << cmdline;
+    EXPECT_EQ(cmdline.find(token), std::string::npos) << cmdline;
+    EXPECT_EQ(l["command"].get<std::string>().find(token), std::string::npos) << l.dump();
+    EXPECT_NE(read_text(proc + "/environ").find("DATAECHO_SERVICE_TOKEN=" + token),
+              std::string::npos);
+  }
+
+  constexpr uint32_t kCount = 2000;
+  write_images(dir + "/images.idx", kCount);
+  write_spec({{"sharding", "dynamic"},
+              {"lanes", 6},
+              {"buffer_mb", 1},
+              {"token_file", dir + "/token"},
+              {"stages", {{{"op", "map"}, {"fn", "sleep"}, {"args", {{"ms", 1}}}}}}});
+  Child pipe({kDataecho, "pipe", dir + "/spec.json"}, dir + "/pipe.log");
+  std::string out;
+  for (int i = 0;; ++i) {
+    const auto l = pipe.line(60);
+    if (!l) break;
+    out += *l + "\n";
+    if (i == 500) {
+      ASSERT_EQ(scale(address, 1, with_token, dir, said), 0) << said;
+    }
+  }
+  EXPECT_EQ(pipe.terminate(), 0) << read_text(dir + "/pipe.log");
+  ASSERT_TRUE(each_id_once(ids_of_lines(out), kCount)) << read_text(dir + "/pipe.log");
+
+  s = status_until(address, with_token, dir + "/status.log",
+                   [](const nlohmann::json& j) { return launches_in(j, "exited", 0) == 1; });
+  ASSERT_EQ(s["launch"]["launched"].size(), 2u) << s.dump();
+  EXPECT_EQ(s["launch"]["launched"][1]["state"], "exited") << s.dump();
+  EXPECT_EQ(s["launch"]["launched"][1]["exit_status"], 0) << s.dump();
+  EXPECT_EQ(s["launch"]["launched"][0]["state"], "running") << s.dump();
+  EXPECT_EQ(s["launch"]["target"], 1) << s.dump();
+  const int64_t left = s["launch"]["launched"][1]["worker"];
+  for (const auto& w : s["workers"])
+    if (w["worker"] == left) {
+      EXPECT_EQ(w["state"], "left") << s.dump();
+    }
+  EXPECT_EQ(dispatcher().terminate(), 0) << read_text(dir + "/dispatcher.log");
+}
+
+// A --launch template, run by /bin/sh -c with its fields put in (the hosts round robin):
+// scaled to 2 it starts two workers, which register; scaled to 0 both leave with status
+// 0. A template that fails is reported with its exit status and its standard error's
+// last line, and tried again only --launch-retries times; a target over --max-workers is
+// refused.
+TEST_F(ServiceProcesses, ATemplateLaunchesWorkersAndAFailingOneIsReported) {
+  const std::string marker = dir + "/marker";
+  start_dispatcher({"--port", "0", "--hosts", "a,b", "--launch",
+                    "echo {index} {host} >> " + marker +
+                        "; exec {exe} worker --dispatcher {dispatcher} --bind 127.0.0.1"});
+  std::string said;
+  ASSERT_EQ(scale(address, 2, {}, dir, said), 0) << said;
+  auto s = status_until(address, {}, dir + "/status.log",
+                        [](const nlohmann::json& j) { return launches_in(j, "running") == 2; });
+  ASSERT_EQ(launches_in(s, "running"), 2u) << s.dump() << read_text(dir + "/dispatcher.log");
+  std::string lines = read_text(marker);
+  EXPECT_TRUE(lines == "1 a\n2 b\n" || lines == "2 b\n1 a\n") << lines;
+  EXPECT_NE(s["launch"]["launched"][0]["command"].get<std::string>().find("--dispatcher '" +
+                                                                          address + "'"),
+            std::string::npos)
+      << s.dump();
+  ASSERT_EQ(scale(address, 0, {}, dir, said), 0) << said;
+  s = status_until(address, {}, dir + "/status.log",
+                   [](const nlohmann::json& j) { return launches_in(j, "exited", 0) == 2; });
+  EXPECT_EQ(launches_in(s, "exited", 0), 2u) << s.dump() << read_text(dir + "/dispatcher.log");
+  EXPECT_EQ(scale(address, 17, {}, dir, said), 1) << said;
+  EXPECT_NE(said.find("at most 16 workers (the dispatcher's --max-workers)"), std::string::npos)
+      << said;
+
+  // A failing template, retried once.
+  start_dispatcher({"--port", "0", "--launch-retries", "1", "--launch",
+                    "echo starting >&2; echo cannot reach {host} >&2; exit 3"});
+  ASSERT_EQ(scale(address, 1, {}, dir, said), 0) << said;
+  s = status_until(address, {}, dir + "/status.log",
+                   [](const nlohmann::json& j) { return launches_in(j, "failed", 3) == 2; });
+  usleep(500'000);  // time for a third launch that must not come
+  s = status_until(address, {}, dir + "/status.log",
+                   [](const nlohmann::json& j) { return launches_in(j, "failed", 3) >= 2; });
+  ASSERT_EQ(s["launch"]["launched"].size(), 2u) << s.dump();
+  for (const auto& l : s["launch"]["launched"]) {
+    EXPECT_EQ(l["last_line"], "cannot reach localhost") << l.dump();
+    EXPECT_NE(l["why"].get<std::string>().find("exited with status 3 before its worker registered"),
+              std::string::npos)
+        << l.dump();
+  }
+  EXPECT_NE(s["launch"]["note"].get<std::string>().find("launching stopped after 2 failed"),
+            std::string::npos)
+      << s.dump();
+  int status = 0;
+  const std::string text =
+      run_output({kDataecho, "service", "status", address}, dir + "/status.log", &status);
+  EXPECT_NE(text.find("failed, exit status 3: exited with status 3"), std::string::npos) << text;
 }
 
 }  // namespace

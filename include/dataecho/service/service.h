@@ -86,6 +86,24 @@ struct JobPlan {
 using PlanFn =
     std::function<std::shared_ptr<const JobPlan>(const std::string& upstream_json, int lanes)>;
 
+// How the dispatcher starts workers (docs/service.md, "Launching workers"): SetWorkers
+// (`dataecho service scale`) sets how many serve; the dispatcher launches workers up to
+// that and asks the newest it launched to leave above it.
+struct LaunchOptions {
+  // The command, run by /bin/sh -c with {dispatcher}, {host}, {index} and {exe}
+  // put in, shell-quoted ("": local `dataecho worker` processes, the dispatcher's own binary).
+  std::string launch;
+  std::vector<std::string> hosts;  // {host}, round robin over the launches ("localhost" when none)
+  int64_t max_workers = 16;        // the most workers a target may name
+  int64_t retries = 2;             // failed launches tried again before launching stops
+  double register_timeout_s = 60;  // a launch whose worker has not registered by then failed
+  std::string advertise;  // HOST[:PORT] the workers reach the dispatcher at ("": see launcher.h)
+  // Passed to local workers: the dispatcher's certificate and key (they serve TLS with
+  // them) and the CA file they check the dispatcher's certificate with.
+  std::string tls_cert_file, tls_key_file, ca_file;
+  std::string exe;  // the dataecho binary of local workers and {exe} ("": this process's)
+};
+
 struct DispatcherOptions {
   std::string bind = "0.0.0.0";
   int port = 0;                          // 0: any free port (Dispatcher::port() says which)
@@ -95,6 +113,7 @@ struct DispatcherOptions {
   PlanFn plan;                           // null: sharding "dynamic" is refused
   TlsOptions tls;                        // its certificate and key ("": plaintext)
   std::shared_ptr<Transport> transport;  // null: default_transport()
+  LaunchOptions launch;
 };
 
 class Dispatcher {
@@ -146,6 +165,7 @@ struct WorkerOptions {
   int threads = 0;
   std::string token;
   double connect_timeout_s = 30;  // for its first beat
+  int64_t launch_index = 0;       // the dispatcher's launch it is (0: not launched by it)
   int64_t beat_ms = 500;
   // Its Read server's certificate and key, and the roots (and name) it checks the
   // dispatcher's certificate with ("": plaintext).
@@ -212,7 +232,10 @@ DatasetPtr make_service_source(ServiceSourceOptions options);
 // "threads", "last_beat_s", "alive", "state", "elements", "bytes", "rate", "pieces"}]}.
 // A dynamic job lists its epochs opened, its pieces by status; a worker's "state" is
 // "alive", "silent", "leaving" or "left", "rate" its elements a second over the last
-// interval of a second or more, "pieces" the leases it was given.
+// interval of a second or more, "pieces" the leases it was given. "launch": the
+// launcher's {"launcher", "target" (null: none set), "reason", "max_workers", "retries",
+// "counted", "failures", "note", "launched": [{"index", "host", "command", "pid",
+// "state", "worker", "why", "age_s", and once exited "exit_status", "last_line"}]}.
 nlohmann::json service_status(const std::string& dispatcher, const std::string& token,
                               double timeout_s, std::shared_ptr<Transport> transport = nullptr,
                               const TlsOptions& tls = {});
@@ -234,6 +257,18 @@ struct StoppedWorker {
 StoppedWorker stop_worker(const std::string& dispatcher, const std::string& worker,
                           const std::string& token, double timeout_s,
                           std::shared_ptr<Transport> transport = nullptr,
+                          const TlsOptions& tls = {});
+
+// Sets how many workers the dispatcher keeps serving (`dataecho service scale`): it
+// launches workers up to `workers` and asks the newest it launched to leave above it
+// (workers it did not launch count, and are never asked). Returns the target and how
+// many count now.
+struct ScaledWorkers {
+  int64_t target = 0;
+  int64_t counted = 0;
+};
+ScaledWorkers set_workers(const std::string& dispatcher, int64_t workers, const std::string& token,
+                          double timeout_s, std::shared_ptr<Transport> transport = nullptr,
                           const TlsOptions& tls = {});
 
 }  // namespace dataecho::service
