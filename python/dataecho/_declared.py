@@ -247,13 +247,16 @@ class DeclaredStages:
         string; required.
         ``sharding``: "off": each worker makes its own passes of the whole upstream;
         "dynamic": the source's pieces leased to the workers, each record's element once per
-        epoch (an element-wise upstream: map, filter); "static" is not available yet; one of
-        "off", "dynamic" or "static"; default "off".
-        ``lanes``: dynamic: the lanes the pieces are dealt to (consumers must divide them);
-        an integer in [1, 65536]; default 12.
-        ``consumers``: dynamic: the job's consumers (trainer ranks); consumer r owns lanes k
-        mod consumers == r; an integer in [1, 65536]; default 1.
-        ``consumer``: dynamic: this consumer's number; an integer in [0, 65536]; default 0.
+        epoch (an element-wise upstream: map, filter), in the order they come; "static": the
+        same pieces, one in flight per lane, each consumer's elements in the same order on
+        every run and resume, whichever workers compute them; one of "off", "dynamic" or
+        "static"; default "off".
+        ``lanes``: dynamic and static: the lanes the pieces are dealt to (consumers must
+        divide them); an integer in [1, 65536]; default 12.
+        ``consumers``: dynamic and static: the job's consumers (trainer ranks); consumer r
+        owns lanes k mod consumers == r; an integer in [1, 65536]; default 1.
+        ``consumer``: dynamic and static: this consumer's number; an integer in [0, 65536];
+        default 0.
         ``epoch``: the job's epoch that the first pass reads (a repeat after the source
         reads the next ones); the trainer's side sets it for each epoch (Python's for_epoch:
         a pipeline's pass k reads epoch + k); an integer in [0, 1073741824]; default 0.
@@ -392,13 +395,16 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
     seed); a pipeline {"source": ..., "stages": [...]} or a source {"kind": ...}; required.
     ``sharding``: "off": each worker makes its own passes of the whole upstream; "dynamic":
     the source's pieces leased to the workers, each record's element once per epoch (an
-    element-wise upstream: map, filter); "static" is not available yet; one of "off",
-    "dynamic" or "static"; default "off".
-    ``lanes``: dynamic: the lanes the pieces are dealt to (consumers must divide them); an
-    integer in [1, 65536]; default 12.
-    ``consumers``: dynamic: the job's consumers (trainer ranks); consumer r owns lanes k mod
-    consumers == r; an integer in [1, 65536]; default 1.
-    ``consumer``: dynamic: this consumer's number; an integer in [0, 65536]; default 0.
+    element-wise upstream: map, filter), in the order they come; "static": the same pieces,
+    one in flight per lane, each consumer's elements in the same order on every run and
+    resume, whichever workers compute them; one of "off", "dynamic" or "static"; default
+    "off".
+    ``lanes``: dynamic and static: the lanes the pieces are dealt to (consumers must divide
+    them); an integer in [1, 65536]; default 12.
+    ``consumers``: dynamic and static: the job's consumers (trainer ranks); consumer r owns
+    lanes k mod consumers == r; an integer in [1, 65536]; default 1.
+    ``consumer``: dynamic and static: this consumer's number; an integer in [0, 65536];
+    default 0.
     ``epoch``: the job's epoch that the first pass reads (a repeat after the source reads
     the next ones); the trainer's side sets it for each epoch (Python's for_epoch: a
     pipeline's pass k reads epoch + k); an integer in [0, 1073741824]; default 0.

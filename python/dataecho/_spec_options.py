@@ -340,22 +340,24 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                           '"off"',
                           '"off": each worker makes its own passes of the whole upstream; '
                           '"dynamic": the source\'s pieces leased to the workers, each record\'s '
-                          'element once per epoch (an element-wise upstream: map, filter); '
-                          '"static" is not available yet'),
+                          'element once per epoch (an element-wise upstream: map, filter), in the '
+                          'order they come; "static": the same pieces, one in flight per lane, '
+                          "each consumer's elements in the same order on every run and resume, "
+                          'whichever workers compute them'),
                          ('lanes',
                           'an integer in [1, 65536]',
                           '12',
-                          'dynamic: the lanes the pieces are dealt to (consumers must divide '
-                          'them)'),
+                          'dynamic and static: the lanes the pieces are dealt to (consumers must '
+                          'divide them)'),
                          ('consumers',
                           'an integer in [1, 65536]',
                           '1',
-                          "dynamic: the job's consumers (trainer ranks); consumer r owns lanes k "
-                          'mod consumers == r'),
+                          "dynamic and static: the job's consumers (trainer ranks); consumer r "
+                          'owns lanes k mod consumers == r'),
                          ('consumer',
                           'an integer in [0, 65536]',
                           '0',
-                          "dynamic: this consumer's number"),
+                          "dynamic and static: this consumer's number"),
                          ('epoch',
                           'an integer in [0, 1073741824]',
                           '0',

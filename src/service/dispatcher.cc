@@ -11,11 +11,13 @@
 //   it has left, which the status shows (a worker that left is not one that failed);
 // - SetWorkers: `dataecho service scale`: the workers to keep serving, which the
 //   launcher (launcher.h) launches or asks to leave, on its own thread;
-// - sharding "dynamic": GetSplit (a worker asks for a consumer's next piece: a lease,
-//   none pending now, or the end of the consumer's lanes of the epoch), PieceDone and
+// - sharding "dynamic" and "static": GetSplit (a worker asks for a consumer's next piece
+//   (static: of one lane, one at a time in piece order): a lease, none pending now, or
+//   the end of the consumer's lanes (static: that lane) of the epoch), PieceDone and
 //   Release (a consumer's reports: a piece it has whole; the leases of a worker whose
 //   stream it cut, at the records it kept, and that stream closed), and Rewind (a consumer
-//   starting an epoch: a new incarnation, its pieces where its state says). The job's
+//   starting an epoch: a new incarnation, its pieces where its state says; the reply
+//   gives the epoch's deal, from which a static consumer knows its order). The job's
 //   plan is made once, through the injected PlanFn, and journaled with the job (after a
 //   restart made again, and checked against the journal); an epoch's deal when it is
 //   first asked for. Replies may be lost and calls retried: a lease the worker did not
@@ -133,14 +135,10 @@ class DispatcherImpl final : public Dispatcher {
     const auto request = parse_request<JobRequest>(bytes, kGetOrCreateJob);
     check_hello(request.hello(), consumer_name(request.spec()), "dispatcher");
     JobSpec spec = request.spec();
-    if (spec.sharding() == JobSpec::STATIC)
-      throw CallError(CallCode::kInvalidArgument, "job '" + spec.name() +
-                                                      "': sharding \"static\" is not available "
-                                                      "yet (\"off\" and \"dynamic\" are)");
     std::lock_guard lock(mu_);
     if (auto entry = state_.register_job(spec, "")) {
       std::shared_ptr<const JobPlan> plan;
-      if (spec.sharding() == JobSpec::DYNAMIC) {
+      if (spec.sharding() != JobSpec::OFF) {
         plan = make_plan(spec);
         entry->mutable_register_job()->set_plan_json(plan->json);
       }
@@ -373,7 +371,8 @@ class DispatcherImpl final : public Dispatcher {
   // it did not get (the call retried): given again rather than a second one. Under mu_.
   std::optional<Lease> lost_lease(const JobState& job, const SplitRequest& r) const {
     const auto piece =
-        state_.leased_after(job.id, r.epoch(), r.consumer(), r.worker(), r.previous_lease());
+        state_.leased_after(job.id, r.epoch(), r.consumer(), r.worker(), r.previous_lease(),
+                            job.spec.sharding() == JobSpec::STATIC ? r.lane() : -1);
     if (!piece) return std::nullopt;
     const PieceState& p = job.epochs.at(r.epoch()).pieces.at(static_cast<size_t>(*piece));
     Lease l;
@@ -404,16 +403,18 @@ class DispatcherImpl final : public Dispatcher {
     if (auto entry = leaving(request.worker())
                          ? std::nullopt
                          : state_.next_lease(request.job(), request.consumer(), request.epoch(),
-                                             request.worker())) {
+                                             request.worker(), request.lane())) {
       record(*entry);
       ++life_[request.worker()].pieces;
       return lease_reply(job, entry->lease()).SerializeAsString();
     }
     SplitReply reply;
     *reply.mutable_hello() = make_hello("dispatcher");
-    reply.set_kind(state_.epoch_done(request.job(), request.consumer(), request.epoch())
-                       ? SplitReply::END
-                       : SplitReply::NONE);
+    const bool lanes_done =
+        job.spec.sharding() == JobSpec::STATIC
+            ? state_.lane_done(request.job(), request.epoch(), request.lane())
+            : state_.epoch_done(request.job(), request.consumer(), request.epoch());
+    reply.set_kind(lanes_done ? SplitReply::END : SplitReply::NONE);
     return reply.SerializeAsString();
   }
 
@@ -484,6 +485,7 @@ class DispatcherImpl final : public Dispatcher {
     RewindReply reply;
     *reply.mutable_hello() = make_hello("dispatcher");
     reply.set_incarnation(incarnation);
+    for (const PieceState& p : job.epochs.at(request.epoch()).pieces) reply.add_piece_lane(p.lane);
     return reply.SerializeAsString();
   }
 

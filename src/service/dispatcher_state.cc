@@ -1,3 +1,5 @@
+// Why this file is long: every journal entry's rule is here, checked for a request and
+// again when applied (on replay too), with the snapshot both ways: one set of rules.
 #include "service/dispatcher_state.h"
 
 #include <sstream>
@@ -54,6 +56,15 @@ void check_consumer(const JobState& job, int32_t consumer) {
   if (consumer < 0 || consumer >= job.spec.consumers())
     refuse("job '" + job.spec.name() + "' has " + std::to_string(job.spec.consumers()) +
            " consumers: no consumer " + std::to_string(consumer));
+}
+
+bool is_static(const JobState& job) { return job.spec.sharding() == JobSpec::STATIC; }
+
+// Sharding "static": the first piece of `lane` (in piece order) that is not done, if any.
+std::optional<size_t> lane_front(const EpochState& e, int32_t lane) {
+  for (size_t i = 0; i < e.pieces.size(); ++i)
+    if (e.pieces[i].lane == lane && e.pieces[i].status != PieceStatus::kDone) return i;
+  return std::nullopt;
 }
 
 char status_letter(PieceStatus s) {
@@ -136,6 +147,11 @@ void DispatcherState::check_lease(const Lease& l) const {
   if (l.from() != p.from || l.lane() != p.lane || !owns(j, l.consumer(), p.lane))
     refuse(name + ": the lease's start, lane or consumer differ from the piece's");
   if (!workers_.count(l.worker())) refuse("no worker " + std::to_string(l.worker()));
+  if (is_static(j) && lane_front(epoch_of(j, l.epoch()), p.lane) != static_cast<size_t>(l.piece()))
+    refuse(name +
+           ": sharding \"static\" leases a lane's pieces in order, one at a time (an "
+           "earlier piece of lane " +
+           std::to_string(p.lane) + " is not done)");
 }
 
 void DispatcherState::check_report(bool done, const PieceReport& r) const {
@@ -388,14 +404,27 @@ JournalEntry DispatcherState::open_epoch(int64_t job, int64_t epoch,
   return e;
 }
 
+std::optional<size_t> DispatcherState::next_static(const JobState& j, int32_t consumer,
+                                                   int64_t epoch, int32_t lane) const {
+  if (lane < 0 || lane >= j.spec.lanes() || !owns(j, consumer, lane))
+    refuse("job '" + j.spec.name() + "': consumer " + std::to_string(consumer) + " has no lane " +
+           std::to_string(lane) + " (sharding \"static\" asks for one)");
+  const auto front = lane_front(epoch_of(j, epoch), lane);
+  if (!front || epoch_of(j, epoch).pieces[*front].status != PieceStatus::kPending)
+    return std::nullopt;
+  return front;
+}
+
 std::optional<JournalEntry> DispatcherState::next_lease(int64_t job_id, int32_t consumer,
-                                                        int64_t epoch, int64_t worker) const {
+                                                        int64_t epoch, int64_t worker,
+                                                        int32_t lane) const {
   const JobState& j = running_job(job_id);
   check_consumer(j, consumer);
   if (!workers_.count(worker)) refuse("no worker " + std::to_string(worker));
   const auto& pieces = epoch_of(j, epoch).pieces;
   std::optional<size_t> chosen;
-  for (size_t i = 0; i < pieces.size(); ++i) {
+  if (is_static(j)) chosen = next_static(j, consumer, epoch, lane);
+  for (size_t i = 0; i < pieces.size() && !is_static(j); ++i) {
     const PieceState& p = pieces[i];
     if (p.status != PieceStatus::kPending || !owns(j, consumer, p.lane)) continue;
     if (p.released) {
@@ -489,6 +518,10 @@ bool DispatcherState::epoch_done(int64_t job_id, int32_t consumer, int64_t epoch
   return true;
 }
 
+bool DispatcherState::lane_done(int64_t job_id, int64_t epoch, int32_t lane) const {
+  return !lane_front(epoch_of(job(job_id), epoch), lane).has_value();
+}
+
 bool DispatcherState::closed(int64_t job_id, int64_t epoch, int32_t consumer,
                              int64_t worker) const {
   const auto& epochs = job(job_id).epochs;
@@ -498,13 +531,13 @@ bool DispatcherState::closed(int64_t job_id, int64_t epoch, int32_t consumer,
 
 std::optional<int64_t> DispatcherState::leased_after(int64_t job_id, int64_t epoch,
                                                      int32_t consumer, int64_t worker,
-                                                     int64_t after) const {
+                                                     int64_t after, int32_t lane) const {
   const JobState& j = job(job_id);
   const auto& pieces = epoch_of(j, epoch).pieces;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const PieceState& p = pieces[i];
     if (p.status == PieceStatus::kLeased && p.worker == worker && p.lease > after &&
-        owns(j, consumer, p.lane))
+        owns(j, consumer, p.lane) && (lane < 0 || p.lane == lane))
       return static_cast<int64_t>(i);
   }
   return std::nullopt;
@@ -546,6 +579,25 @@ std::vector<int64_t> DispatcherState::silent_workers(int64_t now_ms, int64_t tim
   for (const auto& [number, w] : workers_)
     if (now_ms - w.last_beat_ms > timeout_ms) silent.push_back(number);
   return silent;
+}
+
+std::vector<int64_t> static_order(const std::vector<int32_t>& piece_lanes, int32_t consumers,
+                                  int32_t consumer) {
+  std::map<int32_t, std::vector<int64_t>> lanes;  // the consumer's lanes, ascending
+  for (size_t p = 0; p < piece_lanes.size(); ++p)
+    if (piece_lanes[p] % consumers == consumer)
+      lanes[piece_lanes[p]].push_back(static_cast<int64_t>(p));
+  std::vector<int64_t> order;
+  for (size_t round = 0; order.size() < piece_lanes.size(); ++round) {
+    bool any = false;
+    for (const auto& [lane, pieces] : lanes)
+      if (round < pieces.size()) {
+        order.push_back(pieces[round]);
+        any = true;
+      }
+    if (!any) break;
+  }
+  return order;
 }
 
 void RateMeter::add(int64_t count, int64_t now_ms) {

@@ -7,7 +7,9 @@
 // The rules (docs/history/2026-12-06-data-service-plan.md, "Positions, exactly once"):
 // - at most one live lease per piece; lease ids only grow;
 // - consumer r of N owns the lanes k with k mod N == r, and is leased only their pieces,
-//   released ones first, then in piece order;
+//   released ones first, then in piece order (sharding "dynamic"); in sharding "static"
+//   a worker asks for one lane's pieces, leased one at a time in piece order (a lane's
+//   piece only once the ones before it are done: at most one in flight per lane);
 // - a lease ends only by its consumer's report: done, or released at the count of
 //   records it kept (the piece is then PENDING from there), or by the consumer's rewind
 //   to a checkpoint. A silent worker's leases stay until their consumer reports, since
@@ -89,9 +91,11 @@ class DispatcherState {
   JournalEntry register_worker(int64_t worker, const std::string& address) const;
   JournalEntry open_epoch(int64_t job, int64_t epoch,
                           const std::vector<int32_t>& piece_lanes) const;
-  // The consumer's next piece of the epoch, leased to `worker`; nullopt when none is pending.
+  // The consumer's next piece of the epoch, leased to `worker`; nullopt when none is
+  // pending. Sharding "static": the next piece of `lane` (one of the consumer's), nullopt
+  // while the one before it is leased or when the lane is done (lane_done()).
   std::optional<JournalEntry> next_lease(int64_t job, int32_t consumer, int64_t epoch,
-                                         int64_t worker) const;
+                                         int64_t worker, int32_t lane = -1) const;
   JournalEntry done(int64_t job, int64_t epoch, int64_t piece, int64_t lease) const;
   JournalEntry release(int64_t job, int64_t epoch, int64_t piece, int64_t lease,
                        int64_t kept) const;
@@ -110,13 +114,15 @@ class DispatcherState {
   const std::map<int64_t, JobState>& jobs() const { return jobs_; }
   // Whether every piece of the consumer's lanes in the epoch is done.
   bool epoch_done(int64_t job, int32_t consumer, int64_t epoch) const;
+  // Whether every piece of the lane in the epoch is done.
+  bool lane_done(int64_t job, int64_t epoch, int32_t lane) const;
   // Whether the consumer cut its stream from the worker in the epoch (false when the
   // epoch is not open).
   bool closed(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) const;
-  // The piece of the epoch leased to `worker` for `consumer` under a lease after
-  // `after`, if any (a lease whose reply the worker did not get).
+  // The piece of the epoch leased to `worker` for `consumer` (in `lane`, when not -1)
+  // under a lease after `after`, if any (a lease whose reply the worker did not get).
   std::optional<int64_t> leased_after(int64_t job, int64_t epoch, int32_t consumer, int64_t worker,
-                                      int64_t after) const;
+                                      int64_t after, int32_t lane = -1) const;
   // The whole state as text, one line per job, epoch and worker (tests, status).
   std::string describe() const;
 
@@ -130,6 +136,8 @@ class DispatcherState {
   void check_job(const RegisterJob& r) const;
   void check_epoch(const OpenEpoch& o) const;
   void check_lease(const Lease& l) const;
+  std::optional<size_t> next_static(const JobState& j, int32_t consumer, int64_t epoch,
+                                    int32_t lane) const;
   void check_report(bool done, const PieceReport& r) const;
   void check_rewind(const Rewind& r) const;
   void check_close(const CloseStream& c) const;
@@ -143,5 +151,12 @@ class DispatcherState {
   std::map<int64_t, WorkerState> workers_;
   int64_t last_lease_ = 0;
 };
+
+// Sharding "static": consumer `consumer`'s pieces of an epoch (`piece_lanes`: each
+// piece's lane, the epoch's deal) in the order it returns them: its lanes round robin
+// (ascending), each lane's pieces in piece order: the first piece of each of its lanes,
+// then the second of each, and so on.
+std::vector<int64_t> static_order(const std::vector<int32_t>& piece_lanes, int32_t consumers,
+                                  int32_t consumer);
 
 }  // namespace dataecho::service

@@ -1,3 +1,5 @@
+// Why this file is long: the consumer's iterator keeps its ledger, its queue, static's
+// streams per lane and the cut-and-release path under one lock, which one class holds.
 // The trainer's side of the data service: the `service` source. Its iterator (one per
 // epoch) gets or creates the job at the dispatcher, waiting for the dispatcher and for a
 // first worker up to connect_timeout_s, then reads a Read stream of every worker the
@@ -12,6 +14,11 @@
 // leases are released at the records kept (I3), and another worker's stream goes on
 // from there; the epoch ends when the dispatcher says the lanes' pieces are done (a
 // stream ends normally) and every stream has ended.
+// In sharding "static" the consumer reads a stream per lane (its lanes dealt to the
+// workers listed, those of a cut worker placed on others), each lane's pieces one at a
+// time in piece order, and returns its pieces' elements in its fixed order (StaticMerge:
+// its lanes round robin, piece by piece), whichever worker computed them; a state keeps
+// the position in that order, not elements.
 // Each epoch's iterator starts as a new incarnation of its consumer (a Rewind): from the
 // epoch's beginning, or from a restored state's ledger, whose queued elements come first.
 // The epoch an iterator reads is the options' `epoch` (the trainer's side sets it per
@@ -30,9 +37,12 @@
 #include <sstream>
 #include <thread>
 
+#include "dataecho/core/tuner.h"
 #include "dataecho/service/service.h"
 #include "service/calls.h"
+#include "service/dispatcher_state.h"
 #include "service/frame.h"
+#include "service/static_merge.h"
 
 namespace dataecho::service {
 namespace {
@@ -53,7 +63,7 @@ class ServiceIterator final : public Iterator {
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
-      for (ClientStream* s : streams_) s->cancel();
+      for (const auto& [s, worker] : streams_) s->cancel();
       cv_.notify_all();
     }
     for (auto& t : readers_) t.join();
@@ -62,8 +72,10 @@ class ServiceIterator final : public Iterator {
   // Sharding "dynamic": a JSON header (the job, this consumer, the epoch and the ledger:
   // the records kept of each piece, and the pieces done), then the queued elements by
   // content. Taken under the queue's lock, so the two agree.
+  // Sharding "static" keeps no element: its order is fixed, so its position (the pieces
+  // returned, and the records returned of the next one) says what comes next.
   void save(StateWriter& w) override {
-    if (!dynamic()) refuse_state();
+    if (!pieces()) refuse_state();
     std::lock_guard lock(mu_);
     if (!error_.empty())
       throw Error(ErrorCode::kInvalidArgument, label(), "cannot save a source that has failed");
@@ -75,7 +87,7 @@ class ServiceIterator final : public Iterator {
   // The ledger and the queue of a saved state; the positions go to the dispatcher as this
   // consumer's rewind when the iterator starts, and the queued elements come first.
   void restore(StateReader& r) override {
-    if (!dynamic()) refuse_state();
+    if (!pieces()) refuse_state();
     r.expect("service");
     const std::string text = r.read_string();
     nlohmann::json header;
@@ -111,7 +123,16 @@ class ServiceIterator final : public Iterator {
     std::unique_lock lock(mu_);
     for (;;) {
       if (!error_.empty()) throw Error(error_code_, label(), error_);
-      if (!queue_.empty()) {
+      if (is_static()) {
+        Example e;
+        const auto took = merge_.take([&](int64_t piece) { return ledger_[piece].done; }, e);
+        if (took == StaticMerge::Take::kEnd) return std::nullopt;
+        if (took == StaticMerge::Take::kElement) {
+          cv_.notify_all();
+          if (epoch_ > 0) e.stamp_epoch(static_cast<int32_t>(epoch_));
+          return e;
+        }
+      } else if (!queue_.empty()) {
         Example e = std::move(queue_.front().first);
         queued_bytes_ -= queue_.front().second;
         queue_.pop_front();
@@ -120,7 +141,8 @@ class ServiceIterator final : public Iterator {
         return e;
       }
       if (running_ == 0) {
-        if (dynamic() && !lanes_done_) throw Error(ErrorCode::kIo, label(), broken_epoch());
+        if (pieces() && (is_static() || !lanes_done_))
+          throw Error(ErrorCode::kIo, label(), broken_epoch());
         return std::nullopt;
       }
       if (cancel_ && cancel_->cancelled())
@@ -141,7 +163,7 @@ class ServiceIterator final : public Iterator {
     throw Error(ErrorCode::kInvalidArgument, label(),
                 "a service source in sharding \"off\" keeps no position, so its state cannot be "
                 "saved or restored (a resume restarts the workers' passes; sharding "
-                "\"dynamic\" resumes exactly)");
+                "\"dynamic\" and \"static\" resume exactly)");
   }
 
   // Under mu_.
@@ -153,15 +175,13 @@ class ServiceIterator final : public Iterator {
       else if (p.kept > 0)
         records[std::to_string(piece)] = p.kept;
     }
-    return {{"format", kStateFormat},
-            {"job", o_.job},
-            {"fingerprint", o_.fingerprint},
-            {"sharding", o_.sharding},
-            {"lanes", o_.lanes},
-            {"consumers", o_.consumers},
-            {"consumer", o_.consumer},
-            {"epoch", epoch_},
-            {"lane_state", {{"piece_records", records}, {"done_pieces", done}}}};
+    const nlohmann::json lane_state =
+        is_static() && merge_.started()
+            ? merge_.lane_state()
+            : nlohmann::json{{"piece_records", records}, {"done_pieces", done}};
+    return {{"format", kStateFormat},  {"job", o_.job},     {"fingerprint", o_.fingerprint},
+            {"sharding", o_.sharding}, {"lanes", o_.lanes}, {"consumers", o_.consumers},
+            {"consumer", o_.consumer}, {"epoch", epoch_},   {"lane_state", lane_state}};
   }
 
   // A saved state resumes the same consumer of the same job, epoch and consumer count.
@@ -196,12 +216,14 @@ class ServiceIterator final : public Iterator {
     spec.set_name(o_.job);
     spec.set_upstream_json(o_.upstream_json);
     spec.set_fingerprint(o_.fingerprint);
-    spec.set_sharding(dynamic() ? JobSpec::DYNAMIC : JobSpec::OFF);
-    spec.set_lanes(dynamic() ? o_.lanes : 1);
-    spec.set_consumers(dynamic() ? o_.consumers : 1);
+    spec.set_sharding(is_static() ? JobSpec::STATIC : dynamic() ? JobSpec::DYNAMIC : JobSpec::OFF);
+    spec.set_lanes(pieces() ? o_.lanes : 1);
+    spec.set_consumers(pieces() ? o_.consumers : 1);
     return spec;
   }
   bool dynamic() const { return o_.sharding == "dynamic"; }
+  bool is_static() const { return o_.sharding == "static"; }
+  bool pieces() const { return dynamic() || is_static(); }  // leased pieces, a ledger
 
   // The job and its workers from the dispatcher; waits for a first worker.
   JobReply get_job() {
@@ -242,11 +264,65 @@ class ServiceIterator final : public Iterator {
           ErrorCode::kInvalidArgument, label(),
           "the dispatcher at " + o_.dispatcher + " refused job '" + o_.job + "': " + e.detail());
     }
-    if (dynamic()) incarnation_ = rewind(reply.job());
+    RewindReply rewound;
+    if (pieces()) rewound = rewind(reply.job());
+    incarnation_ = rewound.incarnation();
     std::lock_guard lock(mu_);
     running_ = 0;
+    if (is_static()) return start_lanes(reply, rewound);
     for (const WorkerInfo& w : reply.workers()) start_reader(w, reply.job());
     if (dynamic()) readers_.emplace_back([this, job = reply.job()] { watch_workers(job); });
+  }
+
+  // Sharding "static": the epoch's order, from the deal the rewind gave, and a stream per
+  // lane of this consumer, the lanes dealt to the workers listed. Under mu_.
+  void start_lanes(const JobReply& reply, const RewindReply& rewound) {
+    const std::vector<int32_t> deal(rewound.piece_lane().begin(), rewound.piece_lane().end());
+    if (deal.empty())
+      throw Error(ErrorCode::kIo, label(),
+                  "the dispatcher at " + o_.dispatcher + " gave no deal of epoch " +
+                      std::to_string(epoch_) + " (a dispatcher without sharding \"static\"?)");
+    const auto found = [this](int64_t piece) {
+      const auto it = ledger_.find(piece);
+      return it == ledger_.end() ? nullptr : &it->second;
+    };
+    merge_.start(
+        static_order(deal, o_.consumers, o_.consumer),
+        [&](int64_t piece) { return found(piece) != nullptr && found(piece)->done; },
+        [&](int64_t piece) { return found(piece) != nullptr ? found(piece)->kept : 0; });
+    alive_.assign(reply.workers().begin(), reply.workers().end());
+    for (int32_t lane = o_.consumer; lane < o_.lanes; lane += o_.consumers)
+      place_lane(lane, reply.job());
+    readers_.emplace_back([this, job = reply.job()] { watch_workers(job); });
+  }
+
+  // Sharding "static": a stream of `lane` from the worker listed alive and not cut in this
+  // epoch that reads the fewest of this consumer's lanes; with none, the lane waits for
+  // the watcher to list one. Under mu_.
+  void place_lane(int32_t lane, int64_t job) {
+    const WorkerInfo* best = nullptr;
+    std::ptrdiff_t fewest = 0;
+    for (const WorkerInfo& w : alive_) {
+      if (cut_workers_.count(w.worker())) continue;
+      const auto n = std::count_if(lane_workers_.begin(), lane_workers_.end(),
+                                   [&](const auto& l) { return l.second == w.worker(); });
+      if (best == nullptr || n < fewest) {
+        best = &w;
+        fewest = n;
+      }
+    }
+    lane_workers_[lane] = best != nullptr ? best->worker() : 0;  // 0: waiting
+    if (best == nullptr || stopping_) return;
+    ++running_;
+    readers_.emplace_back([this, lane, w = *best, job] { read_worker(w, job, lane); });
+  }
+
+  // Sharding "static": the lanes that wait for a worker, or whose worker was cut. Under mu_.
+  void place_waiting(int64_t job) {
+    std::vector<int32_t> lanes;
+    for (const auto& [lane, worker] : lane_workers_)
+      if (worker == 0 || cut_workers_.count(worker)) lanes.push_back(lane);
+    for (int32_t lane : lanes) place_lane(lane, job);
   }
 
   // A stream from worker `w`, read on a thread of its own, unless this epoch reads from it
@@ -260,7 +336,8 @@ class ServiceIterator final : public Iterator {
   // Sharding "dynamic": workers that join during the epoch. Twice a second the job's
   // workers are asked of the dispatcher (GetOrCreateJob lists those alive and not
   // leaving), and a stream is opened to each one this epoch has not read from, while the
-  // epoch runs; it takes pending pieces as the others do. Runs as one of readers_ (not
+  // epoch runs; it takes pending pieces as the others do. Sharding "static": the lanes
+  // waiting for a worker are placed on those listed. Runs as one of readers_ (not
   // counted in running_), adding readers only while not stopping, so that the destructor
   // joins them all.
   void watch_workers(int64_t job) {
@@ -280,15 +357,20 @@ class ServiceIterator final : public Iterator {
       } catch (const std::exception&) {  // the dispatcher down (restarting): asked again later
       }
       lock.lock();
-      for (const WorkerInfo& w : reply.workers())
-        if (!over() && reply.job() == job) start_reader(w, job);
+      if (over() || reply.job() != job) continue;
+      if (is_static()) {
+        alive_.assign(reply.workers().begin(), reply.workers().end());
+        place_waiting(job);
+      } else {
+        for (const WorkerInfo& w : reply.workers()) start_reader(w, job);
+      }
     }
   }
 
   // Sharding "dynamic": this consumer starts the epoch as a new incarnation, at the
   // ledger's positions (none: from the epoch's beginning); its older streams get no more
   // pieces, and its leases are void.
-  int64_t rewind(int64_t job) {
+  RewindReply rewind(int64_t job) {
     RewindRequest request;
     request.set_job(job);
     request.set_consumer(o_.consumer);
@@ -304,7 +386,7 @@ class ServiceIterator final : public Iterator {
       }
     }
     auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
-    return call_dispatcher<RewindRequest, RewindReply>(*channel, kRewind, request).incarnation();
+    return call_dispatcher<RewindRequest, RewindReply>(*channel, kRewind, request);
   }
 
   void fail(ErrorCode code, const std::string& message) {
@@ -330,8 +412,8 @@ class ServiceIterator final : public Iterator {
     return true;
   }
 
-  // Reads worker `w`'s stream of this epoch until it ends.
-  void read_worker(const WorkerInfo& w, int64_t job) {
+  // Reads worker `w`'s stream of this epoch (static: of `lane`) until it ends.
+  void read_worker(const WorkerInfo& w, int64_t job, int32_t lane = 0) {
     const std::string peer = "worker w" + std::to_string(w.worker()) + " (" + w.address() + ")";
     std::unique_ptr<ClientStream> stream;
     try {
@@ -343,22 +425,24 @@ class ServiceIterator final : public Iterator {
       request.set_epoch(epoch_);
       request.set_consumer(o_.consumer);
       request.set_incarnation(incarnation_);
+      if (is_static()) request.set_lane(lane);
       stream = channel->stream(kRead, request.SerializeAsString(), {.token = o_.token});
-      if (!watch(stream.get())) return finish(nullptr);
-      if (dynamic())
-        read_pieces(*stream, peer, job);
+      if (!watch(stream.get(), w.worker())) return finish(nullptr);
+      if (pieces())
+        read_pieces(*stream, peer, job, w.worker());
       else
         read_frames(*stream, peer);
     } catch (const CallError& e) {
       if (e.call_code() == CallCode::kUnauthenticated)
         fail(ErrorCode::kInvalidArgument,
              token_refusal(kConsumer, "worker", w.address(), !o_.token.empty()));
-      else if (dynamic())
+      else if (pieces())
         cut(stream.get(), peer + ": " + e.detail(), job, w.worker());
       else
         fail(ErrorCode::kIo, peer + ": " + e.detail());
     } catch (const Error& e) {
-      if (dynamic() && e.code() == ErrorCode::kDataLoss)  // a damaged frame or a broken rule
+      // A damaged frame or a broken rule; or (static) any end of a worker cut already.
+      if (pieces() && (e.code() == ErrorCode::kDataLoss || was_cut(w.worker())))
         cut(stream.get(), e.message(), job, w.worker());
       else
         fail(e.code(), e.message());  // a frame's error names the peer
@@ -369,7 +453,7 @@ class ServiceIterator final : public Iterator {
   // Sharding "dynamic": the stream's frames, kept under the ledger's rules (I2). Returns
   // at the stream's end (the lanes' pieces all done) or a worker's error; throws
   // Error(kDataLoss) for a frame that breaks a rule.
-  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job) {
+  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job, int64_t worker) {
     auto dispatcher = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     FrameReader reader(peer);
     Frame frame;
@@ -380,13 +464,13 @@ class ServiceIterator final : public Iterator {
         return fail(ErrorCode::kInvalidArgument, peer + " " + content.message);
       if (h.kind == FrameKind::kElements) {
         for (FrameElement& e : content.elements)
-          if (!keep(h, e, peer)) return;
+          if (!keep(h, e, peer, worker)) return;
       } else if (h.kind == FrameKind::kPieceDone) {
-        piece_done(*dispatcher, h, content.records, peer, job);
+        piece_done(*dispatcher, h, content.records, peer, job, worker);
       }
     }
     std::lock_guard lock(mu_);
-    lanes_done_ = true;
+    if (!is_static()) lanes_done_ = true;  // static: this lane's pieces are done
   }
 
   // What the consumer has of a piece.
@@ -411,12 +495,18 @@ class ServiceIterator final : public Iterator {
 
   // Queues an element under the ledger's rule, waiting while the queue is full. False
   // when stopping.
-  bool keep(const FrameHeader& h, FrameElement& e, const std::string& peer) {
+  // Static: into the piece's buffer, while the merge admits it; nothing of a worker cut
+  // already (its lanes moved to other workers).
+  bool keep(const FrameHeader& h, FrameElement& e, const std::string& peer, int64_t worker) {
     const size_t bytes = e.example.nbytes();
     const size_t limit = static_cast<size_t>(o_.buffer_mb) << 20;
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return stopping_ || queue_.empty() || queued_bytes_ + bytes <= limit; });
-    if (stopping_) return false;
+    const auto room = [&] {
+      return is_static() ? merge_.admits(h.piece, bytes, limit)
+                         : queue_.empty() || queued_bytes_ + bytes <= limit;
+    };
+    cv_.wait(lock, [&] { return stopping_ || cut_workers_.count(worker) > 0 || room(); });
+    if (stopping_ || cut_workers_.count(worker) > 0) return false;
     PieceLedger& p = ledger_entry(h, peer);
     if (e.record < p.kept)
       throw Error(ErrorCode::kDataLoss, label(),
@@ -424,16 +514,21 @@ class ServiceIterator final : public Iterator {
                       std::to_string(e.record) + " under lease " + std::to_string(h.lease) +
                       ", but records up to " + std::to_string(p.kept) + " are kept already");
     p.kept = e.record + 1;
-    queue_.emplace_back(std::move(e.example), bytes);
-    queued_bytes_ += bytes;
+    if (is_static()) {
+      merge_.add(h.piece, e.record, std::move(e.example), bytes);
+    } else {
+      queue_.emplace_back(std::move(e.example), bytes);
+      queued_bytes_ += bytes;
+    }
     cv_.notify_all();
     return true;
   }
 
   void piece_done(Channel& dispatcher, const FrameHeader& h, int64_t records,
-                  const std::string& peer, int64_t job) {
+                  const std::string& peer, int64_t job, int64_t worker) {
     {
       std::lock_guard lock(mu_);
+      if (cut_workers_.count(worker)) return;  // static: released already, read elsewhere
       PieceLedger& p = ledger_entry(h, peer);
       if (records < p.kept)
         throw Error(ErrorCode::kDataLoss, label(),
@@ -482,9 +577,14 @@ class ServiceIterator final : public Iterator {
     std::lock_guard lock(mu_);
     return stopping_;
   }
+  bool was_cut(int64_t worker) {
+    std::lock_guard lock(mu_);
+    return cut_workers_.count(worker) > 0;
+  }
 
-  // A broken stream (I3): cancelled, then its worker's leases released at the records
-  // kept; the other workers' streams take the pieces on.
+  // A broken stream (I3): cancelled (static: with every stream of its worker), then its
+  // worker's leases released at the records kept; the other workers' streams take the
+  // pieces on (static: the worker's lanes are placed on other workers). Once per worker.
   void cut(ClientStream* stream, const std::string& why, int64_t job, int64_t worker) {
     if (stream != nullptr) stream->cancel();
     ReleaseRequest request;
@@ -495,7 +595,9 @@ class ServiceIterator final : public Iterator {
     request.set_incarnation(incarnation_);
     {
       std::lock_guard lock(mu_);
-      if (stopping_) return;
+      if (stopping_ || !cut_workers_.insert(worker).second) return;
+      for (const auto& [s, w] : streams_)
+        if (w == worker) s->cancel();
       failures_.push_back(why);
       for (const auto& [piece, p] : ledger_) {
         if (p.done) continue;
@@ -512,8 +614,10 @@ class ServiceIterator final : public Iterator {
                 << ": stream cut; leases released at the records kept: " << reply.released()
                 << "\n";
     } catch (const Error& e) {
-      fail(e.code(), e.message());
+      return fail(e.code(), e.message());
     }
+    std::lock_guard lock(mu_);
+    if (is_static() && !stopping_) place_waiting(job);
   }
 
   void read_frames(ClientStream& stream, const std::string& peer) {
@@ -528,17 +632,17 @@ class ServiceIterator final : public Iterator {
     }
   }
 
-  // Lists a stream for cancelling; false when stopping already.
-  bool watch(ClientStream* s) {
+  // Lists a stream (of `worker`) for cancelling; false when stopping already.
+  bool watch(ClientStream* s, int64_t worker) {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
-    streams_.push_back(s);
+    streams_[s] = worker;
     return true;
   }
   // A reader ended.
   void finish(ClientStream* s) {
     std::lock_guard lock(mu_);
-    std::erase(streams_, s);
+    streams_.erase(s);
     --running_;
     cv_.notify_all();
   }
@@ -557,12 +661,16 @@ class ServiceIterator final : public Iterator {
   bool stopping_ = false;
   std::string error_;
   ErrorCode error_code_ = ErrorCode::kIo;
-  std::vector<ClientStream*> streams_;
+  std::map<ClientStream*, int64_t> streams_;  // the streams read, each its worker's
   std::vector<std::thread> readers_;
   std::map<int64_t, PieceLedger> ledger_;  // dynamic: by piece
   bool lanes_done_ = false;                // dynamic: a stream ended normally
   std::vector<std::string> failures_;      // dynamic: the streams cut, and why
   std::set<int64_t> known_workers_;        // dynamic: the workers this epoch has read from
+  std::set<int64_t> cut_workers_;          // dynamic and static: the workers whose streams were cut
+  StaticMerge merge_;                      // static: the order, the pieces' buffers
+  std::map<int32_t, int64_t> lane_workers_;  // static: each lane's worker (0: waiting)
+  std::vector<WorkerInfo> alive_;            // static: the workers listed last
 };
 
 class ServiceDataset final : public Dataset {

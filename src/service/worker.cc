@@ -1,3 +1,6 @@
+// Why this file is long: one worker serves both kinds of stream (sharding "off"'s shared
+// passes; the pieces of "dynamic" and "static" with their leases, the lease ahead and the
+// tests' fault points) and its beats, all over the worker's one state and lock.
 // A worker: registers with the dispatcher by its first beat, beats on, and serves Read
 // streams. In sharding "off" it builds a job's whole upstream for each pass (epoch)
 // through the injected builder, its seed salted by the worker's number and the epoch,
@@ -13,7 +16,10 @@
 // element-wise stages over make_piece_source from the lease's first record, through the
 // injected PieceBuilder) and streams its elements, each with its record in the piece,
 // then PIECE_DONE; then the next piece, until the dispatcher says the consumer's lanes
-// of the epoch are done. While the dispatcher is down (restarted on its journal) the
+// of the epoch are done. The next piece is leased ahead, at 90% of the current one's
+// records, so a stream holds at most two leases. In sharding "static" a Read is one lane
+// of one consumer: its pieces in piece order, each leased once the one before is done
+// (no lease ahead). While the dispatcher is down (restarted on its journal) the
 // worker asks again, up to its connect timeout. The handler's thread pulls the pipeline
 // only while the stream takes frames.
 // Leaving (drain(): a SIGTERM's, or the dispatcher's order in a beat's reply): the worker
@@ -378,11 +384,7 @@ class WorkerImpl final : public Worker {
     check_alive();
     const StreamCount counted(open_streams_);
     check_staying();
-    if (request.spec().sharding() == JobSpec::DYNAMIC) return serve_dynamic(request, call);
-    if (request.spec().sharding() != JobSpec::OFF)
-      throw CallError(CallCode::kInvalidArgument,
-                      "this worker serves sharding \"off\" and "
-                      "\"dynamic\" only");
+    if (request.spec().sharding() != JobSpec::OFF) return serve_dynamic(request, call);
     std::shared_ptr<Pass> pass;
     {
       std::lock_guard lock(mu_);
@@ -429,28 +431,82 @@ class WorkerImpl final : public Worker {
       throw CallError(CallCode::kUnavailable, "stream cut (fault injection)");
   }
 
-  // Sharding "dynamic": the consumer's pieces, one lease after another.
+  // Sharding "dynamic" and "static": the consumer's pieces (static: of the stream's
+  // lane), one lease after another; in "dynamic" the next one is leased ahead, at 90% of
+  // the current one (lease_ahead), so a stream holds at most two leases.
   void serve_dynamic(const ReadRequest& r, ServerCall& call) {
     if (!o_.piece_builder)
       throw CallError(CallCode::kInvalidArgument, "this worker cannot read pieces (no builder)");
     auto channel =
         transport_->open_channel(o_.dispatcher, client_transport(o_.tls));  // this stream's own
     Lease lease;
-    while (next_lease(*channel, r, call, lease))
-      if (!stream_lease(r, lease, call)) return;
+    std::optional<Lease> ahead;
+    for (;;) {
+      if (ahead) {
+        check_alive();
+        check_staying();  // a leaving worker ends the stream: its consumer releases `ahead`
+        lease = *std::exchange(ahead, std::nullopt);
+      } else if (!next_lease(*channel, r, call, lease)) {
+        return;
+      }
+      PieceRun run{.r = r, .lease = lease, .channel = *channel, .ahead = ahead};
+      if (!stream_lease(run, call)) return;
+    }
   }
 
-  // The consumer's next lease after `lease` (the stream's previous one, or none); false at
-  // the end of its lanes' epoch or a cancelled call. While the dispatcher cannot be
-  // reached (restarted) the call is tried again for connect_timeout_s.
-  bool next_lease(Channel& channel, const ReadRequest& r, ServerCall& call, Lease& lease) {
+  // The request for the consumer's next piece after the stream's lease `previous`.
+  SplitRequest split_request(const ReadRequest& r, int64_t previous) const {
     SplitRequest request;
     request.set_job(r.job());
     request.set_consumer(r.consumer());
     request.set_epoch(r.epoch());
     request.set_worker(number_);
     request.set_incarnation(r.incarnation());
-    request.set_previous_lease(lease.lease());
+    request.set_previous_lease(previous);
+    request.set_lane(r.lane());
+    return request;
+  }
+
+  // A piece being streamed, and the lease taken ahead of its end.
+  struct PieceRun {
+    const ReadRequest& r;
+    const Lease& lease;
+    Channel& channel;
+    std::optional<Lease>& ahead;
+    int64_t length = 0;  // the piece's records
+    bool asked = false;  // whether the lease ahead was asked for
+  };
+
+  // Sharding "dynamic": the consumer's next lease, asked for once the piece's records
+  // sent reach 90% of it (or its elements end), so that the next piece's pipeline starts
+  // with no wait on the dispatcher. One try, without waiting: NONE, or a dispatcher that
+  // does not answer, leaves it to next_lease after the piece (a lease whose reply was
+  // lost is given again there). The lease is held as the current one is: a consumer that
+  // cuts the stream releases both. Static leases a lane's pieces one at a time: none.
+  void lease_ahead(PieceRun& run, int64_t records_sent) {
+    if (run.asked || run.r.spec().sharding() != JobSpec::DYNAMIC || draining_ || killed_ ||
+        records_sent * 10 < run.length * 9)
+      return;
+    run.asked = true;
+    SplitReply reply;
+    try {
+      reply = call_unary<SplitRequest, SplitReply>(
+          run.channel, kGetSplit, split_request(run.r, run.lease.lease()),
+          {.deadline_ms = 2'000, .token = o_.token}, {"worker", "--token-file"}, "dispatcher");
+    } catch (const CallError& e) {
+      if (e.call_code() == CallCode::kCancelled) throw;  // the consumer cut or restarted
+      return;
+    }
+    if (reply.kind() != SplitReply::LEASE) return;
+    run.ahead = reply.lease();
+    fault_at("ahead", run.ahead->piece());
+  }
+
+  // The consumer's next lease after `lease` (the stream's previous one, or none); false at
+  // the end of its lanes' epoch or a cancelled call. While the dispatcher cannot be
+  // reached (restarted) the call is tried again for connect_timeout_s.
+  bool next_lease(Channel& channel, const ReadRequest& r, ServerCall& call, Lease& lease) {
+    const SplitRequest request = split_request(r, lease.lease());
     const auto stopped = [&] { return killed_ || call.cancelled(); };
     for (;;) {
       check_alive();
@@ -477,7 +533,9 @@ class WorkerImpl final : public Worker {
 
   // Streams one lease: its elements, then PIECE_DONE. False when the stream is broken or
   // the pipeline failed (its ERROR frame sent).
-  bool stream_lease(const ReadRequest& r, const Lease& lease, ServerCall& call) {
+  bool stream_lease(PieceRun& run, ServerCall& call) {
+    const ReadRequest& r = run.r;
+    const Lease& lease = run.lease;
     const FrameHeader header{
         .job = r.job(), .epoch = r.epoch(), .piece = lease.piece(), .lease = lease.lease()};
     fault_at("lease", lease.piece());
@@ -490,6 +548,7 @@ class WorkerImpl final : public Worker {
                         .offset = a[3].get<uint64_t>()});
       length += ranges.back().end - ranges.back().begin;
     }
+    run.length = length;
     auto tap = std::make_shared<RecordTap>();
     std::unique_ptr<Pipeline> pipeline;
     try {
@@ -503,7 +562,7 @@ class WorkerImpl final : public Worker {
       return false;
     }
     try {
-      if (!stream_piece(*pipeline, *tap, header, call)) return false;
+      if (!stream_piece(*pipeline, *tap, header, call, run)) return false;
     } catch (const CallError&) {
       throw;
     } catch (const std::exception& e) {
@@ -511,13 +570,15 @@ class WorkerImpl final : public Worker {
                                          std::to_string(lease.piece()) + ": " + e.what()));
       return false;
     }
+    lease_ahead(run, length);  // the piece's elements ended before 90% of its records
     fault_at("done", lease.piece());
     return call.write(piece_done_frame(header, length));
   }
 
   // The piece's elements in frames, each with its record in the piece.
-  bool stream_piece(Pipeline& pipeline, RecordTap& tap, const FrameHeader& header,
-                    ServerCall& call) {
+  bool stream_piece(Pipeline& pipeline, RecordTap& tap, const FrameHeader& header, ServerCall& call,
+                    PieceRun& run) {
+    int64_t record = run.lease.from() - 1;  // the last record sent
     for (bool more = true; more;) {
       check_alive();
       FrameWriter writer(header);
@@ -529,7 +590,8 @@ class WorkerImpl final : public Worker {
           break;
         }
         bytes += static_cast<int64_t>(element->nbytes());
-        writer.add(record_of(tap, element->id()), *element);
+        record = record_of(tap, element->id());
+        writer.add(record, *element);
       }
       const auto count = static_cast<int64_t>(writer.count());
       if (count == 0) break;
@@ -537,6 +599,7 @@ class WorkerImpl final : public Worker {
       elements_ += count;
       bytes_ += bytes;
       fault_at("frame", header.piece);
+      lease_ahead(run, record + 1);
     }
     return true;
   }

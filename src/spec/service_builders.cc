@@ -27,15 +27,17 @@ PipelineDef upstream_of(const nlohmann::json& j, const std::string& path, const 
   return upstream;
 }
 
-// Sharding "dynamic" reads pieces from their middle and numbers elements by their
-// records: the upstream's stages must be element-wise (map, filter).
-void refuse_not_element_wise(const PipelineDef& d, const std::string& path) {
+// Sharding "dynamic" and "static" read pieces from their middle and number elements by
+// their records: the upstream's stages must be element-wise (map, filter).
+void refuse_not_element_wise(const PipelineDef& d, const std::string& path,
+                             const std::string& sharding) {
   for (size_t i = 0; i < d.stages().size(); ++i) {
     const std::string& op = d.stages()[i].op;
     if (op == "map" || op == "filter") continue;
     throw_spec_error(path + ".stages[" + std::to_string(i) + "]",
-                     "sharding \"dynamic\" runs only element-wise stages (map, filter) on the "
-                     "workers: move `" +
+                     "sharding \"" + sharding +
+                         "\" runs only element-wise stages (map, filter) on the "
+                         "workers: move `" +
                          op +
                          "` after the service source, on the trainer's side (or use sharding "
                          "\"off\")");
@@ -57,13 +59,11 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   o.job = s.get_string("job");
   if (o.job.empty()) throw_spec_error(s.field_path("job"), "a job needs a name");
   o.sharding = s.get_string("sharding");
-  if (o.sharding == "static")
-    throw_spec_error(s.field_path("sharding"),
-                     "sharding \"static\" is not available yet: \"off\" and \"dynamic\" are");
+  const bool pieces = o.sharding == "dynamic" || o.sharding == "static";
   o.lanes = static_cast<int>(s.get_int("lanes"));
   o.consumers = static_cast<int>(s.get_int("consumers"));
   o.consumer = static_cast<int>(s.get_int("consumer"));
-  if (o.sharding == "dynamic" && o.lanes % o.consumers != 0) {
+  if (pieces && o.lanes % o.consumers != 0) {
     std::string use;
     for (int n = 1; n < o.lanes; ++n)
       if (o.lanes % n == 0) use += std::to_string(n) + ", ";
@@ -92,7 +92,7 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   const nlohmann::json* upstream = s.raw("pipeline");
   if (upstream == nullptr) throw_spec_error(s.field_path("pipeline"), "missing");
   const PipelineDef d = upstream_of(*upstream, s.field_path("pipeline"), o.job);
-  if (o.sharding == "dynamic") refuse_not_element_wise(d, s.field_path("pipeline"));
+  if (pieces) refuse_not_element_wise(d, s.field_path("pipeline"), o.sharding);
   o.upstream_json = d.to_json().dump();
   o.fingerprint = d.fingerprint();
   return service::make_service_source(std::move(o));
@@ -124,24 +124,27 @@ void register_service_builders(Registry& r) {
          .choices = {"off", "dynamic", "static"},
          .doc = "\"off\": each worker makes its own passes of the whole upstream; \"dynamic\": "
                 "the source's pieces leased to the workers, each record's element once per "
-                "epoch (an element-wise upstream: map, filter); \"static\" is not available "
-                "yet"},
+                "epoch (an element-wise upstream: map, filter), in the order they come; "
+                "\"static\": the same pieces, one in flight per lane, each consumer's "
+                "elements in the same order on every run and resume, whichever workers "
+                "compute them"},
         {.name = "lanes",
          .fallback = 12,
          .min = 1,
          .max = 1 << 16,
-         .doc = "dynamic: the lanes the pieces are dealt to (consumers must divide them)"},
+         .doc = "dynamic and static: the lanes the pieces are dealt to (consumers must divide "
+                "them)"},
         {.name = "consumers",
          .fallback = 1,
          .min = 1,
          .max = 1 << 16,
-         .doc = "dynamic: the job's consumers (trainer ranks); consumer r owns lanes k mod "
-                "consumers == r"},
+         .doc = "dynamic and static: the job's consumers (trainer ranks); consumer r owns lanes "
+                "k mod consumers == r"},
         {.name = "consumer",
          .fallback = 0,
          .min = 0,
          .max = 1 << 16,
-         .doc = "dynamic: this consumer's number"},
+         .doc = "dynamic and static: this consumer's number"},
         {.name = "epoch",
          .fallback = 0,
          .min = 0,

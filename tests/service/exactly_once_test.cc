@@ -191,20 +191,23 @@ class ServiceExactlyOnceKilled : public ServiceExactlyOnce,
                                  public ::testing::WithParamInterface<std::string> {};
 
 // Worker 0 is killed at its second piece's lease (before its first frame), after the
-// first frame of its second piece (mid-piece: every piece has two frames or more), or
-// with every element of its second piece sent but not its PIECE_DONE (so the consumer
-// has not reported it done).
+// first frame of its second piece (mid-piece: every piece has two frames or more), with
+// every element of its second piece sent but not its PIECE_DONE (so the consumer has not
+// reported it done), or right after it leased a piece ahead (holding two leases, the
+// second with nothing sent).
 TEST_P(ServiceExactlyOnceKilled, WorkerKilled) {
   const std::map<std::string, FaultAt> at = {
       {"before_first", {.worker = 0, .point = "lease", .nth = 1}},
       {"mid_piece", {.worker = 0, .point = "frame", .nth = 2}},
-      {"after_done_before_ack", {.worker = 0, .point = "done", .nth = 1}}};
+      {"after_done_before_ack", {.worker = 0, .point = "done", .nth = 1}},
+      {"holding_a_lease_ahead", {.worker = 0, .point = "ahead", .nth = 0}}};
   EXPECT_EQ(run_epoch(range_upstream(), {at.at(GetParam())}), 1);
   EXPECT_EQ(run_epoch(tfrecord_upstream(), {at.at(GetParam())}), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(, ServiceExactlyOnceKilled,
-                         ::testing::Values("before_first", "mid_piece", "after_done_before_ack"),
+                         ::testing::Values("before_first", "mid_piece", "after_done_before_ack",
+                                           "holding_a_lease_ahead"),
                          [](const auto& info) { return info.param; });
 
 // The dispatcher stopped mid-epoch and started again on its journal 0.3 s later, twice
@@ -286,6 +289,48 @@ TEST_F(ServiceExactlyOnce, AStateResumesOnlyItsOwnConsumer) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The epoch's pieces leased now (the status's count).
+int64_t leased_now(int port) {
+  const auto s = service_status("127.0.0.1:" + std::to_string(port), "", 5);
+  for (const auto& j : s["jobs"])
+    for (const auto& e : j["epochs"]) return e["leased"].get<int64_t>();
+  return 0;
+}
+
+// Lease ahead: one worker and one consumer of 3 lanes (12 pieces of 1,000 records, 16
+// frames each): the worker leases the next piece at 90% of the current one, one frame
+// before its last, so the stream then holds two leases, and never more; each id once.
+TEST_F(ServiceExactlyOnce, AStreamLeasesTheNextPieceAheadAndHoldsAtMostTwo) {
+  DispatcherOptions d;
+  d.bind = "127.0.0.1";
+  auto dispatcher = start_service_dispatcher(d);
+  WorkerOptions o = loopback_worker(dispatcher->port());
+  std::mutex mu;
+  std::map<std::string, int64_t> most;  // the most leases held at each hook point
+  int64_t aheads = 0;
+  o.fault = [&](const std::string& point, int64_t) {
+    const int64_t leased = leased_now(dispatcher->port());
+    std::lock_guard lock(mu);
+    most[point] = std::max(most[point], leased);
+    aheads += point == "ahead";
+    return Fault::kNone;
+  };
+  auto worker = start_service_worker(o);
+  const std::string upstream = R"({"seed": 5, "source": {"kind": "range", "count": 12000}})";
+  nlohmann::json text = nlohmann::json::parse(spec(dispatcher->port(), upstream, 0));
+  text["source"]["lanes"] = 3;
+  text["source"]["consumers"] = 1;
+  auto p = PipelineDef::from_json(text).build();
+  EXPECT_EQ(pairs_of(drain(*p)),
+            pairs_of(drain(*PipelineDef::from_json(nlohmann::json::parse(upstream)).build())));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(aheads, 11);  // every piece but the last leases the next ahead
+  EXPECT_EQ(most["ahead"], 2);
+  EXPECT_EQ(most["frame"], 2);
+  EXPECT_EQ(most["done"], 2);
+  EXPECT_LE(most["lease"], 2);
 }
 
 // Seeded schedules of up to two faults (worker kills and stream cuts, at random points

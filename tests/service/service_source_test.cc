@@ -151,34 +151,32 @@ TEST_F(ServiceSource, AnUpstreamErrorNamesItsPath) {
                   "$.source.pipeline: expected a pipeline");
 }
 
-TEST_F(ServiceSource, StaticShardingIsNotAvailableYet) {
-  const std::string e =
-      error_of([&] { build(spec(5000, kUpstream, R"(, "sharding": "static")")); });
-  EXPECT_CONTAINS(e, "$.source.sharding");
-  EXPECT_CONTAINS(e, "sharding \"static\" is not available yet");
-}
-
-// Sharding "dynamic" reads pieces from their middle: only element-wise stages run on the
-// workers, and the refusal names the stage and says where it goes.
-TEST_F(ServiceSource, DynamicRefusesStagesThatAreNotElementWise) {
-  for (const std::string stage :
-       {R"({"op": "shuffle", "buffer": 10})", R"({"op": "echo", "factor": 2})",
-        R"({"op": "batch", "size": 4})", R"({"op": "repeat", "count": 2})"}) {
-    const std::string upstream = R"({"source": {"kind": "range", "count": 10}, "stages": [)"
-                                 R"({"op": "filter", "fn": "even"}, )" +
-                                 stage + "]}";
-    const std::string op = nlohmann::json::parse(stage).at("op");
-    const std::string e =
-        error_of([&] { build(spec(5000, upstream, R"(, "sharding": "dynamic")")); });
-    EXPECT_CONTAINS(e, "$.source.pipeline.stages[1]");
-    EXPECT_CONTAINS(e, "move `" + op + "` after the service source, on the trainer's side");
+// Sharding "dynamic" and "static" read pieces from their middle: only element-wise stages
+// run on the workers, and the refusal names the sharding and the stage and says where it
+// goes; the consumers must divide the lanes.
+TEST_F(ServiceSource, PieceShardingRefusesStagesThatAreNotElementWise) {
+  for (const std::string sharding : {"dynamic", "static"}) {
+    SCOPED_TRACE(sharding);
+    const std::string option = R"(, "sharding": ")" + sharding + "\"";
+    for (const std::string stage :
+         {R"({"op": "shuffle", "buffer": 10})", R"({"op": "echo", "factor": 2})",
+          R"({"op": "batch", "size": 4})", R"({"op": "repeat", "count": 2})"}) {
+      const std::string upstream = R"({"source": {"kind": "range", "count": 10}, "stages": [)"
+                                   R"({"op": "filter", "fn": "even"}, )" +
+                                   stage + "]}";
+      const std::string op = nlohmann::json::parse(stage).at("op");
+      const std::string e = error_of([&] { build(spec(5000, upstream, option)); });
+      EXPECT_CONTAINS(e, "$.source.pipeline.stages[1]");
+      EXPECT_CONTAINS(e, "sharding \"" + sharding + "\" runs only element-wise stages");
+      EXPECT_CONTAINS(e, "move `" + op + "` after the service source, on the trainer's side");
+    }
+    const std::string e = error_of([&] {
+      build(spec(5000, R"({"kind": "range", "count": 10})",
+                 option + R"(, "lanes": 12, "consumers": 5)"));
+    });
+    EXPECT_CONTAINS(
+        e, "$.source.consumers: 12 lanes do not split over 5 consumers: use 1, 2, 3, 4, 6 or 12");
   }
-  const std::string e = error_of([&] {
-    build(spec(5000, R"({"kind": "range", "count": 10})",
-               R"(, "sharding": "dynamic", "lanes": 12, "consumers": 5)"));
-  });
-  EXPECT_CONTAINS(
-      e, "$.source.consumers: 12 lanes do not split over 5 consumers: use 1, 2, 3, 4, 6 or 12");
 }
 
 TEST_F(ServiceSource, WrongTokenIsRefusedOnBothSidesNamingWhereToLook) {

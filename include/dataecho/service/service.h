@@ -174,8 +174,9 @@ struct WorkerOptions {
   PieceBuilder piece_builder;            // null: sharding "dynamic" is refused
   std::shared_ptr<Transport> transport;  // null: default_transport()
   // Tests' fault injection: called at "lease" (a piece leased, before its first frame),
-  // "frame" (after each frame of elements) and "done" (every element of the piece
-  // sent, before its PIECE_DONE) of a sharding "dynamic" stream.
+  // "frame" (after each frame of elements), "ahead" (the next piece leased ahead, at 90%
+  // of the current one) and "done" (every element of the piece sent, before its
+  // PIECE_DONE) of a sharding "dynamic" or "static" stream.
   std::function<Fault(const std::string& point, int64_t piece)> fault;
 };
 
@@ -207,7 +208,7 @@ struct ServiceSourceOptions {
   std::string job;               // the job's name
   std::string upstream_json;     // the upstream pipeline's spec, seeded
   std::string fingerprint;       // of the upstream
-  std::string sharding = "off";  // "off" or "dynamic"
+  std::string sharding = "off";  // "off", "dynamic" or "static"
   int lanes = 12;                // dynamic: the plan's lanes
   int consumers = 1;             // dynamic: N, which must divide the lanes
   int consumer = 0;              // dynamic: this one's r

@@ -282,7 +282,10 @@ PipelineDef sample(const std::vector<PipelineDef>& inputs, std::vector<double> w
 struct ServiceOptions {
   std::string dispatcher = "";  // host:port
   std::string job = "";
-  std::string sharding = "off";  // "off" or "dynamic" ("static" is not built yet)
+  // "off" (each worker's own passes), "dynamic" (each element once an epoch, in the
+  // order the workers deliver) or "static" (the same, and each consumer's elements in one
+  // order on every run and resume, whichever workers compute them)
+  std::string sharding = "off";
   int64_t epoch = 0;             // the job's epoch of the first pass (a repeat reads the next)
   int64_t buffer_mb = 64;        // elements read ahead from all workers together
   std::string token_file = "";
