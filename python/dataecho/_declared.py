@@ -229,7 +229,8 @@ class DeclaredStages:
                    connect_timeout_s: Optional[float] = None,
                    ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
                    ca_path: Optional[Union[str, "os.PathLike[str]"]] = None,
-                   tls_server_name: Optional[str] = None) -> PipelineDef:
+                   tls_server_name: Optional[str] = None,
+                   scale: Optional[Mapping[str, Any]] = None) -> PipelineDef:
         """This pipeline run on the data service's workers: a new definition whose source is a
         ``service`` source with this pipeline (its source and stages so far, its seed and
         settings) as the upstream ``pipeline``; the stages added after it (shuffle, echo,
@@ -272,6 +273,8 @@ class DeclaredStages:
         ca_file); a string; default "".
         ``tls_server_name``: the name the servers' TLS certificates must carry ("": the host
         dialled); a string; default "".
+        ``scale``: what changes the number of workers, and with policy echo_or_scale the
+        "auto" echo's cap (docs/service.md, "Echo or scale"); an object; default none.
         """
         return self._of_source("service", "pipeline", locals())
 
@@ -381,8 +384,8 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
             token_file: Optional[Union[str, "os.PathLike[str]"]] = None,
             connect_timeout_s: Optional[float] = None,
             ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
-            ca_path: Optional[Union[str, "os.PathLike[str]"]] = None,
-            tls_server_name: Optional[str] = None) -> PipelineDef:
+            ca_path: Optional[Union[str, "os.PathLike[str]"]] = None, tls_server_name: Optional[str] = None,
+            scale: Optional[Mapping[str, Any]] = None) -> PipelineDef:
     """The elements of a pipeline that runs on the data service's workers (docs/service.md);
     the token comes from token_file or DATAECHO_SERVICE_TOKEN, never from the spec.
 
@@ -420,6 +423,8 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
     ca_file); a string; default "".
     ``tls_server_name``: the name the servers' TLS certificates must carry ("": the host
     dialled); a string; default "".
+    ``scale``: what changes the number of workers, and with policy echo_or_scale the "auto"
+    echo's cap (docs/service.md, "Echo or scale"); an object; default none.
     """
     return _source("service", locals())
 

@@ -391,7 +391,12 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                           'a string',
                           '""',
                           'the name the servers\' TLS certificates must carry ("": the host '
-                          'dialled)')],
+                          'dialled)'),
+                         ('scale',
+                          'an object',
+                          'none',
+                          'what changes the number of workers, and with policy echo_or_scale the '
+                          '"auto" echo\'s cap (docs/service.md, "Echo or scale")')],
              'tar': [('uri',
                       'a string or a list of strings',
                       'required',

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "dataecho/core/autoscale.h"
 #include "dataecho/core/clock.h"
 #include "dataecho/core/cpu_affinity.h"
 #include "dataecho/core/error.h"
@@ -197,18 +198,33 @@ void Tuner::add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeSta
     t->learned = *remembered;
     t->resume_policy = true;
   }
-  const bool first = !started_;
-  if (first) {
-    started_ = true;
-    // A resumed tuner goes on from the memo's time: its warm-up is not started again.
-    const double elapsed_s = resumed_ ? resumed_->elapsed_s : 0;
-    start_ns_ = clock_->now_ns() - static_cast<int64_t>(elapsed_s * 1e9);
-    if (!own_thread_) begin();
-  }
+  start_locked();
   t->added_s = static_cast<double>(clock_->now_ns() - start_ns_) / 1e9;
   stats->set_value(knob->param(), static_cast<double>(knob->value()));
   knobs_.push_back(std::move(t));
-  if (first && own_thread_) thread_ = start_engine_thread([this] { run(); });
+}
+
+void Tuner::start_locked() {
+  if (started_) return;
+  started_ = true;
+  // A resumed tuner goes on from the memo's time: its warm-up is not started again.
+  const double elapsed_s = resumed_ ? resumed_->elapsed_s : 0;
+  start_ns_ = clock_->now_ns() - static_cast<int64_t>(elapsed_s * 1e9);
+  if (!own_thread_)
+    begin();
+  else  // run() takes mu_, held here: it begins once the caller is done
+    thread_ = start_engine_thread([this] { run(); });
+}
+
+void Tuner::add_scaler(const std::shared_ptr<ScalePolicy>& scaler,
+                       const std::shared_ptr<NodeStats>& source) {
+  if (!scaler || !source) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_ || scaler_) return;
+  scaler_next_ns_ = source->next_ns.load();
+  scaler_source_ = source;
+  scaler_ = scaler;
+  start_locked();
 }
 
 void Tuner::begin() {
@@ -247,6 +263,7 @@ void Tuner::join_policy() {
       policy_.add(k.knob, k.added_elements, k.added_s);
       k.in_policy = true;
     }
+    if (scaler_ && scaler_->sets_echo() && k.knob->kind() == Knob::Kind::kEcho) policy_.hold(i);
     if (k.resume_policy) {
       policy_.resume(i, k.learned);
       k.resume_policy = false;
@@ -263,6 +280,8 @@ std::optional<TunerChange> Tuner::window(std::unique_lock<std::mutex>& lock, int
   std::vector<Tuned*> knobs;
   for (auto& k : knobs_) knobs.push_back(k.get());
   const double t_s = static_cast<double>(t - start_ns_) / 1e9;
+  const std::shared_ptr<ScalePolicy> scaler = scaler_;
+  const std::shared_ptr<NodeStats> source = scaler_source_;
   lock.unlock();  // knobs' listeners take their nodes' locks: never under mu_
 
   TunerWindow w;
@@ -281,8 +300,11 @@ std::optional<TunerChange> Tuner::window(std::unique_lock<std::mutex>& lock, int
     k.stats->set_value(k.knob->param(), static_cast<double>(c.to));
     k.stats->counter("tuner_changes").fetch_add(1, std::memory_order_relaxed);
   }
+  std::optional<ScaleStep> scaled;
+  if (scaler) scaled = scale_window(*scaler, *source, w, knobs, dt);
 
   lock.lock();
+  if (scaled) record_scale(*scaled, w.t_s, knobs);
   // What the policy knows now, for the memo (a knob resumed from a restored state
   // meanwhile keeps that state until the next window).
   for (size_t i = 0; i < knobs.size(); ++i)
@@ -299,6 +321,61 @@ std::optional<TunerChange> Tuner::window(std::unique_lock<std::mutex>& lock, int
   }
   store_locked(t);
   return o.change;
+}
+
+Tuner::Tuned* Tuner::echo_of(const std::vector<Tuned*>& knobs) {
+  for (Tuned* k : knobs)
+    if (k->knob->kind() == Knob::Kind::kEcho) return k;
+  return nullptr;
+}
+
+ScaleStep Tuner::scale_window(ScalePolicy& scaler, NodeStats& source, const TunerWindow& w,
+                              const std::vector<Tuned*>& knobs, double dt) {
+  ScaleWindow sw;
+  sw.t_s = w.t_s;
+  sw.dt_s = dt;
+  sw.consumer_wait = w.consumer_wait;
+  sw.source_elements = source.elements.load();
+  const int64_t source_next = source.next_ns.load();
+  Tuned* echo = echo_of(knobs);
+  if (echo) {
+    const size_t i =
+        static_cast<size_t>(std::find(knobs.begin(), knobs.end(), echo) - knobs.begin());
+    sw.demand_elements = w.knobs[i].elements;
+    sw.demand_wait_s = w.knobs[i].wait_share * dt;
+    sw.echo_cap = echo->knob->value();
+    sw.echo_max = echo->knob->max();
+  } else {
+    sw.demand_elements = sw.source_elements;
+    sw.demand_wait_s = static_cast<double>(source_next - scaler_next_ns_) / 1e9;
+  }
+  scaler_next_ns_ = source_next;
+  const ScaleStep s = scaler.step(sw);
+  if (echo && s.cap_to != s.cap_from) {
+    echo->knob->set(s.cap_to);
+    echo->stats->set_value(echo->knob->param(), static_cast<double>(echo->knob->value()));
+    echo->stats->counter("tuner_changes").fetch_add(1, std::memory_order_relaxed);
+  }
+  for (const auto& [key, value] : scaler.stats_values()) {
+    source.set_value(key, value);
+    if (echo && scaler.sets_echo() && key == "scale_factor") echo->stats->set_value(key, value);
+  }
+  return s;
+}
+
+void Tuner::record_scale(const ScaleStep& s, double t_s, const std::vector<Tuned*>& knobs) {
+  const auto change = [&](const std::string& node, const char* param, int64_t from, int64_t to) {
+    changes_.push_back({{"t_s", std::round(t_s * 10) / 10},
+                        {"node", node},
+                        {"param", param},
+                        {"from", from},
+                        {"to", to},
+                        {"reason", s.line}});
+  };
+  if (s.workers_to != s.workers_from)
+    change(scaler_source_->name, "workers", s.workers_from, s.workers_to);
+  if (Tuned* echo = echo_of(knobs); echo && s.cap_to != s.cap_from)
+    change(echo->stats->name, echo->knob->param().c_str(), s.cap_from, s.cap_to);
 }
 
 TunerMemo Tuner::memo_locked(int64_t now_ns) const {
@@ -382,6 +459,7 @@ nlohmann::json Tuner::report() const {
                           {"max", k->knob->max()}});
   }
   j["changes"] = changes_;
+  if (scaler_) j["scale"] = scaler_->report();
   return j;
 }
 

@@ -145,7 +145,7 @@ std::optional<TunerChange> TunerPolicy::raise_pass(const TunerWindow& w, int pas
     const Knob& kn = *knobs_[i].knob;
     const KnobWindow& m = w.knobs[i];
     const int64_t v = kn.value();
-    if (v >= kn.max() || now_s < knobs_[i].blocked_until) continue;
+    if (v >= kn.max() || now_s < knobs_[i].blocked_until || knobs_[i].held) continue;
     // Its rate so far must be measured on enough elements to judge the raise against.
     if (since_change(w, i) < kMinElements && now_s - last_change_s_ < 8 * interval) continue;
     int64_t to = 0;

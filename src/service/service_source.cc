@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "dataecho/core/tuner.h"
+#include "dataecho/core/tuner.h"
 #include "dataecho/service/service.h"
 #include "service/calls.h"
 #include "service/dispatcher_state.h"
@@ -681,6 +682,7 @@ class ServiceDataset final : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext& ctx) const override {
+    if (o_.scale && ctx.tuner) ctx.tuner->add_scaler(o_.scale, node_stats());
     return std::make_unique<ServiceIterator>(o_, ctx);
   }
 

@@ -392,10 +392,12 @@ namespace {
 // A service source's options that say where the dispatcher is and how the trainer
 // reads, not what the upstream produces: out of the state fingerprint, so that a moved
 // dispatcher (or another token file or CA) still resumes, every consumer (rank) of a job
-// fingerprints alike, and so does every epoch (a saved state names its epoch itself).
+// fingerprints alike, and so does every epoch (a saved state names its epoch itself);
+// "scale" says who changes the workers, which elements they make does not depend on.
 constexpr const char* kServiceRuntimeOptions[] = {
-    "dispatcher", "token_file", "connect_timeout_s", "buffer_mb", "consumers",
-    "consumer",   "epoch",      "ca_file",           "ca_path",   "tls_server_name"};
+    "dispatcher", "token_file", "connect_timeout_s", "buffer_mb",       "consumers",
+    "consumer",   "epoch",      "ca_file",           "ca_path",         "tls_server_name",
+    "scale"};
 
 nlohmann::json fingerprinted(const nlohmann::json& canonical) {
   nlohmann::json j = canonical;

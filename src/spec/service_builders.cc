@@ -12,6 +12,7 @@
 #include "dataecho/spec/registry.h"
 #include "dataecho/spec/service.h"
 #include "spec/nested_pipeline.h"
+#include "spec/service_scale.h"
 
 namespace dataecho {
 namespace {
@@ -95,6 +96,7 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   if (pieces) refuse_not_element_wise(d, s.field_path("pipeline"), o.sharding);
   o.upstream_json = d.to_json().dump();
   o.fingerprint = d.fingerprint();
+  o.scale = make_scale_policy(s, o);
   return service::make_service_source(std::move(o));
 }
 
@@ -179,7 +181,8 @@ void register_service_builders(Registry& r) {
         {.name = "tls_server_name",
          .type = OptionType::kString,
          .fallback = "",
-         .doc = "the name the servers' TLS certificates must carry (\"\": the host dialled)"}}},
+         .doc = "the name the servers' TLS certificates must carry (\"\": the host dialled)"},
+        service_scale_option()}},
       build_service);
 }
 

@@ -227,6 +227,7 @@ std::vector<Field<R>> run_fields() {
       member<R, &R::input>("", {.name = "input"}),
       member<R, &R::parameters>("", {.name = "parameters"}),
       member<R, &R::pipeline_stats>("", {.name = "pipeline_stats"}),
+      member<R, &R::pipeline_scale>("", {.name = "pipeline_scale", .written = Written::kWhenGiven}),
   };
 }
 

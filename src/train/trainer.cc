@@ -933,6 +933,8 @@ class TrainRun {
     r_.snapshot_seconds = snap_s_;
     r_.wall_seconds = snapshots_mode_ ? train_wall : wall_now();
     r_.pipeline_stats = train_->stats().to_json();
+    if (const nlohmann::json t = train_->tuning(); t.contains("scale"))
+      r_.pipeline_scale = t["scale"];
     r_.peak_rss_mib = peak_rss_mib();
     if (dist_) {
       // Reads summed over ranks; waiting, computing and memory: the largest rank's.

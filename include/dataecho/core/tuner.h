@@ -64,6 +64,9 @@
 
 namespace dataecho {
 
+class ScalePolicy;  // core/autoscale.h
+struct ScaleStep;
+
 // One tunable setting of one node. The node reads value() and listens for changes.
 class Knob {
  public:
@@ -214,6 +217,9 @@ class TunerPolicy {
   // whose raise was taken back is left alone (s; -1: not).
   std::optional<size_t> trial() const { return trial_; }
   double blocked_until(size_t i) const { return knobs_.at(i).blocked_until; }
+  // Knob `i` is set by another (a service source's ScalePolicy sets the echo's cap): the
+  // rules never raise it.
+  void hold(size_t i) { knobs_.at(i).held = true; }
 
   // Remembering (TunerMemo). Knob `i`'s state: its value, block and a trial pending (node
   // and param left empty, for the caller to fill). resume(): knob `i` goes on from `k`'s
@@ -232,6 +238,7 @@ class TunerPolicy {
     // few in a window to measure a 5% gain; a map's elements are single examples.)
     int64_t elements_at_change = 0;
     double change_s = 0;
+    bool held = false;  // hold()
   };
   int64_t since_change(const TunerWindow& w, size_t i) const {
     return w.knobs[i].elements - knobs_[i].elements_at_change;
@@ -275,6 +282,14 @@ class Tuner {
   // no-op (a repeat makes a new iterator each pass; the knob, kept by the dataset,
   // keeps its value). The tuner's thread starts with the first knob.
   void add(const std::shared_ptr<Knob>& knob, const std::shared_ptr<NodeStats>& stats);
+  // The data service's decision loop (core/autoscale.h) of the service source whose
+  // stats are `source`: after each window's rules the tuner feeds `scaler` the window,
+  // sets the tuned echo's cap to what it returns (with a policy that sets_echo(), the
+  // rules leave that cap alone), publishes its values in the source's stats and reports
+  // its decisions (report()'s "changes" and "scale"). Adding it again is a no-op; one
+  // per tuner (a second is ignored). Starts the tuner's thread as add() does.
+  void add_scaler(const std::shared_ptr<ScalePolicy>& scaler,
+                  const std::shared_ptr<NodeStats>& source);
   // Stops the thread; knobs keep their values. Called by the pipeline before its
   // iterators go.
   void stop();
@@ -294,7 +309,8 @@ class Tuner {
   // {"cpu_budget", "ram_budget_mb", "knobs": [{node, param, value, min, max}],
   //  "changes": [{"t_s", node, param, from, to, reason}], "windows": n (this tuner's),
   //  "remember": bool, "resumed": bool, "resumed_from": "memory" | "state" | null,
-  //  "elapsed_s": its time (s since its first knob, plus the time of a memo resumed)}
+  //  "elapsed_s": its time (s since its first knob, plus the time of a memo resumed),
+  //  "scale": the ScalePolicy's report() (only with one)}
   nlohmann::json report() const;
 
  private:
@@ -312,6 +328,17 @@ class Tuner {
   // `lock`); releases it while knobs change.
   std::optional<TunerChange> window(std::unique_lock<std::mutex>& lock, int64_t t);
   void begin();  // the measurements' base, at the start (under mu_)
+  // Starts the tuner's time (and its thread, if it has one) with the first knob or scaler.
+  // Under mu_.
+  void start_locked();
+  // The scaler's step on window `w` of `dt` s (outside mu_): sets the echo's cap, the
+  // source's stats values; returns the step.
+  ScaleStep scale_window(ScalePolicy& scaler, NodeStats& source, const TunerWindow& w,
+                         const std::vector<Tuned*>& knobs, double dt);
+  // Its step's changes in changes_ (under mu_).
+  void record_scale(const ScaleStep& s, double t_s, const std::vector<Tuned*>& knobs);
+  // The first echo knob among `knobs`, if any.
+  static Tuned* echo_of(const std::vector<Tuned*>& knobs);
 
   const std::shared_ptr<const Clock> clock_;
   const bool own_thread_;
@@ -340,6 +367,10 @@ class Tuner {
   bool stop_ = false;
   std::vector<std::unique_ptr<Tuned>> knobs_;
   std::thread thread_;
+  // The decision loop (add_scaler): set under mu_, then read by the thread of the windows.
+  std::shared_ptr<ScalePolicy> scaler_;
+  std::shared_ptr<NodeStats> scaler_source_;
+  int64_t scaler_next_ns_ = 0;  // the source's next_ns at the last window
   // Written by the tuner thread under mu_.
   nlohmann::json changes_ = nlohmann::json::array();
   int64_t windows_ = 0;

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataecho/core/autoscale.h"
 #include "dataecho/core/dataset.h"
 #include "dataecho/core/pipeline.h"
 
@@ -218,6 +219,9 @@ struct ServiceSourceOptions {
   double connect_timeout_s = 30;
   TlsOptions tls;  // the roots (and name) it checks the dispatcher's and workers' certificates with
   std::shared_ptr<Transport> transport;  // null: default_transport()
+  // The decision loop (core/autoscale.h: "scale"'s policy "workers" or "echo_or_scale"),
+  // handed to the pipeline's tuner by each iterator; null: "fixed".
+  std::shared_ptr<ScalePolicy> scale;
 };
 
 // A source of the elements the job's workers stream: at each iteration (an epoch, as a

@@ -103,10 +103,12 @@ struct TrainResult {
   double communication_seconds = 0;
   bool ranks_identical = true;  // every rank's parameters and buffers, bit for bit
   std::vector<EvalRecord> evals;
-  std::vector<float> losses;       // training loss of every step
-  std::string input;               // the input signature, described
-  int64_t parameters = 0;          // trainable parameters of the model
-  nlohmann::json pipeline_stats;   // the training pipeline's per-node stats
+  std::vector<float> losses;      // training loss of every step
+  std::string input;              // the input signature, described
+  int64_t parameters = 0;         // trainable parameters of the model
+  nlohmann::json pipeline_stats;  // the training pipeline's per-node stats
+  // A service source's decision loop (its tuner's report()["scale"]); null: none.
+  nlohmann::json pipeline_scale;
   nlohmann::json to_json() const;  // summary.json (without the per-step losses)
   // A summary as to_json() writes it, read back: what it holds, by the same table of
   // fields (src/train/train_result.cc); the figures derived from others are not read,
