@@ -4,6 +4,7 @@
 // pass over the pixels does all of them.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "dataecho/image/transforms.h"
@@ -56,6 +57,39 @@ void force_hfilter_kernel(HFilterKernel kernel);
 // thread-safe.
 enum class StoreMode { kBest, kCached, kStreaming };
 void force_store_mode(StoreMode mode);
+
+// The vertical filter's implementations: kAvx512 and kAvx2 (vector kernels that, for a
+// uint8 output of 1 or 3 channels, also round, clamp and interleave the channels in
+// registers) and kScalar (for uint8: the plain vertical loop into a float row, then
+// round_u8 per value) give the same bits; kBest takes AVX-512 where the CPU has it.
+// A float output takes kAvx512's kernel or else the plain one (compiled for AVX2 where
+// the CPU has it). For tests and benchmarks: use `kernel` where the CPU has it (else
+// the next one down); force_hfilter_kernel(kScalar) also means kScalar here. Not
+// thread-safe.
+enum class VFilterKernel { kBest, kAvx512, kAvx2, kScalar };
+void force_vfilter_kernel(VFilterKernel kernel);
+
+// A uint8 output value from the filter's sum: rounded half up, clamped to [0, 255].
+inline uint8_t round_u8(float v) {
+  v += 0.5f;
+  return static_cast<uint8_t>(v <= 0.0f ? 0.0f : (v >= 255.0f ? 255.0f : v));
+}
+
+// The uint8 output's vertical pass over one output row: rows[j] (j < k) are the
+// horizontally filtered source rows, channel-planar (channel c's n values at
+// rows[j] + c * n), w the k weights; out gets n pixels of `channels` interleaved
+// channels, each round_u8(sum_j w[j] * rows[j][c * n + o]) summed in order of j.
+// `kernel` as above (kBest: the widest the CPU has); kScalar, and every kernel for
+// channel counts other than 1 and 3, fill `acc` (room for channels * n floats) first.
+void vfilter_u8_row(VFilterKernel kernel, const float* const* rows, const float* w, int k, int n,
+                    int channels, float* acc, uint8_t* out);
+
+// The vector kernels of vfilter_u8_row (resample_u8.cc), for 1 or 3 channels, on a CPU
+// with AVX2 (AVX-512F for the second).
+void vfilter_u8_avx2(const float* const* rows, const float* w, int k, int n, int channels,
+                     uint8_t* out);
+void vfilter_u8_avx512(const float* const* rows, const float* w, int k, int n, int channels,
+                       uint8_t* out);
 
 // Where resample reads source rows: row(ctx, y) is source row y from column origin_x
 // on. resample asks for each row it needs once, in increasing order, so a source can

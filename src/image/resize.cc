@@ -8,7 +8,8 @@
 // needs (computed once, kept in a ring of k rows), then a vertical pass per output row
 // that also applies the normalization and writes the output layout. Both passes run on
 // float rows laid out channel-planar, so the vertical pass and the CHW store are plain
-// vector loops.
+// vector loops. The uint8 output's vertical pass, which also rounds and interleaves the
+// channels, has its vector kernels in resample_u8.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -339,6 +340,7 @@ void hfilter_window512(const float* plane, const int* start, const int* base, co
 #endif
 
 HFilterKernel forced_kernel = HFilterKernel::kBest;
+VFilterKernel forced_vkernel = VFilterKernel::kBest;
 StoreMode store_mode = StoreMode::kBest;
 
 bool cpu_has_avx2() {
@@ -455,11 +457,6 @@ __attribute__((target("avx512f"))) void vfilter_planes_avx512(
 #pragma GCC diagnostic pop
 #endif
 
-inline uint8_t to_u8(float v) {
-  v += 0.5f;
-  return static_cast<uint8_t>(v <= 0.0f ? 0.0f : (v >= 255.0f ? 255.0f : v));
-}
-
 struct Scratch {
   std::vector<float> planes;  // one source row, deinterleaved: C planes of plane_stride
   std::vector<int> base;      // windowed filter: each group's first source value
@@ -544,9 +541,39 @@ void hfilter_dispatch(HFilterKernel kernel, const Scratch& s, const float* plane
 }  // namespace
 
 void force_hfilter_kernel(HFilterKernel kernel) { forced_kernel = kernel; }
+void force_vfilter_kernel(VFilterKernel kernel) { forced_vkernel = kernel; }
 void force_store_mode(StoreMode mode) { store_mode = mode; }
 
+void vfilter_u8_row(VFilterKernel kernel, const float* const* rows, const float* w, int k, int n,
+                    int channels, float* acc, uint8_t* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (channels == 1 || channels == 3) {
+    if (kernel == VFilterKernel::kBest)
+      kernel = cpu_has_avx512f() ? VFilterKernel::kAvx512 : VFilterKernel::kAvx2;
+    if (kernel == VFilterKernel::kAvx512 && cpu_has_avx512f())
+      return vfilter_u8_avx512(rows, w, k, n, channels, out);
+    if (kernel != VFilterKernel::kScalar && cpu_has_avx2())
+      return vfilter_u8_avx2(rows, w, k, n, channels, out);
+  }
+#endif
+  vfilter(rows, w, k, channels * n, 0.0f, acc);
+  for (int c = 0; c < channels; ++c)
+    for (int o = 0; o < n; ++o) out[o * channels + c] = round_u8(acc[c * n + o]);
+}
+
 namespace {
+
+// The vertical kernel for an image whose horizontal one is `h`: kScalar with it (no
+// AVX2, or forced), else AVX-512 where the CPU has it, else AVX2; a forced one where
+// the CPU has it.
+VFilterKernel choose_vfilter(HFilterKernel h) {
+  if (h == HFilterKernel::kScalar || forced_vkernel == VFilterKernel::kScalar)
+    return VFilterKernel::kScalar;
+  if (cpu_has_avx512f() &&
+      (forced_vkernel == VFilterKernel::kBest || forced_vkernel == VFilterKernel::kAvx512))
+    return VFilterKernel::kAvx512;
+  return VFilterKernel::kAvx2;
+}
 
 // One image's plan in the scratch: tx's starts and weights (tap-major), and a ring of
 // horizontally filtered rows (source row y in slot y & ring_mask: a power-of-two ring
@@ -622,9 +649,10 @@ Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const floa
   const RowPlan p = plan_rows(s, src, ty, tx);
   const int C = p.C, OH = ty.count, OW = p.OW, row_len = p.row_len;
   const bool to_float = scale != nullptr;
+  const VFilterKernel vkernel = choose_vfilter(p.kernel);
 
 #if defined(__x86_64__) && defined(__GNUC__)
-  const bool avx512 = to_float && p.kernel != HFilterKernel::kScalar && cpu_has_avx512f();
+  const bool avx512 = to_float && vkernel == VFilterKernel::kAvx512;
   const bool stream =
       avx512 && (store_mode == StoreMode::kBest
                      ? static_cast<size_t>(C) * OH * OW * sizeof(float) >= kStreamOutputBytes
@@ -647,10 +675,8 @@ Tensor resample(const RowSource& src, const Taps& ty, const Taps& tx, const floa
           vfilter_planes(s.rows.data(), w, ty.k, OW, C, scale, bias, s.wy.data(), out,
                          static_cast<size_t>(OH) * OW);
       } else {
-        vfilter(s.rows.data(), w, ty.k, row_len, 0.0f, s.acc.data());
-        auto* out = reinterpret_cast<uint8_t*>(out_bytes) + static_cast<size_t>(oy) * row_len;
-        for (int c = 0; c < C; ++c)
-          for (int o = 0; o < OW; ++o) out[o * C + c] = to_u8(s.acc[c * OW + o]);
+        vfilter_u8_row(vkernel, s.rows.data(), w, ty.k, OW, C, s.acc.data(),
+                       reinterpret_cast<uint8_t*>(out_bytes) + static_cast<size_t>(oy) * row_len);
       }
     }
 #if defined(__x86_64__) && defined(__GNUC__)

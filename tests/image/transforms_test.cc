@@ -168,6 +168,96 @@ TEST(Resize, StreamedStoresGiveTheSameBits) {
   }
 }
 
+// The uint8 output's vertical kernels (AVX2, AVX-512: filter, round, clamp and
+// interleave in registers) give the plain path's bytes for any row: widths around the
+// vector sizes, 1, 2 and 3 channels, 1 to 9 taps, and sums at and around every rounding
+// and clamping edge (exact halves, -0, below 0, 255 and above). Each kernel runs where
+// the CPU has it; elsewhere the force falls back to the next one down.
+TEST(Resize, EveryUint8VerticalKernelGivesTheSameBits) {
+  const float edges[] = {-1e9f,      -3.0f,  -0.5f,  -0.0f,  0.0f,       0.49999997f,
+                         0.5f,       1.5f,   2.5f,   127.5f, 254.49998f, 254.5f,
+                         254.50002f, 255.0f, 255.5f, 256.0f, 1e9f};
+  Rng rng(11);
+  for (int k : {1, 2, 3, 4, 5, 9})
+    for (int c : {1, 2, 3})
+      for (int n : {1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 63, 224, 225}) {
+        std::vector<std::vector<float>> planes(k, std::vector<float>(static_cast<size_t>(c) * n));
+        std::vector<const float*> rows;
+        for (auto& r : planes) {
+          for (size_t i = 0; i < r.size(); ++i)  // edges where one tap decides, else any sum
+            r[i] = k == 1 && i % 2 == 0 ? edges[(i / 2) % std::size(edges)]
+                                        : static_cast<float>(rng.uniform01() * 300 - 20);
+          rows.push_back(r.data());
+        }
+        std::vector<float> w(k, 1.0f);
+        if (k > 1)
+          for (float& v : w) v = static_cast<float>(rng.uniform01()) / k;
+        std::vector<float> acc(static_cast<size_t>(c) * n);
+        std::vector<std::vector<uint8_t>> outs;
+        for (auto kernel : {detail::VFilterKernel::kScalar, detail::VFilterKernel::kAvx2,
+                            detail::VFilterKernel::kAvx512, detail::VFilterKernel::kBest}) {
+          outs.emplace_back(static_cast<size_t>(c) * n + 1, 0xAB);  // one guard byte past the row
+          detail::vfilter_u8_row(kernel, rows.data(), w.data(), k, n, c, acc.data(),
+                                 outs.back().data());
+        }
+        for (size_t i = 1; i < outs.size(); ++i)
+          ASSERT_EQ(outs[i], outs[0])
+              << k << " taps, " << c << " channels, " << n << " pixels, kernel " << i;
+        if (k != 1) continue;
+        for (size_t i = 0; i < acc.size(); ++i)    // the plain path's rounding itself
+          ASSERT_EQ(outs[0][(i % n) * c + i / n],  // + 0.5 in float: 0.49999997 gives 1
+                    std::clamp(std::floor(rows[0][i] + 0.5f), 0.0f, 255.0f))
+              << rows[0][i];
+      }
+}
+
+// The same through resample: resizes up and down to odd sizes, 1x1 images, crops at the
+// edges, flips and random resized crops, uint8 and float, 1 and 3 channels, with every
+// vertical kernel the CPU has, against the plain one.
+TEST(Resize, EveryVerticalKernelGivesTheSameBitsThroughResample) {
+  struct Case {
+    int h, w, c, oh, ow;
+  };
+  for (Case k :
+       {Case{1, 1, 3, 1, 1}, Case{1, 1, 1, 5, 37}, Case{3, 2, 3, 17, 33}, Case{40, 97, 3, 13, 31},
+        Case{40, 97, 1, 13, 31}, Case{375, 500, 3, 224, 224}, Case{60, 61, 3, 225, 17},
+        Case{9, 300, 1, 30, 15}, Case{33, 47, 3, 33, 47}, Case{2, 2, 3, 1, 1}}) {
+    Tensor img = synthetic_image(k.h, k.w, k.c, k.h * 5 + k.w);
+    Tensor checker = Tensor::make(DType::kUInt8, {k.h, k.w, k.c}, [&](std::byte* b) {
+      for (int64_t i = 0; i < static_cast<int64_t>(k.h) * k.w * k.c; ++i)
+        b[i] = std::byte{static_cast<uint8_t>(((i / k.c) % k.w + (i / k.c) / k.w) % 2 * 255)};
+    });
+    const Rect edge{k.h - std::min(k.h, 5), k.w - std::min(k.w, 19), std::min(k.h, 5),
+                    std::min(k.w, 19)};
+    std::vector<Tensor> outs;
+    for (auto kernel : {detail::VFilterKernel::kScalar, detail::VFilterKernel::kAvx2,
+                        detail::VFilterKernel::kAvx512}) {
+      detail::force_vfilter_kernel(kernel);
+      for (const Tensor* src : {&img, &checker}) {
+        outs.push_back(resize(*src, k.oh, k.ow));
+        outs.push_back(resize(*src, k.oh, k.ow, /*antialias=*/false));
+        outs.push_back(crop(*src, edge));
+        outs.push_back(hflip(*src));
+        for (int seed = 0; seed < 4; ++seed) {
+          Rng rng(seed);
+          AugmentOptions o;
+          o.random_resized_crop = RandomResizedCropOptions{};
+          o.random_resized_crop->height = k.oh;
+          o.random_resized_crop->width = k.ow;
+          o.flip_probability = 0.5;
+          if (seed == 3) o.normalize = NormalizeOptions{{0.45f}, {0.226f}};
+          outs.push_back(augment(*src, o, rng));
+        }
+      }
+    }
+    detail::force_vfilter_kernel(detail::VFilterKernel::kBest);
+    const size_t per = outs.size() / 3;
+    for (size_t i = per; i < outs.size(); ++i)
+      EXPECT_TRUE(outs[i].equals(outs[i % per]))
+          << k.h << "x" << k.w << "x" << k.c << " -> " << k.oh << "x" << k.ow << " output " << i;
+  }
+}
+
 // ---- pad_crop, flip, crop ----
 
 TEST(PadCrop, ShapeAndZeroBorders) {
