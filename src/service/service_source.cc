@@ -38,7 +38,6 @@
 #include <thread>
 
 #include "dataecho/core/tuner.h"
-#include "dataecho/core/tuner.h"
 #include "dataecho/service/service.h"
 #include "service/calls.h"
 #include "service/dispatcher_state.h"
