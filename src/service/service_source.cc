@@ -132,6 +132,7 @@ class ServiceIterator final : public Iterator {
           if (epoch_ > 0) e.stamp_epoch(static_cast<int32_t>(epoch_));
           return e;
         }
+        cv_.notify_all();  // the turn may have passed to a piece whose reader waits for room
       } else if (!queue_.empty()) {
         Example e = std::move(queue_.front().first);
         queued_bytes_ -= queue_.front().second;
@@ -548,6 +549,7 @@ class ServiceIterator final : public Iterator {
     call_dispatcher<PieceDoneRequest, PieceDoneReply>(dispatcher, kPieceDone, request);
     std::lock_guard lock(mu_);
     ledger_[h.piece].done = true;
+    cv_.notify_all();  // static: the piece's turn may end
   }
 
   // A unary call to the dispatcher, tried again while it cannot be reached (restarted on
