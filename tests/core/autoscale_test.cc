@@ -13,6 +13,7 @@
 #include "dataecho/core/autoscale.h"
 #include "dataecho/core/error.h"
 #include "dataecho/core/tuner.h"
+#include "dataecho/spec/pipeline_def.h"
 
 namespace dataecho {
 namespace {
@@ -318,6 +319,51 @@ TEST(TunerScale, TheTunerFeedsThePolicyAndSetsTheEchosCap) {
   EXPECT_EQ(values.at("scale_factor"), 2);
   EXPECT_DOUBLE_EQ(values.at("scale_demand"), 1200);
   EXPECT_EQ(echo_stats->values().at("max_copies"), 2);
+}
+
+// ---------------------------------------------------------------- the spec's "scale"
+
+nlohmann::json service_spec(const std::string& sharding, nlohmann::json scale) {
+  nlohmann::json source = {{"kind", "service"},
+                           {"dispatcher", "127.0.0.1:1"},
+                           {"job", "j"},
+                           {"sharding", sharding},
+                           {"pipeline", {{"source", {{"kind", "range"}, {"count", 10}}}}}};
+  if (!scale.is_null()) source["scale"] = std::move(scale);
+  return {{"source", source}};
+}
+
+std::string build_error(const nlohmann::json& spec) {
+  try {
+    PipelineDef::from_json(spec).build();
+  } catch (const Error& e) {
+    return e.message();
+  }
+  return "(built)";
+}
+
+TEST(ScaleSpec, APolicyNeedsShardingDynamicOrStatic) {
+  const std::string e = build_error(service_spec("off", {{"policy", "workers"}}));
+  EXPECT_NE(e.find("$.source.scale.policy: policy \"workers\" needs sharding \"dynamic\""),
+            std::string::npos)
+      << e;
+}
+
+TEST(ScaleSpec, ABadCurveOrFieldIsRefusedNamingIt) {
+  std::string e = build_error(service_spec(
+      "dynamic", {{"policy", "echo_or_scale"},
+                  {"echo_value", nlohmann::json::array({nlohmann::json::array({2, 2.5})})}}));
+  EXPECT_NE(e.find("$.source.scale.echo_value[0]"), std::string::npos) << e;
+  e = build_error(service_spec("dynamic", {{"policy", "echo_or_scale"}, {"max_worker", 2}}));
+  EXPECT_NE(e.find("max_worker"), std::string::npos) << e;
+  e = build_error(service_spec("dynamic", {{"policy", "sometimes"}}));
+  EXPECT_NE(e.find("$.source.scale.policy"), std::string::npos) << e;
+}
+
+TEST(ScaleSpec, ScaleIsOutOfTheStateFingerprint) {
+  EXPECT_EQ(
+      PipelineDef::from_json(service_spec("dynamic", nullptr)).fingerprint(),
+      PipelineDef::from_json(service_spec("dynamic", {{"policy", "echo_or_scale"}})).fingerprint());
 }
 
 }  // namespace
