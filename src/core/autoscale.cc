@@ -14,7 +14,7 @@ namespace {
 
 constexpr double kWaits = 0.05;  // the consumer waits: as the tuner's "keeps up" rule
 
-std::string num(double x, const char* format = "%g") {
+std::string scale_num(double x, const char* format = "%g") {
   char buf[48];
   std::snprintf(buf, sizeof buf, format, x);
   return buf;
@@ -22,8 +22,8 @@ std::string num(double x, const char* format = "%g") {
 
 // A rate with thousands separated: "1,200".
 std::string rate(double x) {
-  if (!(x >= 1000)) return num(x, x < 10 ? "%.3g" : "%.0f");
-  std::string digits = num(std::round(x), "%.0f"), out;
+  if (!(x >= 1000)) return scale_num(x, x < 10 ? "%.3g" : "%.0f");
+  std::string digits = scale_num(std::round(x), "%.0f"), out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
     out += digits[i];
@@ -31,14 +31,15 @@ std::string rate(double x) {
   return out;
 }
 
-[[noreturn]] void refuse(const std::string& path, const std::string& what) {
+[[noreturn]] void refuse_scale(const std::string& path, const std::string& what) {
   throw_error(ErrorCode::kInvalidArgument, "scale", path + "." + what);
 }
 
 void check_seconds(double x, const std::string& path, const char* field, bool positive) {
   if (!std::isfinite(x) || x < 0 || (positive && x == 0))
-    refuse(path, std::string(field) + ": expected " + (positive ? "more than 0" : "0 or more") +
-                     " seconds, got " + num(x));
+    refuse_scale(path, std::string(field) + ": expected " +
+                           (positive ? "more than 0" : "0 or more") + " seconds, got " +
+                           scale_num(x));
 }
 
 double mean(const std::vector<double>& v) {
@@ -49,14 +50,14 @@ double mean(const std::vector<double>& v) {
 
 void check_scale_options(const ScaleOptions& o, const std::string& path) {
   if (o.policy != "fixed" && o.policy != "workers" && o.policy != "echo_or_scale")
-    refuse(path, "policy: expected \"fixed\", \"workers\" or \"echo_or_scale\", got \"" + o.policy +
-                     "\"");
+    refuse_scale(path, "policy: expected \"fixed\", \"workers\" or \"echo_or_scale\", got \"" +
+                           o.policy + "\"");
   if (o.max_workers < 1 || o.max_workers > 1'000'000)
-    refuse(path, "max_workers: expected 1 to 1000000, got " + std::to_string(o.max_workers));
+    refuse_scale(path, "max_workers: expected 1 to 1000000, got " + std::to_string(o.max_workers));
   if (!(o.min_gain >= 0 && o.min_gain < 10))
-    refuse(path, "min_gain: expected a share of 0 or more, got " + num(o.min_gain));
+    refuse_scale(path, "min_gain: expected a share of 0 or more, got " + scale_num(o.min_gain));
   if (!(o.switch_gain >= 0 && o.switch_gain < 1))
-    refuse(path, "switch_gain: expected a share in [0, 1), got " + num(o.switch_gain));
+    refuse_scale(path, "switch_gain: expected a share in [0, 1), got " + scale_num(o.switch_gain));
   check_seconds(o.min_interval_s, path, "min_interval_s", false);
   check_seconds(o.measure_s, path, "measure_s", true);
   check_seconds(o.settle_s, path, "settle_s", true);
@@ -72,7 +73,7 @@ void check_scale_options(const ScaleOptions& o, const std::string& path) {
   try {
     echo_or_scale(in);
   } catch (const Error& e) {
-    refuse(path, e.message());
+    refuse_scale(path, e.message());
   }
 }
 
@@ -124,7 +125,7 @@ int64_t ScalePolicy::found_workers(const WorkerScaler::Rates& rates) {
 
 void ScalePolicy::record(const ScaleWindow& w, ScaleStep& s, const std::string& detail) {
   s.line = std::string(o_.policy == "workers" ? "workers" : "echo-or-scale") + " " +
-           num(w.t_s, "%.1f") + " s: workers " + std::to_string(s.workers_from) + " -> " +
+           scale_num(w.t_s, "%.1f") + " s: workers " + std::to_string(s.workers_from) + " -> " +
            std::to_string(s.workers_to);
   if (sets_echo())
     s.line += ", echo cap " + std::to_string(s.cap_from) + " -> " + std::to_string(s.cap_to);
@@ -175,11 +176,11 @@ ScaleStep ScalePolicy::workers_step(const ScaleWindow& w) {
   trial_ = Trial{n, n + 1, w.t_s, before, std::nullopt, 0};
   s.workers_to = n + 1;
   s.reason =
-      "consumer waits " + num(100 * w.consumer_wait, "%.0f") + "% of the time: a worker more";
+      "consumer waits " + scale_num(100 * w.consumer_wait, "%.0f") + "% of the time: a worker more";
   set_workers(s.workers_to, "scale workers: " + s.reason);
   record(w, s,
          "source " + rate(before) + "/s; " + s.reason + ", kept if the source's rate rises " +
-             num(100 * o_.min_gain, "%.0f") + "%");
+             scale_num(100 * o_.min_gain, "%.0f") + "%");
   return s;
 }
 
@@ -206,9 +207,10 @@ ScaleStep ScalePolicy::judge_trial(const ScaleWindow& w, ScaleStep s) {
     s.reason = "kept: " + rates;
   } else {
     s.workers_to = t.from;
-    s.reason = (t.serving_s ? "taken back: " + rates
-                            : "taken back: not serving within " + num(o_.start_timeout_s) + " s") +
-               "; no worker added for " + num(o_.retry_after_s) + " s";
+    s.reason =
+        (t.serving_s ? "taken back: " + rates
+                     : "taken back: not serving within " + scale_num(o_.start_timeout_s) + " s") +
+        "; no worker added for " + scale_num(o_.retry_after_s) + " s";
     set_workers(t.from, "scale workers: " + s.reason);
     blocked_until_s_ = w.t_s + o_.retry_after_s;
   }
@@ -275,10 +277,11 @@ ScaleStep ScalePolicy::apply_choice(const ScaleWindow& w, const EchoOrScaleDecis
   }
   if (s.workers_to != s.workers_from) set_workers(s.workers_to, "echo or scale: " + d.reason);
   if (!s.changed() && !d.switched) return s;
-  std::string detail = "factor " + (old_factor ? num(*old_factor, "%.3g") : std::string("-")) +
-                       " -> " + num(d.choice.factor, "%.3g") + ", D " + rate(demand) +
-                       "/s, workers " + rate(mean(rates.rates)) + "/s each (" +
-                       std::to_string(rates.rates.size()) + " measured); " + s.reason;
+  std::string detail = "factor " +
+                       (old_factor ? scale_num(*old_factor, "%.3g") : std::string("-")) + " -> " +
+                       scale_num(d.choice.factor, "%.3g") + ", D " + rate(demand) + "/s, workers " +
+                       rate(mean(rates.rates)) + "/s each (" + std::to_string(rates.rates.size()) +
+                       " measured); " + s.reason;
   record(w, s, detail);
   return s;
 }
