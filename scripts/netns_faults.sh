@@ -5,6 +5,8 @@
 # (tests/netns/netns.sh). Run it for every change to src/train/distributed.cc,
 # src/cli/train/, the elastic code (src/ops/elastic_*, src/spec/elastic_build.*), the HTTP
 # code (src/io/http_*) or the service (src/service/, src/cli/service_command.cc).
+# Why this file is long: five cases, each with its hosts, its fault and its checks in
+# functions of its own, share one entry point, one cleanup and one report of the checks.
 #
 #   scripts/netns_faults.sh [ddp|link-down|elastic|http|service|all]   (default: all; as root)
 #
