@@ -265,8 +265,8 @@ class DeclaredStages:
         [1, 1048576]; default 64.
         ``token_file``: a file whose first line is the service's token ("":
         $DATAECHO_SERVICE_TOKEN, or none); a string; default "".
-        ``connect_timeout_s``: how long to wait for the dispatcher and a first worker; a
-        number >= 0.001; default 30.
+        ``connect_timeout_s``: how long to wait for the dispatcher, a first worker, or a cut
+        stream to reopen; a number >= 0.001; default 30.
         ``ca_file``: PEM certificates of the CA(s) that signed the dispatcher's and workers'
         TLS certificates: calls use TLS ("": plaintext); a string; default "".
         ``ca_path``: a folder of such PEM files (*.pem, *.crt), joined (with or instead of
@@ -415,8 +415,8 @@ def service(dispatcher: str, job: str, pipeline: Any, *, sharding: Optional[str]
     1048576]; default 64.
     ``token_file``: a file whose first line is the service's token ("":
     $DATAECHO_SERVICE_TOKEN, or none); a string; default "".
-    ``connect_timeout_s``: how long to wait for the dispatcher and a first worker; a number
-    >= 0.001; default 30.
+    ``connect_timeout_s``: how long to wait for the dispatcher, a first worker, or a cut
+    stream to reopen; a number >= 0.001; default 30.
     ``ca_file``: PEM certificates of the CA(s) that signed the dispatcher's and workers' TLS
     certificates: calls use TLS ("": plaintext); a string; default "".
     ``ca_path``: a folder of such PEM files (*.pem, *.crt), joined (with or instead of

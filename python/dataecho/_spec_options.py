@@ -376,7 +376,8 @@ OPTIONS: Dict[str, Dict[str, List[Tuple[str, str, str, str]]]] = {'filters': {'e
                          ('connect_timeout_s',
                           'a number >= 0.001',
                           '30',
-                          'how long to wait for the dispatcher and a first worker'),
+                          'how long to wait for the dispatcher, a first worker, or a cut stream to '
+                          'reopen'),
                          ('ca_file',
                           'a string',
                           '""',

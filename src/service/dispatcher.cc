@@ -394,7 +394,8 @@ class DispatcherImpl final : public Dispatcher {
     const JobState& job = state_.job(request.job());
     check_incarnation(job, request.consumer(), request.incarnation());
     open_epoch(job, request.epoch());
-    if (state_.closed(request.job(), request.epoch(), request.consumer(), request.worker()))
+    if (state_.closed(request.job(), request.epoch(), request.consumer(), request.worker(),
+                      request.stream()))
       throw CallError(CallCode::kCancelled, "consumer " + std::to_string(request.consumer()) +
                                                 " cut its stream from worker w" +
                                                 std::to_string(request.worker()) + " in epoch " +
@@ -446,8 +447,10 @@ class DispatcherImpl final : public Dispatcher {
     const JobState& job = state_.job(request.job());
     check_incarnation(job, request.consumer(), request.incarnation());
     open_epoch(job, request.epoch());
-    if (!state_.closed(job.id, request.epoch(), request.consumer(), request.worker()))
-      record(state_.close_stream(job.id, request.epoch(), request.consumer(), request.worker()));
+    if (!state_.closed(job.id, request.epoch(), request.consumer(), request.worker(),
+                       request.stream()))
+      record(state_.close_stream(job.id, request.epoch(), request.consumer(), request.worker(),
+                                 request.stream()));
     std::map<int64_t, int64_t> kept;
     for (const PiecePos& p : request.kept()) kept[p.piece()] = p.records();
     ReleaseReply reply;

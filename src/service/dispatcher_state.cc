@@ -2,6 +2,7 @@
 // again when applied (on replay too), with the snapshot both ways: one set of rules.
 #include "service/dispatcher_state.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "dataecho/core/error.h"
@@ -273,7 +274,9 @@ void DispatcherState::apply(const JournalEntry& entry) {
       break;
     case JournalEntry::kCloseStream: {
       const CloseStream& c = entry.close_stream();
-      job_mut(c.job()).epochs.at(c.epoch()).closed.insert({c.consumer(), c.worker()});
+      auto& closed = job_mut(c.job()).epochs.at(c.epoch()).closed;
+      const auto [it, added] = closed.try_emplace({c.consumer(), c.worker()}, c.stream());
+      if (!added) it->second = std::max(it->second, c.stream());
       break;
     }
     case JournalEntry::kStopJob:
@@ -294,7 +297,7 @@ void DispatcherState::apply_rewind(const Rewind& r) {
     if (epoch < r.epoch()) continue;
     for (PieceState& p : e.pieces)
       if (owns(j, r.consumer(), p.lane)) p = PieceState{.lane = p.lane};
-    std::erase_if(e.closed, [&](const auto& c) { return c.first == r.consumer(); });
+    std::erase_if(e.closed, [&](const auto& c) { return c.first.first == r.consumer(); });
   }
   auto& pieces = j.epochs.at(r.epoch()).pieces;
   for (const PiecePos& pos : r.pos()) {
@@ -317,7 +320,7 @@ void DispatcherState::apply_snapshot(const StateSnapshot& s) {
     j.stopped = js.stopped();
     for (const EpochSnapshot& es : js.epochs()) {
       EpochState& e = j.epochs[es.epoch()];
-      for (const CloseStream& c : es.closed()) e.closed.insert({c.consumer(), c.worker()});
+      for (const CloseStream& c : es.closed()) e.closed[{c.consumer(), c.worker()}] = c.stream();
       auto& pieces = e.pieces;
       for (const PieceSnapshot& p : es.pieces())
         pieces.push_back({.lane = p.lane(),
@@ -354,12 +357,13 @@ JournalEntry DispatcherState::snapshot() const {
         ps->set_lease(p.lease);
         ps->set_worker(p.worker);
       }
-      for (const auto& [consumer, worker] : ep.closed) {
+      for (const auto& [key, stream] : ep.closed) {
         CloseStream* c = es->add_closed();
         c->set_job(id);
         c->set_epoch(epoch);
-        c->set_consumer(consumer);
-        c->set_worker(worker);
+        c->set_consumer(key.first);
+        c->set_worker(key.second);
+        c->set_stream(stream);
       }
     }
   }
@@ -492,13 +496,14 @@ JournalEntry DispatcherState::rewind(int64_t job, int32_t consumer, int64_t inca
 }
 
 JournalEntry DispatcherState::close_stream(int64_t job, int64_t epoch, int32_t consumer,
-                                           int64_t worker) const {
+                                           int64_t worker, int64_t stream) const {
   JournalEntry e;
   CloseStream* c = e.mutable_close_stream();
   c->set_job(job);
   c->set_epoch(epoch);
   c->set_consumer(consumer);
   c->set_worker(worker);
+  c->set_stream(stream);
   check(e);
   return e;
 }
@@ -522,11 +527,13 @@ bool DispatcherState::lane_done(int64_t job_id, int64_t epoch, int32_t lane) con
   return !lane_front(epoch_of(job(job_id), epoch), lane).has_value();
 }
 
-bool DispatcherState::closed(int64_t job_id, int64_t epoch, int32_t consumer,
-                             int64_t worker) const {
+bool DispatcherState::closed(int64_t job_id, int64_t epoch, int32_t consumer, int64_t worker,
+                             int64_t stream) const {
   const auto& epochs = job(job_id).epochs;
   const auto it = epochs.find(epoch);
-  return it != epochs.end() && it->second.closed.count({consumer, worker}) > 0;
+  if (it == epochs.end()) return false;
+  const auto c = it->second.closed.find({consumer, worker});
+  return c != it->second.closed.end() && stream <= c->second;
 }
 
 std::optional<int64_t> DispatcherState::leased_after(int64_t job_id, int64_t epoch,
@@ -558,8 +565,9 @@ std::string DispatcherState::describe() const {
             << (p.status == PieceStatus::kLeased
                     ? "/" + std::to_string(p.lease) + "w" + std::to_string(p.worker)
                     : "");
-      for (const auto& [consumer, worker] : e.closed)
-        out << " closed " << consumer << '/' << worker;
+      for (const auto& [key, stream] : e.closed)
+        out << " closed " << key.first << '/' << key.second
+            << (stream ? "#" + std::to_string(stream) : "");
       out << '\n';
     }
   }

@@ -44,9 +44,10 @@ struct PieceState {
 
 struct EpochState {
   std::vector<PieceState> pieces;
-  // (consumer, worker): streams the consumer cut, whose worker gets no more of its pieces
-  // in the epoch (until the consumer's next rewind).
-  std::set<std::pair<int32_t, int64_t>> closed;
+  // (consumer, worker) -> the last of the consumer's streams from the worker that it cut:
+  // that stream and those before it get no more of its pieces in the epoch (until the
+  // consumer's next rewind); a stream it reopens after (a later number) does.
+  std::map<std::pair<int32_t, int64_t>, int64_t> closed;
 };
 
 struct JobState {
@@ -101,7 +102,8 @@ class DispatcherState {
                        int64_t kept) const;
   JournalEntry rewind(int64_t job, int32_t consumer, int64_t incarnation, int64_t epoch,
                       const std::vector<PiecePos>& positions) const;
-  JournalEntry close_stream(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) const;
+  JournalEntry close_stream(int64_t job, int64_t epoch, int32_t consumer, int64_t worker,
+                            int64_t stream = 0) const;
   JournalEntry stop_job(int64_t job) const;
   // The whole state as one entry, which apply() takes on an empty state only (the first
   // entry of a compacted journal).
@@ -118,7 +120,9 @@ class DispatcherState {
   bool lane_done(int64_t job, int64_t epoch, int32_t lane) const;
   // Whether the consumer cut its stream from the worker in the epoch (false when the
   // epoch is not open).
-  bool closed(int64_t job, int64_t epoch, int32_t consumer, int64_t worker) const;
+  // Whether the consumer's stream `stream` from the worker is closed.
+  bool closed(int64_t job, int64_t epoch, int32_t consumer, int64_t worker,
+              int64_t stream = 0) const;
   // The piece of the epoch leased to `worker` for `consumer` (in `lane`, when not -1)
   // under a lease after `after`, if any (a lease whose reply the worker did not get).
   std::optional<int64_t> leased_after(int64_t job, int64_t epoch, int32_t consumer, int64_t worker,

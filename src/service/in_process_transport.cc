@@ -27,6 +27,7 @@ struct StreamState {
   std::deque<Frame> frames;
   bool cancelled = false;
   bool done = false;
+  bool severed = false;  // sever_in_process_streams: the client's side is gone
   CallCode code = CallCode::kOk;
   std::string message;
 
@@ -52,6 +53,7 @@ class StreamCall final : public ServerCall {
     std::unique_lock lock(s_->mu);
     s_->cv.wait(lock, [&] { return s_->frames.size() < kReadAhead || s_->cancelled; });
     if (s_->cancelled || s_->done) return false;
+    if (s_->severed) return true;  // into a connection whose peer is gone
     s_->frames.push_back(frame);
     s_->cv.notify_all();
     return true;
@@ -109,6 +111,23 @@ class Endpoint {
     cv_.wait(lock, [&] { return running_ == 0; });
   }
 
+  // sever_in_process_streams's: the streams open now lose their client. Their count.
+  int sever() {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& weak : streams_) {
+      auto s = weak.lock();
+      if (!s) continue;
+      std::lock_guard stream_lock(s->mu);
+      if (s->done || s->cancelled || s->severed) continue;
+      s->severed = true;
+      s->frames.clear();
+      s->cv.notify_all();
+      ++n;
+    }
+    return n;
+  }
+
   const std::string& token() const { return token_; }
   const Handlers& handlers() const { return handlers_; }
 
@@ -132,15 +151,18 @@ class InProcessStream final : public ClientStream {
  public:
   InProcessStream(std::shared_ptr<StreamState> s, std::string method, std::string target)
       : s_(std::move(s)), method_(std::move(method)), target_(std::move(target)) {}
-  ~InProcessStream() override { s_->cancel(); }
+  ~InProcessStream() override { cancel(); }
 
   Next next(Frame& frame, int64_t timeout_ms) override {
     std::unique_lock lock(s_->mu);
-    auto ready = [&] { return !s_->frames.empty() || s_->done || s_->cancelled; };
+    auto ready = [&] { return !s_->frames.empty() || s_->done || s_->cancelled || s_->severed; };
     if (timeout_ms < 0)
       s_->cv.wait(lock, ready);
     else if (!s_->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready))
       return Next::kTimeout;
+    if (s_->severed)
+      throw CallError(CallCode::kUnavailable, "the connection was severed (test)", method_,
+                      target_);
     if (!s_->frames.empty()) {
       frame = std::move(s_->frames.front());
       s_->frames.pop_front();
@@ -153,7 +175,13 @@ class InProcessStream final : public ClientStream {
     if (s_->code != CallCode::kOk) throw CallError(s_->code, s_->message, method_, target_);
     return Next::kEnd;
   }
-  void cancel() override { s_->cancel(); }
+  void cancel() override {
+    {
+      std::lock_guard lock(s_->mu);
+      if (s_->severed) return;  // the cancel does not reach the server
+    }
+    s_->cancel();
+  }
 
  private:
   std::shared_ptr<StreamState> s_;
@@ -264,6 +292,17 @@ class InProcessServer final : public Server {
 
 class InProcessTransport final : public Transport {
  public:
+  int sever(const std::string& target) {
+    std::shared_ptr<Endpoint> server;
+    {
+      std::lock_guard lock(table_->mu);
+      const size_t colon = target.rfind(':');
+      const int port = colon == std::string::npos ? -1 : std::atoi(target.c_str() + colon + 1);
+      auto it = table_->servers.find(port);
+      if (it != table_->servers.end()) server = it->second;
+    }
+    return server ? server->sever() : 0;
+  }
   std::string name() const override { return "in-process"; }
   std::unique_ptr<Channel> open_channel(const std::string& target,
                                         const TransportOptions&) override {
@@ -288,5 +327,13 @@ class InProcessTransport final : public Transport {
 }  // namespace
 
 std::shared_ptr<Transport> in_process_transport() { return std::make_shared<InProcessTransport>(); }
+
+int sever_in_process_streams(Transport& transport, const std::string& target) {
+  auto* t = dynamic_cast<InProcessTransport*>(&transport);
+  if (t == nullptr)
+    throw Error(ErrorCode::kInvalidArgument, "service",
+                "sever_in_process_streams needs the in-process transport, not " + transport.name());
+  return t->sever(target);
+}
 
 }  // namespace dataecho::service

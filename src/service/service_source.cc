@@ -5,8 +5,8 @@
 // first worker up to connect_timeout_s, then reads a Read stream of every worker the
 // dispatcher listed, on a thread per stream, into one queue bounded in bytes
 // (buffer_mb): a full queue stops the readers, whose streams' flow control stops the
-// workers. The epoch ends when every stream has ended. A worker's error, or a stream that
-// breaks, is thrown by next() naming the worker.
+// workers. The epoch ends when every stream has ended. A worker's error, or (sharding
+// "off") a stream that breaks, is thrown by next() naming the worker.
 // In sharding "dynamic" each stream carries this consumer's pieces, leased by the worker
 // one after another, and the consumer keeps a ledger per piece (I2): an element is kept
 // only under the piece's newest lease, at a record after the last one kept; PIECE_DONE
@@ -14,6 +14,13 @@
 // leases are released at the records kept (I3), and another worker's stream goes on
 // from there; the epoch ends when the dispatcher says the lanes' pieces are done (a
 // stream ends normally) and every stream has ended.
+// In "dynamic" and "static", a stream the transport cut (the network dropped; not a
+// worker's error, not a refused token) is reopened once the dispatcher lists its worker
+// alive, after a backoff per worker (0.5 s, doubled at each cut up to 4 s), as the next
+// of the consumer's streams from it: the dispatcher closed the cut one at the release,
+// so whatever of it the worker still runs gets no more pieces. With no stream running
+// and pieces left, the epoch fails, naming each worker's last cut, only once
+// connect_timeout_s has passed since a stream last delivered.
 // In sharding "static" the consumer reads a stream per lane (its lanes dealt to the
 // workers listed, those of a cut worker placed on others), each lane's pieces one at a
 // time in piece order, and returns its pieces' elements in its fixed order (StaticMerge:
@@ -33,6 +40,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -51,6 +59,22 @@ constexpr int64_t kWaitMs = 100;  // how often a waiting next() looks at the can
 constexpr const char* kStateFormat = "dataecho-service/1";  // a saved state's header
 
 const Caller kConsumer{"consumer", "the spec's token_file"};
+using Clock = std::chrono::steady_clock;
+
+// The consumer's streams from one worker in an epoch (sharding "dynamic" and "static").
+struct Link {
+  int64_t stream = 0;   // the current one's number (ReadRequest.stream)
+  bool cut = false;     // the current one was cut
+  bool reopen = false;  // ... by the transport: the next one is opened from retry_at
+  Clock::time_point retry_at;
+  int64_t backoff_ms = 0;
+};
+// A stream: its worker and its number among the consumer's streams from that worker in
+// the epoch (ReadRequest.stream).
+struct Who {
+  int64_t worker = 0;
+  int64_t stream = 0;
+};
 
 class ServiceIterator final : public Iterator {
  public:
@@ -126,7 +150,7 @@ class ServiceIterator final : public Iterator {
       if (is_static()) {
         Example e;
         const auto took = merge_.take([&](int64_t piece) { return ledger_[piece].done; }, e);
-        if (took == StaticMerge::Take::kEnd) return std::nullopt;
+        if (took == StaticMerge::Take::kEnd) return end_epoch();
         if (took == StaticMerge::Take::kElement) {
           cv_.notify_all();
           if (epoch_ > 0) e.stamp_epoch(static_cast<int32_t>(epoch_));
@@ -141,10 +165,10 @@ class ServiceIterator final : public Iterator {
         if (epoch_ > 0) e.stamp_epoch(static_cast<int32_t>(epoch_));
         return e;
       }
-      if (running_ == 0) {
-        if (pieces() && (is_static() || !lanes_done_))
-          throw Error(ErrorCode::kIo, label(), broken_epoch());
-        return std::nullopt;
+      if (running_ == 0 && (!pieces() || (!is_static() && lanes_done_))) return end_epoch();
+      if (running_ == 0 && gave_up()) {
+        end_epoch();
+        throw Error(ErrorCode::kIo, label(), broken_epoch());
       }
       if (cancel_ && cancel_->cancelled())
         throw Error(ErrorCode::kCancelled, label(), "the pipeline was cancelled");
@@ -154,10 +178,28 @@ class ServiceIterator final : public Iterator {
 
  private:
   std::string broken_epoch() const {
-    std::string s = "every worker's stream of epoch " + std::to_string(epoch_) +
-                    " ended before its pieces were done:";
-    for (const std::string& f : failures_) s += "\n  " + f;
-    return s;
+    std::ostringstream s;
+    s << "every worker's stream of epoch " << epoch_
+      << " ended before its pieces were done, and none was reopened within " << o_.connect_timeout_s
+      << " s (connect_timeout_s):";
+    for (const auto& [worker, f] : failures_) s << "\n  " << f;
+    return s.str();
+  }
+
+  // The epoch's end: the watcher stops. Under mu_.
+  std::optional<Example> end_epoch() {
+    ended_ = true;
+    cv_.notify_all();
+    return std::nullopt;
+  }
+
+  // With no stream running and pieces left (under mu_): whether connect_timeout_s has
+  // passed since the last stream that delivered ended, while the watcher reopens cut
+  // streams and places waiting lanes on the workers the dispatcher lists.
+  bool gave_up() {
+    if (!idle_since_) idle_since_ = Clock::now();
+    return Clock::now() - *idle_since_ >=
+           std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
   }
 
   [[noreturn]] void refuse_state() const {
@@ -228,7 +270,6 @@ class ServiceIterator final : public Iterator {
 
   // The job and its workers from the dispatcher; waits for a first worker.
   JobReply get_job() {
-    using Clock = std::chrono::steady_clock;
     const auto end =
         Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
     auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
@@ -304,7 +345,7 @@ class ServiceIterator final : public Iterator {
     const WorkerInfo* best = nullptr;
     std::ptrdiff_t fewest = 0;
     for (const WorkerInfo& w : alive_) {
-      if (cut_workers_.count(w.worker())) continue;
+      if (links_[w.worker()].cut) continue;
       const auto n = std::count_if(lane_workers_.begin(), lane_workers_.end(),
                                    [&](const auto& l) { return l.second == w.worker(); });
       if (best == nullptr || n < fewest) {
@@ -315,39 +356,57 @@ class ServiceIterator final : public Iterator {
     lane_workers_[lane] = best != nullptr ? best->worker() : 0;  // 0: waiting
     if (best == nullptr || stopping_) return;
     ++running_;
-    readers_.emplace_back([this, lane, w = *best, job] { read_worker(w, job, lane); });
+    const Who who{best->worker(), links_[best->worker()].stream};
+    readers_.emplace_back([this, lane, w = *best, job, who] { read_worker(w, who, job, lane); });
   }
 
   // Sharding "static": the lanes that wait for a worker, or whose worker was cut. Under mu_.
   void place_waiting(int64_t job) {
     std::vector<int32_t> lanes;
     for (const auto& [lane, worker] : lane_workers_)
-      if (worker == 0 || cut_workers_.count(worker)) lanes.push_back(lane);
+      if (worker == 0 || links_[worker].cut) lanes.push_back(lane);
     for (int32_t lane : lanes) place_lane(lane, job);
   }
 
   // A stream from worker `w`, read on a thread of its own, unless this epoch reads from it
-  // already. Under mu_.
+  // already (or its stream was cut and is not due to be reopened). Under mu_.
   void start_reader(const WorkerInfo& w, int64_t job) {
-    if (!known_workers_.insert(w.worker()).second) return;
+    const auto [it, added] = links_.try_emplace(w.worker());
+    if (!added && !reopen(w)) return;
     ++running_;
-    readers_.emplace_back([this, w, job] { read_worker(w, job); });
+    const Who who{w.worker(), it->second.stream};
+    readers_.emplace_back([this, w, job, who] { read_worker(w, who, job); });
   }
 
-  // Sharding "dynamic": workers that join during the epoch. Twice a second the job's
-  // workers are asked of the dispatcher (GetOrCreateJob lists those alive and not
-  // leaving), and a stream is opened to each one this epoch has not read from, while the
-  // epoch runs; it takes pending pieces as the others do. Sharding "static": the lanes
-  // waiting for a worker are placed on those listed. Runs as one of readers_ (not
-  // counted in running_), adding readers only while not stopping, so that the destructor
-  // joins them all.
+  // A worker whose stream the transport cut, listed alive again by the dispatcher, gets
+  // a new stream (the next number, which the dispatcher has not closed) once its backoff
+  // has passed. Under mu_.
+  bool reopen(const WorkerInfo& w) {
+    Link& l = links_[w.worker()];
+    if (!l.cut || !l.reopen || Clock::now() < l.retry_at) return false;
+    ++l.stream;
+    l.cut = l.reopen = false;
+    std::cerr << "service: worker w" << w.worker() << " (" << w.address()
+              << "): stream reopened (stream " << l.stream << " of epoch " << epoch_ << ")\n";
+    return true;
+  }
+
+  // Sharding "dynamic": workers that join during the epoch, and those whose stream the
+  // transport cut. Twice a second the job's workers are asked of the dispatcher
+  // (GetOrCreateJob lists those alive and not leaving), and a stream is opened to each
+  // one this epoch has not read from, or reopened to one cut once its backoff passed,
+  // while the epoch runs; it takes pending pieces as the others do. Sharding "static":
+  // the workers cut are taken back (after their backoff) and the lanes waiting for a
+  // worker are placed on those listed. Runs as one of readers_ (not counted in
+  // running_) until the epoch ends, adding readers only while not stopping, so that the
+  // destructor joins them all.
   void watch_workers(int64_t job) {
     constexpr int64_t kWatchMs = 500;
     auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     JobRequest request;
     *request.mutable_spec() = job_spec();
     std::unique_lock lock(mu_);
-    const auto over = [&] { return stopping_ || running_ == 0 || lanes_done_; };
+    const auto over = [&] { return stopping_ || lanes_done_ || ended_ || !error_.empty(); };
     while (!cv_.wait_for(lock, std::chrono::milliseconds(kWatchMs), over)) {
       lock.unlock();
       JobReply reply;
@@ -361,6 +420,7 @@ class ServiceIterator final : public Iterator {
       if (over() || reply.job() != job) continue;
       if (is_static()) {
         alive_.assign(reply.workers().begin(), reply.workers().end());
+        for (const WorkerInfo& w : alive_) reopen(w);
         place_waiting(job);
       } else {
         for (const WorkerInfo& w : reply.workers()) start_reader(w, job);
@@ -413,8 +473,10 @@ class ServiceIterator final : public Iterator {
     return true;
   }
 
-  // Reads worker `w`'s stream of this epoch (static: of `lane`) until it ends.
-  void read_worker(const WorkerInfo& w, int64_t job, int32_t lane = 0) {
+  // Reads worker `w`'s stream `who.stream` of this epoch (static: of `lane`) until it ends.
+  // A stream cut by the transport is reopened by the watcher; one cut for a damaged frame
+  // is not.
+  void read_worker(const WorkerInfo& w, Who who, int64_t job, int32_t lane = 0) {
     const std::string peer = "worker w" + std::to_string(w.worker()) + " (" + w.address() + ")";
     std::unique_ptr<ClientStream> stream;
     try {
@@ -427,10 +489,11 @@ class ServiceIterator final : public Iterator {
       request.set_consumer(o_.consumer);
       request.set_incarnation(incarnation_);
       if (is_static()) request.set_lane(lane);
+      request.set_stream(who.stream);
       stream = channel->stream(kRead, request.SerializeAsString(), {.token = o_.token});
       if (!watch(stream.get(), w.worker())) return finish(nullptr);
       if (pieces())
-        read_pieces(*stream, peer, job, w.worker());
+        read_pieces(*stream, peer, job, who);
       else
         read_frames(*stream, peer);
     } catch (const CallError& e) {
@@ -438,13 +501,13 @@ class ServiceIterator final : public Iterator {
         fail(ErrorCode::kInvalidArgument,
              token_refusal(kConsumer, "worker", w.address(), !o_.token.empty()));
       else if (pieces())
-        cut(stream.get(), peer + ": " + e.detail(), job, w.worker());
+        cut(stream.get(), peer + ": " + e.detail(), job, who, true);
       else
         fail(ErrorCode::kIo, peer + ": " + e.detail());
     } catch (const Error& e) {
       // A damaged frame or a broken rule; or (static) any end of a worker cut already.
-      if (pieces() && (e.code() == ErrorCode::kDataLoss || was_cut(w.worker())))
-        cut(stream.get(), e.message(), job, w.worker());
+      if (pieces() && (e.code() == ErrorCode::kDataLoss || severed(who)))
+        cut(stream.get(), e.message(), job, who, false);
       else
         fail(e.code(), e.message());  // a frame's error names the peer
     }
@@ -454,7 +517,7 @@ class ServiceIterator final : public Iterator {
   // Sharding "dynamic": the stream's frames, kept under the ledger's rules (I2). Returns
   // at the stream's end (the lanes' pieces all done) or a worker's error; throws
   // Error(kDataLoss) for a frame that breaks a rule.
-  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job, int64_t worker) {
+  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job, Who who) {
     auto dispatcher = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     FrameReader reader(peer);
     Frame frame;
@@ -465,9 +528,9 @@ class ServiceIterator final : public Iterator {
         return fail(ErrorCode::kInvalidArgument, peer + " " + content.message);
       if (h.kind == FrameKind::kElements) {
         for (FrameElement& e : content.elements)
-          if (!keep(h, e, peer, worker)) return;
+          if (!keep(h, e, peer, who)) return;
       } else if (h.kind == FrameKind::kPieceDone) {
-        piece_done(*dispatcher, h, content.records, peer, job, worker);
+        piece_done(*dispatcher, h, content.records, peer, job, who);
       }
     }
     std::lock_guard lock(mu_);
@@ -498,7 +561,7 @@ class ServiceIterator final : public Iterator {
   // when stopping.
   // Static: into the piece's buffer, while the merge admits it; nothing of a worker cut
   // already (its lanes moved to other workers).
-  bool keep(const FrameHeader& h, FrameElement& e, const std::string& peer, int64_t worker) {
+  bool keep(const FrameHeader& h, FrameElement& e, const std::string& peer, Who who) {
     const size_t bytes = e.example.nbytes();
     const size_t limit = static_cast<size_t>(o_.buffer_mb) << 20;
     std::unique_lock lock(mu_);
@@ -506,8 +569,9 @@ class ServiceIterator final : public Iterator {
       return is_static() ? merge_.admits(h.piece, bytes, limit)
                          : queue_.empty() || queued_bytes_ + bytes <= limit;
     };
-    cv_.wait(lock, [&] { return stopping_ || cut_workers_.count(worker) > 0 || room(); });
-    if (stopping_ || cut_workers_.count(worker) > 0) return false;
+    cv_.wait(lock, [&] { return stopping_ || severed_locked(who) || room(); });
+    if (stopping_ || severed_locked(who)) return false;
+    idle_since_.reset();
     PieceLedger& p = ledger_entry(h, peer);
     if (e.record < p.kept)
       throw Error(ErrorCode::kDataLoss, label(),
@@ -526,10 +590,11 @@ class ServiceIterator final : public Iterator {
   }
 
   void piece_done(Channel& dispatcher, const FrameHeader& h, int64_t records,
-                  const std::string& peer, int64_t job, int64_t worker) {
+                  const std::string& peer, int64_t job, Who who) {
     {
       std::lock_guard lock(mu_);
-      if (cut_workers_.count(worker)) return;  // static: released already, read elsewhere
+      if (severed_locked(who)) return;  // released already, read elsewhere
+      idle_since_.reset();
       PieceLedger& p = ledger_entry(h, peer);
       if (records < p.kept)
         throw Error(ErrorCode::kDataLoss, label(),
@@ -579,28 +644,38 @@ class ServiceIterator final : public Iterator {
     std::lock_guard lock(mu_);
     return stopping_;
   }
-  bool was_cut(int64_t worker) {
+  // Whether stream `who` was cut (or a later one of its worker opened).
+  bool severed(Who who) {
     std::lock_guard lock(mu_);
-    return cut_workers_.count(worker) > 0;
+    return severed_locked(who);
+  }
+  bool severed_locked(Who who) {  // under mu_
+    const Link& l = links_[who.worker];
+    return l.cut || l.stream != who.stream;
   }
 
   // A broken stream (I3): cancelled (static: with every stream of its worker), then its
-  // worker's leases released at the records kept; the other workers' streams take the
-  // pieces on (static: the worker's lanes are placed on other workers). Once per worker.
-  void cut(ClientStream* stream, const std::string& why, int64_t job, int64_t worker) {
+  // worker's leases released at the records kept, which closes the stream at the
+  // dispatcher; the other workers' streams take the pieces on (static: the worker's
+  // lanes are placed on other workers). Once per stream. One the transport cut
+  // (`transport`) is reopened by the watcher after the worker's backoff: 0.5 s, doubled
+  // at each cut up to 4 s.
+  void cut(ClientStream* stream, const std::string& why, int64_t job, Who who, bool transport) {
     if (stream != nullptr) stream->cancel();
     ReleaseRequest request;
     request.set_job(job);
     request.set_consumer(o_.consumer);
     request.set_epoch(epoch_);
-    request.set_worker(worker);
+    request.set_worker(who.worker);
     request.set_incarnation(incarnation_);
+    request.set_stream(who.stream);
     {
       std::lock_guard lock(mu_);
-      if (stopping_ || !cut_workers_.insert(worker).second) return;
+      if (stopping_ || severed_locked(who)) return;
+      links_[who.worker].cut = true;
       for (const auto& [s, w] : streams_)
-        if (w == worker) s->cancel();
-      failures_.push_back(why);
+        if (w == who.worker) s->cancel();
+      failures_[who.worker] = why;
       for (const auto& [piece, p] : ledger_) {
         if (p.done) continue;
         PiecePos* pos = request.add_kept();
@@ -619,7 +694,16 @@ class ServiceIterator final : public Iterator {
       return fail(e.code(), e.message());
     }
     std::lock_guard lock(mu_);
+    if (transport) back_off(links_[who.worker]);
     if (is_static() && !stopping_) place_waiting(job);
+  }
+
+  // The time a cut stream is reopened at, at the earliest. Under mu_.
+  static void back_off(Link& l) {
+    constexpr int64_t kFirstMs = 500, kMostMs = 4'000;
+    l.backoff_ms = l.backoff_ms == 0 ? kFirstMs : std::min(2 * l.backoff_ms, kMostMs);
+    l.retry_at = Clock::now() + std::chrono::milliseconds(l.backoff_ms);
+    l.reopen = true;
   }
 
   void read_frames(ClientStream& stream, const std::string& peer) {
@@ -645,7 +729,7 @@ class ServiceIterator final : public Iterator {
   void finish(ClientStream* s) {
     std::lock_guard lock(mu_);
     streams_.erase(s);
-    --running_;
+    if (--running_ == 0 && !idle_since_) idle_since_ = Clock::now();
     cv_.notify_all();
   }
 
@@ -665,14 +749,15 @@ class ServiceIterator final : public Iterator {
   ErrorCode error_code_ = ErrorCode::kIo;
   std::map<ClientStream*, int64_t> streams_;  // the streams read, each its worker's
   std::vector<std::thread> readers_;
-  std::map<int64_t, PieceLedger> ledger_;  // dynamic: by piece
-  bool lanes_done_ = false;                // dynamic: a stream ended normally
-  std::vector<std::string> failures_;      // dynamic: the streams cut, and why
-  std::set<int64_t> known_workers_;        // dynamic: the workers this epoch has read from
-  std::set<int64_t> cut_workers_;          // dynamic and static: the workers whose streams were cut
-  StaticMerge merge_;                      // static: the order, the pieces' buffers
-  std::map<int32_t, int64_t> lane_workers_;  // static: each lane's worker (0: waiting)
-  std::vector<WorkerInfo> alive_;            // static: the workers listed last
+  std::map<int64_t, PieceLedger> ledger_;        // dynamic: by piece
+  bool lanes_done_ = false;                      // dynamic: a stream ended normally
+  std::map<int64_t, std::string> failures_;      // each worker's last stream cut, and why
+  std::map<int64_t, Link> links_;                // the workers this epoch has read from
+  bool ended_ = false;                           // next() saw the epoch's end
+  std::optional<Clock::time_point> idle_since_;  // no stream running, none delivering
+  StaticMerge merge_;                            // static: the order, the pieces' buffers
+  std::map<int32_t, int64_t> lane_workers_;      // static: each lane's worker (0: waiting)
+  std::vector<WorkerInfo> alive_;                // static: the workers listed last
 };
 
 class ServiceDataset final : public Dataset {

@@ -157,5 +157,10 @@ std::shared_ptr<Transport> load_grpc_transport(const std::vector<std::string>& p
 // A transport of its own servers: a channel reaches the servers started by the same
 // transport object only.
 std::shared_ptr<Transport> in_process_transport();
+// Tests: a network that drops between the clients and the in-process server at `target`.
+// Each stream open to it now ends on the client's side with UNAVAILABLE, while its
+// handler goes on: its writes succeed and are lost, and the client's cancel does not
+// reach it (the server's stop does). Returns how many streams it cut.
+int sever_in_process_streams(Transport& transport, const std::string& target);
 
 }  // namespace dataecho::service

@@ -464,6 +464,7 @@ class WorkerImpl final : public Worker {
     request.set_incarnation(r.incarnation());
     request.set_previous_lease(previous);
     request.set_lane(r.lane());
+    request.set_stream(r.stream());
     return request;
   }
 

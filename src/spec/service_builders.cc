@@ -100,90 +100,97 @@ DatasetPtr build_service(SpecObject& s, BuildContext& ctx) {
   return service::make_service_source(std::move(o));
 }
 
+// The service source's options for reaching the service: its token, timeout and TLS.
+std::vector<OptionDecl> connection_options() {
+  return {{.name = "token_file",
+           .type = OptionType::kString,
+           .fallback = "",
+           .doc = "a file whose first line is the service's token (\"\": "
+                  "$DATAECHO_SERVICE_TOKEN, or none)"},
+          {.name = "connect_timeout_s",
+           .type = OptionType::kNumber,
+           .fallback = 30,
+           .min = 0.001,
+           .doc = "how long to wait for the dispatcher, a first worker, or a cut stream to reopen"},
+          {.name = "ca_file",
+           .type = OptionType::kString,
+           .fallback = "",
+           .doc = "PEM certificates of the CA(s) that signed the dispatcher's and workers' TLS "
+                  "certificates: calls use TLS (\"\": plaintext)"},
+          {.name = "ca_path",
+           .type = OptionType::kString,
+           .fallback = "",
+           .doc = "a folder of such PEM files (*.pem, *.crt), joined (with or instead of ca_file)"},
+          {.name = "tls_server_name",
+           .type = OptionType::kString,
+           .fallback = "",
+           .doc = "the name the servers' TLS certificates must carry (\"\": the host dialled)"}};
+}
+
 }  // namespace
 
 void register_service_builders(Registry& r) {
-  r.add_source(
-      {"service",
-       "The elements of a pipeline that runs on the data service's workers (docs/service.md); "
-       "the token comes from token_file or DATAECHO_SERVICE_TOKEN, never from the spec.",
-       {{.name = "dispatcher",
-         .type = OptionType::kString,
-         .required = true,
-         .doc = "the dispatcher's HOST:PORT"},
-        {.name = "job",
-         .type = OptionType::kString,
-         .required = true,
-         .doc = "the job's name: trainers that name the same job and upstream share it"},
-        {.name = "pipeline",
-         .type = OptionType::kJson,
-         .required = true,
-         .shape = "a pipeline {\"source\": ..., \"stages\": [...]} or a source {\"kind\": ...}",
-         .doc = "the upstream the workers run (seeded from the job's name when it has no seed)"},
-        {.name = "sharding",
-         .type = OptionType::kString,
-         .fallback = "off",
-         .choices = {"off", "dynamic", "static"},
-         .doc = "\"off\": each worker makes its own passes of the whole upstream; \"dynamic\": "
-                "the source's pieces leased to the workers, each record's element once per "
-                "epoch (an element-wise upstream: map, filter), in the order they come; "
-                "\"static\": the same pieces, one in flight per lane, each consumer's "
-                "elements in the same order on every run and resume, whichever workers "
-                "compute them"},
-        {.name = "lanes",
-         .fallback = 12,
-         .min = 1,
-         .max = 1 << 16,
-         .doc = "dynamic and static: the lanes the pieces are dealt to (consumers must divide "
-                "them)"},
-        {.name = "consumers",
-         .fallback = 1,
-         .min = 1,
-         .max = 1 << 16,
-         .doc = "dynamic and static: the job's consumers (trainer ranks); consumer r owns lanes "
-                "k mod consumers == r"},
-        {.name = "consumer",
-         .fallback = 0,
-         .min = 0,
-         .max = 1 << 16,
-         .doc = "dynamic and static: this consumer's number"},
-        {.name = "epoch",
-         .fallback = 0,
-         .min = 0,
-         .max = 1 << 30,
-         .doc = "the job's epoch that the first pass reads (a repeat after the source reads the "
-                "next ones); the trainer's side sets it for each epoch (Python's for_epoch: a "
-                "pipeline's pass k reads epoch + k)"},
-        {.name = "buffer_mb",
-         .fallback = 64,
-         .min = 1,
-         .max = 1 << 20,
-         .doc = "MiB of elements read ahead from all workers together"},
-        {.name = "token_file",
-         .type = OptionType::kString,
-         .fallback = "",
-         .doc = "a file whose first line is the service's token (\"\": "
-                "$DATAECHO_SERVICE_TOKEN, or none)"},
-        {.name = "connect_timeout_s",
-         .type = OptionType::kNumber,
-         .fallback = 30,
-         .min = 0.001,
-         .doc = "how long to wait for the dispatcher and a first worker"},
-        {.name = "ca_file",
-         .type = OptionType::kString,
-         .fallback = "",
-         .doc = "PEM certificates of the CA(s) that signed the dispatcher's and workers' TLS "
-                "certificates: calls use TLS (\"\": plaintext)"},
-        {.name = "ca_path",
-         .type = OptionType::kString,
-         .fallback = "",
-         .doc = "a folder of such PEM files (*.pem, *.crt), joined (with or instead of ca_file)"},
-        {.name = "tls_server_name",
-         .type = OptionType::kString,
-         .fallback = "",
-         .doc = "the name the servers' TLS certificates must carry (\"\": the host dialled)"},
-        service_scale_option()}},
-      build_service);
+  OpSchema schema{
+      "service",
+      "The elements of a pipeline that runs on the data service's workers (docs/service.md); "
+      "the token comes from token_file or DATAECHO_SERVICE_TOKEN, never from the spec.",
+      {
+          {.name = "dispatcher",
+           .type = OptionType::kString,
+           .required = true,
+           .doc = "the dispatcher's HOST:PORT"},
+          {.name = "job",
+           .type = OptionType::kString,
+           .required = true,
+           .doc = "the job's name: trainers that name the same job and upstream share it"},
+          {.name = "pipeline",
+           .type = OptionType::kJson,
+           .required = true,
+           .shape = "a pipeline {\"source\": ..., \"stages\": [...]} or a source {\"kind\": ...}",
+           .doc = "the upstream the workers run (seeded from the job's name when it has no seed)"},
+          {.name = "sharding",
+           .type = OptionType::kString,
+           .fallback = "off",
+           .choices = {"off", "dynamic", "static"},
+           .doc = "\"off\": each worker makes its own passes of the whole upstream; \"dynamic\": "
+                  "the source's pieces leased to the workers, each record's element once per "
+                  "epoch (an element-wise upstream: map, filter), in the order they come; "
+                  "\"static\": the same pieces, one in flight per lane, each consumer's "
+                  "elements in the same order on every run and resume, whichever workers "
+                  "compute them"},
+          {.name = "lanes",
+           .fallback = 12,
+           .min = 1,
+           .max = 1 << 16,
+           .doc = "dynamic and static: the lanes the pieces are dealt to (consumers must divide "
+                  "them)"},
+          {.name = "consumers",
+           .fallback = 1,
+           .min = 1,
+           .max = 1 << 16,
+           .doc = "dynamic and static: the job's consumers (trainer ranks); consumer r owns lanes "
+                  "k mod consumers == r"},
+          {.name = "consumer",
+           .fallback = 0,
+           .min = 0,
+           .max = 1 << 16,
+           .doc = "dynamic and static: this consumer's number"},
+          {.name = "epoch",
+           .fallback = 0,
+           .min = 0,
+           .max = 1 << 30,
+           .doc = "the job's epoch that the first pass reads (a repeat after the source reads the "
+                  "next ones); the trainer's side sets it for each epoch (Python's for_epoch: a "
+                  "pipeline's pass k reads epoch + k)"},
+          {.name = "buffer_mb",
+           .fallback = 64,
+           .min = 1,
+           .max = 1 << 20,
+           .doc = "MiB of elements read ahead from all workers together"},
+      }};
+  for (OptionDecl& d : connection_options()) schema.options.push_back(std::move(d));
+  schema.options.push_back(service_scale_option());
+  r.add_source(std::move(schema), build_service);
 }
 
 namespace {

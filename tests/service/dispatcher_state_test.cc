@@ -204,6 +204,27 @@ TEST(DispatcherState, AClosedStreamStaysClosedUntilTheConsumersRewind) {
   EXPECT_THROW(f.state.close_stream(f.job, 0, 0, 9), Error);  // no worker 9
 }
 
+// A consumer reopens a stream it cut as the next number: closing stream 1 of a worker
+// closes it and stream 0, not stream 2; an older close after it (a retried release)
+// does not open stream 1 again; the number survives a snapshot.
+TEST(DispatcherState, AReopenedStreamIsOpenUntilItIsClosed) {
+  Fixture f(2, 2, 4);
+  f.state.apply(f.state.close_stream(f.job, 0, 0, 1, 0));
+  EXPECT_TRUE(f.state.closed(f.job, 0, 0, 1, 0));
+  EXPECT_FALSE(f.state.closed(f.job, 0, 0, 1, 1));
+  f.state.apply(f.state.close_stream(f.job, 0, 0, 1, 1));
+  f.state.apply(f.state.close_stream(f.job, 0, 0, 1, 0));
+  EXPECT_TRUE(f.state.closed(f.job, 0, 0, 1, 0));
+  EXPECT_TRUE(f.state.closed(f.job, 0, 0, 1, 1));
+  EXPECT_FALSE(f.state.closed(f.job, 0, 0, 1, 2));
+  EXPECT_FALSE(f.state.closed(f.job, 0, 0, 2, 0));
+  DispatcherState copy;
+  copy.apply(f.state.snapshot());
+  EXPECT_EQ(copy.describe(), f.state.describe());
+  EXPECT_TRUE(copy.closed(f.job, 0, 0, 1, 1));
+  EXPECT_FALSE(copy.closed(f.job, 0, 0, 1, 2));
+}
+
 TEST(DispatcherState, AJobNameWithAnotherFingerprintIsRefused) {
   DispatcherState state;
   state.apply(*state.register_job(spec("train", 2, 1, "3f2a0c11d2e4b5a6"), "{}"));

@@ -80,7 +80,7 @@ std::string tfrecord_upstream(int64_t scale = 5) {
 
 class ServiceExactlyOnce : public ::testing::Test {
  protected:
-  void SetUp() override { set_default_transport(in_process_transport()); }
+  void SetUp() override { set_default_transport(transport_); }
   void TearDown() override { set_default_transport(nullptr); }
 
   // Runs one epoch over the upstream with the faults; checks exactly once. Returns how
@@ -116,6 +116,7 @@ class ServiceExactlyOnce : public ::testing::Test {
       };
       workers.push_back(start_service_worker(o));
     }
+    workers_ = &workers;
     std::vector<std::vector<Example>> got(kConsumers);
     std::vector<std::string> errors(kConsumers);
     std::vector<std::thread> consumers;
@@ -135,6 +136,7 @@ class ServiceExactlyOnce : public ::testing::Test {
       });
     if (during) during(dispatcher, d);
     for (auto& t : consumers) t.join();
+    workers_ = nullptr;
     workers.clear();
     for (int r = 0; r < kConsumers; ++r) EXPECT_EQ(errors[r], "") << "consumer " << r;
     Pairs all;
@@ -164,6 +166,8 @@ class ServiceExactlyOnce : public ::testing::Test {
   }
 
   std::atomic<int> frames_{0};  // frames the workers have sent (the fault hook's count)
+  std::shared_ptr<Transport> transport_ = in_process_transport();
+  std::vector<std::unique_ptr<Worker>>* workers_ = nullptr;  // run_epoch's, while it runs
 
   // The (id, echo) pairs of consumer r's lanes' pieces in epoch 0, read piece by piece.
   static Pairs lanes_pairs(const std::string& upstream, int r) {
@@ -355,6 +359,78 @@ TEST_F(ServiceExactlyOnce, RandomFaults) {
     if (HasFatalFailure() || HasNonfatalFailure()) return;
   }
   EXPECT_GE(fired, kSchedules / 2);  // most faults happen (a call past the epoch's last does not)
+}
+
+// The network drops under every worker's streams at once mid-epoch (the in-process
+// transport severs them: each consumer's stream ends with UNAVAILABLE, while the
+// worker's side goes on writing into the void, its cancel never arriving), the workers
+// alive and registered: each consumer reopens a stream to each worker, the old streams
+// (closed at the dispatcher by the release) deliver nothing, and the epoch is the
+// source's once each.
+TEST_F(ServiceExactlyOnce, StreamsCutByTheNetworkAreReopened) {
+  const std::string upstream =
+      R"({"seed": 5, "source": {"kind": "range", "count": 1500},
+          "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 1}}]})";
+  int severed = 0;
+  const During sever = [&](std::unique_ptr<Dispatcher>&, DispatcherOptions&) {
+    for (int ms = 0; frames_ < 6; ++ms) {
+      ASSERT_LT(ms, 30'000) << "the workers sent " << frames_ << " frames";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (const auto& w : *workers_) severed += sever_in_process_streams(*transport_, w->address());
+  };
+  ::testing::internal::CaptureStderr();
+  run_epoch(upstream, {}, sever);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_GE(severed, kConsumers * 2) << said;  // both consumers' streams, of two workers or more
+  EXPECT_NE(said.find("the connection was severed (test): stream cut"), std::string::npos) << said;
+  EXPECT_NE(said.find("stream reopened (stream 1 of epoch 0)"), std::string::npos) << said;
+}
+
+// Workers really gone (stopped) mid-epoch: the consumer waits connect_timeout_s (1 s)
+// since its last stream ended for one to come back, then fails naming them; not at once,
+// and not never.
+TEST_F(ServiceExactlyOnce, WorkersGoneFailTheEpochAfterTheTimeout) {
+  DispatcherOptions d;
+  d.bind = "127.0.0.1";
+  auto dispatcher = start_service_dispatcher(d);
+  auto a = start_service_worker(loopback_worker(dispatcher->port()));
+  auto b = start_service_worker(loopback_worker(dispatcher->port()));
+  const std::string upstream =
+      R"({"seed": 5, "source": {"kind": "range", "count": 3000},
+          "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 1}}]})";
+  nlohmann::json text = nlohmann::json::parse(spec(dispatcher->port(), upstream, 0));
+  text["source"]["consumers"] = 1;
+  text["source"]["buffer_mb"] = 1;
+  text["source"]["connect_timeout_s"] = 1;
+  auto p = PipelineDef::from_json(text).build();
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(p->next().has_value());
+  using Clock = std::chrono::steady_clock;
+  const auto stopping = Clock::now();
+  a->stop();
+  b->stop();
+  const auto stopped = Clock::now();
+  ::testing::internal::CaptureStderr();
+  std::string error;
+  try {
+    while (p->next()) {
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  ::testing::internal::GetCapturedStderr();
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  EXPECT_GE(since(stopping), 1.0) << error;
+  EXPECT_LT(since(stopped), 4.0) << error;
+  EXPECT_NE(error.find("every worker's stream of epoch 0 ended before its pieces were done"),
+            std::string::npos)
+      << error;
+  for (const auto& w : {a.get(), b.get()})
+    EXPECT_NE(error.find("worker w" + std::to_string(w->number()) + " (" + w->address() + ")"),
+              std::string::npos)
+        << error;
 }
 
 // The status's entry of worker `number`.

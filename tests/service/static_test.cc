@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -56,7 +58,7 @@ struct FaultAt {
 
 class ServiceStatic : public ::testing::Test {
  protected:
-  void SetUp() override { set_default_transport(in_process_transport()); }
+  void SetUp() override { set_default_transport(transport_); }
   void TearDown() override { set_default_transport(nullptr); }
 
   static std::string spec(int port, const std::string& up, int consumer) {
@@ -89,12 +91,16 @@ class ServiceStatic : public ::testing::Test {
   }
 
   using Consume = std::function<std::vector<Example>(const PipelineDef& def)>;
+  // Runs on this thread while the consumers read, given the workers.
+  using During = std::function<void(std::vector<std::unique_ptr<Worker>>& workers)>;
+  std::shared_ptr<Transport> transport_ = in_process_transport();
+  std::atomic<int> frames_{0};  // frames the workers have sent
 
   // Both consumers' sequences of one epoch over `workers` workers with the fault;
   // `consume` reads a consumer's epoch (null: build and drain). Returns how many faults
   // happened.
   int run(const std::string& up, int workers, const FaultAt& fault, std::vector<Sequence>& got,
-          const Consume& consume = nullptr) {
+          const Consume& consume = nullptr, const During& during = nullptr) {
     DispatcherOptions d;
     d.bind = "127.0.0.1";
     auto dispatcher = start_service_dispatcher(d);
@@ -106,6 +112,7 @@ class ServiceStatic : public ::testing::Test {
       WorkerOptions o = loopback_worker(dispatcher->port());
       o.fault = [&, w](const std::string& point, int64_t) {
         std::lock_guard lock(mu);
+        if (point == "frame") ++frames_;
         const int n = calls[{w, point}]++;
         if (fault.worker != w || fault.point != point || fault.nth != n) return Fault::kNone;
         ++fired;
@@ -126,6 +133,7 @@ class ServiceStatic : public ::testing::Test {
           errors[r] = e.what();
         }
       });
+    if (during) during(started);
     for (auto& t : consumers) t.join();
     started.clear();
     for (int r = 0; r < kConsumers; ++r) EXPECT_EQ(errors[r], "") << "consumer " << r;
@@ -206,6 +214,35 @@ TEST_F(ServiceStatic, SameOrderWhateverTheWorkers) {
     EXPECT_EQ(cut, one);
     if (HasFailure()) return;
   }
+}
+
+// The network drops under every worker's streams at once mid-epoch (the in-process
+// transport severs them; the workers' sides go on into the void), the workers alive
+// (2,400 records in 24 pieces of 100, each two frames, a millisecond a record):
+// each consumer reopens its workers' streams, the waiting lanes are placed on them,
+// and each consumer's sequence is its uninterrupted one.
+TEST_F(ServiceStatic, StreamsCutByTheNetworkAreReopenedInTheSameOrder) {
+  const std::string up =
+      R"({"seed": 5, "source": {"kind": "range", "count": 2400},
+          "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 1}}]})";
+  std::vector<Sequence> plain, cut;
+  run(up, 2, {}, plain);
+  int severed = 0;
+  const During sever = [&](std::vector<std::unique_ptr<Worker>>& workers) {
+    for (int ms = 0; frames_ < 12; ++ms) {
+      ASSERT_LT(ms, 30'000) << "the workers sent " << frames_ << " frames";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (const auto& w : workers) severed += sever_in_process_streams(*transport_, w->address());
+  };
+  frames_ = 0;
+  ::testing::internal::CaptureStderr();
+  run(up, 2, {}, cut, nullptr, sever);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_GE(severed, kConsumers * 2) << said;
+  EXPECT_NE(said.find("stream reopened (stream 1 of epoch 0)"), std::string::npos) << said;
+  EXPECT_EQ(cut, plain);
+  check(up, cut);
 }
 
 // (b): consumer 0 dropped three times (without a word to anyone) and resumed from the
