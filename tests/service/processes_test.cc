@@ -2,10 +2,6 @@
 // `dataecho worker` and `dataecho pipe` on a spec with a `service` source, each started
 // as a person starts it, the ports read from the lines they print. Skipped where the build
 // has no gRPC plugin (TSan builds, or no libgrpc++-dev), as the transport's tests are.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -21,86 +17,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "process_util.h"
 #include "test_util.h"
 
 namespace dataecho::service {
 namespace {
 
-using dataecho::testing::spawn_tied;
 using dataecho::testing::temp_dir;
 using dataecho::testing::write_file;
+using process_testing::Child;
+using process_testing::read_text;
 
 const std::string kDataecho = std::string(DATAECHO_BINARY_DIR) + "/bin/dataecho";
-
-// A child process whose standard output is a pipe to us; killed when it goes out of scope.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const std::string& log) {
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
-    const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_ = spawn_tied(argv, {-1, out[1], err});
-    close(out[1]);
-    close(err);
-    out_ = out[0];
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(out_);
-  }
-  // The next line of its output within `seconds`, or nullopt.
-  std::optional<std::string> line(double seconds = 20) {
-    const auto end = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    for (;;) {
-      if (const size_t nl = pending_.find('\n'); nl != std::string::npos) {
-        std::string l = pending_.substr(0, nl);
-        pending_.erase(0, nl + 1);
-        return l;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          end - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return std::nullopt;
-      pollfd p{out_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = read(out_, buf, sizeof(buf));
-      if (n <= 0) return std::nullopt;
-      pending_.append(buf, static_cast<size_t>(n));
-    }
-  }
-  // SIGKILL, now.
-  void kill_now() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  // Sends SIGTERM and returns the exit status (-1: killed by a signal or not ended in 20 s).
-  int terminate() {
-    kill(pid_, SIGTERM);
-    return wait_exit();
-  }
-  // Its exit status once it exits by itself (-1: killed by a signal or not ended in 20 s).
-  int wait_exit() {
-    for (int i = 0; i < 200; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      usleep(100'000);
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::string pending_;
-};
 
 // Runs a command to its end; its standard output.
 std::string run_output(const std::vector<std::string>& argv, const std::string& log, int* status) {
@@ -109,13 +37,6 @@ std::string run_output(const std::vector<std::string>& argv, const std::string& 
   while (auto l = child.line(120)) out += *l + "\n";
   *status = child.terminate();
   return out;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // An idx file of `n` images of side x side bytes, image i's bytes all i % 251.

@@ -7,20 +7,12 @@
 // most workers (3) and the dispatcher launches two; workers dearer than the trainer
 // many times over: no worker more, and the echo's cap rises instead. Skipped without the
 // gRPC plugin or the dataecho command, as the other process tests.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,62 +21,19 @@
 
 #include "dataecho/service/service.h"
 #include "dataecho/spec/pipeline_def.h"
+#include "process_util.h"
 #include "test_util.h"
 
 namespace dataecho::service {
 namespace {
 
-using dataecho::testing::spawn_tied;
 using dataecho::testing::temp_dir;
 using dataecho::testing::write_file;
+using process_testing::Child;
+using process_testing::Ending;
+using process_testing::read_text;
 
 const std::string kDataecho = std::string(DATAECHO_BINARY_DIR) + "/bin/dataecho";
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// A process whose standard output we read line by line; SIGTERM, then SIGKILL, at the end.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, const std::string& log) {
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
-    const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_ = spawn_tied(argv, {-1, out[1], err});
-    close(out[1]);
-    close(err);
-    out_ = out[0];
-  }
-  ~Process() {
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 100 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(50'000);
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    close(out_);
-  }
-  // Its first line within 20 s ("" if none).
-  std::string first_line() {
-    std::string line;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < end) {
-      pollfd p{out_, POLLIN, 0};
-      if (poll(&p, 1, 200) <= 0) continue;
-      char c;
-      if (read(out_, &c, 1) != 1) break;
-      if (c == '\n') return line;
-      line += c;
-    }
-    return line;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-};
 
 // An idx file of `n` images of 2 x 2 bytes.
 void write_images(const std::string& path, uint32_t n) {
@@ -104,19 +53,19 @@ class ServiceScale : public ::testing::Test {
 #ifndef DATAECHO_HAVE_CLI
     GTEST_SKIP() << "this build has no dataecho command (DATAECHO_BUILD_CLI=OFF)";
 #endif
-    dispatcher_ = std::make_unique<Process>(
+    dispatcher_ = std::make_unique<Child>(
         std::vector<std::string>{kDataecho, "dispatcher", "--bind", "127.0.0.1", "--port", "0",
                                  "--max-workers", "4"},
-        dir_ + "/dispatcher.log");
-    const std::string listening = dispatcher_->first_line();
+        dir_ + "/dispatcher.log", Ending::kTerminate);
+    const std::string listening = dispatcher_->line(20).value_or("");
     ASSERT_EQ(listening.rfind("listening on 127.0.0.1:", 0), 0u)
         << listening << "; " << read_text(dir_ + "/dispatcher.log");
     address_ = listening.substr(std::string("listening on ").size());
-    worker_ = std::make_unique<Process>(
+    worker_ = std::make_unique<Child>(
         std::vector<std::string>{kDataecho, "worker", "--dispatcher", address_, "--bind",
                                  "127.0.0.1", "--threads", "1"},
-        dir_ + "/worker.log");
-    const std::string serving = worker_->first_line();
+        dir_ + "/worker.log", Ending::kTerminate);
+    const std::string serving = worker_->line(20).value_or("");
     ASSERT_NE(serving.find(" serving on 127.0.0.1:"), std::string::npos)
         << serving << "; " << read_text(dir_ + "/worker.log");
     write_images(dir_ + "/images.idx", 100'000);
@@ -165,7 +114,7 @@ class ServiceScale : public ::testing::Test {
 
   const std::string dir_ = temp_dir();
   std::string address_;
-  std::unique_ptr<Process> dispatcher_, worker_;
+  std::unique_ptr<Child> dispatcher_, worker_;
 };
 
 int64_t workers_set(const nlohmann::json& report) {
