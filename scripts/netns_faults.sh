@@ -31,7 +31,7 @@
 #              2% more loss, then down: every packet dropped, no reset; the consumer must
 #              name C's worker and read on from B's), service-worker-killed (B's worker
 #              SIGKILLed; the consumer must name it), service-dispatcher-link-down (A's
-#              link, the dispatcher's and the consumer's, down for 3 s and back). Each
+#              link, the dispatcher's and the consumer's, down for 8 s and back). Each
 #              time the epoch ends and its records are the shards', each once (count, ids,
 #              SHA-256 of each); each check says the epoch's seconds, the fault's time and
 #              what the consumer printed about the worker it lost, with its delay
@@ -687,12 +687,13 @@ svc_kill_b() {
 nothing() { :; }
 case_service_worker_killed() { svc_epoch worker-killed svc_kill_b nothing; }
 
-# (3) A's link, the dispatcher's (and the consumer's), down for 3 s mid-epoch and back:
-# the workers cannot reach the dispatcher nor the consumer them.
+# (3) A's link, the dispatcher's (and the consumer's), down for 8 s mid-epoch and back:
+# the workers cannot reach the dispatcher nor the consumer them; the streams the
+# transport cuts (its TCP user timeout, 5 s) are reopened once the link is back.
 svc_a_blip() {
   local t0=$EPOCHREALTIME
   netns_link_down r-a
-  sleep 3
+  sleep 8
   netns_link_up r-a
   echo "  A's link down for $(since "$t0") s (every packet dropped, no reset), then up"
 }

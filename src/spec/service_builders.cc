@@ -111,7 +111,7 @@ std::vector<OptionDecl> connection_options() {
            .type = OptionType::kNumber,
            .fallback = 30,
            .min = 0.001,
-           .doc = "how long to wait for the dispatcher and a first worker"},
+           .doc = "how long to wait for the dispatcher, a first worker, or a cut stream to reopen"},
           {.name = "ca_file",
            .type = OptionType::kString,
            .fallback = "",
