@@ -80,7 +80,7 @@ source "$ROOT/bench/dataloader_lib.sh"
 source "$ROOT/bench/service_lib.sh"
 NETNS_PREFIX=dsvcb
 # shellcheck source=../tests/netns/netns.sh
-source "$ROOT/tests/netns/netns.sh"  # netns_unavailable, netns_cleanup (of the dsvcb-* namespaces)
+source "$ROOT/tests/netns/netns.sh"  # netns_unavailable, netns_nginx, netns_cleanup (of the dsvcb-* namespaces)
 DATA=$OUT/dataloader_data
 SHARDS=$OUT/service_scale_data/shards
 RUNS=$OUT/service_scale_runs
@@ -163,36 +163,10 @@ sc_data() {
 
 # sc_nginx: nginx in S serving SHARDS on SC_ADDR_S:8080.
 sc_nginx() {
-  local p=$OUT/service_scale_data/nginx
-  mkdir -p "$p"
-  cat >"$p/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $p/nginx.pid;
-error_log $p/error.log warn;
-events { worker_connections 1024; }
-http {
-  default_type application/octet-stream;
-  sendfile on;
-  keepalive_timeout 120s;
-  access_log off;
-  client_body_temp_path $p/client_body_temp;
-  proxy_temp_path $p/proxy_temp;
-  fastcgi_temp_path $p/fastcgi_temp;
-  uwsgi_temp_path $p/uwsgi_temp;
-  scgi_temp_path $p/scgi_temp;
-  server { listen $SC_ADDR_S:8080; root $SHARDS; }
-}
-EOF
-  ip netns exec "$SC_S" nginx -p "$p" -c "$p/nginx.conf" 2>"$p/stderr.log" &
-  for _ in $(seq 50); do
-    ip netns exec "$SC_C" bash -c "exec 3<>/dev/tcp/$SC_ADDR_S/8080" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "service_scale: nginx did not start:" >&2
-  cat "$p/error.log" "$p/stderr.log" >&2
-  return 1
+  netns_nginx "$OUT/service_scale_data" "$SC_S" "$SC_ADDR_S" "$SHARDS" off "$SC_C" >&2 || {
+    echo "service_scale: nginx did not start (above)" >&2
+    return 1
+  }
 }
 
 # sc_spec FILE: the consumer's spec (SVC_DISPATCHER's job "scale").

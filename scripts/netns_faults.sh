@@ -322,37 +322,8 @@ PY
 }
 
 start_nginx() {  # start_nginx DIR: nginx in B serving DIR/shards on B's address, port 8080
-  local p=$1/nginx
-  mkdir -p "$p"
-  cat >"$p/nginx.conf" <<EOF2
-daemon off;
-master_process off;
-worker_processes 1;
-pid $p/nginx.pid;
-error_log $p/error.log warn;
-events { worker_connections 1024; }
-http {
-  default_type application/octet-stream;
-  sendfile on;
-  keepalive_timeout 120s;
-  access_log $p/access.log;
-  client_body_temp_path $p/client_body_temp;
-  proxy_temp_path $p/proxy_temp;
-  fastcgi_temp_path $p/fastcgi_temp;
-  uwsgi_temp_path $p/uwsgi_temp;
-  scgi_temp_path $p/scgi_temp;
-  server { listen $NETNS_ADDR_B:8080; root $1/shards; }
-}
-EOF2
-  ip netns exec "$NETNS_B" nginx -p "$p" -c "$p/nginx.conf" 2>"$p/stderr.log" &
-  NGINX_PID=$!
-  for _ in $(seq 50); do
-    netns_b bash -c "exec 3<>/dev/tcp/$NETNS_ADDR_B/8080" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nginx did not start:"
-  cat "$p/error.log" "$p/stderr.log"
-  return 1
+  netns_nginx "$1" "$NETNS_B" "$NETNS_ADDR_B" "$1/shards" "$1/nginx/access.log" "$NETNS_B" || return 1
+  NGINX_PID=$NETNS_NGINX_PID
 }
 
 # The faults, at seconds after the read began: the link down for 3 s (packets dropped),

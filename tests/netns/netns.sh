@@ -237,6 +237,45 @@ netns_relay_signal() { kill -"$1" "$(cat "$NETNS_STATE/relay.pid")"; }
 # The relay's counters and messages so far (it prints its counters when it exits).
 netns_relay_log() { cat "$NETNS_STATE/relay.log" 2>/dev/null || true; }
 
+# netns_nginx DIR HOST_NS ADDR ROOT ACCESS_LOG CLIENT_NS: nginx in namespace HOST_NS serving
+# the folder ROOT on ADDR:8080 (its files, temp folders and logs under DIR/nginx;
+# ACCESS_LOG: a path, or "off"), started in the background (its pid in NETNS_NGINX_PID);
+# returns once CLIENT_NS can connect, or prints "nginx did not start:" and nginx's logs
+# and returns 1 after 5 s.
+netns_nginx() {
+  local p=$1/nginx
+  mkdir -p "$p"
+  cat >"$p/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $p/nginx.pid;
+error_log $p/error.log warn;
+events { worker_connections 1024; }
+http {
+  default_type application/octet-stream;
+  sendfile on;
+  keepalive_timeout 120s;
+  access_log $5;
+  client_body_temp_path $p/client_body_temp;
+  proxy_temp_path $p/proxy_temp;
+  fastcgi_temp_path $p/fastcgi_temp;
+  uwsgi_temp_path $p/uwsgi_temp;
+  scgi_temp_path $p/scgi_temp;
+  server { listen $3:8080; root $4; }
+}
+EOF
+  ip netns exec "$2" nginx -p "$p" -c "$p/nginx.conf" 2>"$p/stderr.log" &
+  NETNS_NGINX_PID=$!
+  for _ in $(seq 50); do
+    ip netns exec "$6" bash -c "exec 3<>/dev/tcp/$3/8080" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nginx did not start:"
+  cat "$p/error.log" "$p/stderr.log"
+  return 1
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
