@@ -266,6 +266,7 @@ http {
 }
 EOF
   ip netns exec "$2" nginx -p "$p" -c "$p/nginx.conf" 2>"$p/stderr.log" &
+  # shellcheck disable=SC2034 # read by the scripts that source this file
   NETNS_NGINX_PID=$!
   for _ in $(seq 50); do
     ip netns exec "$6" bash -c "exec 3<>/dev/tcp/$3/8080" 2>/dev/null && return 0
