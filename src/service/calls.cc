@@ -158,6 +158,7 @@ nlohmann::json launch_json(const LaunchStatus& s) {
     if (l.exited()) {
       one["exit_status"] = l.exit_status();
       one["last_line"] = l.last_line();
+      one["ran_s"] = static_cast<double>(l.ran_ms()) / 1000.0;
     }
     launched.push_back(one);
   }

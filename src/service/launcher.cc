@@ -214,17 +214,26 @@ std::string Launcher::worker_dispatcher(bool local) const {
 
 std::string Launcher::host(int64_t index) const {
   if (o_.hosts.empty()) return "localhost";
-  return o_.hosts[static_cast<size_t>(index - 1) % o_.hosts.size()];
+  std::map<std::string, int64_t> running;
+  for (const Launched& l : launched_)
+    if (l.pid > 0 && !l.exit) ++running[l.host];
+  const size_t n = o_.hosts.size();
+  size_t best = static_cast<size_t>(index - 1) % n;
+  for (size_t k = 1; k < n; ++k) {
+    const size_t i = (static_cast<size_t>(index - 1) + k) % n;
+    if (running[o_.hosts[i]] < running[o_.hosts[best]]) best = i;
+  }
+  return o_.hosts[best];
 }
 
-LaunchCommand Launcher::command(int64_t index) const {
+LaunchCommand Launcher::command(int64_t index, const std::string& host) const {
   LaunchCommand c;
   c.label = "launch " + std::to_string(index);
   c.env = {{"DATAECHO_LAUNCH_INDEX", std::to_string(index)}};
   if (!token_.empty()) c.env.emplace_back("DATAECHO_SERVICE_TOKEN", token_);
   const std::string exe = o_.exe.empty() ? self_exe() : o_.exe;
   if (!o_.launch.empty()) {
-    c.shown = expand_template(o_.launch, worker_dispatcher(false), host(index), index, exe);
+    c.shown = expand_template(o_.launch, worker_dispatcher(false), host, index, exe);
     c.argv = {"/bin/sh", "-c", c.shown};
     return c;
   }
@@ -269,6 +278,7 @@ bool Launcher::registered(int64_t index, int64_t worker) {
 void Launcher::reap(Launched& l) {
   if (l.exit) return;
   if (l.pid > 0) l.exit = processes_->poll(l.pid);
+  if (l.exit) l.exited_ms = now_ms_();
   if (l.worker != 0 || l.failed) return;
   if (l.exit) {
     l.failed = true;
@@ -307,8 +317,8 @@ int64_t Launcher::count(const std::map<int64_t, bool>& workers) const {
 void Launcher::launch_one() {
   Launched l;
   l.index = static_cast<int64_t>(launched_.size()) + 1;
-  const LaunchCommand c = command(l.index);
   l.host = host(l.index);
+  const LaunchCommand c = command(l.index, l.host);
   l.shown = c.shown;
   l.started_ms = now_ms_();
   try {
@@ -380,6 +390,7 @@ LaunchedWorker Launcher::status_of(const Launched& l, int64_t now) {
     w.set_exited(true);
     w.set_exit_status(l.exit->status);
     w.set_last_line(l.exit->last_line);
+    w.set_ran_ms(l.exited_ms - l.started_ms);
   }
   w.set_state(l.failed        ? "failed"
               : l.exit        ? "exited"

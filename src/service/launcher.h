@@ -92,7 +92,9 @@ class Launcher {
   LaunchStatus status() const;
 
   // The command of launch `index` (its host round robin over the hosts).
-  LaunchCommand command(int64_t index) const;
+  LaunchCommand command(int64_t index, const std::string& host) const;
+  // The host of launch `index`: of the --hosts, the first with the fewest launches whose
+  // process runs (starting, serving or leaving), looking from the round robin's turn.
   std::string host(int64_t index) const;
 
  private:
@@ -102,6 +104,7 @@ class Launcher {
     std::string shown;
     int64_t pid = 0;
     int64_t started_ms = 0;
+    int64_t exited_ms = 0;     // when the exit was seen (0: not yet)
     int64_t worker = 0;        // the worker it became (0: not registered)
     bool leave_asked = false;  // scaled down
     bool leave_sent = false;   // the order went to the dispatcher

@@ -62,7 +62,7 @@ TEST_F(LauncherTest, TheDefaultCommandIsALocalWorkerAndTheTokenIsInItsEnvironmen
   o.tls_cert_file = "c.pem";
   o.tls_key_file = "c.key";
   o.ca_file = "ca.pem";
-  const LaunchCommand c = make(o).command(2);
+  const LaunchCommand c = make(o).command(2, "localhost");
   EXPECT_EQ(c.argv,
             (std::vector<std::string>{"/opt/dataecho", "worker", "--dispatcher", "127.0.0.1:5050",
                                       "--bind", "127.0.0.1", "--tls-cert", "c.pem", "--tls-key",
@@ -81,13 +81,36 @@ TEST_F(LauncherTest, ATemplateRunsInAShellWithItsHostRoundRobin) {
   o.advertise = "head";
   Launcher& l = make(o);
   EXPECT_EQ(
-      l.command(1).argv,
+      l.command(1, "a").argv,
       (std::vector<std::string>{
           "/bin/sh", "-c", "ssh 'a' dataecho worker --dispatcher 'head:5050' --launch-index '1'"}));
-  EXPECT_EQ(l.command(2).shown,
+  EXPECT_EQ(l.command(2, "b").shown,
             "ssh 'b' dataecho worker --dispatcher 'head:5050' --launch-index '2'");
   EXPECT_EQ(l.host(3), "a");
-  EXPECT_EQ(contents(l.command(3)).find("s3cret"), std::string::npos);
+  EXPECT_EQ(contents(l.command(3, "a")).find("s3cret"), std::string::npos);
+}
+
+TEST_F(LauncherTest, AHostAWorkerLeftIsUsedAgainBeforeAnyHostGetsTwo) {
+  LaunchOptions o;
+  o.launch = "ssh {host} dataecho worker --dispatcher {dispatcher}";
+  o.hosts = {"a", "b", "c"};
+  Launcher& l = make(o);
+  l.set_target(3, "test");
+  l.step({});
+  EXPECT_FALSE(l.registered(1, 1));
+  EXPECT_FALSE(l.registered(2, 2));
+  EXPECT_FALSE(l.registered(3, 3));
+  l.set_target(2, "test");
+  EXPECT_EQ(l.step({{1, true}, {2, true}, {3, true}}), (std::vector<int64_t>{3}));
+  now_ += 2500;
+  processes_->exits[103] = {0, ""};  // launch 3, on c, left
+  l.step({{1, true}, {2, true}});
+  EXPECT_EQ(l.status().launched(2).ran_ms(), 2500);
+  l.set_target(3, "test");
+  l.step({{1, true}, {2, true}});
+  ASSERT_EQ(processes_->started.size(), 4u);
+  EXPECT_EQ(l.status().launched(3).host(), "c");  // not a, the round robin's turn
+  EXPECT_EQ(processes_->started[3].shown, "ssh 'c' dataecho worker --dispatcher '127.0.0.1:5050'");
 }
 
 TEST_F(LauncherTest, ScalesUpCountingWorkersItDidNotLaunch) {
