@@ -167,6 +167,17 @@ std::string run_dir(const ExperimentSpec& spec, const ExperimentCell& cell, uint
   return (dir / ("seed-" + std::to_string(seed))).string();
 }
 
+// A data service source's job named per run (its name, then the run's folder under the
+// experiment's out): every run has a job of its own, since another seed is another
+// upstream, which a job of the same name refuses, and no run reads an epoch another began.
+static PipelineDef per_run_service_job(const PipelineDef& def, const ExperimentSpec& spec,
+                                       const std::string& out) {
+  if (def.source_kind() != "service") return def;
+  const nlohmann::json source = def.to_json().value("source", nlohmann::json::object());
+  const std::string run = fs::path(out).lexically_relative(spec.out).generic_string();
+  return def.with_source_option("job", source.value("job", "") + "/" + run);
+}
+
 // The cell's TrainConfig for one seed, and the JSON that identifies it (compared with a
 // finished run's to decide whether it can be skipped).
 TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, uint64_t seed,
@@ -179,6 +190,7 @@ TrainConfig cell_config(const ExperimentSpec& spec, const ExperimentCell& cell, 
   c.train_spec = derive_cell_def(*c.train_spec, cell);
   c.seed = seed;
   c.out = run_dir(spec, cell, seed);
+  c.train_spec = per_run_service_job(*c.train_spec, spec, c.out);
   c.resume = false;
   if (!options.progress.empty()) c.progress = options.progress;
   if (options.threads) c.threads = *options.threads;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -660,4 +661,24 @@ TEST(ExperimentProtocol, ATuningGroupRunsOnlyItsWinnersFinalSeeds) {
 }
 
 }  // namespace
+TEST(ExperimentProtocol, EachRunHasADataServiceJobOfItsOwn) {
+  json base = base_config();
+  base["train_spec"]["source"] = json::parse(R"({"kind": "service", "dispatcher": "127.0.0.1:9",
+    "job": "eos", "pipeline": {"source": {"kind": "range", "count": 100}}})");
+  json j = {{"name", "service"},
+            {"base", base},
+            {"out", testing::temp_dir() + "/service"},
+            {"grid", {{"variants", {"baseline"}}, {"seeds", {1, 2}}}}};
+  const ExperimentSpec spec = experiment_spec_from_json(j, "");
+  ASSERT_EQ(spec.cells.size(), 1u);
+  std::set<std::string> jobs;
+  for (uint64_t seed : {1, 2}) {
+    const TrainConfig c =
+        detail::cell_config(spec, spec.cells[0], seed, ExperimentOptions{}, nullptr);
+    jobs.insert(c.train_spec->to_json()["source"]["job"].get<std::string>());
+  }
+  EXPECT_EQ(jobs,
+            (std::set<std::string>{"eos/cells/baseline/seed-1", "eos/cells/baseline/seed-2"}));
+}
+
 }  // namespace dataecho::train
