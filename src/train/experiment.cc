@@ -345,7 +345,7 @@ class Sweep {
     for (size_t i = 0; i < spec_.cells.size() && !report_.interrupted; ++i) {
       const bool untunable = !tune(i) || !chosen_in_group(i);
       if (report_.interrupted) break;
-      if (untunable) {
+      if (untunable || options_.tune_only) {
         final_left_ -= pending_[i];
         continue;
       }

@@ -681,4 +681,23 @@ TEST(ExperimentProtocol, EachRunHasADataServiceJobOfItsOwn) {
             (std::set<std::string>{"eos/cells/baseline/seed-1", "eos/cells/baseline/seed-2"}));
 }
 
+TEST(ExperimentProtocol, TuneOnlyRunsNoFinalSeed) {
+  const std::string out = testing::temp_dir() + "/tune_only";
+  ExperimentSpec spec = make_spec(out, {{"lr", {0.05, 0.1, 0.2}}, {"seeds", {101}}});
+  for (const ExperimentCell& cell : spec.cells)
+    for (double lr : {0.05, 0.1, 0.2})
+      write_run(spec, detail::tuning_cell(cell, lr), 101, lr == 0.1 ? 500 : 900, 10);
+  ExperimentOptions o;
+  o.plots = false;
+  o.tune_only = true;
+  o.log = [](const std::string&) {};
+  const ExperimentReport r = run_experiment(spec, o);
+  EXPECT_EQ(r.runs_trained, 0);
+  EXPECT_EQ(r.runs_failed, 0);
+  for (const ExperimentCell& cell : spec.cells) {
+    EXPECT_DOUBLE_EQ(*tuning_state(spec, cell).chosen, 0.1);
+    EXPECT_FALSE(fs::exists(detail::run_dir(spec, cell, 1)));
+  }
+}
+
 }  // namespace dataecho::train

@@ -229,8 +229,12 @@ struct CellResult {
 struct ExperimentOptions {
   bool plots = true;     // run gnuplot (skipped with a note when it is missing)
   std::string progress;  // the trainer's progress line (TrainConfig::progress); "": the config's
-  std::optional<int> threads;         // overrides the base config's LibTorch threads
-  bool dry_run = false;               // derive and validate every cell, train nothing
+  std::optional<int> threads;  // overrides the base config's LibTorch threads
+  bool dry_run = false;        // derive and validate every cell, train nothing
+  // Tune every cell's learning rate, run no final seed: for final runs that need another
+  // setup (another machine, a shaped link), run later from a spec whose tuning is "from"
+  // this one.
+  bool tune_only = false;
   std::atomic<bool>* stop = nullptr;  // set to end the sweep after the current step
   // Progress lines ("[cell 3/8] ..."); default: standard error.
   std::function<void(const std::string&)> log;

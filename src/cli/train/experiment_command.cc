@@ -30,7 +30,7 @@ void add_experiment_command(CLI::App& app) {
   struct Args {
     std::string spec, out, progress;
     int threads = 0;
-    bool no_plots = false, report_only = false, dry_run = false, json = false;
+    bool no_plots = false, report_only = false, dry_run = false, json = false, tune_only = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("experiment", kExperimentDescription);
@@ -45,6 +45,9 @@ void add_experiment_command(CLI::App& app) {
                 "train nothing: tables and plots from the result files already in the output");
   cmd->add_flag("--dry-run", a->dry_run,
                 "derive and validate every cell and print its stages; train nothing");
+  cmd->add_flag("--tune-only", a->tune_only,
+                "tune every cell's learning rate; run no final seed (for final runs in another "
+                "setup, from a spec whose tuning is \"from\" this one)");
   cmd->add_flag("--json", a->json, "print results.json to standard output");
   cmd->callback([=] {
     train::ExperimentSpec spec = train::load_experiment_spec(a->spec);
@@ -53,6 +56,7 @@ void add_experiment_command(CLI::App& app) {
     options.plots = !a->no_plots;
     options.progress = a->progress;
     options.dry_run = a->dry_run;
+    options.tune_only = a->tune_only;
     if (o_threads->count() > 0) options.threads = a->threads;
     options.stop = &g_experiment_stop;
 
