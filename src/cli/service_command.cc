@@ -103,7 +103,9 @@ void add_launch_args(CLI::App* cmd, service::LaunchOptions& o) {
   cmd->add_option("--launch", o.launch,
                   "command that starts a worker, run by /bin/sh -c with {dispatcher}, {host}, "
                   "{index} and {exe} put in (default: a local `dataecho worker` process)");
-  cmd->add_option("--hosts", o.hosts, "hosts for {host}, round robin (default: localhost)")
+  cmd->add_option("--hosts", o.hosts,
+                  "hosts for {host}: the one with the fewest launched workers running, "
+                  "round robin among equals (default: localhost)")
       ->delimiter(',');
   cmd->add_option("--max-workers", o.max_workers,
                   "the most workers `service scale` may ask for (default 16)");
