@@ -10,8 +10,11 @@ PART:
               worker until R is within 10% of 5 (section 5); written to calibration.json.
   grid        the 9 fixed settings (1, 2, 4 workers by e = 1, 2, 4), seeds 1-3.
   policies    workers only, echo only, and echo or scale at worker prices 0, 1 and 4.
-  paper       the data service in the paper's setting (change 1): 1 worker with e = 5.
-  all         tune, calibrate, grid, paper and policies, in that order.
+  paper       the data service in the paper's setting (change 1): the grid's 1 and 2
+              workers at e = 1, and 1 worker at e = 5.
+  all         tune, calibrate, paper, grid and policies, in that order.
+  collect     the finished runs' files (and their service records) into
+              results/echo_or_scale/<setting>/runs.jsonl.xz (experiments/archive.py).
 
 Each run of the shaped parts gets a dispatcher of its own in the trainer's network
 namespace, and its workers are started by the dispatcher's launcher, each in a namespace of
@@ -176,10 +179,13 @@ def settings(paths: Paths, part: str) -> List[Json]:
     option, its cells."""
     dispatcher = f"{TRAINER_ADDR}:{PORT}"
     out: List[Json] = []
-    if part == "grid":
-        for n in (1, 2, 4):
-            out.append({"name": f"grid-n{n}", "workers": n, "scale": None, "cells": [echo_cell(e) for e in (1, 2, 4)]})
-    elif part == "paper":
+    if part in ("grid", "paper"):
+        # paper: the data service's check runs the grid's 1 and 2 workers at e = 1 first.
+        for n in (1, 2, 4) if part == "grid" else (1, 2):
+            cells = [echo_cell(e) for e in (1, 2, 4)]
+            out.append({"name": f"grid-n{n}", "workers": n, "scale": None, "cells": cells,
+                        "only": cells[:1] if part == "paper" else cells})
+    if part == "paper":
         out.append({"name": "paper-n1", "workers": 1, "scale": None, "cells": [echo_cell(5)]})
     elif part == "policies":
         out.append({"name": "workers-only", "workers": 1, "scale": {"policy": "workers", "max_workers": MAX_WORKERS},
@@ -240,6 +246,17 @@ def topology(rate_bit: Optional[int]) -> None:
 
 # ---- one run ----
 
+def compact_status(t: float, s: Json) -> Json:
+    """What a run keeps of one poll of the dispatcher's status: the launcher's target and
+    why, each launch [index, host, state, age_s, ran_s or None, worker], each worker
+    [worker, state, elements, bytes, rate]."""
+    launch = s.get("launch") or {}
+    return {"t": round(t, 3), "target": launch.get("target"), "reason": launch.get("reason", ""),
+            "launched": [[l["index"], l["host"], l["state"], l["age_s"], l.get("ran_s"), l["worker"]]
+                         for l in launch.get("launched", [])],
+            "workers": [[w["worker"], w["state"], w["elements"], w["bytes"], w["rate"]] for w in s.get("workers", [])]}
+
+
 class Service:
     """A dispatcher (in namespace ns, or this one) whose launcher starts the workers, and
     the poller that writes its status every second."""
@@ -266,7 +283,7 @@ class Service:
         if r.returncode != 0:
             return None
         s = json.loads(r.stdout)
-        self.status_file.write(json.dumps({"t": time.time(), "status": s}) + "\n")
+        self.status_file.write(json.dumps(compact_status(time.time(), s)) + "\n")
         self.status_file.flush()
         return s
 
@@ -332,7 +349,7 @@ def run_one(paths: Paths, setting: Json, cell: Json, cid: str, seed: int, dry: b
 
 def run_settings(paths: Paths, part: str, dry: bool) -> None:
     for s in settings(paths, part):
-        for cell in s["cells"]:
+        for cell in s.get("only", s["cells"]):
             cid = cell_id(cell["factor"]) if cell["variant"] != "adaptive" else "adaptive-m4-sb1000"
             for seed in SEEDS:
                 if finished(s["dir"], cid, seed):
@@ -416,15 +433,36 @@ def calibrate(paths: Paths, steps: int = 300, attempts: int = 5) -> int:
     raise SystemExit(f"calibration: R did not come within 10% of {R_GOAL} in {attempts} tries: {tried}")
 
 
+def collect(paths: Paths) -> None:
+    """Every setting's finished runs, and the service records of each, join
+    results/echo_or_scale/<setting>/runs.jsonl.xz; the calibration beside them."""
+    dest_root = ROOT / "results" / "echo_or_scale"
+    dest_root.mkdir(parents=True, exist_ok=True)
+    for d in sorted(paths.runs.iterdir()) if paths.runs.is_dir() else []:
+        if not (d / "cells").is_dir():
+            continue
+        dest = dest_root / d.name
+        archive = [sys.executable, "-m", "experiments.archive", "collect", str(d), str(dest)]
+        subprocess.run(archive, check=True, cwd=ROOT)
+        if (d / "service").is_dir():
+            subprocess.run(archive + ["--under", "service", "--marker", "times.json", "--files", "times.json",
+                                      "status.jsonl", "dispatcher.log"], check=True, cwd=ROOT)
+    if (paths.out / "calibration.json").is_file():
+        shutil.copyfile(paths.out / "calibration.json", dest_root / "calibration.json")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=["tune", "calibrate", "grid", "policies", "paper", "all"])
+    ap.add_argument("part", choices=["tune", "calibrate", "grid", "policies", "paper", "all", "collect"])
     ap.add_argument("--dry-run", action="store_true", help="render the configs and check them; run nothing")
     a = ap.parse_args()
     paths = Paths()
     paths.out.mkdir(parents=True, exist_ok=True)
     make_shards(paths)
-    parts = ["tune", "calibrate", "grid", "paper", "policies"] if a.part == "all" else [a.part]
+    if a.part == "collect":
+        collect(paths)
+        return 0
+    parts = ["tune", "calibrate", "paper", "grid", "policies"] if a.part == "all" else [a.part]
     try:
         for part in parts:
             if part == "tune":

@@ -1,0 +1,213 @@
+"""The echo-or-scale comparison's tables (docs/echo_or_scale_protocol.md sections 4, 6, 7),
+from the run files alone.
+
+    python3 -m experiments.echo_or_scale.report [DIR]
+
+DIR (default results/echo_or_scale) holds one folder per setting (grid-n1, grid-n2,
+grid-n4, paper-n1, workers-only, echo-only, echo-or-scale-p0/-p1/-p4), each with the
+experiment's runs under cells/ and the dispatcher's records of each run under
+service/<cell>/seed-N/ (status.jsonl, times.json): unpacked from the setting's
+runs.jsonl.xz first (experiments/archive.py). Writes DIR/table.txt and DIR/results.json.
+
+Time to target: the wall-clock seconds of the evaluation that reaches the target (first
+touch) or holds it (held, the image protocol's rule), a run that does not counting at its
+whole run, censored. Cost to target at worker price p (per hour, a trainer-hour costing
+1): T + p x the worker-seconds within [start, start + T], start the trainer process's
+start, each launched worker counted from its launch (the poll's time less its age) to its
+exit (launch + ran_s) or the run's end; in trainer-minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import runfiles, stats
+from ..protocol import readings
+from ..runfiles import Json, Run
+
+TARGET_BP = 9000
+PRICES = [0, 1, 4]
+GRID = [(n, e) for n in (1, 2, 4) for e in (1, 2, 4)]
+POLICIES = ["workers-only", "echo-only", "echo-or-scale"]
+READINGS = ["first_touch", "held"]
+
+
+def cell_id(e: int) -> str:
+    return f"before_aug-e{e}-sb1000"
+
+
+def launches(status_path: str, end: float) -> List[Tuple[float, float]]:
+    """(start, stop) of every launched worker process in a run's status log."""
+    spans: Dict[int, List[Optional[float]]] = {}
+    with open(status_path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                rec = json.loads(line)
+                for index, _host, _state, age, ran, _worker in rec["launched"]:
+                    span = spans.setdefault(index, [None, None])
+                    start = rec["t"] - age
+                    span[0] = start if span[0] is None else min(span[0], start)
+                    if ran is not None:
+                        span[1] = span[0] + ran
+            except (ValueError, KeyError, TypeError) as e:
+                raise runfiles.RunFileError(f"{status_path}: line {n}: not a status record ({e})") from e
+    return [(s, stop if stop is not None else end) for s, stop in spans.values() if s is not None]
+
+
+def worker_seconds(spans: Sequence[Tuple[float, float]], t0: float, t1: float) -> float:
+    return sum(max(0.0, min(stop, t1) - max(start, t0)) for start, stop in spans)
+
+
+def observe(setting_dir: str, cell: str, run: Run, reading: str) -> Json:
+    """One run at the target: T, whether censored, fresh, and its workers' seconds."""
+    o = readings.observe(run, TARGET_BP, reading)
+    sdir = os.path.join(setting_dir, "service", cell, f"seed-{run['seed']}")
+    times = runfiles.read_json(os.path.join(sdir, "times.json"), ("trainer_start", "trainer_end"))
+    spans = launches(os.path.join(sdir, "status.jsonl"), times["trainer_end"])
+    t0 = times["trainer_start"]
+    w = worker_seconds(spans, t0, t0 + o["wall"])
+    s = run["summary"]
+    return {"seed": run["seed"], "T": o["wall"], "censored": o["censored"], "fresh": o["fresh"],
+            "worker_seconds": w, "mean_workers": w / o["wall"] if o["wall"] > 0 else 0.0,
+            "launches": len(spans), "achieved_echo": s.get("achieved_echo"), "r": s.get("r_estimate"),
+            "decisions": s.get("pipeline_scale", [])}
+
+
+def cost(o: Json, price: float) -> float:
+    return (o["T"] + price * o["worker_seconds"]) / 60.0
+
+
+def median_of(obs: Sequence[Json], key) -> Optional[Json]:
+    return stats.estimate_median([(key(o), o["censored"]) for o in obs])
+
+
+def load(dir_: str, setting: str) -> Dict[str, List[Run]]:
+    path = os.path.join(dir_, setting)
+    if not os.path.isdir(os.path.join(path, "cells")):
+        return {}
+    return runfiles.load_all_seeds(path, readings.SUMMARY_FIELDS, readings.EVAL_FIELDS)
+
+
+def settings(dir_: str, reading: str) -> Dict[str, List[Json]]:
+    """{label: its runs observed}: the grid's cells "n1-e2", the policies."""
+    out: Dict[str, List[Json]] = {}
+    for n in (1, 2, 4):
+        runs = load(dir_, f"grid-n{n}")
+        for e in (1, 2, 4):
+            if cell_id(e) in runs:
+                out[f"n{n}-e{e}"] = [observe(os.path.join(dir_, f"grid-n{n}"), cell_id(e), r, reading)
+                                     for r in runs[cell_id(e)]]
+    for name, cell in (("workers-only", cell_id(1)), ("echo-only", "adaptive-m4-sb1000"),
+                       ("paper-n1", cell_id(5))) + tuple((f"echo-or-scale-p{p}", "adaptive-m4-sb1000")
+                                                         for p in PRICES):
+        runs = load(dir_, name).get(cell)
+        if runs:
+            out[name if name != "paper-n1" else "n1-e5"] = [observe(os.path.join(dir_, name), cell, r, reading)
+                                                           for r in runs]
+    return out
+
+
+def price_table(obs: Dict[str, List[Json]], price: float) -> Json:
+    """At one price: every grid cell's and policy's median cost, the best fixed setting,
+    and the goals' ratios."""
+    rows: Json = {}
+    for label, o in obs.items():
+        if label.startswith("echo-or-scale-p") and label != f"echo-or-scale-p{price}":
+            continue  # echo or scale is read at its own price only
+        if label == "n1-e5":
+            continue  # the data service's check, not a setting of this comparison
+        rows[label] = {"cost": median_of(o, lambda x: cost(x, price)), "T": median_of(o, lambda x: x["T"] / 60.0),
+                       "by_seed": [round(cost(x, price), 2) for x in o], "censored": sum(x["censored"] for x in o)}
+    grid = {k: v for k, v in rows.items() if k.startswith("n") and v["cost"]}
+    best = min(grid, key=lambda k: grid[k]["cost"]["median"]) if grid else None
+    out: Json = {"price": price, "rows": rows, "best_fixed": best}
+    eos = obs.get(f"echo-or-scale-p{price}")
+    if best and eos:
+        b = [(cost(x, price), x["censored"]) for x in obs[best]]
+        c = [(cost(x, price), x["censored"]) for x in eos]
+        out["eos_over_best"] = stats.estimate_ratio(c, b)
+        for other in ("workers-only", "echo-only"):
+            if other in obs:
+                out[f"eos_over_{other}"] = stats.estimate_ratio(c, [(cost(x, price), x["censored"]) for x in obs[other]])
+    return out
+
+
+def est_text(e: Optional[Json], fmt: str = "{:.1f}") -> str:
+    if not e:
+        return "-"
+    m = ("~" if e.get("median_censored") else "") + fmt.format(e["median"])
+    return f"{m} [{fmt.format(e['ci95'][0])}-{fmt.format(e['ci95'][1])}]"
+
+
+def ratio_text(e: Optional[Json]) -> str:
+    if not e:
+        return "-"
+    return f"{e['ratio']:.2f} [{e['ci95'][0]:.2f}-{e['ci95'][1]:.2f}]" + (" (censored)" if e["censored"] else "")
+
+
+def in_process(root: str) -> Json:
+    """The image protocol's network runs at R about 5 in one process (results/protocol/
+    network-r5): the baseline's and e = 5's median wall time to the target, both readings."""
+    path = os.path.join(root, "results", "protocol", "network-r5")
+    if not os.path.isdir(os.path.join(path, "cells")):
+        return {}
+    runs = readings.load_all_seeds(path)
+    out: Json = {}
+    for cell in ("baseline", cell_id(5)):
+        if cell in runs:
+            out[cell] = {r: median_of([readings.observe(x, TARGET_BP, r) for x in runs[cell]], lambda x: x["wall"] / 60.0)
+                         for r in READINGS}
+            out[cell]["seeds"] = readings.seeds_text(runs[cell])
+    return out
+
+
+def text(result: Json) -> str:
+    lines: List[str] = []
+    for reading in READINGS:
+        lines.append(f"== read by {'the first touch' if reading == 'first_touch' else 'the held rule'}")
+        for t in result[reading]["prices"]:
+            lines.append(f"-- worker price {t['price']} (a trainer-hour costs 1): cost to target, trainer-minutes, "
+                         f"median [95% interval] (time to target in minutes; each seed's cost)")
+            for label, r in t["rows"].items():
+                mark = "  <- best fixed" if label == t["best_fixed"] else ""
+                lines.append(f"  {label:18s} {est_text(r['cost']):24s} T {est_text(r['T']):22s} "
+                             f"{r['by_seed']}{' censored ' + str(r['censored']) if r['censored'] else ''}{mark}")
+            for k in ("eos_over_best", "eos_over_workers-only", "eos_over_echo-only"):
+                if k in t:
+                    lines.append(f"  {k.replace('eos', 'echo or scale').replace('_', ' ')}: {ratio_text(t[k])}")
+        paper = result[reading]["paper"]
+        if paper:
+            lines.append("-- the data service in the paper's setting: time to target, minutes")
+            for label, e in paper.items():
+                lines.append(f"  {label:28s} {est_text(e)}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    dir_ = argv[1] if len(argv) > 1 else os.path.join("results", "echo_or_scale")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = in_process(root)
+    result: Json = {}
+    for reading in READINGS:
+        obs = settings(dir_, reading)
+        paper = {f"service, {k}": median_of(obs[k], lambda x: x["T"] / 60.0) for k in ("n1-e1", "n2-e1", "n1-e5")
+                 if k in obs}
+        for cell, v in proc.items():
+            paper[f"in process, {cell} (seeds {v['seeds']})"] = v[reading]
+        result[reading] = {"prices": [price_table(obs, p) for p in PRICES], "paper": paper,
+                           "runs": obs}
+    with open(os.path.join(dir_, "results.json"), "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+        f.write("\n")
+    t = text(result)
+    with open(os.path.join(dir_, "table.txt"), "w") as f:
+        f.write(t)
+    sys.stdout.write(t)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
