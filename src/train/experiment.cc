@@ -146,6 +146,7 @@ PipelineDef derive_cell_def(const PipelineDef& base, const ExperimentCell& cell)
   EchoStageOptions echo;
   if (cell.variant == EchoVariant::kAdaptive) {
     echo.adaptive = true;
+    echo.autotune = cell.adaptive_auto;
     echo.max_factor = cell.factor;
   } else {
     echo.factor = cell.factor;

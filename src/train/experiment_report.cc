@@ -142,8 +142,10 @@ nlohmann::json CellResult::to_json() const {
     j["control"] = control;
     j["estimates"]["fresh_reduction_vs_control"] = opt_estimate_json(fresh_reduction_vs_control);
   }
-  if (cell.variant == EchoVariant::kAdaptive)
+  if (cell.variant == EchoVariant::kAdaptive) {
     j["adaptive_placement"] = variant_name(cell.adaptive_placement);
+    j["adaptive_factor"] = cell.adaptive_auto ? "auto" : "adaptive";
+  }
   j["lr"] = cell.lr ? nlohmann::json(*cell.lr) : nlohmann::json(nullptr);
   if (tuning) j["tuning"] = tuning->to_json();
   if (first_touch) j["first_touch"] = first_touch->to_json();

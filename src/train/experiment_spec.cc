@@ -56,7 +56,9 @@ std::string num(double v) {
 }
 
 std::string make_cell_id(const ExperimentCell& c) {
-  std::string id = short_variant(c.variant, c.echo_around);
+  std::string id = c.variant == EchoVariant::kAdaptive && c.adaptive_auto
+                       ? std::string("auto")
+                       : short_variant(c.variant, c.echo_around);
   if (c.variant == EchoVariant::kAdaptive) {
     id += "-m" + num(c.factor);
     if (c.adaptive_placement != EchoVariant::kExampleBeforeAugmentation)
@@ -173,6 +175,7 @@ struct Grid {
   std::vector<int64_t> shuffles, batch_sizes, seeds;
   double max_factor = 2;
   EchoVariant placement = EchoVariant::kExampleBeforeAugmentation;
+  bool adaptive_auto = false;
   std::string echo_around;
 };
 
@@ -228,6 +231,7 @@ Grid read_grid(SpecObject& top) {
       "$.grid.adaptive_placement",
       grid.get_string("adaptive_placement", "example_before_augmentation",
                       {"example_before_augmentation", "example_after_augmentation", "batch"}));
+  g.adaptive_auto = grid.get_string("adaptive_factor", "adaptive", {"adaptive", "auto"}) == "auto";
   grid.finish();
   g.echo_around = top.get_string("echo_around", "");
   return g;
@@ -314,6 +318,7 @@ void add_grid_cells(const Grid& g, ExperimentSpec& spec) {
   auto add = [&](ExperimentCell c) {
     c.seeds = seed_list;
     c.adaptive_placement = g.placement;
+    c.adaptive_auto = g.adaptive_auto;
     c.echo_around = g.echo_around;
     c.id = make_cell_id(c);
     spec.cells.push_back(std::move(c));
@@ -356,6 +361,7 @@ void add_grid_cells(const Grid& g, ExperimentSpec& spec) {
 
 // $.cells: extra cells, each with its own config patch: {"id", "variant", "factor",
 // "shuffle_after_echo", "batch_size", "seeds", "overrides", "adaptive_placement",
+// "adaptive_factor",
 // "tuning_lr", "lr" (the cell's own rate: not tuned)}.
 void add_extra_cells(SpecObject& top, const Grid& g, ExperimentSpec& spec,
                      const std::string& base_dir) {
@@ -372,6 +378,8 @@ void add_extra_cells(SpecObject& top, const Grid& g, ExperimentSpec& spec,
       c.adaptive_placement =
           placement_from_name(co.field_path("adaptive_placement"),
                               co.get_string("adaptive_placement", variant_name(g.placement)));
+      c.adaptive_auto = co.get_string("adaptive_factor", g.adaptive_auto ? "auto" : "adaptive",
+                                      {"adaptive", "auto"}) == "auto";
       c.echo_around = g.echo_around;
       std::vector<int64_t> s = int_list(co, "seeds", g.seeds, 0);
       if (s.empty())

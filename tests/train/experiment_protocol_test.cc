@@ -700,4 +700,28 @@ TEST(ExperimentProtocol, TuneOnlyRunsNoFinalSeed) {
   }
 }
 
+TEST(ExperimentProtocol, AnAdaptiveCellCanHaveItsCapTuned) {
+  json j = {{"name", "auto"},
+            {"base", base_config()},
+            {"out", testing::temp_dir() + "/auto"},
+            {"cells",
+             {{{"variant", "adaptive"}, {"factor", 4}, {"shuffle_after_echo", 100}, {"seeds", {1}}},
+              {{"variant", "adaptive"},
+               {"factor", 4},
+               {"shuffle_after_echo", 100},
+               {"adaptive_factor", "auto"},
+               {"seeds", {1}}}}}};
+  const ExperimentSpec spec = experiment_spec_from_json(j, "");
+  ASSERT_EQ(spec.cells.size(), 2u);
+  EXPECT_EQ(spec.cells[0].id, "adaptive-m4-sb100");
+  EXPECT_EQ(spec.cells[1].id, "auto-m4-sb100");
+  const json plain = derive_cell_spec(base_config()["train_spec"], spec.cells[0]);
+  const json tuned = derive_cell_spec(base_config()["train_spec"], spec.cells[1]);
+  EXPECT_EQ(plain["stages"][2]["factor"], "adaptive");
+  EXPECT_EQ(tuned["stages"][2]["factor"], "auto");
+  EXPECT_EQ(tuned["stages"][2]["max_factor"], 4);
+  j["cells"][1]["adaptive_factor"] = "tuned";
+  EXPECT_THROW(experiment_spec_from_json(j, ""), Error);
+}
+
 }  // namespace dataecho::train

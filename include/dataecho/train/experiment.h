@@ -43,6 +43,10 @@ struct ExperimentCell {
   int64_t batch_size = 0;          // 0: the base spec's
   // kAdaptive only: where the adaptive echo goes (one of the three fixed variants).
   EchoVariant adaptive_placement = EchoVariant::kExampleBeforeAugmentation;
+  // kAdaptive: the echo's "factor" is "auto" (its cap tuned by the pipeline's tuner, or
+  // set by a data service source's echo-or-scale policy: docs/echo.md) instead of
+  // "adaptive"; the cell id starts "auto" ("auto-m4-sb1000").
+  bool adaptive_auto = false;
   // The stage an example echo goes before or after, by its op ("pack": a language
   // model's token blocks); empty: the augmentation map (the spec's "echo_around").
   std::string echo_around;
@@ -167,7 +171,7 @@ ExperimentSpec load_experiment_spec(const std::string& path);
 //   example_after_augmentation: right after the first augmentation map
 //     (before the batch stage when there is none);
 //   batch: right after the first batch stage (no shuffle after it);
-//   adaptive: {"factor": "adaptive", "max_factor": factor} at adaptive_placement.
+//   adaptive: {"factor": "adaptive" (or "auto"), "max_factor": factor} at adaptive_placement.
 // A base spec that already has an echo stage, or no batch stage, is refused.
 nlohmann::json derive_cell_spec(const nlohmann::json& base_train_spec, const ExperimentCell& cell);
 // The same on a PipelineDef: the cell's definition (derive_cell_spec is this on the
