@@ -3,13 +3,18 @@
 The extension dataecho._core is the CMake target `dataecho_python`, the same target
 `cmake --install build --component python` installs: this script configures CMake for
 the interpreter running it (engine and extension only: no trainer, tool, tests or
-benchmarks), builds that one target and puts the `_core*.so` it made into the wheel,
-beside the pure-Python files of python/dataecho.
+benchmarks), builds that target and the plugins the configuration has (the build's
+python_plugins.txt lists them: `dataecho_grpc`, the data service's transport, absent
+without libgrpc++-dev; `dataecho_sentencepiece`, the SentencePiece tokenizer), and puts
+the `_core*.so` and the plugins' `libdataecho_*.so` it made into the wheel, beside the
+pure-Python files of python/dataecho: the engine looks for a plugin beside itself
+before the paths it was built with. A wheel without the gRPC plugin says why in the
+data service's error.
 
     DATAECHO_CMAKE_BUILD_DIR=build   reuse a configured build folder of this checkout
-                                     (only `dataecho_python` is brought up to date; it
-                                     must have been configured for a Python with this
-                                     interpreter's extension suffix)
+                                     (only `dataecho_python` and the plugins are brought
+                                     up to date; it must have been configured for a
+                                     Python with this interpreter's extension suffix)
     DATAECHO_CMAKE_ARGS="..."        more arguments for the CMake configure step
     CMAKE_BUILD_PARALLEL_LEVEL=N     build jobs (CMake's own variable)
 
@@ -34,9 +39,14 @@ ROOT = Path(__file__).resolve().parent
 # What a wheel built on Debian 12 needs on another Debian 12 machine, besides the wheel:
 # the libraries the extension links (ldd), the interpreter it was built for and numpy.
 # scripts/fresh_check.sh --only wheel installs exactly these (read from the wheel's
-# metadata) on a minimal Debian 12 root; docs/python.md lists them too.
+# metadata) on a minimal Debian 12 root; docs/python.md lists them too. The plugins need
+# more, installed only where they are used: the data service's gRPC plugin
+# libgrpc++1.51 (DEBIAN_SERVICE, which the check installs too, to call the service), the
+# SentencePiece plugin libsentencepiece0 (DEBIAN_SENTENCEPIECE).
 DEBIAN_RUNTIME = ("python3 python3-venv python3-numpy libcurl4 libarchive13 libturbojpeg0 "
                   "libjpeg62-turbo libspng0 zlib1g libprotobuf32")
+DEBIAN_SERVICE = "libgrpc++1.51"
+DEBIAN_SENTENCEPIECE = "libsentencepiece0"
 
 
 def project_version() -> str:
@@ -53,6 +63,15 @@ def cached(build_dir: Path, name: str) -> str:
         if line.startswith(name + ":"):
             return line.split("=", 1)[1]
     return ""
+
+
+def plugins(build_dir: Path) -> list[tuple[str, Path]]:
+    """The plugins the configuration builds (target, file), from its python_plugins.txt."""
+    listing = build_dir / "python_plugins.txt"
+    if not listing.is_file():
+        sys.exit(f"setup.py: no {listing}: configure {build_dir} again with this checkout's CMakeLists.txt")
+    return [(target, Path(file)) for target, file in
+            (line.split(" ", 1) for line in listing.read_text().splitlines() if line.strip())]
 
 
 class CMakeBuild(build_ext):
@@ -83,6 +102,9 @@ class CMakeBuild(build_ext):
             args += shlex.split(os.environ.get("DATAECHO_CMAKE_ARGS", ""))
             self.spawn(["cmake", "-S", str(ROOT), "-B", str(build_dir)] + args)
         self.spawn(["cmake", "--build", str(build_dir), "--target", "dataecho_python"])
+        built_plugins = plugins(build_dir)  # after the build: it configures again if needed
+        if built_plugins:
+            self.spawn(["cmake", "--build", str(build_dir), "--target"] + [t for t, _ in built_plugins])
 
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         built = build_dir / "python" / "dataecho" / f"_core{suffix}"
@@ -93,6 +115,8 @@ class CMakeBuild(build_ext):
         dest = Path(self.get_ext_fullpath(ext.name))
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, dest)
+        for _, plugin in built_plugins:
+            shutil.copyfile(plugin, dest.parent / plugin.name)
 
 
 setup(
@@ -106,6 +130,15 @@ x86_64**, with Debian's libraries. On another Debian 12 machine it needs these D
 packages and nothing else (python3-torch for torch tensors):
 
     Debian 12 runtime packages: {DEBIAN_RUNTIME}
+
+The data service (`dataecho.service_status`, the `service` source) also needs
+`{DEBIAN_SERVICE}`, and SentencePiece tokenization `{DEBIAN_SENTENCEPIECE}`: install them
+where those are used. Their plugins, `libdataecho_grpc.so` and
+`libdataecho_sentencepiece.so`, are in the wheel beside `_core*.so` (a wheel built
+without libgrpc++-dev has no gRPC plugin, and the data service's error says so):
+
+    Debian 12 data service packages: {DEBIAN_SERVICE}
+    Debian 12 SentencePiece packages: {DEBIAN_SENTENCEPIECE}
 
 Install it into a virtual environment that sees Debian's numpy and torch:
 

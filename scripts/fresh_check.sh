@@ -7,8 +7,10 @@
 # (python3 -m build --wheel --no-isolation, with this machine's packages), the Debian
 # packages its metadata names as its runtime (setup.py's DEBIAN_RUNTIME) installed in
 # the root and nothing more (no torch), then pip install into a venv, import from /, a
-# numpy-mode pipeline, pip uninstall. Prints PASS or FAIL for each and exits non-zero
-# if any failed.
+# numpy-mode pipeline (and the data service's gRPC plugin, found beside the extension,
+# naming the library it lacks), then the data service's packages (DEBIAN_SERVICE) and a
+# status call that reaches the network (to a port nothing listens on), pip uninstall.
+# Prints PASS or FAIL for each and exits non-zero if any failed.
 #
 # Run it before changing scripts/bootstrap.sh or any install step: the development
 # machines and CI have packages a fresh machine lacks, so a green CI can hide a missing
@@ -180,16 +182,20 @@ run_in_root() {  # run_in_root NAME COMMAND: a login-like clean environment, as 
 RESULTS=()
 FAILED=0
 if [[ $RUN_WHEEL -eq 1 ]]; then
-  # The runtime packages the wheel's own metadata names, and nothing else.
-  runtime=$(/usr/bin/python3 - "$WHEEL" <<'PY'
+  # The runtime packages the wheel's own metadata names, and nothing else; then the
+  # data service's.
+  wheel_packages() {  # wheel_packages WHAT: the line "Debian 12 WHAT packages: ..." of its metadata
+    /usr/bin/python3 - "$WHEEL" "$1" <<'PY'
 import re, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-m = re.search(r"Debian 12 runtime packages: (.*)", z.read(meta).decode())
+m = re.search(rf"Debian 12 {sys.argv[2]} packages: (.*)", z.read(meta).decode())
 print(m.group(1).strip() if m else "")
 PY
-)
-  [[ -n "$runtime" ]] || { echo "fresh_check: $WHEEL names no Debian 12 runtime packages" >&2; exit 1; }
+  }
+  runtime=$(wheel_packages runtime)
+  service=$(wheel_packages "data service")
+  [[ -n "$runtime" && -n "$service" ]] || { echo "fresh_check: $WHEEL names no Debian 12 runtime or data service packages" >&2; exit 1; }
   mkdir -p "$ROOT/root/wheel"
   cp "$WHEEL" "$ROOT/root/wheel/"
   cat >"$ROOT/root/wheel/check.py" <<'PY'
@@ -205,12 +211,23 @@ for b in de.range(12).echo(2).batch(4).build(seed=1, as_numpy=True):
 assert sorted(rows) == sorted(list(range(12)) * 2), rows
 from dataecho import stats
 assert stats.median_of([3, 1, 2]) == 2, "dataecho.stats"
+# The data service's gRPC plugin beside _core: without the service's packages it names
+# the library it lacks; with them (`check.py service`) the call reaches the network.
+try:
+    de.service_status("127.0.0.1:9", timeout_s=1)
+    raise AssertionError("a dispatcher answered at 127.0.0.1:9")
+except de.Error as e:
+    lacks = "/dataecho/libdataecho_grpc.so (libgrpc++.so.1.51: cannot open shared object"
+    assert ("at 127.0.0.1:9" if sys.argv[1:] == ["service"] else lacks) in str(e), e
+    print("wheel: service_status:", e)
 print("wheel: dataecho", de.__version__, "from", de.__file__, "ran", len(rows), "rows without torch")
 PY
   run_in_root wheel "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $runtime >/dev/null \
     && python3 -m venv --system-site-packages /root/wheel/env \
     && /root/wheel/env/bin/pip install --no-index --disable-pip-version-check /root/wheel/$(basename "$WHEEL") \
     && (cd / && /root/wheel/env/bin/python /root/wheel/check.py) \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $service >/dev/null \
+    && (cd / && /root/wheel/env/bin/python /root/wheel/check.py service) \
     && /root/wheel/env/bin/pip uninstall -y dataecho \
     && ! /root/wheel/env/bin/python -c 'import dataecho' 2>/dev/null"
 fi

@@ -3,10 +3,10 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
+#include "dataecho/core/module_dir.h"
 #include "dataecho/io/byte_stream.h"
 #include "sentencepiece/spm_plugin.h"
 
@@ -128,11 +128,9 @@ const SpmPlugin& spm_plugin() {
 #ifdef DATAECHO_NO_DEEPBIND
     error = "SentencePiece is not available in sanitizer builds (they cannot load its plugin)";
 #else
-    std::vector<std::string> paths;
-    if (const char* env = std::getenv("DATAECHO_SENTENCEPIECE_PLUGIN")) paths.push_back(env);
-    paths.push_back(DATAECHO_SPM_PLUGIN_INSTALLED);
-    paths.push_back(DATAECHO_SPM_PLUGIN_BUILT);
-    for (const std::string& p : paths) {
+    for (const std::string& p :
+         plugin_paths("DATAECHO_SENTENCEPIECE_PLUGIN", "libdataecho_sentencepiece.so",
+                      {DATAECHO_SPM_PLUGIN_INSTALLED, DATAECHO_SPM_PLUGIN_BUILT})) {
       void* lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
       if (lib == nullptr) {
         error += std::string(error.empty() ? "" : "; ") + dlerror();

@@ -4,10 +4,10 @@
 // threads of its own).
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
 #include <utility>
 
+#include "dataecho/core/module_dir.h"
 #include "service/grpc_plugin.h"
 #include "service/transport.h"
 
@@ -263,15 +263,13 @@ std::string no_plugin_reason() {
 }  // namespace
 
 std::vector<std::string> grpc_plugin_paths() {
-  std::vector<std::string> paths;
-  if (!no_plugin_reason().empty()) return paths;
-  if (const char* env = std::getenv("DATAECHO_GRPC_PLUGIN"); env != nullptr && *env != '\0')
-    paths.push_back(env);
+  if (!no_plugin_reason().empty()) return {};
 #if defined(DATAECHO_GRPC_PLUGIN_INSTALLED) && defined(DATAECHO_GRPC_PLUGIN_BUILT)
-  paths.push_back(DATAECHO_GRPC_PLUGIN_INSTALLED);
-  paths.push_back(DATAECHO_GRPC_PLUGIN_BUILT);
+  return plugin_paths("DATAECHO_GRPC_PLUGIN", "libdataecho_grpc.so",
+                      {DATAECHO_GRPC_PLUGIN_INSTALLED, DATAECHO_GRPC_PLUGIN_BUILT});
+#else
+  return plugin_paths("DATAECHO_GRPC_PLUGIN", "libdataecho_grpc.so", {});
 #endif
-  return paths;
 }
 
 std::shared_ptr<Transport> load_grpc_transport(const std::vector<std::string>& paths) {

@@ -146,8 +146,9 @@ class Transport {
                                                const std::string& token, Handlers handlers) = 0;
 };
 
-// Where grpc_transport() looks for the plugin, in order: $DATAECHO_GRPC_PLUGIN, the
-// installed path, the build's path. Empty where the build has no plugin.
+// Where grpc_transport() looks for the plugin, in order: $DATAECHO_GRPC_PLUGIN, beside the
+// engine's code (module_dir(): a wheel's dataecho/ folder), the installed path, the
+// build's path. Empty where the build has no plugin.
 std::vector<std::string> grpc_plugin_paths();
 // gRPC, its plugin loaded once (by the first call); throws naming every path tried and
 // why each failed, or why this build has no plugin.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's install step (cmake --install BUILD --component python), staged
 # with DESTDIR: the installed package imports from another folder, without the build
-# tree on the path, and runs a pipeline; a plain install of the C++ library to a prefix
-# writes nothing Python.
+# tree on the path, and runs a pipeline; the build's plugins are installed beside _core;
+# a plain install of the C++ library to a prefix writes nothing Python.
 #   install_test.sh BUILD PYTHON
 set -euo pipefail
 BUILD=$(realpath "$1")
@@ -12,6 +12,9 @@ trap 'rm -rf "$TMP"' EXIT
 DESTDIR=$TMP/stage cmake --install "$BUILD" --component python >/dev/null
 SITE=$(cd "$TMP/stage" && find . -name __init__.py -path "*/dataecho/*" -printf '%h\n' | head -1)
 [[ -n $SITE ]] || { echo "no dataecho/__init__.py installed"; exit 1; }
+while read -r _ plugin; do
+  [[ -f "$TMP/stage/$SITE/${plugin##*/}" ]] || { echo "no ${plugin##*/} installed beside _core"; exit 1; }
+done <"$BUILD/python_plugins.txt"
 cd /
 env -u PYTHONPATH PYTHONPATH="$TMP/stage/${SITE%/dataecho}" "$PY" -c '
 import dataecho as de, sys

@@ -2,9 +2,9 @@
 # `pip install .` as a Python user meets it: a fresh virtual environment that sees
 # Debian's numpy and torch (--system-site-packages), pip from Debian's python3-pip,
 # the checkout installed with --no-build-isolation and no package index. setup.py
-# reuses BUILD (DATAECHO_CMAKE_BUILD_DIR), so only the dataecho_python target is
-# brought up to date. Then the installed package imports from outside the checkout,
-# runs a pipeline and says its version; `pip uninstall` leaves nothing of dataecho in
+# reuses BUILD (DATAECHO_CMAKE_BUILD_DIR), so only the dataecho_python target and the
+# plugins are brought up to date. Then the installed package imports from outside the
+# checkout, runs a pipeline, says its version and has BUILD's plugins beside _core; `pip uninstall` leaves nothing of dataecho in
 # the environment.
 #   venv_install_test.sh BUILD PYTHON
 set -euo pipefail
@@ -27,10 +27,13 @@ echo "pip install: $(($(date +%s) - t)) s"
 show=$("$VPY" -m pip show dataecho)
 grep -qx "Version: $VERSION" <<<"$show" || { echo "$show"; echo "pip show: not version $VERSION"; exit 1; }
 
-"$VPY" - "$SITE" "$VERSION" <<'PY'
-import importlib.metadata, sys
+"$VPY" - "$SITE" "$VERSION" "$BUILD/python_plugins.txt" <<'PY'
+import importlib.metadata, os, sys
 import dataecho as de
 site, version = sys.argv[1], sys.argv[2]
+for line in open(sys.argv[3]).read().splitlines():
+    plugin = os.path.join(site, "dataecho", os.path.basename(line.split(" ", 1)[1]))
+    assert os.path.isfile(plugin), f"no {plugin}"
 assert de.__file__.startswith(site + "/dataecho/"), de.__file__
 assert de._core.__file__.startswith(site + "/dataecho/_core."), de._core.__file__
 assert de.__version__ == version == importlib.metadata.version("dataecho"), (de.__version__, version)

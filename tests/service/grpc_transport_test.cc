@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dataecho/core/module_dir.h"
 #include "service/protocol.h"
 #include "service/transport.h"
 #include "test_util.h"
@@ -383,9 +384,10 @@ TEST(GrpcPlugin, TheEnvironmentVariableComesFirst) {
   const auto paths = grpc_plugin_paths();
   ::unsetenv("DATAECHO_GRPC_PLUGIN");
 #ifdef DATAECHO_HAVE_GRPC_PLUGIN
-  ASSERT_EQ(paths.size(), 3u);
+  ASSERT_EQ(paths.size(), 4u);
   EXPECT_EQ(paths[0], "/opt/x/libdataecho_grpc.so");
-  EXPECT_NE(paths[2].find("libdataecho_grpc.so"), std::string::npos);  // the build's
+  EXPECT_EQ(paths[1], module_dir() + "/libdataecho_grpc.so");          // beside the engine's code
+  EXPECT_NE(paths[3].find("libdataecho_grpc.so"), std::string::npos);  // the build's
   EXPECT_EQ(grpc_transport()->name(), "grpc");
 #else
   EXPECT_TRUE(paths.empty());  // no plugin to look for: the error says why

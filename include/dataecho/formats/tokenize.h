@@ -13,7 +13,9 @@
 //                   3.14, which cannot share a process with the Protobuf that dataecho
 //                   links, so it lives in a plugin (libdataecho_sentencepiece.so, built
 //                   beside the engine) loaded with RTLD_DEEPBIND. The plugin is found by
-//                   $DATAECHO_SENTENCEPIECE_PLUGIN, then the install and build folders.
+//                   $DATAECHO_SENTENCEPIECE_PLUGIN, then beside the engine's code
+//                   (module_dir(): a wheel's dataecho/ folder), then the install and
+//                   build folders.
 //                   Not available in the sanitizer builds (RTLD_DEEPBIND is not
 //                   supported there).
 // The end-of-sequence id (`eos_id`, or the default above; for chars and words the line
