@@ -66,7 +66,9 @@ void run_pipe(const PipeArgs& args) {
     for (const auto& path : args.restore_state) states.push_back(read_state_file(path));
     pipeline->restore(merge_elastic_states(states));
   }
-  std::ios::sync_with_stdio(false);
+  // std::cout stays synchronized with stdio: the service source's threads write to
+  // std::cerr, which flushes std::cout (tied to it); unsynchronized, that flush races
+  // with this thread's writes, and a stdout pipe that is full gets lines twice or torn.
   int64_t n = 0;
   while (args.limit < 0 || n < args.limit) {
     auto e = pipeline->next();
