@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import runfiles, stats
 from ..protocol import readings
@@ -80,7 +80,7 @@ def cost(o: Json, price: float) -> float:
     return (o["T"] + price * o["worker_seconds"]) / 60.0
 
 
-def median_of(obs: Sequence[Json], key) -> Optional[Json]:
+def median_of(obs: Sequence[Any], key: Callable[[Any], float]) -> Optional[stats.MedianEstimate]:
     return stats.estimate_median([(key(o), o["censored"]) for o in obs])
 
 
@@ -100,13 +100,13 @@ def settings(dir_: str, reading: str) -> Dict[str, List[Json]]:
             if cell_id(e) in runs:
                 out[f"n{n}-e{e}"] = [observe(os.path.join(dir_, f"grid-n{n}"), cell_id(e), r, reading)
                                      for r in runs[cell_id(e)]]
-    for name, cell in (("workers-only", cell_id(1)), ("echo-only", "adaptive-m4-sb1000"),
-                       ("paper-n1", cell_id(5))) + tuple((f"echo-or-scale-p{p}", "adaptive-m4-sb1000")
+    for name, cell in (("workers-only", cell_id(1)), ("echo-only", "auto-m4-sb1000"),
+                       ("paper-n1", cell_id(5))) + tuple((f"echo-or-scale-p{p}", "auto-m4-sb1000")
                                                          for p in PRICES):
-        runs = load(dir_, name).get(cell)
-        if runs:
+        found = load(dir_, name).get(cell)
+        if found:
             out[name if name != "paper-n1" else "n1-e5"] = [observe(os.path.join(dir_, name), cell, r, reading)
-                                                           for r in runs]
+                                                           for r in found]
     return out
 
 

@@ -170,8 +170,10 @@ def cell_id(e: int) -> str:
     return f"before_aug-e{e}-sb1000"
 
 
-ADAPTIVE = {"variant": "adaptive", "factor": 4, "shuffle_after_echo": 1000}
-FROM_TUNING = {"from": "../tune/experiment.json", "map": {"adaptive-m4-sb1000": cell_id(4)}}
+# Echo only and echo or scale: "factor": "auto" (section 3), its cap the tuner's or the policy's.
+ADAPTIVE = {"variant": "adaptive", "adaptive_factor": "auto", "factor": 4, "shuffle_after_echo": 1000}
+ADAPTIVE_ID = "auto-m4-sb1000"
+FROM_TUNING = {"from": "../tune/experiment.json", "map": {ADAPTIVE_ID: cell_id(4)}}
 
 
 def settings(paths: Paths, part: str) -> List[Json]:
@@ -350,7 +352,7 @@ def run_one(paths: Paths, setting: Json, cell: Json, cid: str, seed: int, dry: b
 def run_settings(paths: Paths, part: str, dry: bool) -> None:
     for s in settings(paths, part):
         for cell in s.get("only", s["cells"]):
-            cid = cell_id(cell["factor"]) if cell["variant"] != "adaptive" else "adaptive-m4-sb1000"
+            cid = cell_id(cell["factor"]) if cell["variant"] != "adaptive" else ADAPTIVE_ID
             for seed in SEEDS:
                 if finished(s["dir"], cid, seed):
                     continue
@@ -366,7 +368,8 @@ def run_settings(paths: Paths, part: str, dry: bool) -> None:
 
 def tune(paths: Paths, dry: bool) -> None:
     # The final seeds are listed (a spec needs them) but run in the shaped parts: --tune-only.
-    d = render_setting(paths, "tune", f"127.0.0.1:{TUNE_PORT}", None, [echo_cell(e) for e in (1, 2, 4, 5)],
+    # e = 1 and 5 first: the paper part needs them alone.
+    d = render_setting(paths, "tune", f"127.0.0.1:{TUNE_PORT}", None, [echo_cell(e) for e in (1, 5, 2, 4)],
                        SEEDS, TUNING)
     if dry:
         subprocess.run([str(paths.bin), "experiment", str(d / "experiment.json"), "--dry-run"], check=True, env=env(paths))

@@ -221,7 +221,6 @@ void Tuner::add_scaler(const std::shared_ptr<ScalePolicy>& scaler,
   if (!scaler || !source) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || scaler_) return;
-  scaler_next_ns_ = source->next_ns.load();
   scaler_source_ = source;
   scaler_ = scaler;
   start_locked();
@@ -336,20 +335,22 @@ ScaleStep Tuner::scale_window(ScalePolicy& scaler, NodeStats& source, const Tune
   sw.dt_s = dt;
   sw.consumer_wait = w.consumer_wait;
   sw.source_elements = source.elements.load();
-  const int64_t source_next = source.next_ns.load();
+  // D is the trainer's pace when it never waits: the demand node's elements over the
+  // time the pipeline's consumer spent outside its next(). (The demand node's own
+  // consumer's time would be a prefetch thread's or a shuffle's: while the trainer waits
+  // for input, that is the stages' work after the node alone, and D comes out several
+  // times too large.)
+  sw.demand_wait_s = w.consumer_wait * dt;
   Tuned* echo = echo_of(knobs);
   if (echo) {
     const size_t i =
         static_cast<size_t>(std::find(knobs.begin(), knobs.end(), echo) - knobs.begin());
     sw.demand_elements = w.knobs[i].elements;
-    sw.demand_wait_s = w.knobs[i].wait_share * dt;
     sw.echo_cap = echo->knob->value();
     sw.echo_max = echo->knob->max();
   } else {
     sw.demand_elements = sw.source_elements;
-    sw.demand_wait_s = static_cast<double>(source_next - scaler_next_ns_) / 1e9;
   }
-  scaler_next_ns_ = source_next;
   const ScaleStep s = scaler.step(sw);
   if (echo && s.cap_to != s.cap_from) {
     echo->knob->set(s.cap_to);

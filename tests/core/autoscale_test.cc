@@ -321,6 +321,40 @@ TEST(TunerScale, TheTunerFeedsThePolicyAndSetsTheEchosCap) {
   EXPECT_EQ(echo_stats->values().at("max_copies"), 2);
 }
 
+// The echo's consumer is a prefetch thread that waits in the echo 90% of the time, while
+// the trainer waits at the output half of it: D is the trainer's pace (150 elements a
+// quarter second of its 0.125 s outside next(): 1,200/s), not 150 over the prefetch
+// thread's 0.025 s (6,000/s).
+TEST(TunerScale, TheDemandIsTheTrainersPaceNotTheEchoConsumersPace) {
+  auto clock = std::make_shared<ManualClock>();
+  TunerOptions to;
+  to.cpu_budget = 8;
+  to.ram_budget_bytes = int64_t{1} << 30;
+  to.clock = clock;
+  auto output = std::make_shared<NodeStats>("5:prefetch");
+  Tuner tuner(to, output);
+  auto echo = std::make_shared<Knob>(
+      Knob::Kind::kEcho, "max_copies", 1, 1, 4, [](int64_t) { return 2049; }, 0);
+  auto echo_stats = std::make_shared<NodeStats>("2:echo(auto)", true);
+  auto source = std::make_shared<NodeStats>("0:service", true);
+  auto scaler = std::make_shared<FakeScaler>(1, [](int64_t) { return 150.0; });
+  ScaleOptions o;
+  o.policy = "echo_or_scale";
+  tuner.add(echo, echo_stats);
+  tuner.add_scaler(std::make_shared<ScalePolicy>(o, scaler), source);
+  for (int i = 0; i < 40; ++i) {
+    clock->advance_seconds(0.25);
+    echo_stats->elements += 150;
+    echo_stats->next_ns += 225'000'000;
+    output->next_ns += 125'000'000;
+    source->elements += 75;
+    tuner.step();
+  }
+  EXPECT_DOUBLE_EQ(source->values().at("scale_demand"), 1200);
+  EXPECT_EQ(scaler->calls, (std::vector<int64_t>{4}));
+  EXPECT_EQ(echo->value(), 2);
+}
+
 // ---------------------------------------------------------------- the spec's "scale"
 
 nlohmann::json service_spec(const std::string& sharding, nlohmann::json scale) {

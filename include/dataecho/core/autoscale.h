@@ -80,7 +80,7 @@ struct ScaleWindow {
   double consumer_wait = 0;     // the share of it the pipeline's consumer waited in next()
   int64_t source_elements = 0;  // the service source's elements so far
   int64_t demand_elements = 0;  // the demand node's (the tuned echo, else the source) so far
-  double demand_wait_s = 0;     // its consumer's time inside its next() over the window
+  double demand_wait_s = 0;     // the pipeline's consumer's time inside its next() over the window
   int64_t echo_cap = 1;         // the tuned echo's cap on copies now, and its max (1: no echo)
   int64_t echo_max = 1;
 };

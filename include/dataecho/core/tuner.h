@@ -370,7 +370,6 @@ class Tuner {
   // The decision loop (add_scaler): set under mu_, then read by the thread of the windows.
   std::shared_ptr<ScalePolicy> scaler_;
   std::shared_ptr<NodeStats> scaler_source_;
-  int64_t scaler_next_ns_ = 0;  // the source's next_ns at the last window
   // Written by the tuner thread under mu_.
   nlohmann::json changes_ = nlohmann::json::array();
   int64_t windows_ = 0;
