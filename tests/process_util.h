@@ -157,4 +157,19 @@ inline std::multiset<std::pair<int64_t, int32_t>> read_pairs(const std::filesyst
   return s;
 }
 
+// Why a test of the data service's processes over gRPC cannot run in this build ("" when
+// it can): it needs the gRPC plugin (TSan builds and builds without libgrpc++-dev have
+// none) and the dataecho command (the sanitizer builds have none). The test target
+// defines DATAECHO_HAVE_GRPC_PLUGIN and DATAECHO_HAVE_CLI where they exist.
+inline std::string service_processes_missing() {
+#if !defined(DATAECHO_HAVE_GRPC_PLUGIN)
+  return "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
+#elif !defined(DATAECHO_HAVE_CLI)
+  return "this build has no dataecho command (DATAECHO_BUILD_CLI=OFF, as in the sanitizer "
+         "builds)";
+#else
+  return "";
+#endif
+}
+
 }  // namespace process_testing

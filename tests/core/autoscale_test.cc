@@ -270,38 +270,57 @@ TEST(ScaleOptionsCheck, BadOptionsAreRefusedNamingTheField) {
 
 // ---------------------------------------------------------------- in the tuner
 
-TEST(TunerScale, TheTunerFeedsThePolicyAndSetsTheEchosCap) {
-  auto clock = std::make_shared<ManualClock>();
-  TunerOptions to;
-  to.cpu_budget = 8;
-  to.ram_budget_bytes = int64_t{1} << 30;
-  to.clock = clock;
-  auto output = std::make_shared<NodeStats>("3:batch");
-  Tuner tuner(to, output);
-  auto echo = std::make_shared<Knob>(
+// A tuner with a tuned echo (cap 1 of 4) after a service source, workers of 150/s each
+// (FakeScaler), and the echo-or-scale policy; run() feeds it 40 windows of 0.25 s in
+// which the echo gives 150 elements, its consumer waits echo_wait_ns in it and the
+// pipeline's consumer output_wait_ns at the output.
+struct ScaleRig {
+  explicit ScaleRig(const std::string& output_label)
+      : output(std::make_shared<NodeStats>(output_label)), tuner(options(clock), output) {
+    ScaleOptions o;
+    o.policy = "echo_or_scale";
+    policy = std::make_shared<ScalePolicy>(o, scaler);
+    tuner.add(echo, echo_stats);
+  }
+  static TunerOptions options(const std::shared_ptr<ManualClock>& clock) {
+    TunerOptions to;
+    to.cpu_budget = 8;
+    to.ram_budget_bytes = int64_t{1} << 30;
+    to.clock = clock;
+    return to;
+  }
+  void run(int64_t echo_wait_ns, int64_t output_wait_ns) {
+    for (int i = 0; i < 40; ++i) {
+      clock->advance_seconds(0.25);
+      echo_stats->elements += 150;
+      echo_stats->next_ns += echo_wait_ns;
+      output->next_ns += output_wait_ns;
+      source->elements += 75;
+      tuner.step();
+    }
+  }
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
+  std::shared_ptr<NodeStats> output;
+  Tuner tuner;
+  std::shared_ptr<Knob> echo = std::make_shared<Knob>(
       Knob::Kind::kEcho, "max_copies", 1, 1, 4, [](int64_t) { return 2049; }, 0);
-  auto echo_stats = std::make_shared<NodeStats>("2:echo(auto)", true);
-  auto source = std::make_shared<NodeStats>("0:service", true);
-  auto scaler = std::make_shared<FakeScaler>(1, [](int64_t) { return 150.0; });
-  ScaleOptions o;
-  o.policy = "echo_or_scale";
-  auto policy = std::make_shared<ScalePolicy>(o, scaler);
-  tuner.add(echo, echo_stats);
-  tuner.add_scaler(policy, source);
-  tuner.add_scaler(policy, source);  // a second add: a no-op
+  std::shared_ptr<NodeStats> echo_stats = std::make_shared<NodeStats>("2:echo(auto)", true);
+  std::shared_ptr<NodeStats> source = std::make_shared<NodeStats>("0:service", true);
+  std::shared_ptr<FakeScaler> scaler =
+      std::make_shared<FakeScaler>(1, [](int64_t) { return 150.0; });
+  std::shared_ptr<ScalePolicy> policy;
+};
+
+TEST(TunerScale, TheTunerFeedsThePolicyAndSetsTheEchosCap) {
+  ScaleRig rig("3:batch");
+  rig.tuner.add_scaler(rig.policy, rig.source);
+  rig.tuner.add_scaler(rig.policy, rig.source);  // a second add: a no-op
   // The consumer waits half the time at the output and at the echo: the tuner's rule 5
   // would raise the echo's cap to 4; the policy sets it to 2 instead.
-  for (int i = 0; i < 40; ++i) {
-    clock->advance_seconds(0.25);
-    echo_stats->elements += 150;
-    echo_stats->next_ns += 125'000'000;
-    output->next_ns += 125'000'000;
-    source->elements += 75;
-    tuner.step();
-  }
-  EXPECT_EQ(echo->value(), 2);
-  EXPECT_EQ(scaler->calls, (std::vector<int64_t>{4}));
-  const auto report = tuner.report();
+  rig.run(125'000'000, 125'000'000);
+  EXPECT_EQ(rig.echo->value(), 2);
+  EXPECT_EQ(rig.scaler->calls, (std::vector<int64_t>{4}));
+  const auto report = rig.tuner.report();
   ASSERT_TRUE(report.contains("scale")) << report.dump(1);
   EXPECT_EQ(report["scale"]["workers"], 4);
   bool workers = false, cap = false;
@@ -314,11 +333,11 @@ TEST(TunerScale, TheTunerFeedsThePolicyAndSetsTheEchosCap) {
   }
   EXPECT_TRUE(cap) << report.dump(1);
   EXPECT_TRUE(workers) << report.dump(1);
-  const auto values = source->values();
+  const auto values = rig.source->values();
   EXPECT_EQ(values.at("scale_workers"), 4);
   EXPECT_EQ(values.at("scale_factor"), 2);
   EXPECT_DOUBLE_EQ(values.at("scale_demand"), 1200);
-  EXPECT_EQ(echo_stats->values().at("max_copies"), 2);
+  EXPECT_EQ(rig.echo_stats->values().at("max_copies"), 2);
 }
 
 // The echo's consumer is a prefetch thread that waits in the echo 90% of the time, while
@@ -326,33 +345,12 @@ TEST(TunerScale, TheTunerFeedsThePolicyAndSetsTheEchosCap) {
 // quarter second of its 0.125 s outside next(): 1,200/s), not 150 over the prefetch
 // thread's 0.025 s (6,000/s).
 TEST(TunerScale, TheDemandIsTheTrainersPaceNotTheEchoConsumersPace) {
-  auto clock = std::make_shared<ManualClock>();
-  TunerOptions to;
-  to.cpu_budget = 8;
-  to.ram_budget_bytes = int64_t{1} << 30;
-  to.clock = clock;
-  auto output = std::make_shared<NodeStats>("5:prefetch");
-  Tuner tuner(to, output);
-  auto echo = std::make_shared<Knob>(
-      Knob::Kind::kEcho, "max_copies", 1, 1, 4, [](int64_t) { return 2049; }, 0);
-  auto echo_stats = std::make_shared<NodeStats>("2:echo(auto)", true);
-  auto source = std::make_shared<NodeStats>("0:service", true);
-  auto scaler = std::make_shared<FakeScaler>(1, [](int64_t) { return 150.0; });
-  ScaleOptions o;
-  o.policy = "echo_or_scale";
-  tuner.add(echo, echo_stats);
-  tuner.add_scaler(std::make_shared<ScalePolicy>(o, scaler), source);
-  for (int i = 0; i < 40; ++i) {
-    clock->advance_seconds(0.25);
-    echo_stats->elements += 150;
-    echo_stats->next_ns += 225'000'000;
-    output->next_ns += 125'000'000;
-    source->elements += 75;
-    tuner.step();
-  }
-  EXPECT_DOUBLE_EQ(source->values().at("scale_demand"), 1200);
-  EXPECT_EQ(scaler->calls, (std::vector<int64_t>{4}));
-  EXPECT_EQ(echo->value(), 2);
+  ScaleRig rig("5:prefetch");
+  rig.tuner.add_scaler(rig.policy, rig.source);
+  rig.run(225'000'000, 125'000'000);
+  EXPECT_DOUBLE_EQ(rig.source->values().at("scale_demand"), 1200);
+  EXPECT_EQ(rig.scaler->calls, (std::vector<int64_t>{4}));
+  EXPECT_EQ(rig.echo->value(), 2);
 }
 
 // ---------------------------------------------------------------- the spec's "scale"

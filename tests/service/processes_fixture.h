@@ -30,6 +30,7 @@ using dataecho::testing::temp_dir;
 using dataecho::testing::write_file;
 using process_testing::Child;
 using process_testing::read_text;
+using process_testing::service_processes_missing;
 
 inline const std::string kDataecho = std::string(DATAECHO_BINARY_DIR) + "/bin/dataecho";
 
@@ -84,13 +85,7 @@ inline std::string dispatcher_address(Child& dispatcher, const std::string& log)
 class ServiceProcesses : public ::testing::Test {
  protected:
   void SetUp() override {
-#ifndef DATAECHO_HAVE_GRPC_PLUGIN
-    GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
-#endif
-#ifndef DATAECHO_HAVE_CLI
-    GTEST_SKIP() << "this build has no dataecho command (DATAECHO_BUILD_CLI=OFF, as in the "
-                    "sanitizer builds)";
-#endif
+    if (const std::string why = service_processes_missing(); !why.empty()) GTEST_SKIP() << why;
     start_dispatcher({"--port", "0"});
   }
   // (Re)starts the dispatcher process with these arguments (--port among them).
@@ -102,6 +97,19 @@ class ServiceProcesses : public ::testing::Test {
     address = dispatcher_address(*dispatcher_, dir + "/dispatcher.log");
   }
   Child& dispatcher() { return *dispatcher_; }
+  // `read()` with one worker process, then a fresh dispatcher (as for a trainer's next
+  // run) and `n` workers started: what read() gave, and those workers.
+  template <class Read>
+  auto with_one_worker_then(int n, Read read) {
+    decltype(read()) first{};
+    {
+      auto one = start_workers(1);
+      if (!HasFailure()) first = read();
+    }
+    start_dispatcher({"--port", "0"});
+    return std::make_pair(std::move(first), start_workers(n));
+  }
+
   // `n` worker processes, each serving.
   std::vector<std::unique_ptr<Child>> start_workers(int n,
                                                     const std::vector<std::string>& args = {}) {

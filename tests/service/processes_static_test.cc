@@ -118,14 +118,7 @@ Sequences read_epoch(const std::string& dir, const std::string& address, const s
 // source's once each.
 TEST_F(ServiceProcesses, StaticSameOrderWhateverTheWorkers) {
   write_images(dir + "/images.idx", kStaticImages);
-  Sequences one;
-  {
-    auto workers = start_workers(1);
-    if (HasFailure()) return;
-    one = read_epoch(dir, address, "one");
-  }
-  start_dispatcher({"--port", "0"});  // a fresh one, as for a trainer's next run
-  auto workers = start_workers(3);
+  auto [one, workers] = with_one_worker_then(3, [&] { return read_epoch(dir, address, "one"); });
   if (HasFailure()) return;
   const Sequences three = read_epoch(dir, address, "three");
   std::vector<int64_t> all;
@@ -146,14 +139,7 @@ TEST_F(ServiceProcesses, StaticSameOrderWhateverTheWorkers) {
 // its sequence of ids is the one-worker reading's.
 TEST_F(ServiceProcesses, StaticWorkerSigkilled) {
   write_images(dir + "/images.idx", kStaticImages);
-  Sequences one;
-  {
-    auto workers = start_workers(1);
-    if (HasFailure()) return;
-    one = read_epoch(dir, address, "one");
-  }
-  start_dispatcher({"--port", "0"});  // a fresh one, as for a trainer's next run
-  auto workers = start_workers(3);
+  auto [one, workers] = with_one_worker_then(3, [&] { return read_epoch(dir, address, "one"); });
   if (HasFailure()) return;
   const Sequences killed = read_epoch(dir, address, "killed", [&](size_t n) {
     if (n == 400) workers[1]->kill_now();

@@ -32,6 +32,7 @@ using dataecho::testing::write_file;
 using process_testing::Child;
 using process_testing::Ending;
 using process_testing::read_text;
+using process_testing::service_processes_missing;
 
 const std::string kDataecho = std::string(DATAECHO_BINARY_DIR) + "/bin/dataecho";
 
@@ -49,12 +50,7 @@ void write_images(const std::string& path, uint32_t n) {
 class ServiceScaleTiming : public ::testing::Test {
  protected:
   void SetUp() override {
-#ifndef DATAECHO_HAVE_GRPC_PLUGIN
-    GTEST_SKIP() << "this build has no gRPC plugin (TSan, or no libgrpc++-dev)";
-#endif
-#ifndef DATAECHO_HAVE_CLI
-    GTEST_SKIP() << "this build has no dataecho command (DATAECHO_BUILD_CLI=OFF)";
-#endif
+    if (const std::string why = service_processes_missing(); !why.empty()) GTEST_SKIP() << why;
     dispatcher_ = std::make_unique<Child>(
         std::vector<std::string>{kDataecho, "dispatcher", "--bind", "127.0.0.1", "--port", "0",
                                  "--max-workers", "4"},
