@@ -344,7 +344,8 @@ def run_one(paths: Paths, setting: Json, cell: Json, cid: str, seed: int, dry: b
             time.sleep(1)
         times["trainer_end"] = time.time()
         times["trainer_exit"] = trainer.returncode
-        write_json(where / "times.json", times)
+        if finished(d, cid, seed):  # an interrupted run leaves no times.json: collect skips it
+            write_json(where / "times.json", times)
     finally:
         svc.stop()
 
