@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from .. import runfiles
+
 ROOT = Path(__file__).resolve().parents[2]
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 PREFIX = "deos"
@@ -117,7 +119,8 @@ def make_shards(paths: Paths) -> None:
 
 
 def read_json(path: Path) -> Json:
-    return json.loads(path.read_text())
+    """A JSON object file, its errors naming the file (experiments/runfiles.py's reader)."""
+    return runfiles.read_json(str(path))
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -410,10 +413,7 @@ def tuned_lr(paths: Paths, cid: str) -> Optional[float]:
                        capture_output=True, text=True, env=env(paths))
     if r.returncode != 0:
         return None
-    for c in json.loads(r.stdout).get("cells", []):
-        if c.get("cell") == cid and c.get("lr"):
-            return float(c["lr"])
-    return None
+    return runfiles.tuned_lr(json.loads(r.stdout), cid, str(spec))
 
 
 def calibrate(paths: Paths, steps: int = 300, attempts: int = 5) -> int:
