@@ -319,9 +319,12 @@ class Service:
         self.status_file.close()
 
 
+def seed_dir(setting_dir: Path, cell: str, seed: int) -> Path:
+    return Path(read_json(setting_dir / "experiment.json")["out"]) / "cells" / cell / f"seed-{seed}"
+
+
 def finished(setting_dir: Path, cell: str, seed: int) -> bool:
-    out = Path(read_json(setting_dir / "experiment.json")["out"])
-    return (out / "cells" / cell / f"seed-{seed}" / "result.json").is_file()
+    return (seed_dir(setting_dir, cell, seed) / "result.json").is_file()
 
 
 def run_one(paths: Paths, setting: Json, cell: Json, cid: str, seed: int, dry: bool) -> None:
@@ -335,6 +338,9 @@ def run_one(paths: Paths, setting: Json, cell: Json, cid: str, seed: int, dry: b
         return
     where = paths.runs / setting["name"] / "service" / cid / f"seed-{seed}"
     shutil.rmtree(where, ignore_errors=True)
+    # A run's time to target is one uninterrupted run's: an interrupted run starts over
+    # rather than resuming from its checkpoint.
+    shutil.rmtree(seed_dir(d, cid, seed), ignore_errors=True)
     svc = Service(paths, where, TRAINER_NS, TRAINER_ADDR, PORT, hosts=True)
     try:
         svc.scale_to(setting["workers"])
