@@ -7,7 +7,9 @@ DIR (default results/echo_or_scale) holds one folder per setting (grid-n1, grid-
 grid-n4, paper-n1, workers-only, echo-only, echo-or-scale-p0/-p1/-p4), each with the
 experiment's runs under cells/ and the dispatcher's records of each run under
 service/<cell>/seed-N/ (status.jsonl, times.json): unpacked from the setting's
-runs.jsonl.xz first (experiments/archive.py). Writes DIR/table.txt and DIR/results.json.
+runs.jsonl.xz (experiments/archive.py), which the report unpacks where a folder holds an
+archive, as it does results/protocol/network-r5's in-process runs. Writes DIR/table.txt and
+DIR/results.json.
 
 Time to target: the wall-clock seconds of the evaluation that reaches the target (first
 touch) or holds it (held, the image protocol's rule), a run that does not counting at its
@@ -24,7 +26,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .. import runfiles, stats
+from .. import archive, runfiles, stats
 from ..protocol import readings
 from ..runfiles import Json, Run
 
@@ -84,8 +86,15 @@ def median_of(obs: Sequence[Any], key: Callable[[Any], float]) -> Optional[stats
     return stats.estimate_median([(key(o), o["censored"]) for o in obs])
 
 
+def unpacked(path: str) -> str:
+    """PATH, its archived run files (if it has an archive) written beside it first."""
+    if os.path.isfile(os.path.join(path, archive.ARCHIVE)):
+        archive.unpack(path)
+    return path
+
+
 def load(dir_: str, setting: str) -> Dict[str, List[Run]]:
-    path = os.path.join(dir_, setting)
+    path = unpacked(os.path.join(dir_, setting))
     if not os.path.isdir(os.path.join(path, "cells")):
         return {}
     return runfiles.load_all_seeds(path, readings.SUMMARY_FIELDS, readings.EVAL_FIELDS)
@@ -151,7 +160,7 @@ def ratio_text(e: Optional[Json]) -> str:
 def in_process(root: str) -> Json:
     """The image protocol's network runs at R about 5 in one process (results/protocol/
     network-r5): the baseline's and e = 5's median wall time to the target, both readings."""
-    path = os.path.join(root, "results", "protocol", "network-r5")
+    path = unpacked(os.path.join(root, "results", "protocol", "network-r5"))
     if not os.path.isdir(os.path.join(path, "cells")):
         return {}
     runs = readings.load_all_seeds(path)
