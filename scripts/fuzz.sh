@@ -9,7 +9,8 @@
 # .fuzz-corpus/TARGET, git-ignored), beside the seeds: the committed corpus
 # fuzz/corpus/jpeg_huffman (scripts/make_jpeg_corpus.py), the regression inputs in
 # tests/image/data/jpeg_regressions, and files the script makes.
-# Environment: FUZZ_BUILD (default build-fuzz), FUZZ_CORPUS, CXX_FUZZ (default clang++-14).
+# Environment: FUZZ_BUILD (default build-fuzz), FUZZ_CORPUS, CXX_FUZZ (default clang++-14),
+# FUZZ_JOBS (default 2: the build's jobs, and the targets run at a time).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER_TARGET=${1:-${FUZZ_TIME:-20}}
@@ -81,16 +82,36 @@ for t in "${TARGETS[@]}"; do
   esac
 done
 
-status=0
 CORPUS=${FUZZ_CORPUS:-$ROOT/.fuzz-corpus}
-for t in "${TARGETS[@]}"; do
-  echo "== $t for ${SECONDS_PER_TARGET}s"
+LOGS="$OUT/logs"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+run_target() {  # run_target T: T for its time; its last lines in $LOGS/T.log, its status in $LOGS/T.rc
+  local t=$1 committed=() rc=0
   mkdir -p "$CORPUS/$t"
-  committed=()
   [ -d "$ROOT/fuzz/corpus/${t%_fuzz}" ] && committed=("$ROOT/fuzz/corpus/${t%_fuzz}")
   # New inputs go into the first folder, the kept corpus; the others are only read.
-  if ! (cd "$OUT" && "$BIN/$t" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -print_final_stats=1 \
-        "$CORPUS/$t" "$SEEDS/$t" "${committed[@]}" 2>&1 | tail -n 15); then
+  (cd "$OUT" && "$BIN/$t" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -print_final_stats=1 \
+    "$CORPUS/$t" "$SEEDS/$t" "${committed[@]}" 2>&1 | tail -n 15) >"$LOGS/$t.log" || rc=$?
+  echo "$rc" >"$LOGS/$t.rc"
+}
+# libFuzzer runs one thread: FUZZ_JOBS targets at a time, each for its whole time, so the
+# step takes about the targets' time over FUZZ_JOBS.
+running=0
+for t in "${TARGETS[@]}"; do
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  echo "== $t for ${SECONDS_PER_TARGET}s"
+  run_target "$t" &
+  running=$((running + 1))
+done
+wait
+status=0
+for t in "${TARGETS[@]}"; do
+  echo "== $t"
+  cat "$LOGS/$t.log"
+  if [ "$(cat "$LOGS/$t.rc" 2>/dev/null)" != 0 ]; then
     echo "FAIL: $t found a crash (see $OUT/crash-*)"
     status=1
   fi
