@@ -1,0 +1,97 @@
+"""The echo-or-scale report (experiments/echo_or_scale/report.py): the workers' seconds it
+charges from the dispatcher's status log, the cost to target at each price, the best fixed
+setting, and its reading of archived settings (unpacked before they are read)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from experiments import archive, runfiles
+from experiments.echo_or_scale import report
+
+CELL = report.cell_id(1)
+T0 = 1_000_000.0
+
+
+def launched(index, age, ran=None):
+    return [index, f"deos-w{index + 1}", "running" if ran is None else "exited", age, ran, f"w{index + 1}"]
+
+
+def write_status(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def write_run(setting_dir, seed, reach_s, workers, cell=CELL):
+    """One run: an evaluation every 10 s, 0.95 accuracy from reach_s on (so T = reach_s),
+    and `workers` workers launched 5 s before the trainer, running to its end."""
+    d = setting_dir / "cells" / cell / f"seed-{seed}"
+    d.mkdir(parents=True)
+    evals = [{"step": int(t), "fresh": int(t) * 100, "accuracy": 0.95 if t >= reach_s else 0.5,
+              "wall_seconds": float(t)} for t in range(10, 301, 10)]
+    d.joinpath("evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    d.joinpath("summary.json").write_text(json.dumps({"fresh": 30000, "wall_seconds": 301.0, "steps": 300,
+                                                      "final_accuracy": 0.95, "r_estimate": 2.0}))
+    d.joinpath("result.json").write_text("{}")
+    s = setting_dir / "service" / cell / f"seed-{seed}"
+    s.mkdir(parents=True)
+    s.joinpath("times.json").write_text(json.dumps({"trainer_start": T0, "trainer_end": T0 + 301}))
+    write_status(s / "status.jsonl", [{"t": T0 + 1, "launched": [launched(k, 6.0) for k in range(workers)]}])
+
+
+def test_launches_span_a_worker_from_its_launch_to_its_exit_or_the_run_end(tmp_path):
+    f = tmp_path / "status.jsonl"
+    write_status(f, [{"t": 100.0, "launched": [launched(0, 10.0)]},
+                     {"t": 150.0, "launched": [launched(0, 60.0), launched(1, 5.0)]},
+                     {"t": 200.0, "launched": [launched(0, 110.0, ran=80.0), launched(1, 55.0)]}])
+    spans = sorted(report.launches(str(f), end=300.0))
+    assert spans == [(90.0, 170.0), (145.0, 300.0)]
+    # Only the seconds inside the window count.
+    assert report.worker_seconds(spans, 100.0, 200.0) == pytest.approx(70.0 + 55.0)
+
+
+def test_a_status_line_that_is_not_a_record_is_named(tmp_path):
+    f = tmp_path / "status.jsonl"
+    f.write_text('{"t": 1, "launched": []}\n{"t": 2}\n')
+    with pytest.raises(runfiles.RunFileError, match=r"status.jsonl: line 2: not a status record"):
+        report.launches(str(f), end=3.0)
+
+
+def test_cost_charges_the_workers_at_their_price_and_picks_the_cheapest_setting(tmp_path):
+    for seed, t in ((1, 200), (2, 220), (3, 210)):
+        write_run(tmp_path / "grid-n1", seed, t, workers=1)
+    for seed, t in ((1, 100), (2, 120), (3, 110)):
+        write_run(tmp_path / "grid-n2", seed, t, workers=2)
+    obs = report.settings(str(tmp_path), "first_touch")
+    assert sorted(obs) == ["n1-e1", "n2-e1"]
+    one = {o["seed"]: o for o in obs["n1-e1"]}
+    assert one[2]["T"] == 220 and one[2]["worker_seconds"] == pytest.approx(220.0)
+    assert {o["seed"]: o["mean_workers"] for o in obs["n2-e1"]} == pytest.approx({1: 2.0, 2: 2.0, 3: 2.0})
+    # Workers free: time alone, 2 workers sooner. A worker 4x a trainer: n1 costs 5 T =
+    # 17.5 minutes against n2's 9 T = 16.5.
+    free, dear = report.price_table(obs, 0), report.price_table(obs, 4)
+    assert free["rows"]["n1-e1"]["cost"]["median"] == pytest.approx(210 / 60)
+    assert free["best_fixed"] == "n2-e1"
+    assert dear["rows"]["n1-e1"]["cost"]["median"] == pytest.approx(5 * 210 / 60)
+    assert dear["rows"]["n2-e1"]["cost"]["median"] == pytest.approx(9 * 110 / 60)
+    assert dear["best_fixed"] == "n2-e1"
+
+
+def test_a_run_that_never_reaches_the_target_counts_censored_at_its_whole_run(tmp_path):
+    write_run(tmp_path / "grid-n1", 1, 10_000, workers=1)  # never at 0.95
+    (o,) = report.settings(str(tmp_path), "first_touch")["n1-e1"]
+    assert o["censored"] and o["T"] == pytest.approx(301.0)  # the summary's wall_seconds
+
+
+def test_archived_settings_are_unpacked_and_read(tmp_path):
+    for seed, t in ((1, 200), (2, 220)):
+        write_run(tmp_path / "grid-n1", seed, t, workers=1)
+    before = report.settings(str(tmp_path), "held")
+    setting = tmp_path / "grid-n1"
+    files = {p.relative_to(setting).as_posix(): p.read_bytes() for p in setting.rglob("*") if p.is_file()}
+    archive.write(setting, files)
+    shutil.rmtree(setting / "cells")
+    shutil.rmtree(setting / "service")
+    assert report.settings(str(tmp_path), "held") == before
+    assert (setting / "cells" / CELL / "seed-2" / "evals.jsonl").is_file()
