@@ -56,8 +56,8 @@ BATCHES=24
 # Batches a worker left out of the window: at 2 a worker, N = 1's window still consumed
 # images read before it began (its link carried 48 KB an image in the window against
 # 54.3 KB records), so its rate was above its link's and N = 2 and 4 looked worse than
-# they were; at 8 the window starts in the steady state (the link's bytes per image in
-# the window match the records').
+# they were; at 8 the window is close to the steady state (52-55 KB an image in the
+# window, N = 1 still about 5% above its link).
 WARM=8
 THREADS=1
 LANES=12
