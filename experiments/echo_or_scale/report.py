@@ -7,8 +7,8 @@ DIR (default results/echo_or_scale) holds one folder per setting (grid-n1, grid-
 grid-n4, paper-n1, workers-only, echo-only, echo-or-scale-p0/-p1/-p4), each with the
 experiment's runs under cells/ and the dispatcher's records of each run under
 service/<cell>/seed-N/ (status.jsonl, times.json): unpacked from the setting's
-runs.jsonl.xz (experiments/archive.py), which the report unpacks where a folder holds an
-archive, as it does results/protocol/network-r5's in-process runs. Writes DIR/table.txt and
+runs.jsonl.xz (experiments/archive.py), which the report unpacks first where a folder holds
+an archive, as it does results/protocol/network-r5's in-process runs. Writes DIR/table.txt and
 DIR/results.json.
 
 Time to target: the wall-clock seconds of the evaluation that reaches the target (first
@@ -86,15 +86,21 @@ def median_of(obs: Sequence[Any], key: Callable[[Any], float]) -> Optional[stats
     return stats.estimate_median([(key(o), o["censored"]) for o in obs])
 
 
-def unpacked(path: str) -> str:
-    """PATH, its archived run files (if it has an archive) written beside it first."""
-    if os.path.isfile(os.path.join(path, archive.ARCHIVE)):
-        archive.unpack(path)
-    return path
+def unpack_runs(*folders: str) -> None:
+    """Each folder's archived run files written beside its archive (a folder without one is
+    left as it is): scripts/run_files.sh's unpack_runs, for the report's own entry."""
+    for folder in folders:
+        if os.path.isfile(os.path.join(folder, archive.ARCHIVE)):
+            archive.unpack(folder)
+
+
+def unpack_settings(dir_: str) -> None:
+    """The archived runs of every setting folder under DIR."""
+    unpack_runs(*(os.path.join(dir_, name) for name in sorted(os.listdir(dir_))))
 
 
 def load(dir_: str, setting: str) -> Dict[str, List[Run]]:
-    path = unpacked(os.path.join(dir_, setting))
+    path = os.path.join(dir_, setting)
     if not os.path.isdir(os.path.join(path, "cells")):
         return {}
     return runfiles.load_all_seeds(path, readings.SUMMARY_FIELDS, readings.EVAL_FIELDS)
@@ -160,7 +166,8 @@ def ratio_text(e: Optional[Json]) -> str:
 def in_process(root: str) -> Json:
     """The image protocol's network runs at R about 5 in one process (results/protocol/
     network-r5): the baseline's and e = 5's median wall time to the target, both readings."""
-    path = unpacked(os.path.join(root, "results", "protocol", "network-r5"))
+    path = os.path.join(root, "results", "protocol", "network-r5")
+    unpack_runs(path)
     if not os.path.isdir(os.path.join(path, "cells")):
         return {}
     runs = readings.load_all_seeds(path)
@@ -198,6 +205,7 @@ def text(result: Json) -> str:
 def main(argv: Sequence[str]) -> int:
     dir_ = argv[1] if len(argv) > 1 else os.path.join("results", "echo_or_scale")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    unpack_settings(dir_)  # once: both readings read the same run files
     proc = in_process(root)
     result: Json = {}
     for reading in READINGS:
