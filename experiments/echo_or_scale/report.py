@@ -1,15 +1,16 @@
 """The echo-or-scale comparison's tables (docs/echo_or_scale_protocol.md sections 4, 6, 7),
 from the run files alone.
 
-    python3 -m experiments.echo_or_scale.report [DIR]
+    python3 -m experiments.echo_or_scale.report [DIR] [--no-plots]
 
 DIR (default results/echo_or_scale) holds one folder per setting (grid-n1, grid-n2,
 grid-n4, paper-n1, workers-only, echo-only, echo-or-scale-p0/-p1/-p4), each with the
 experiment's runs under cells/ and the dispatcher's records of each run under
 service/<cell>/seed-N/ (status.jsonl, times.json): unpacked from the setting's
 runs.jsonl.xz (experiments/archive.py), which the report unpacks first where a folder holds
-an archive, as it does results/protocol/network-r5's in-process runs. Writes DIR/table.txt and
-DIR/results.json.
+an archive, as it does results/protocol/network-r5's in-process runs. Writes DIR/table.txt,
+DIR/results.json and DIR/plots (each price's cost per setting, each policy run's workers
+and echo cap over time; drawn when gnuplot is there).
 
 Time to target: the wall-clock seconds of the evaluation that reaches the target (first
 touch) or holds it (held, the image protocol's rule), a run that does not counting at its
@@ -23,11 +24,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import archive, runfiles, stats
-from ..protocol import readings
+from ..protocol import plots, readings
 from ..runfiles import Json, Run
 
 TARGET_BP = 9000
@@ -37,13 +39,18 @@ POLICIES = ["workers-only", "echo-only", "echo-or-scale"]
 READINGS = ["first_touch", "held"]
 
 
+ADAPTIVE_CELL = "auto-m4-sb1000"  # echo only's and echo or scale's cell (run.py's ADAPTIVE_ID)
+
+
 def cell_id(e: int) -> str:
     return f"before_aug-e{e}-sb1000"
 
 
-def launches(status_path: str, end: float) -> List[Tuple[float, float]]:
-    """(start, stop) of every launched worker process in a run's status log."""
+def read_status(status_path: str, end: float) -> Tuple[List[Tuple[float, float]], List[Tuple[float, int]]]:
+    """From a run's status log: (start, stop) of every launched worker process, and the
+    dispatcher's target number of workers at each of its changes [(t, target)]."""
     spans: Dict[int, List[Optional[float]]] = {}
+    targets: List[Tuple[float, int]] = []
     with open(status_path) as f:
         for n, line in enumerate(f, 1):
             try:
@@ -54,9 +61,17 @@ def launches(status_path: str, end: float) -> List[Tuple[float, float]]:
                     span[0] = start if span[0] is None else min(span[0], start)
                     if ran is not None:
                         span[1] = span[0] + ran
+                target = rec.get("target")
+                if target is not None and (not targets or targets[-1][1] != target):
+                    targets.append((float(rec["t"]), int(target)))
             except (ValueError, KeyError, TypeError) as e:
                 raise runfiles.RunFileError(f"{status_path}: line {n}: not a status record ({e})") from e
-    return [(s, stop if stop is not None else end) for s, stop in spans.values() if s is not None]
+    return [(s, stop if stop is not None else end) for s, stop in spans.values() if s is not None], targets
+
+
+def launches(status_path: str, end: float) -> List[Tuple[float, float]]:
+    """(start, stop) of every launched worker process in a run's status log."""
+    return read_status(status_path, end)[0]
 
 
 def worker_seconds(spans: Sequence[Tuple[float, float]], t0: float, t1: float) -> float:
@@ -68,14 +83,16 @@ def observe(setting_dir: str, cell: str, run: Run, reading: str) -> Json:
     o = readings.observe(run, TARGET_BP, reading)
     sdir = os.path.join(setting_dir, "service", cell, f"seed-{run['seed']}")
     times = runfiles.read_json(os.path.join(sdir, "times.json"), ("trainer_start", "trainer_end"))
-    spans = launches(os.path.join(sdir, "status.jsonl"), times["trainer_end"])
+    spans, targets = read_status(os.path.join(sdir, "status.jsonl"), times["trainer_end"])
     t0 = times["trainer_start"]
     w = worker_seconds(spans, t0, t0 + o["wall"])
     s = run["summary"]
+    scale = s.get("pipeline_scale") or {}
     return {"seed": run["seed"], "T": o["wall"], "censored": o["censored"], "fresh": o["fresh"],
-            "worker_seconds": w, "mean_workers": w / o["wall"] if o["wall"] > 0 else 0.0,
+            "step": o["step"], "worker_seconds": w, "mean_workers": w / o["wall"] if o["wall"] > 0 else 0.0,
             "launches": len(spans), "achieved_echo": s.get("achieved_echo"), "r": s.get("r_estimate"),
-            "decisions": s.get("pipeline_scale", [])}
+            "targets": [[round(t - t0, 1), n] for t, n in targets],
+            "decisions": scale.get("decisions", []) if isinstance(scale, dict) else scale}
 
 
 def cost(o: Json, price: float) -> float:
@@ -115,8 +132,8 @@ def settings(dir_: str, reading: str) -> Dict[str, List[Json]]:
             if cell_id(e) in runs:
                 out[f"n{n}-e{e}"] = [observe(os.path.join(dir_, f"grid-n{n}"), cell_id(e), r, reading)
                                      for r in runs[cell_id(e)]]
-    for name, cell in (("workers-only", cell_id(1)), ("echo-only", "auto-m4-sb1000"),
-                       ("paper-n1", cell_id(5))) + tuple((f"echo-or-scale-p{p}", "auto-m4-sb1000")
+    for name, cell in (("workers-only", cell_id(1)), ("echo-only", ADAPTIVE_CELL),
+                       ("paper-n1", cell_id(5))) + tuple((f"echo-or-scale-p{p}", ADAPTIVE_CELL)
                                                          for p in PRICES):
         found = load(dir_, name).get(cell)
         if found:
@@ -180,6 +197,109 @@ def in_process(root: str) -> Json:
     return out
 
 
+def spread_text(values: Sequence[Optional[float]], fmt: str) -> str:
+    """The median [min-max] of the values given (None left out), or "-"."""
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return "-"
+    mid = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return f"{fmt.format(mid)} [{fmt.format(v[0])}-{fmt.format(v[-1])}]"
+
+
+def beside_lines(obs: Dict[str, List[Json]]) -> List[str]:
+    """Section 4's figures beside the cost, a setting a line, and each policy run's
+    workers over time and decisions."""
+    lines = ["-- beside each setting: fresh examples and steps to target, workers on average until then, "
+             "achieved echo and R in training; median [min-max] over the seeds"]
+    for label, o in obs.items():
+        cens = sum(x["censored"] for x in o)
+        lines.append(f"  {label:18s} fresh {spread_text([x['fresh'] for x in o], '{:,.0f}'):28s} "
+                     f"steps {spread_text([x['step'] for x in o], '{:.0f}'):18s} "
+                     f"workers {spread_text([x['mean_workers'] for x in o], '{:.2f}'):18s} "
+                     f"echo {spread_text([x['achieved_echo'] for x in o], '{:.2f}'):18s} "
+                     f"R {spread_text([x['r'] for x in o], '{:.2f}')}"
+                     + (f"  ({cens} of {len(o)} censored)" if cens else ""))
+    for label, o in obs.items():
+        if label.startswith("n"):
+            continue
+        lines.append(f"-- {label}: each run's workers (the dispatcher's target, s from the trainer's start) "
+                     "and the policy's decisions")
+        for x in o:
+            steps = " -> ".join(f"{n} at {t:.0f} s" for t, n in x["targets"])
+            lines.append(f"  seed {x['seed']}: T {x['T']:.0f} s, workers {steps}, {x['launches']} launched")
+            lines.extend(f"    {d}" for d in x["decisions"])
+    return lines
+
+
+DECISION = re.compile(r"^\S+ ([0-9.]+) s: workers \d+ -> (\d+)(?:, echo cap \d+ -> (\d+))?")
+
+
+def echo_caps(decisions: Sequence[str]) -> List[Tuple[float, int]]:
+    """(t, the echo cap set) of each decision line that sets one."""
+    out: List[Tuple[float, int]] = []
+    for d in decisions:
+        m = DECISION.match(d)
+        if m and m.group(3):
+            out.append((float(m.group(1)), int(m.group(3))))
+    return out
+
+
+def write_plots(dir_: str, result: Json, draw: bool = True) -> str:
+    """DIR/plots: the cost to target of every setting at each price and reading (median,
+    95% interval), and each policy run's workers and echo cap over time."""
+    pdir = os.path.join(dir_, "plots")
+    os.makedirs(pdir, exist_ok=True)
+    gp = plots.gnuplot_script("experiments/echo_or_scale/report.py")
+    count = 0
+    for reading in READINGS:
+        for t in result[reading]["prices"]:
+            name = f"cost_p{t['price']}_{reading}"
+            with open(os.path.join(pdir, f"{name}.dat"), "w") as f:
+                for i, (label, r) in enumerate(t["rows"].items()):
+                    if r["cost"]:
+                        c = r["cost"]
+                        f.write(f"{i} {label} {c['median']:.6g} {c['ci95'][0]:.6g} {c['ci95'][1]:.6g}\n")
+            gp += [f"set output \"{name}.\".fmt",
+                   f"set title \"cost to 90% at a worker price of {t['price']} (a trainer-hour 1), "
+                   f"{'first touch' if reading == 'first_touch' else 'held'}: median over 3 seeds, "
+                   f"95% bootstrap interval; best fixed {t['best_fixed']}\"",
+                   "set xlabel \"setting (grid: workers n, echo e; the policies)\"",
+                   "set ylabel \"trainer-minutes\"", "set xrange [-0.7:*]", "set yrange [0:*]",
+                   "set style fill solid 0.4", "set boxwidth 0.6", "set xtics rotate by -30",
+                   f"plot \"{name}.dat\" using 1:3:xtic(2) with boxes notitle, "
+                   f"\"{name}.dat\" using 1:3:4:5 with yerrorbars lc rgb \"black\" pt 7 notitle",
+                   "set xtics norotate", "set style fill empty", "set xrange [*:*]"]
+            count += 1
+    for label, o in result["first_touch"]["runs"].items():
+        if label.startswith("n"):
+            continue
+        name = f"workers_{label}"
+        series: List[str] = []
+        with open(os.path.join(pdir, f"{name}.dat"), "w") as f:
+            for x in o:
+                end = x["T"]
+                f.write(f"# seed {x['seed']}: workers\n")
+                for tt, n in x["targets"] + [[end, x["targets"][-1][1] if x["targets"] else 0]]:
+                    f.write(f"{max(tt, 0):.1f} {n}\n")
+                f.write("\n\n")
+                series.append(f"seed {x['seed']} workers")
+                caps = echo_caps(x["decisions"])
+                if caps:
+                    f.write(f"# seed {x['seed']}: echo cap\n")
+                    for tt, c in caps + [(end, caps[-1][1])]:
+                        f.write(f"{tt:.1f} {c}\n")
+                    f.write("\n\n")
+                    series.append(f"seed {x['seed']} echo cap")
+        parts = [f"\"{name}.dat\" index {i} using 1:2 with steps lw 2 title \"{s}\"" for i, s in enumerate(series)]
+        gp += [f"set output \"{name}.\".fmt",
+               f"set title \"{label}: the workers the dispatcher is asked for, and the echo cap set, "
+               "until the target (first touch)\"",
+               "set xlabel \"seconds from the trainer's start\"", "set ylabel \"workers, echo cap\"",
+               "set xrange [0:*]", "set yrange [0:5]", "plot " + ", \\\n  ".join(parts), "set xrange [*:*]"]
+        count += 1
+    return plots.gnuplot_draw(pdir, gp, count, draw)
+
+
 def text(result: Json) -> str:
     lines: List[str] = []
     for reading in READINGS:
@@ -194,6 +314,7 @@ def text(result: Json) -> str:
             for k in ("eos_over_best", "eos_over_workers-only", "eos_over_echo-only"):
                 if k in t:
                     lines.append(f"  {k.replace('eos', 'echo or scale').replace('_', ' ')}: {ratio_text(t[k])}")
+        lines.extend(beside_lines(result[reading]["runs"]))
         paper = result[reading]["paper"]
         if paper:
             lines.append("-- the data service in the paper's setting: time to target, minutes")
@@ -203,7 +324,8 @@ def text(result: Json) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    dir_ = argv[1] if len(argv) > 1 else os.path.join("results", "echo_or_scale")
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    dir_ = args[0] if args else os.path.join("results", "echo_or_scale")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     unpack_settings(dir_)  # once: both readings read the same run files
     proc = in_process(root)
@@ -222,7 +344,7 @@ def main(argv: Sequence[str]) -> int:
     t = text(result)
     with open(os.path.join(dir_, "table.txt"), "w") as f:
         f.write(t)
-    sys.stdout.write(t)
+    sys.stdout.write(t + write_plots(dir_, result, draw="--no-plots" not in argv) + "\n")
     return 0
 
 

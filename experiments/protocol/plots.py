@@ -98,26 +98,21 @@ def headline_plot(gp: List[str], names: List[str], pdir: str, exp: str, e: Json)
     gp.append("set key outside right top")
 
 
-def write_plots(out_dir: str, doc: Json, draw: bool = True) -> str:
-    """plots/: each network experiment's plots against the target (data files and
-    plots.gp), drawn with gnuplot unless draw is false; what was done, in words."""
-    pdir = os.path.join(out_dir, "plots")
-    os.makedirs(pdir, exist_ok=True)
-    gp = ["# Written by experiments/protocol/targets.py; run `gnuplot plots.gp` in this folder.",
-          "set key outside right top", "set grid",
-          "do for [fmt in \"png svg\"] {",
-          "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
-          "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }"]
-    names: List[str] = []
-    for exp in NETWORK_EXPS:
-        if exp not in doc["experiments"]:
-            continue
-        e = doc["experiments"][exp]
-        target_plots(gp, names, pdir, exp, e)
-        headline_plot(gp, names, pdir, exp, e)
-    gp.append("}")
+def gnuplot_script(writer: str) -> List[str]:
+    """The opening lines of a plots.gp that draws every plot to PNG and SVG: the plots'
+    lines follow, then gnuplot_draw closes the loop."""
+    return [f"# Written by {writer}; run `gnuplot plots.gp` in this folder.",
+            "set key outside right top", "set grid",
+            "do for [fmt in \"png svg\"] {",
+            "if (fmt eq \"png\") { set terminal pngcairo size 1000,600 noenhanced font \"sans,10\" } "
+            "else { set terminal svg size 1000,600 noenhanced font \"sans,10\" dynamic }"]
+
+
+def gnuplot_draw(pdir: str, gp: List[str], plots: int, draw: bool = True) -> str:
+    """Closes gp, writes it to pdir/plots.gp and draws it with gnuplot (unless draw is
+    false or gnuplot is missing); what was done, in words."""
     with open(os.path.join(pdir, "plots.gp"), "w") as f:
-        f.write("\n".join(gp) + "\n")
+        f.write("\n".join(gp + ["}"]) + "\n")
     if not draw:
         return "plots not requested"
     if not shutil.which("gnuplot"):
@@ -127,4 +122,20 @@ def write_plots(out_dir: str, doc: Json, draw: bool = True) -> str:
         f.write(r.stdout + r.stderr)
     if r.returncode != 0:
         return f"gnuplot failed: see {os.path.join(pdir, 'gnuplot.log')}"
-    return f"{2 * len(names)} plots in {pdir}"
+    return f"{2 * plots} plots in {pdir}"
+
+
+def write_plots(out_dir: str, doc: Json, draw: bool = True) -> str:
+    """plots/: each network experiment's plots against the target (data files and
+    plots.gp), drawn with gnuplot unless draw is false; what was done, in words."""
+    pdir = os.path.join(out_dir, "plots")
+    os.makedirs(pdir, exist_ok=True)
+    gp = gnuplot_script("experiments/protocol/targets.py")
+    names: List[str] = []
+    for exp in NETWORK_EXPS:
+        if exp not in doc["experiments"]:
+            continue
+        e = doc["experiments"][exp]
+        target_plots(gp, names, pdir, exp, e)
+        headline_plot(gp, names, pdir, exp, e)
+    return gnuplot_draw(pdir, gp, len(names), draw)

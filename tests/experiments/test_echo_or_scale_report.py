@@ -94,7 +94,37 @@ def test_archived_settings_are_unpacked_and_read(tmp_path):
     shutil.rmtree(setting / "cells")
     shutil.rmtree(setting / "service")
     # The report's entry unpacks them (once, for both readings) before it reads them.
-    assert report.main(["report", str(tmp_path)]) == 0
+    assert report.main(["report", str(tmp_path), "--no-plots"]) == 0
     written = json.loads((tmp_path / "results.json").read_text())
     assert written["held"]["runs"] == json.loads(json.dumps(before))
     assert (setting / "cells" / CELL / "seed-2" / "evals.jsonl").is_file()
+
+
+def test_a_policy_runs_workers_and_echo_cap_over_time_are_reported_and_plotted(tmp_path):
+    """Section 4's 'beside each': the dispatcher's target over time, the policy's decisions
+    and its echo cap, in the table and in the plots' data."""
+    setting = tmp_path / "echo-or-scale-p1"
+    write_run(setting, 1, 200, workers=1, cell=report.ADAPTIVE_CELL)
+    run_dir = setting / "cells" / report.ADAPTIVE_CELL / "seed-1"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    line = "echo-or-scale 12.0 s: workers 1 -> 3, echo cap 1 -> 2 (factor - -> 2, D 1,200/s)"
+    summary["pipeline_scale"] = {"policy": "echo_or_scale", "decisions": [line]}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    write_status(setting / "service" / report.ADAPTIVE_CELL / "seed-1" / "status.jsonl",
+                 [{"t": T0 + 1, "target": 1, "launched": [launched(0, 6.0)]},
+                  {"t": T0 + 2, "target": 1, "launched": [launched(0, 7.0)]},
+                  {"t": T0 + 50, "target": 3, "launched": [launched(0, 55.0), launched(1, 0.5), launched(2, 0.5)]}])
+    (o,) = report.settings(str(tmp_path), "first_touch")["echo-or-scale-p1"]
+    assert o["targets"] == [[1.0, 1], [50.0, 3]]
+    assert o["decisions"] == [line] and report.echo_caps(o["decisions"]) == [(12.0, 2)]
+    # 1 worker from the start, 2 more from 49.5 s, to T = 200 s.
+    assert o["worker_seconds"] == pytest.approx(200 + 2 * 150.5)
+
+    assert report.main(["report", str(tmp_path), "--no-plots"]) == 0
+    table = (tmp_path / "table.txt").read_text()
+    assert "seed 1: T 200 s, workers 1 at 1 s -> 3 at 50 s, 3 launched" in table
+    assert "    " + line in table
+    plot = (tmp_path / "plots" / "workers_echo-or-scale-p1.dat").read_text()
+    assert plot == ("# seed 1: workers\n1.0 1\n50.0 3\n200.0 3\n\n\n"
+                    "# seed 1: echo cap\n12.0 2\n200.0 2\n\n\n")
+    assert "workers_echo-or-scale-p1" in (tmp_path / "plots" / "plots.gp").read_text()
