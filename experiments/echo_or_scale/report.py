@@ -225,7 +225,7 @@ def beside_lines(obs: Dict[str, List[Json]]) -> List[str]:
         lines.append(f"-- {label}: each run's workers (the dispatcher's target, s from the trainer's start) "
                      "and the policy's decisions")
         for x in o:
-            steps = " -> ".join(f"{n} at {t:.0f} s" for t, n in x["targets"])
+            steps = " -> ".join(f"{n} at {max(t, 0):.0f} s" for t, n in x["targets"])
             lines.append(f"  seed {x['seed']}: T {x['T']:.0f} s, workers {steps}, {x['launches']} launched")
             lines.extend(f"    {d}" for d in x["decisions"])
     return lines
