@@ -22,6 +22,7 @@ exit (launch + ran_s) or the run's end; in trainer-minutes.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -69,11 +70,6 @@ def read_status(status_path: str, end: float) -> Tuple[List[Tuple[float, float]]
     return [(s, stop if stop is not None else end) for s, stop in spans.values() if s is not None], targets
 
 
-def launches(status_path: str, end: float) -> List[Tuple[float, float]]:
-    """(start, stop) of every launched worker process in a run's status log."""
-    return read_status(status_path, end)[0]
-
-
 def worker_seconds(spans: Sequence[Tuple[float, float]], t0: float, t1: float) -> float:
     return sum(max(0.0, min(stop, t1) - max(start, t0)) for start, stop in spans)
 
@@ -87,12 +83,11 @@ def observe(setting_dir: str, cell: str, run: Run, reading: str) -> Json:
     t0 = times["trainer_start"]
     w = worker_seconds(spans, t0, t0 + o["wall"])
     s = run["summary"]
-    scale = s.get("pipeline_scale") or {}
     return {"seed": run["seed"], "T": o["wall"], "censored": o["censored"], "fresh": o["fresh"],
             "step": o["step"], "worker_seconds": w, "mean_workers": w / o["wall"] if o["wall"] > 0 else 0.0,
             "launches": len(spans), "achieved_echo": s.get("achieved_echo"), "r": s.get("r_estimate"),
-            "targets": [[round(t - t0, 1), n] for t, n in targets],
-            "decisions": scale.get("decisions", []) if isinstance(scale, dict) else scale}
+            "targets": [[max(0.0, round(t - t0, 1)), n] for t, n in targets],  # a poll may precede t0
+            "decisions": (s.get("pipeline_scale") or {}).get("decisions", [])}
 
 
 def cost(o: Json, price: float) -> float:
@@ -202,8 +197,7 @@ def spread_text(values: Sequence[Optional[float]], fmt: str) -> str:
     v = sorted(x for x in values if x is not None)
     if not v:
         return "-"
-    mid = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-    return f"{fmt.format(mid)} [{fmt.format(v[0])}-{fmt.format(v[-1])}]"
+    return f"{fmt.format(stats.median(v))} [{fmt.format(v[0])}-{fmt.format(v[-1])}]"
 
 
 def beside_lines(obs: Dict[str, List[Json]]) -> List[str]:
@@ -225,13 +219,13 @@ def beside_lines(obs: Dict[str, List[Json]]) -> List[str]:
         lines.append(f"-- {label}: each run's workers (the dispatcher's target, s from the trainer's start) "
                      "and the policy's decisions")
         for x in o:
-            steps = " -> ".join(f"{n} at {max(t, 0):.0f} s" for t, n in x["targets"])
+            steps = " -> ".join(f"{n} at {t:.0f} s" for t, n in x["targets"])
             lines.append(f"  seed {x['seed']}: T {x['T']:.0f} s, workers {steps}, {x['launches']} launched")
             lines.extend(f"    {d}" for d in x["decisions"])
     return lines
 
 
-DECISION = re.compile(r"^\S+ ([0-9.]+) s: workers \d+ -> (\d+)(?:, echo cap \d+ -> (\d+))?")
+DECISION = re.compile(r"^\S+ ([0-9.]+) s: workers \d+ -> \d+(?:, echo cap \d+ -> (\d+))?")
 
 
 def echo_caps(decisions: Sequence[str]) -> List[Tuple[float, int]]:
@@ -239,8 +233,8 @@ def echo_caps(decisions: Sequence[str]) -> List[Tuple[float, int]]:
     out: List[Tuple[float, int]] = []
     for d in decisions:
         m = DECISION.match(d)
-        if m and m.group(3):
-            out.append((float(m.group(1)), int(m.group(3))))
+        if m and m.group(2):
+            out.append((float(m.group(1)), int(m.group(2))))
     return out
 
 
@@ -280,7 +274,7 @@ def write_plots(dir_: str, result: Json, draw: bool = True) -> str:
                 end = x["T"]
                 f.write(f"# seed {x['seed']}: workers\n")
                 for tt, n in x["targets"] + [[end, x["targets"][-1][1] if x["targets"] else 0]]:
-                    f.write(f"{max(tt, 0):.1f} {n}\n")
+                    f.write(f"{tt:.1f} {n}\n")
                 f.write("\n\n")
                 series.append(f"seed {x['seed']} workers")
                 caps = echo_caps(x["decisions"])
@@ -324,8 +318,11 @@ def text(result: Json) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    dir_ = args[0] if args else os.path.join("results", "echo_or_scale")
+    ap = argparse.ArgumentParser(description="The echo-or-scale comparison's tables and plots.")
+    ap.add_argument("dir", nargs="?", default=os.path.join("results", "echo_or_scale"))
+    ap.add_argument("--no-plots", action="store_true", help="write the plots' data and script, draw nothing")
+    a = ap.parse_args(argv[1:])
+    dir_ = a.dir
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     unpack_settings(dir_)  # once: both readings read the same run files
     proc = in_process(root)
@@ -344,7 +341,7 @@ def main(argv: Sequence[str]) -> int:
     t = text(result)
     with open(os.path.join(dir_, "table.txt"), "w") as f:
         f.write(t)
-    sys.stdout.write(t + write_plots(dir_, result, draw="--no-plots" not in argv) + "\n")
+    sys.stdout.write(t + write_plots(dir_, result, draw=not a.no_plots) + "\n")
     return 0
 
 

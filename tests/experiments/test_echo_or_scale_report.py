@@ -45,7 +45,7 @@ def test_launches_span_a_worker_from_its_launch_to_its_exit_or_the_run_end(tmp_p
     write_status(f, [{"t": 100.0, "launched": [launched(0, 10.0)]},
                      {"t": 150.0, "launched": [launched(0, 60.0), launched(1, 5.0)]},
                      {"t": 200.0, "launched": [launched(0, 110.0, ran=80.0), launched(1, 55.0)]}])
-    spans = sorted(report.launches(str(f), end=300.0))
+    spans = sorted(report.read_status(str(f), end=300.0)[0])
     assert spans == [(90.0, 170.0), (145.0, 300.0)]
     # Only the seconds inside the window count.
     assert report.worker_seconds(spans, 100.0, 200.0) == pytest.approx(70.0 + 55.0)
@@ -55,7 +55,7 @@ def test_a_status_line_that_is_not_a_record_is_named(tmp_path):
     f = tmp_path / "status.jsonl"
     f.write_text('{"t": 1, "launched": []}\n{"t": 2}\n')
     with pytest.raises(runfiles.RunFileError, match=r"status.jsonl: line 2: not a status record"):
-        report.launches(str(f), end=3.0)
+        report.read_status(str(f), end=3.0)
 
 
 def test_cost_charges_the_workers_at_their_price_and_picks_the_cheapest_setting(tmp_path):
