@@ -4,7 +4,8 @@ from the run files alone.
     python3 -m experiments.echo_or_scale.report [DIR] [--no-plots]
 
 DIR (default results/echo_or_scale) holds one folder per setting (grid-n1, grid-n2,
-grid-n4, paper-n1, workers-only, echo-only, echo-or-scale-p0/-p1/-p4), each with the
+grid-n4, paper-n1, workers-only, echo-only, echo-or-scale-p0/-p1/-p4, and the policies run
+again on the corrected code of the protocol's change 3: workers-only-c3, ...), each with the
 experiment's runs under cells/ and the dispatcher's records of each run under
 service/<cell>/seed-N/ (status.jsonl, times.json): unpacked from the setting's
 runs.jsonl.xz (experiments/archive.py), which the report unpacks first where a folder holds
@@ -37,6 +38,9 @@ TARGET_BP = 9000
 PRICES = [0, 1, 4]
 GRID = [(n, e) for n in (1, 2, 4) for e in (1, 2, 4)]
 POLICIES = ["workers-only", "echo-only", "echo-or-scale"]
+# The policies' runs: the registered code's, and those of the protocol's change 3 (the
+# measurements corrected), whose settings' names end in "-c3".
+CODES = {"": "registered code", "-c3": "change 3"}
 READINGS = ["first_touch", "held"]
 
 
@@ -127,9 +131,9 @@ def settings(dir_: str, reading: str) -> Dict[str, List[Json]]:
             if cell_id(e) in runs:
                 out[f"n{n}-e{e}"] = [observe(os.path.join(dir_, f"grid-n{n}"), cell_id(e), r, reading)
                                      for r in runs[cell_id(e)]]
-    for name, cell in (("workers-only", cell_id(1)), ("echo-only", ADAPTIVE_CELL),
-                       ("paper-n1", cell_id(5))) + tuple((f"echo-or-scale-p{p}", ADAPTIVE_CELL)
-                                                         for p in PRICES):
+    policies = (("workers-only", cell_id(1)), ("echo-only", ADAPTIVE_CELL)) + tuple(
+        (f"echo-or-scale-p{p}", ADAPTIVE_CELL) for p in PRICES)
+    for name, cell in (("paper-n1", cell_id(5)),) + tuple((n + code, c) for code in CODES for n, c in policies):
         found = load(dir_, name).get(cell)
         if found:
             out[name if name != "paper-n1" else "n1-e5"] = [observe(os.path.join(dir_, name), cell, r, reading)
@@ -142,7 +146,7 @@ def price_table(obs: Dict[str, List[Json]], price: float) -> Json:
     and the goals' ratios."""
     rows: Json = {}
     for label, o in obs.items():
-        if label.startswith("echo-or-scale-p") and label != f"echo-or-scale-p{price}":
+        if label.startswith("echo-or-scale-p") and label not in (f"echo-or-scale-p{price}{c}" for c in CODES):
             continue  # echo or scale is read at its own price only
         if label == "n1-e5":
             continue  # the data service's check, not a setting of this comparison
@@ -151,15 +155,24 @@ def price_table(obs: Dict[str, List[Json]], price: float) -> Json:
     grid = {k: v for k, v in rows.items() if k.startswith("n") and v["cost"]}
     best = min(grid, key=lambda k: grid[k]["cost"]["median"]) if grid else None
     out: Json = {"price": price, "rows": rows, "best_fixed": best}
-    eos = obs.get(f"echo-or-scale-p{price}")
-    if best and eos:
-        b = [(cost(x, price), x["censored"]) for x in obs[best]]
-        c = [(cost(x, price), x["censored"]) for x in eos]
-        out["eos_over_best"] = stats.estimate_ratio(c, b)
-        for other in ("workers-only", "echo-only"):
-            if other in obs:
-                out[f"eos_over_{other}"] = stats.estimate_ratio(c, [(cost(x, price), x["censored"]) for x in obs[other]])
+    for code in CODES:  # each code's echo or scale against the grid and its own code's other policies
+        eos = obs.get(f"echo-or-scale-p{price}{code}")
+        if best and eos:
+            b = [(cost(x, price), x["censored"]) for x in obs[best]]
+            c = [(cost(x, price), x["censored"]) for x in eos]
+            out[f"eos{code}_over_best"] = stats.estimate_ratio(c, b)
+            for other in ("workers-only", "echo-only"):
+                if other + code in obs:
+                    out[f"eos{code}_over_{other}"] = stats.estimate_ratio(
+                        c, [(cost(x, price), x["censored"]) for x in obs[other + code]])
     return out
+
+
+def ratio_label(key: str) -> str:
+    """"eos-c3_over_workers-only" -> "echo or scale over workers only (change 3)"."""
+    head, other = key.split("_over_")
+    code = head[len("eos"):]
+    return f"echo or scale over {other.replace('-', ' ')} ({CODES[code]})"
 
 
 def est_text(e: Optional[Json], fmt: str = "{:.1f}") -> str:
@@ -305,9 +318,11 @@ def text(result: Json) -> str:
                 mark = "  <- best fixed" if label == t["best_fixed"] else ""
                 lines.append(f"  {label:18s} {est_text(r['cost']):24s} T {est_text(r['T']):22s} "
                              f"{r['by_seed']}{' censored ' + str(r['censored']) if r['censored'] else ''}{mark}")
-            for k in ("eos_over_best", "eos_over_workers-only", "eos_over_echo-only"):
-                if k in t:
-                    lines.append(f"  {k.replace('eos', 'echo or scale').replace('_', ' ')}: {ratio_text(t[k])}")
+            for code in CODES:
+                for other in ("best", "workers-only", "echo-only"):
+                    k = f"eos{code}_over_{other}"
+                    if k in t:
+                        lines.append(f"  {ratio_label(k)}: {ratio_text(t[k])}")
         lines.extend(beside_lines(result[reading]["runs"]))
         paper = result[reading]["paper"]
         if paper:

@@ -9,7 +9,10 @@ PART:
   calibrate   B, the rate every worker's link is shaped to: short baseline runs with one
               worker until R is within 10% of 5 (section 5); written to calibration.json.
   grid        the 9 fixed settings (1, 2, 4 workers by e = 1, 2, 4), seeds 1-3.
-  policies    workers only, echo only, and echo or scale at worker prices 0, 1 and 4.
+  policies    workers only, echo only, and echo or scale at worker prices 0, 1 and 4, on
+              the code of the protocol's change 3 (settings named ...-c3).
+  registered  the same on the registered code's names (the runs before change 3; with a
+              binary of that code).
   paper       the data service in the paper's setting (change 1): the grid's 1 and 2
               workers at e = 1, and 1 worker at e = 5.
   all         tune, calibrate, paper, grid and policies, in that order.
@@ -59,6 +62,7 @@ R_GOAL = 5.0
 TUNING = {"lr": [0.025, 0.05, 0.1, 0.2], "seeds": [101, 102], "widen": 3}
 SEEDS = [1, 2, 3]
 PRICES = [0, 1, 4]
+CHANGE_3 = "-c3"  # the policies' settings run on the corrected code (protocol change 3)
 Json = Dict[str, Any]
 
 
@@ -192,12 +196,13 @@ def settings(paths: Paths, part: str) -> List[Json]:
                         "only": cells[:1] if part == "paper" else cells})
     if part == "paper":
         out.append({"name": "paper-n1", "workers": 1, "scale": None, "cells": [echo_cell(5)]})
-    elif part == "policies":
-        out.append({"name": "workers-only", "workers": 1, "scale": {"policy": "workers", "max_workers": MAX_WORKERS},
-                    "cells": [echo_cell(1)]})
-        out.append({"name": "echo-only", "workers": 1, "scale": None, "cells": [ADAPTIVE]})
+    elif part in ("policies", "registered"):
+        code = CHANGE_3 if part == "policies" else ""
+        out.append({"name": f"workers-only{code}", "workers": 1,
+                    "scale": {"policy": "workers", "max_workers": MAX_WORKERS}, "cells": [echo_cell(1)]})
+        out.append({"name": f"echo-only{code}", "workers": 1, "scale": None, "cells": [ADAPTIVE]})
         for p in PRICES:
-            out.append({"name": f"echo-or-scale-p{p}", "workers": 1,
+            out.append({"name": f"echo-or-scale-p{p}{code}", "workers": 1,
                         "scale": {"policy": "echo_or_scale", "max_workers": MAX_WORKERS,
                                   "worker_price_per_hour": p, "trainer_price_per_hour": 1},
                         "cells": [ADAPTIVE]})
@@ -463,7 +468,8 @@ def collect(paths: Paths) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=["tune", "calibrate", "grid", "policies", "paper", "all", "collect"])
+    ap.add_argument("part", choices=["tune", "calibrate", "grid", "policies", "registered", "paper", "all",
+                                     "collect"])
     ap.add_argument("--dry-run", action="store_true", help="render the configs and check them; run nothing")
     a = ap.parse_args()
     paths = Paths()

@@ -227,33 +227,52 @@ ScaleStep ScalePolicy::echo_or_scale_step(const ScaleWindow& w) {
   ScaleStep s;
   s.cap_from = s.cap_to = w.echo_cap;
   s.workers_from = s.workers_to = workers_.value_or(0);
-  span_s_ += w.dt_s;
-  span_wait_s_ += w.demand_wait_s;
-  if (span_s_ < o_.measure_s) return s;
-  const int64_t elements = w.demand_elements - span_elements_;
-  const double span = span_s_, busy = span_s_ - span_wait_s_;
-  span_s_ = span_wait_s_ = 0;
-  span_elements_ = w.demand_elements;
-  // Too few elements, or a consumer that waited all along: nothing to measure D on yet.
-  if (elements < 10 || busy <= 0.001 * span) return s;
-  const double demand = static_cast<double>(elements) / busy;
+  const std::optional<double> demand = measure_demand(w);
+  if (!demand) return s;
   const WorkerScaler::Rates rates = scaler_->worker_rates();
   s.workers_from = s.workers_to = found_workers(rates);
   {
     std::lock_guard lock(mu_);
-    demand_ = demand;
+    demand_ = *demand;
   }
   if (rates.rates.empty() || *std::max_element(rates.rates.begin(), rates.rates.end()) <= 0)
     return s;  // no worker measured yet
   EchoOrScaleInputs in;
-  in.demand = demand;
+  in.demand = *demand;
   in.worker_rates = rates.rates;
   in.worker_price_per_hour = o_.worker_price_per_hour;
   in.trainer_price_per_hour = o_.trainer_price_per_hour;
   in.max_workers = o_.max_workers;
   in.max_factor = static_cast<double>(std::max<int64_t>(1, w.echo_max));
   in.echo_value = o_.echo_value;
-  return apply_choice(w, decider_.decide(in), demand, rates);
+  return apply_choice(w, decider_.decide(in), *demand, rates);
+}
+
+std::optional<double> ScalePolicy::measure_demand(const ScaleWindow& w) {
+  // The first span begins after the window in which the demand node gave its first
+  // element: the trainer's start-up and its first step are not its pace.
+  if (!consuming_) {
+    consuming_ = w.demand_elements > span_elements_;
+    span_elements_ = w.demand_elements;
+    return std::nullopt;
+  }
+  span_s_ += w.dt_s;
+  span_wait_s_ += w.demand_wait_s;
+  const int64_t elements = w.demand_elements - span_elements_;
+  const double busy = span_s_ - span_wait_s_;
+  // A span grows until it is measure_s long and holds 10 elements and a quarter of
+  // measure_s of the consumer's time outside next() (a consumer that waits nearly all
+  // the time is measured over a longer span, not on a few elements).
+  if (span_s_ < o_.measure_s || elements < 10 || busy < o_.measure_s / 4) return std::nullopt;
+  spans_.push_back({w.t_s, busy, elements});
+  span_s_ = span_wait_s_ = 0;
+  span_elements_ = w.demand_elements;
+  // D over the spans that ended within the last min_interval_s (the latest at least): the
+  // trainer's pace between two switches, not one span's.
+  while (spans_.size() > 1 && spans_.front().end_s <= w.t_s - o_.min_interval_s) spans_.pop_front();
+  double busy_s = 0, count = 0;
+  for (const Span& sp : spans_) busy_s += sp.busy_s, count += static_cast<double>(sp.elements);
+  return count / busy_s;
 }
 
 ScaleStep ScalePolicy::apply_choice(const ScaleWindow& w, const EchoOrScaleDecision& d,

@@ -17,10 +17,15 @@ std::optional<Example> Iterator::next() {
   const bool timed = untimed_left_ == 0 || stats_->async;
   const int64_t t0 = timed ? now_ns() : 0;
   if (!timed) --untimed_left_;
+  // The call in progress, for a window that ends before it returns (NodeStats::next_ns_at):
+  // one consumer's, where several call at once.
+  int64_t none = 0;
+  const bool stamped = timed && stats_->next_since_ns.compare_exchange_strong(none, t0);
   auto account = [&] {
     if (!timed) return;
     int64_t dt = now_ns() - t0;
-    stats_->next_ns.fetch_add(dt * stride_, std::memory_order_relaxed);
+    if (stamped) stats_->next_since_ns.store(0);  // before next_ns: next_ns_at's order
+    stats_->next_ns.fetch_add(dt * stride_);
     stride_ = dt >= kTimeEveryCallNs || stats_->async ? 1 : kSampleStride;
     untimed_left_ = stride_ - 1;
   };

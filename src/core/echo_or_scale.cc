@@ -234,14 +234,17 @@ const char* echo_or_scale_regime_name(EchoOrScaleRegime r) {
 EchoOrScaleChoice echo_or_scale(const EchoOrScaleInputs& in) {
   const Model m(in);
   std::optional<EchoOrScaleChoice> best, workers_only, echo_only;
+  // Echo only: the fewest workers that give a fresh rate (none where the local CPUs do).
+  std::optional<int64_t> echo_only_n;
   for (int64_t n = 0; n <= in.max_workers; ++n) {
     const double f = m.fresh_rate(n);
     if (f > 0) {
+      if (!echo_only_n) echo_only_n = n;
       for (double e : m.factors(f)) {
         auto c = m.predict(n, e);
         if (better(c, best)) best = c;
         if (e == 1 && better(c, workers_only)) workers_only = c;
-        if (n == 0 && better(c, echo_only)) echo_only = std::move(c);
+        if (n == *echo_only_n && better(c, echo_only)) echo_only = std::move(c);
       }
     }
     if (f >= in.demand) break;  // a further worker adds cost and no fresh rate

@@ -28,6 +28,17 @@ std::map<std::string, double> NodeStats::values() const {
   return values_;
 }
 
+int64_t NodeStats::next_ns_at(int64_t now) const {
+  // next() clears the stamp before it adds the call's time: a stamp read the same before
+  // and after next_ns is a call whose time next_ns does not hold yet.
+  while (true) {
+    const int64_t since = next_since_ns.load();
+    const int64_t done = next_ns.load();
+    if (next_since_ns.load() != since) continue;  // a call began or ended meanwhile
+    return done + (since != 0 && now > since ? now - since : 0);
+  }
+}
+
 nlohmann::json PipelineStats::to_json() const {
   nlohmann::json out = nlohmann::json::array();
   const NodeStats* prev = nullptr;

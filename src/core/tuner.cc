@@ -227,9 +227,9 @@ void Tuner::add_scaler(const std::shared_ptr<ScalePolicy>& scaler,
 }
 
 void Tuner::begin() {
-  out_next_ns_ = output_ ? output_->next_ns.load() : 0;
-  cpu_ns_ = clock_->process_cpu_ns();
   last_ns_ = clock_->now_ns();
+  out_next_ns_ = output_ ? output_->next_ns_at(last_ns_) : 0;
+  cpu_ns_ = clock_->process_cpu_ns();
 }
 
 void Tuner::run() {
@@ -285,9 +285,11 @@ std::optional<TunerChange> Tuner::window(std::unique_lock<std::mutex>& lock, int
 
   TunerWindow w;
   w.t_s = t_s;
-  const int64_t out_w = output_ ? output_->next_ns.load() : 0;
+  // A wait in progress counts in this window up to its end (a sampled node's time is
+  // extrapolated, and may still pass the window: the share is at most 1).
+  const int64_t out_w = output_ ? output_->next_ns_at(t) : 0;
   const int64_t cpu = clock_->process_cpu_ns();
-  w.consumer_wait = static_cast<double>(out_w - out_next_ns_) / 1e9 / dt;
+  w.consumer_wait = std::clamp(static_cast<double>(out_w - out_next_ns_) / 1e9 / dt, 0.0, 1.0);
   w.cores = static_cast<double>(cpu - cpu_ns_) / 1e9 / dt;
   out_next_ns_ = out_w, cpu_ns_ = cpu;
   for (Tuned* k : knobs) w.knobs.push_back(k->sample(dt));

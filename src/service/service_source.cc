@@ -22,7 +22,8 @@
 // and pieces left, the epoch fails, naming each worker's last cut, only once
 // connect_timeout_s has passed since a stream last delivered.
 // In sharding "static" the consumer reads a stream per lane (its lanes dealt to the
-// workers listed, those of a cut worker placed on others), each lane's pieces one at a
+// workers listed, those of a cut worker placed on others, and all dealt again when a
+// worker joins mid-epoch), each lane's pieces one at a
 // time in piece order, and returns its pieces' elements in its fixed order (StaticMerge:
 // its lanes round robin, piece by piece), whichever worker computed them; a state keeps
 // the position in that order, not elements.
@@ -346,8 +347,7 @@ class ServiceIterator final : public Iterator {
     std::ptrdiff_t fewest = 0;
     for (const WorkerInfo& w : alive_) {
       if (links_[w.worker()].cut) continue;
-      const auto n = std::count_if(lane_workers_.begin(), lane_workers_.end(),
-                                   [&](const auto& l) { return l.second == w.worker(); });
+      const auto n = lanes_of(w.worker());
       if (best == nullptr || n < fewest) {
         best = &w;
         fewest = n;
@@ -355,17 +355,88 @@ class ServiceIterator final : public Iterator {
     }
     lane_workers_[lane] = best != nullptr ? best->worker() : 0;  // 0: waiting
     if (best == nullptr || stopping_) return;
+    dealt_.insert(best->worker());
     ++running_;
     const Who who{best->worker(), links_[best->worker()].stream};
     readers_.emplace_back([this, lane, w = *best, job, who] { read_worker(w, who, job, lane); });
   }
 
-  // Sharding "static": the lanes that wait for a worker, or whose worker was cut. Under mu_.
+  // Sharding "static": the lanes not yet ended that wait for a worker, or whose worker was
+  // cut. Under mu_.
   void place_waiting(int64_t job) {
     std::vector<int32_t> lanes;
     for (const auto& [lane, worker] : lane_workers_)
-      if (worker == 0 || links_[worker].cut) lanes.push_back(lane);
+      if (!lanes_ended_.count(lane) && (worker == 0 || links_[worker].cut)) lanes.push_back(lane);
     for (int32_t lane : lanes) place_lane(lane, job);
+  }
+
+  // Sharding "static": how many of this consumer's lanes not yet ended `worker` reads.
+  // Under mu_.
+  std::ptrdiff_t lanes_of(int64_t worker) const {
+    return std::count_if(lane_workers_.begin(), lane_workers_.end(), [&](const auto& l) {
+      return l.second == worker && !lanes_ended_.count(l.first);
+    });
+  }
+
+  // Sharding "static": whether a worker listed has joined in this epoch (none of its
+  // lanes dealt to it, and never cut in it) while another reads two lanes not yet ended or
+  // more, so that dealing them again gives it some. (A worker cut in this epoch gets lanes
+  // only where a cut places them: one that the network keeps cutting does not pull lanes
+  // back and forth.) Under mu_.
+  bool joined_idle() const {
+    bool idle = false;
+    std::ptrdiff_t most = 0;
+    for (const WorkerInfo& w : alive_) {
+      const auto it = links_.find(w.worker());
+      if (it != links_.end() && it->second.cut) continue;
+      most = std::max(most, lanes_of(w.worker()));
+      idle = idle || (!dealt_.count(w.worker()) && !failures_.count(w.worker()));
+    }
+    return idle && most >= 2;
+  }
+
+  // Sharding "static": a worker that joins mid-epoch gets lanes at once. The streams of
+  // every worker listed that reads lanes not yet ended are cancelled and their leases
+  // released at the records kept, as a cut's are, so that each lane goes on from where it
+  // was and the order does not change; then each of those workers' next stream opens at
+  // once (no backoff: nothing failed), and the lanes are dealt again over the workers
+  // listed, the fewest first, as at the epoch's start. Not under mu_.
+  void rebalance(int64_t job) {
+    std::vector<std::pair<Who, ReleaseRequest>> moved;
+    std::ptrdiff_t lanes = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ || !joined_idle()) return;
+      for (const WorkerInfo& w : alive_) {
+        const Link& l = links_[w.worker()];
+        const auto n = lanes_of(w.worker());
+        if (l.cut || n == 0) continue;
+        lanes += n;
+        const Who who{w.worker(), l.stream};
+        moved.emplace_back(who, sever_locked(job, who));
+      }
+    }
+    int32_t released = 0;
+    for (const auto& [who, request] : moved) {
+      const std::optional<int32_t> r = release(request);
+      if (!r) return;
+      released += *r;
+    }
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    for (const auto& [who, request] : moved) {
+      Link& l = links_[who.worker];
+      if (l.stream != who.stream || !l.cut) continue;
+      ++l.stream;
+      l.cut = l.reopen = false;
+      for (auto& [lane, worker] : lane_workers_)
+        if (worker == who.worker) worker = 0;
+    }
+    place_waiting(job);
+    std::cerr << "service: a worker joined mid-epoch: the " << lanes
+              << " lanes not yet ended are dealt again over the " << alive_.size()
+              << " workers listed (epoch " << epoch_
+              << "); leases released at the records kept: " << released << "\n";
   }
 
   // A stream from worker `w`, read on a thread of its own, unless this epoch reads from it
@@ -396,8 +467,9 @@ class ServiceIterator final : public Iterator {
   // (GetOrCreateJob lists those alive and not leaving), and a stream is opened to each
   // one this epoch has not read from, or reopened to one cut once its backoff passed,
   // while the epoch runs; it takes pending pieces as the others do. Sharding "static":
-  // the workers cut are taken back (after their backoff) and the lanes waiting for a
-  // worker are placed on those listed. Runs as one of readers_ (not counted in
+  // the workers cut are taken back (after their backoff), the lanes waiting for a
+  // worker are placed on those listed, and a worker that joined gets lanes (rebalance).
+  // Runs as one of readers_ (not counted in
   // running_) until the epoch ends, adding readers only while not stopping, so that the
   // destructor joins them all.
   void watch_workers(int64_t job) {
@@ -422,6 +494,9 @@ class ServiceIterator final : public Iterator {
         alive_.assign(reply.workers().begin(), reply.workers().end());
         for (const WorkerInfo& w : alive_) reopen(w);
         place_waiting(job);
+        lock.unlock();
+        rebalance(job);
+        lock.lock();
       } else {
         for (const WorkerInfo& w : reply.workers()) start_reader(w, job);
       }
@@ -493,7 +568,7 @@ class ServiceIterator final : public Iterator {
       stream = channel->stream(kRead, request.SerializeAsString(), {.token = o_.token});
       if (!watch(stream.get(), w.worker())) return finish(nullptr);
       if (pieces())
-        read_pieces(*stream, peer, job, who);
+        read_pieces(*stream, peer, job, who, lane);
       else
         read_frames(*stream, peer);
     } catch (const CallError& e) {
@@ -517,7 +592,8 @@ class ServiceIterator final : public Iterator {
   // Sharding "dynamic": the stream's frames, kept under the ledger's rules (I2). Returns
   // at the stream's end (the lanes' pieces all done) or a worker's error; throws
   // Error(kDataLoss) for a frame that breaks a rule.
-  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job, Who who) {
+  void read_pieces(ClientStream& stream, const std::string& peer, int64_t job, Who who,
+                   int32_t lane) {
     auto dispatcher = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
     FrameReader reader(peer);
     Frame frame;
@@ -534,7 +610,10 @@ class ServiceIterator final : public Iterator {
       }
     }
     std::lock_guard lock(mu_);
-    if (!is_static()) lanes_done_ = true;  // static: this lane's pieces are done
+    if (!is_static())
+      lanes_done_ = true;
+    else if (!severed_locked(who))
+      lanes_ended_.insert(lane);  // this lane's pieces are done
   }
 
   // What the consumer has of a piece.
@@ -663,39 +742,55 @@ class ServiceIterator final : public Iterator {
   void cut(ClientStream* stream, const std::string& why, int64_t job, Who who, bool transport) {
     if (stream != nullptr) stream->cancel();
     ReleaseRequest request;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ || severed_locked(who)) return;
+      failures_[who.worker] = why;
+      request = sever_locked(job, who);
+    }
+    const std::optional<int32_t> released = release(request);
+    if (!released) return;
+    std::cerr << "service: " << why
+              << ": stream cut; leases released at the records kept: " << *released << "\n";
+    std::lock_guard lock(mu_);
+    if (transport) back_off(links_[who.worker]);
+    if (is_static() && !stopping_) place_waiting(job);
+  }
+
+  // Marks stream `who` cut, cancels every stream of its worker, and gives the Release of
+  // the worker's leases at the records kept (the ledger). Under mu_.
+  ReleaseRequest sever_locked(int64_t job, Who who) {
+    ReleaseRequest request;
     request.set_job(job);
     request.set_consumer(o_.consumer);
     request.set_epoch(epoch_);
     request.set_worker(who.worker);
     request.set_incarnation(incarnation_);
     request.set_stream(who.stream);
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_ || severed_locked(who)) return;
-      links_[who.worker].cut = true;
-      for (const auto& [s, w] : streams_)
-        if (w == who.worker) s->cancel();
-      failures_[who.worker] = why;
-      for (const auto& [piece, p] : ledger_) {
-        if (p.done) continue;
-        PiecePos* pos = request.add_kept();
-        pos->set_epoch(epoch_);
-        pos->set_piece(piece);
-        pos->set_records(p.kept);
-      }
+    links_[who.worker].cut = true;
+    for (const auto& [s, w] : streams_)
+      if (w == who.worker) s->cancel();
+    cv_.notify_all();  // its readers waiting for room give up
+    for (const auto& [piece, p] : ledger_) {
+      if (p.done) continue;
+      PiecePos* pos = request.add_kept();
+      pos->set_epoch(epoch_);
+      pos->set_piece(piece);
+      pos->set_records(p.kept);
     }
+    return request;
+  }
+
+  // The Release at the dispatcher: how many leases it released; none when it failed (the
+  // epoch then fails naming it).
+  std::optional<int32_t> release(const ReleaseRequest& request) {
     try {
       auto channel = transport_->open_channel(o_.dispatcher, client_transport(o_.tls));
-      const auto reply = call_dispatcher<ReleaseRequest, ReleaseReply>(*channel, kRelease, request);
-      std::cerr << "service: " << why
-                << ": stream cut; leases released at the records kept: " << reply.released()
-                << "\n";
+      return call_dispatcher<ReleaseRequest, ReleaseReply>(*channel, kRelease, request).released();
     } catch (const Error& e) {
-      return fail(e.code(), e.message());
+      fail(e.code(), e.message());
+      return std::nullopt;
     }
-    std::lock_guard lock(mu_);
-    if (transport) back_off(links_[who.worker]);
-    if (is_static() && !stopping_) place_waiting(job);
   }
 
   // The time a cut stream is reopened at, at the earliest. Under mu_.
@@ -757,6 +852,8 @@ class ServiceIterator final : public Iterator {
   std::optional<Clock::time_point> idle_since_;  // no stream running, none delivering
   StaticMerge merge_;                            // static: the order, the pieces' buffers
   std::map<int32_t, int64_t> lane_workers_;      // static: each lane's worker (0: waiting)
+  std::set<int32_t> lanes_ended_;                // static: lanes whose pieces are all done
+  std::set<int64_t> dealt_;                      // static: workers dealt a lane in this epoch
   std::vector<WorkerInfo> alive_;                // static: the workers listed last
 };
 

@@ -52,7 +52,8 @@ std::vector<OptionDecl> scale_fields() {
        .type = OptionType::kNumber,
        .fallback = d.measure_s,
        .min = 0.001,
-       .doc = "echo_or_scale: the demand is measured over spans of this many seconds"},
+       .doc = "echo_or_scale: the demand is measured over spans of at least this many "
+              "seconds, with a quarter of it outside the consumer's next()"},
       {.name = "min_gain",
        .type = OptionType::kNumber,
        .fallback = d.min_gain,

@@ -51,9 +51,10 @@ struct WorkersRun {
   ScalePolicy policy;
   int64_t elements = 0;
   double t = 0;
+  // The rule's steps on windows of 1 s: judged 2 s after a worker serves.
   WorkersRun(ScaleOptions o, std::function<double(int64_t)> source_rate)
       : scaler(std::make_shared<FakeScaler>(1, [](int64_t) { return 100.0; })),
-        policy((o.policy = "workers", o), scaler),
+        policy((o.policy = "workers", o.settle_s = 2, o), scaler),
         rate(std::move(source_rate)) {}
   std::function<double(int64_t)> rate;
   void run(double until_s, double demand) {
@@ -162,7 +163,8 @@ TEST(ScaleEchoOrScale, TheModelsChoiceIsApplied) {
   EXPECT_DOUBLE_EQ(report["demand"].get<double>(), 1200);
   EXPECT_DOUBLE_EQ(report["factor"].get<double>(), 2);
   const std::string line = report["decisions"][0];
-  EXPECT_NE(line.find("echo-or-scale 3.0 s: workers 1 -> 4, echo cap 1 -> 2 (factor - -> 2, D "
+  // Window 2 gives the first elements; the span after it ends at 4 s.
+  EXPECT_NE(line.find("echo-or-scale 4.0 s: workers 1 -> 4, echo cap 1 -> 2 (factor - -> 2, D "
                       "1,200/s, workers 150/s each (1 measured); first decision"),
             std::string::npos)
       << line;
@@ -188,7 +190,7 @@ TEST(ScaleEchoOrScale, HysteresisKeepsTheChoiceUntilTheIntervalHasPassed) {
   r.run(4, 1200);
   ASSERT_EQ(r.scaler->calls, (std::vector<int64_t>{4}));
   // Workers half as fast: echo 4 with the same 4 workers takes 44% less time, but the
-  // switch waits until 30 s after the first decision.
+  // switch waits until 30 s after the first decision (at 4 s).
   rate = 75;
   r.run(20, 1200);
   EXPECT_EQ(r.scaler->calls, (std::vector<int64_t>{4}));
@@ -200,12 +202,78 @@ TEST(ScaleEchoOrScale, HysteresisKeepsTheChoiceUntilTheIntervalHasPassed) {
   EXPECT_EQ(r.cap, 4);
   EXPECT_EQ(r.scaler->serving(), echo_or_scale(inputs(1200, 4, 75, 0)).workers);
   const std::string last = r.policy.report()["decisions"].back();
-  EXPECT_NE(last.find("echo-or-scale 33.0 s: workers 4 -> 4, echo cap 2 -> 4"), std::string::npos)
+  EXPECT_NE(last.find("echo-or-scale 34.0 s: workers 4 -> 4, echo cap 2 -> 4"), std::string::npos)
       << last;
   EXPECT_NE(
       last.find("switched from 4 workers and echo 2: 4 workers and echo 4 would cost 44.1% less"),
       std::string::npos)
       << last;
+}
+
+// Echo or scale over workers of 150/s, fed windows of 1 s by hand: at(t, elements,
+// wait_s) is the window ending at t in which the consumer took `elements` and waited
+// wait_s.
+struct DemandRun {
+  explicit DemandRun(ScaleOptions o = {}) : policy((o.policy = "echo_or_scale", o), scaler) {}
+  void at(double t, int64_t elements, double wait_s) {
+    total += elements;
+    policy.step(ScaleWindow{.t_s = t,
+                            .dt_s = 1,
+                            .demand_elements = total,
+                            .demand_wait_s = wait_s,
+                            .echo_cap = 1,
+                            .echo_max = 4});
+  }
+  nlohmann::json report() const { return policy.report(); }
+  std::shared_ptr<FakeScaler> scaler =
+      std::make_shared<FakeScaler>(1, [](int64_t) { return 150.0; });
+  ScalePolicy policy;
+  int64_t total = 0;
+};
+
+// The trainer's start-up (a second building its model, then a slow first step of one
+// batch) is no part of D: measuring starts after the window of its first element.
+TEST(ScaleEchoOrScale, TheDemandIsMeasuredFromAfterTheFirstElement) {
+  DemandRun p;
+  p.at(1, 0, 0);    // the first window: the counters' base
+  p.at(2, 0, 0);    // the model is built
+  p.at(3, 128, 0);  // one batch, its step slow
+  for (int t = 4; t <= 5; ++t) p.at(t, 600, 0.5);
+  const auto report = p.report();
+  EXPECT_DOUBLE_EQ(report["demand"].get<double>(), 1200) << report.dump(1);
+  ASSERT_EQ(report["decisions"].size(), 1u) << report.dump(1);
+  EXPECT_NE(report["decisions"][0].get<std::string>().find("echo-or-scale 5.0 s:"),
+            std::string::npos)
+      << report.dump(1);
+}
+
+// A consumer that waits 94% of the time: the span grows until it holds measure_s / 4 of
+// the consumer's time outside next() (0.5 s: 9 windows of 0.06 s), and D is its pace.
+TEST(ScaleEchoOrScale, AConsumerThatNearlyAlwaysWaitsIsMeasuredOverALongerSpan) {
+  DemandRun p;
+  p.at(1, 0, 0);
+  p.at(2, 60, 0.94);  // the first elements
+  for (int t = 3; t <= 10; ++t) p.at(t, 60, 0.94);
+  EXPECT_TRUE(p.report()["demand"].is_null()) << p.report().dump(1);  // 0.48 s so far
+  p.at(11, 60, 0.94);
+  EXPECT_NEAR(p.report()["demand"].get<double>(), 1000, 1e-6) << p.report().dump(1);
+}
+
+// D is taken over the spans of the last min_interval_s: one span at 10x the pace moves it
+// by a fraction, and it is forgotten once min_interval_s has passed.
+TEST(ScaleEchoOrScale, TheDemandIsTakenOverTheLastInterval) {
+  ScaleOptions o;
+  o.min_interval_s = 20;
+  DemandRun p(o);
+  p.at(1, 0, 0);
+  p.at(2, 600, 0.5);
+  for (int t = 3; t <= 22; ++t) p.at(t, 600, 0.5);
+  EXPECT_DOUBLE_EQ(p.report()["demand"].get<double>(), 1200);
+  // A span (2 windows) at 12,000/s: 10 spans of the last 20 s, 9 at 1,200/s.
+  for (int t = 23; t <= 24; ++t) p.at(t, 6000, 0.5);
+  EXPECT_NEAR(p.report()["demand"].get<double>(), (9 * 1200.0 + 12'000) / 10, 1e-6);
+  for (int t = 25; t <= 44; ++t) p.at(t, 600, 0.5);
+  EXPECT_DOUBLE_EQ(p.report()["demand"].get<double>(), 1200);
 }
 
 TEST(ScaleEchoOrScale, NoDecisionWithoutAMeasuredWorker) {

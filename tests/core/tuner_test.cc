@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataecho/core/clock.h"
+#include "dataecho/core/dataset.h"
 #include "dataecho/core/error.h"
 #include "dataecho/core/tuner.h"
 #include "dataecho/spec/pipeline_def.h"
@@ -482,18 +485,27 @@ TEST(TunerRules, ASimulatedRaiseWithoutGainIsTakenBackAfterTheWarmUp) {
 
 // ---------------------------------------------------------------- the Tuner, stepped
 
+// A Tuner on a ManualClock whose output is a prefetch, with one map knob at 1.
+struct ClockedTuner {
+  static TunerOptions clocked(std::shared_ptr<ManualClock> clock) {
+    TunerOptions o = options();
+    o.clock = std::move(clock);
+    return o;
+  }
+  ClockedTuner() { tuner.add(m, stats); }
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'000'000'000);
+  std::shared_ptr<NodeStats> out = std::make_shared<NodeStats>("2:prefetch");
+  Tuner tuner{clocked(clock), out};
+  std::shared_ptr<Knob> m = map_knob(1);
+  std::shared_ptr<NodeStats> stats = std::make_shared<NodeStats>("1:map", true);
+};
+
 // A Tuner with a ManualClock: the counters are set by hand, and step() turns them into a
 // window: busy 0.25 s of a 0.25 s window with one thread (100%), the consumer waiting
 // half the time, 1 core used.
 TEST(TunerStepped, MeasuresTheCountersOverTheClocksWindow) {
-  auto clock = std::make_shared<ManualClock>(1'000'000'000);
-  auto out = std::make_shared<NodeStats>("2:prefetch");
-  TunerOptions o = options();
-  o.clock = clock;
-  Tuner tuner(o, out);
-  auto m = map_knob(1);
-  auto stats = std::make_shared<NodeStats>("1:map", true);
-  tuner.add(m, stats);
+  ClockedTuner st;
+  auto& [clock, out, tuner, m, stats] = st;
   EXPECT_FALSE(tuner.step());  // no time has passed: no window
   clock->advance_seconds(0.25, /*cores=*/1);
   stats->busy_ns += 250'000'000;
@@ -521,6 +533,82 @@ TEST(TunerStepped, MeasuresTheCountersOverTheClocksWindow) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->rule, Rule::kTakeBack);
   EXPECT_EQ(m->value(), 1);
+}
+
+// A wait that spans windows counts in each window it spans: the consumer is inside one
+// call to next() all through the first window (the old count, at the call's return, saw
+// no wait there and 140% in the next), and the call returns 0.1 s into the second.
+TEST(TunerStepped, AWaitInProgressCountsInTheWindowsItSpans) {
+  ClockedTuner st;
+  auto& [clock, out, tuner, m, stats] = st;
+  EXPECT_FALSE(tuner.step());
+  out->next_since_ns = clock->now_ns();  // the consumer calls next()
+  clock->advance_seconds(0.25, 1);
+  stats->busy_ns += 250'000'000;
+  stats->elements += 30;
+  auto c = tuner.step();
+  ASSERT_TRUE(c) << tuner.report().dump();
+  EXPECT_EQ(c->reason,
+            "consumer waits 100% of the time; node busy 100%, 1.00 cores used, budget 8.00");
+  EXPECT_EQ(out->next_ns_at(clock->now_ns()), 250'000'000);
+  // It returns after 0.35 s: next() clears the stamp and adds the call's time.
+  out->next_since_ns = 0;
+  out->next_ns += 350'000'000;
+  clock->advance_seconds(0.25, 1);
+  EXPECT_EQ(out->next_ns_at(clock->now_ns()), 350'000'000);  // 0.1 s of this window
+}
+
+// A node whose next() returns one empty element once `go` is set.
+class Gate : public Dataset {
+ public:
+  explicit Gate(std::shared_future<void> go) : go_(std::move(go)) {}
+  std::string op_name() const override { return "gate"; }
+
+ protected:
+  std::unique_ptr<Iterator> make_iterator_impl(const IteratorContext&) const override {
+    class It : public Iterator {
+     public:
+      explicit It(std::shared_future<void> go) : go_(std::move(go)) {}
+      void save(StateWriter&) override {}
+      void restore(StateReader&) override {}
+
+     protected:
+      std::optional<Example> next_impl() override {
+        go_.wait();
+        return Example{};
+      }
+
+     private:
+      std::shared_future<void> go_;
+    };
+    return std::make_unique<It>(go_);
+  }
+
+ private:
+  std::shared_future<void> go_;
+};
+
+// Iterator::next() stamps the call while it runs, and clears the stamp as it adds the
+// call's time.
+TEST(TunerStepped, NextStampsTheCallInProgress) {
+  std::promise<void> go;
+  auto gate = std::make_shared<Gate>(go.get_future().share());
+  auto stats = std::make_shared<NodeStats>("0:gate");
+  gate->attach("0:gate", stats);
+  auto it = gate->make_iterator(IteratorContext{});
+  const int64_t before = now_ns();
+  std::thread consumer([&] { it->next(); });
+  while (stats->next_since_ns.load() == 0) std::this_thread::yield();
+  EXPECT_GE(stats->next_since_ns.load(), before);
+  EXPECT_EQ(stats->next_ns.load(), 0);
+  const int64_t since = stats->next_since_ns.load(), at = now_ns();
+  EXPECT_EQ(stats->next_ns_at(at), at - since);
+  go.set_value();
+  consumer.join();
+  EXPECT_EQ(stats->next_since_ns.load(), 0);
+  EXPECT_GE(stats->next_ns.load(), at - since);  // the whole call, once it returned
+  EXPECT_EQ(stats->next_ns_at(now_ns()), stats->next_ns.load());
+  EXPECT_EQ(stats->elements.load(), 1);
 }
 
 // ---------------------------------------------------------------- remembering

@@ -128,3 +128,28 @@ def test_a_policy_runs_workers_and_echo_cap_over_time_are_reported_and_plotted(t
     assert plot == ("# seed 1: workers\n1.0 1\n50.0 3\n200.0 3\n\n\n"
                     "# seed 1: echo cap\n12.0 2\n200.0 2\n\n\n")
     assert "workers_echo-or-scale-p1" in (tmp_path / "plots" / "plots.gp").read_text()
+
+
+def test_each_codes_echo_or_scale_is_compared_with_its_own_codes_policies(tmp_path):
+    """The registered code's policies and those run again on the corrected code (protocol
+    change 3, settings "...-c3") are reported side by side; each echo or scale's ratios are
+    over the grid's best and over its own code's single-lever policies."""
+    for seed, t in ((1, 200), (2, 220), (3, 210)):
+        write_run(tmp_path / "grid-n1", seed, t, workers=1)
+        write_run(tmp_path / "workers-only", seed, 300, workers=1)
+        write_run(tmp_path / "workers-only-c3", seed, 250, workers=1)
+        write_run(tmp_path / "echo-or-scale-p0", seed, 280, workers=1, cell=report.ADAPTIVE_CELL)
+        write_run(tmp_path / "echo-or-scale-p0-c3", seed, 200, workers=1, cell=report.ADAPTIVE_CELL)
+        write_run(tmp_path / "echo-or-scale-p1-c3", seed, 100, workers=1, cell=report.ADAPTIVE_CELL)
+    obs = report.settings(str(tmp_path), "first_touch")
+    free = report.price_table(obs, 0)
+    assert sorted(free["rows"]) == ["echo-or-scale-p0", "echo-or-scale-p0-c3", "n1-e1", "workers-only",
+                                    "workers-only-c3"]  # another price's echo or scale is left out
+    assert free["eos_over_best"]["ratio"] == pytest.approx(280 / 210)
+    assert free["eos-c3_over_best"]["ratio"] == pytest.approx(200 / 210)
+    assert free["eos_over_workers-only"]["ratio"] == pytest.approx(280 / 300)
+    assert free["eos-c3_over_workers-only"]["ratio"] == pytest.approx(200 / 250)
+    assert report.main(["report", str(tmp_path), "--no-plots"]) == 0
+    table = (tmp_path / "table.txt").read_text()
+    assert "echo or scale over workers only (registered code): 0.93" in table
+    assert "echo or scale over workers only (change 3): 0.80" in table

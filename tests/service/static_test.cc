@@ -96,6 +96,21 @@ class ServiceStatic : public ::testing::Test {
   std::shared_ptr<Transport> transport_ = in_process_transport();
   std::atomic<int> frames_{0};  // frames the workers have sent
 
+  // `count` records in pieces of 100, each two frames, `ms` a record.
+  static std::string sleepy(int count, int ms) {
+    return R"({"seed": 5, "source": {"kind": "range", "count": )" + std::to_string(count) +
+           R"(}, "stages": [{"op": "map", "fn": "sleep", "args": {"ms": )" + std::to_string(ms) +
+           "}}]}";
+  }
+  // Waits until the workers have sent `n` frames.
+  void await_frames(int n) {
+    for (int ms = 0; frames_ < n; ++ms) {
+      ASSERT_LT(ms, 30'000) << "the workers sent " << frames_ << " frames";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  int port_ = 0;  // the dispatcher's, while run() runs
+
   // Both consumers' sequences of one epoch over `workers` workers with the fault;
   // `consume` reads a consumer's epoch (null: build and drain). Returns how many faults
   // happened.
@@ -104,6 +119,7 @@ class ServiceStatic : public ::testing::Test {
     DispatcherOptions d;
     d.bind = "127.0.0.1";
     auto dispatcher = start_service_dispatcher(d);
+    port_ = dispatcher->port();
     std::mutex mu;
     std::map<std::pair<int, std::string>, int> calls;
     int fired = 0;
@@ -222,17 +238,12 @@ TEST_F(ServiceStatic, SameOrderWhateverTheWorkers) {
 // each consumer reopens its workers' streams, the waiting lanes are placed on them,
 // and each consumer's sequence is its uninterrupted one.
 TEST_F(ServiceStatic, StreamsCutByTheNetworkAreReopenedInTheSameOrder) {
-  const std::string up =
-      R"({"seed": 5, "source": {"kind": "range", "count": 2400},
-          "stages": [{"op": "map", "fn": "sleep", "args": {"ms": 1}}]})";
+  const std::string up = sleepy(2400, 1);
   std::vector<Sequence> plain, cut;
   run(up, 2, {}, plain);
   int severed = 0;
   const During sever = [&](std::vector<std::unique_ptr<Worker>>& workers) {
-    for (int ms = 0; frames_ < 12; ++ms) {
-      ASSERT_LT(ms, 30'000) << "the workers sent " << frames_ << " frames";
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    await_frames(12);
     for (const auto& w : workers) severed += sever_in_process_streams(*transport_, w->address());
   };
   frames_ = 0;
@@ -243,6 +254,38 @@ TEST_F(ServiceStatic, StreamsCutByTheNetworkAreReopenedInTheSameOrder) {
   EXPECT_NE(said.find("stream reopened (stream 1 of epoch 0)"), std::string::npos) << said;
   EXPECT_EQ(cut, plain);
   check(up, cut);
+}
+
+// A worker that joins mid-epoch takes lanes at once: the worker reading them all has its
+// streams released at the records kept and the lanes are dealt again over both, so the
+// joiner sends frames of this epoch, and each consumer's sequence is its one-worker
+// sequence (1,200 records in 12 pieces of 100, each two frames, 4 ms a record: the
+// joiner comes after 4 of 24 frames).
+TEST_F(ServiceStatic, AWorkerThatJoinsMidEpochTakesLanesInTheSameOrder) {
+  const std::string up = sleepy(1200, 4);
+  std::vector<Sequence> plain, joined;
+  run(up, 1, {}, plain);
+  std::atomic<int> joiner_frames{0};
+  const During join = [&](std::vector<std::unique_ptr<Worker>>& workers) {
+    await_frames(4);
+    WorkerOptions o = loopback_worker(port_);
+    o.fault = [&](const std::string& point, int64_t) {
+      if (point == "frame") ++joiner_frames;
+      return Fault::kNone;
+    };
+    workers.push_back(start_service_worker(o));
+  };
+  frames_ = 0;
+  ::testing::internal::CaptureStderr();
+  run(up, 1, {}, joined, nullptr, join);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_GT(joiner_frames, 0) << said;
+  EXPECT_NE(said.find("a worker joined mid-epoch: the "), std::string::npos) << said;
+  EXPECT_NE(said.find("lanes not yet ended are dealt again over the 2 workers listed"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(joined, plain);
+  check(up, joined);
 }
 
 // (b): consumer 0 dropped three times (without a word to anyone) and resumed from the

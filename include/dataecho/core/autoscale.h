@@ -14,10 +14,13 @@
 //   it back (SetWorkers n) and add none for retry_after_s (then try again: the load may
 //   have changed). A worker not serving within start_timeout_s is taken back the same
 //   way. It never lowers the workers below where it found them.
-// - "echo_or_scale": over spans of at least measure_s it measures the demand D (the
-//   elements the demand node gives per second of its consumer's time outside its next():
-//   the consumer's pace when it never waits; the demand node is the tuned echo, else the
-//   source) and asks the dispatcher for the serving workers' rates, and feeds them to an
+// - "echo_or_scale": it measures the demand D (the elements the demand node gives per
+//   second of its consumer's time outside its next(): the consumer's pace when it never
+//   waits; the demand node is the tuned echo, else the source) over spans of at least
+//   measure_s, each with 10 elements and measure_s / 4 of that time or more, from after
+//   the window of the demand node's first element (the trainer's start-up is not its
+//   pace); D is taken over the spans of the last min_interval_s. At each span's end it
+//   asks the dispatcher for the serving workers' rates, and feeds them to an
 //   EchoOrScaleDecider (core/echo_or_scale.h: local_rate 0, the options' prices, limits
 //   and curve, the echo's max as max_factor; no echo: 1). Its choice is applied: the
 //   workers (SetWorkers, when the number changes) and the echo's cap (the factor rounded
@@ -27,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,11 +52,13 @@ struct ScaleOptions {
   double worker_price_per_hour = 0;
   double trainer_price_per_hour = 1;
   std::vector<EchoValuePoint> echo_value = default_echo_value();
-  double switch_gain = 0.10;    // echo_or_scale: a switch saves at least this share
-  double min_interval_s = 60;   // echo_or_scale: at most one switch per this many seconds
-  double measure_s = 2;         // echo_or_scale: D measured over at least this long
-  double min_gain = 0.05;       // workers: a worker is kept when the source's rate rose this much
-  double settle_s = 2;          // workers: a new worker judged this long after it serves
+  double switch_gain = 0.10;   // echo_or_scale: a switch saves at least this share
+  double min_interval_s = 60;  // echo_or_scale: at most one switch per this many seconds
+  double measure_s = 2;        // echo_or_scale: D measured over at least this long
+  double min_gain = 0.05;      // workers: a worker is kept when the source's rate rose this much
+  // workers: a new worker judged this long after it serves (a static merge's rate over a
+  // few seconds swings many-fold with the pieces' turns)
+  double settle_s = 10;
   double start_timeout_s = 60;  // workers: a worker not serving by then is taken back
   double retry_after_s = 120;   // workers: no worker added for this long after a take-back
 };
@@ -120,6 +126,8 @@ class ScalePolicy {
   ScaleStep workers_step(const ScaleWindow& w);
   ScaleStep judge_trial(const ScaleWindow& w, ScaleStep s);
   ScaleStep echo_or_scale_step(const ScaleWindow& w);
+  // D, once a span is complete (measure_demand's rules); none before.
+  std::optional<double> measure_demand(const ScaleWindow& w);
   ScaleStep apply_choice(const ScaleWindow& w, const EchoOrScaleDecision& d, double demand,
                          const WorkerScaler::Rates& rates);
   void set_workers(int64_t n, const std::string& reason);
@@ -146,9 +154,16 @@ class ScalePolicy {
   };
   std::optional<Trial> trial_;
   double blocked_until_s_ = -1;
-  // echo_or_scale: the span D is measured over.
+  // echo_or_scale: the span D is being measured over (from after the demand node's first
+  // element), and the spans that ended within the last min_interval_s.
+  bool consuming_ = false;
   double span_s_ = 0, span_wait_s_ = 0;
   int64_t span_elements_ = 0;
+  struct Span {
+    double end_s = 0, busy_s = 0;
+    int64_t elements = 0;
+  };
+  std::deque<Span> spans_;
   mutable std::mutex mu_;  // guards what report() reads
   std::optional<double> factor_, demand_;
   std::vector<double> rates_;

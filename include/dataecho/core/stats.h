@@ -32,6 +32,15 @@ struct NodeStats {
   std::atomic<int64_t> busy_ns{0};         // async nodes: workers' time doing the node's work
   std::atomic<int64_t> wait_input_ns{0};   // async nodes: workers' time waiting for the input
   std::atomic<int64_t> wait_output_ns{0};  // time blocked waiting for room downstream
+  // The start of a timed call to next() in progress (core/clock.h's now_ns(); 0: none), so
+  // that a long wait is seen while it lasts (next_ns counts a call once it returns).
+  std::atomic<int64_t> next_since_ns{0};
+
+  // The time consumers spent inside next() up to `now` (on now_ns()'s clock): next_ns
+  // and the call in progress, counted from its start. A window's wait measured on it
+  // counts a wait that spans several windows in each of them, not all in the one where
+  // next() returns.
+  int64_t next_ns_at(int64_t now) const;
 
   // The memory check's watches on this node's elements (core/memory_watch.h), told the
   // count and bytes so far at counts 1, 2, 4, ...; set while the pipeline is built,
