@@ -220,7 +220,7 @@ def beside_lines(obs: Dict[str, List[Json]]) -> List[str]:
              "achieved echo and R in training; median [min-max] over the seeds"]
     for label, o in obs.items():
         cens = sum(x["censored"] for x in o)
-        lines.append(f"  {label:18s} fresh {spread_text([x['fresh'] for x in o], '{:,.0f}'):28s} "
+        lines.append(f"  {label:20s} fresh {spread_text([x['fresh'] for x in o], '{:,.0f}'):28s} "
                      f"steps {spread_text([x['step'] for x in o], '{:.0f}'):18s} "
                      f"workers {spread_text([x['mean_workers'] for x in o], '{:.2f}'):18s} "
                      f"echo {spread_text([x['achieved_echo'] for x in o], '{:.2f}'):18s} "
@@ -316,7 +316,7 @@ def text(result: Json) -> str:
                          f"median [95% interval] (time to target in minutes; each seed's cost)")
             for label, r in t["rows"].items():
                 mark = "  <- best fixed" if label == t["best_fixed"] else ""
-                lines.append(f"  {label:18s} {est_text(r['cost']):24s} T {est_text(r['T']):22s} "
+                lines.append(f"  {label:20s} {est_text(r['cost']):24s} T {est_text(r['T']):22s} "
                              f"{r['by_seed']}{' censored ' + str(r['censored']) if r['censored'] else ''}{mark}")
             for code in CODES:
                 for other in ("best", "workers-only", "echo-only"):
