@@ -168,11 +168,6 @@ def price_table(obs: Dict[str, List[Json]], price: float) -> Json:
     return out
 
 
-def ratio_label(key: str) -> str:
-    """"eos-c3_over_workers-only" -> "echo or scale over workers only (change 3)"."""
-    head, other = key.split("_over_")
-    code = head[len("eos"):]
-    return f"echo or scale over {other.replace('-', ' ')} ({CODES[code]})"
 
 
 def est_text(e: Optional[Json], fmt: str = "{:.1f}") -> str:
@@ -322,7 +317,8 @@ def text(result: Json) -> str:
                 for other in ("best", "workers-only", "echo-only"):
                     k = f"eos{code}_over_{other}"
                     if k in t:
-                        lines.append(f"  {ratio_label(k)}: {ratio_text(t[k])}")
+                        lines.append(f"  echo or scale over {other.replace('-', ' ')} ({CODES[code]}): "
+                                     f"{ratio_text(t[k])}")
         lines.extend(beside_lines(result[reading]["runs"]))
         paper = result[reading]["paper"]
         if paper:
